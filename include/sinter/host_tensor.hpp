@@ -1,0 +1,67 @@
+// A tensor in host memory, stored bit-exactly in its dtype (bf16 as 2-byte patterns, fp8 as
+// bytes, ...), with strides so that a view (a transposed weight, a broadcast) can be described
+// exactly as the GPU will see it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sinter/dtype.hpp"
+#include "sinter/graph.hpp"
+
+namespace sinter {
+
+class HostTensor {
+ public:
+  HostTensor() = default;
+  // Zero-filled storage large enough for the view (dims, strides); row-major when strides empty.
+  HostTensor(DType dtype, Dims dims, Dims strides = {});
+  static HostTensor from_values(DType dtype, Dims dims, const std::vector<double>& values);
+
+  DType dtype() const { return dtype_; }
+  const Dims& dims() const { return dims_; }
+  const Dims& strides() const { return strides_; }
+  int64_t numel() const { return num_elements(dims_); }
+  // Bytes of storage: (largest offset the view reaches + 1) * element size.
+  size_t storage_bytes() const { return bytes_.size(); }
+  std::byte* data() { return bytes_.data(); }
+  const std::byte* data() const { return bytes_.data(); }
+  bool is_contiguous() const;
+
+  // Element access by logical row-major index (0 <= i < numel()); values are rounded on store.
+  double get(int64_t i) const;
+  void set(int64_t i, double v);
+  // All elements in logical row-major order.
+  std::vector<double> values() const;
+
+ private:
+  int64_t offset_of(int64_t logical) const;
+  DType dtype_ = DType::f32;
+  Dims dims_;
+  Dims strides_;
+  std::vector<std::byte> bytes_;
+};
+
+using TensorMap = std::map<std::string, HostTensor>;
+
+// Fresh pseudo-random contents (deterministic in seed): floats uniform in [lo, hi), integers
+// uniform in [lo, hi], bool 0/1. Writes the whole storage, including any gaps of a view.
+void fill_random(HostTensor& t, uint64_t seed, double lo = -1.0, double hi = 1.0);
+
+// Random host inputs for every graph input, with the declared dtype, dims and strides.
+TensorMap random_inputs(const Graph& g, uint64_t seed);
+
+// ||a - b|| / ||b|| over the logical elements (both must have the same dims). NaN in either gives
+// NaN; two all-zero tensors give 0.
+double relative_l2_error(const HostTensor& a, const HostTensor& b);
+
+struct TensorStats {
+  double min = 0, max = 0, mean = 0, l2 = 0;
+  int64_t nan_count = 0, inf_count = 0;
+};
+TensorStats tensor_stats(const HostTensor& t);
+
+}  // namespace sinter

@@ -1,0 +1,20 @@
+// The CPU reference executor: runs any valid graph on host tensors. It is the oracle for every
+// numeric test. Each op computes in float64 and its outputs are rounded to their dtype (round to
+// nearest even; fp8 saturates) at the tensor boundary, exactly once.
+#pragma once
+
+#include "sinter/graph.hpp"
+#include "sinter/host_tensor.hpp"
+
+namespace sinter {
+
+struct ReferenceOptions {
+  // Also return every intermediate tensor, by name (used by the fusion tests).
+  bool keep_intermediates = false;
+};
+
+// `inputs` must hold every graph input by name, with its declared dtype and dims (strides may
+// differ: any layout is read correctly). Returns the graph outputs by name.
+TensorMap run_reference(const Graph& g, const TensorMap& inputs, const ReferenceOptions& opts = {});
+
+}  // namespace sinter

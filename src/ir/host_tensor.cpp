@@ -1,0 +1,150 @@
+#include "sinter/host_tensor.hpp"
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "sinter/error.hpp"
+
+namespace sinter {
+
+HostTensor::HostTensor(DType dtype, Dims dims, Dims strides)
+    : dtype_(dtype), dims_(std::move(dims)), strides_(std::move(strides)) {
+  if (strides_.empty()) strides_ = contiguous_strides(dims_);
+  if (strides_.size() != dims_.size()) {
+    throw Error(ErrorCode::invalid_argument, "HostTensor: strides " + dims_to_string(strides_) +
+                                                 " do not match dims " + dims_to_string(dims_));
+  }
+  int64_t last = 0;
+  for (size_t i = 0; i < dims_.size(); ++i) {
+    if (dims_[i] < 1 || strides_[i] < 0) {
+      throw Error(ErrorCode::invalid_argument, "HostTensor: bad dims " + dims_to_string(dims_) +
+                                                   " or strides " + dims_to_string(strides_));
+    }
+    last += (dims_[i] - 1) * strides_[i];
+  }
+  bytes_.assign(static_cast<size_t>((last + 1) * dtype_size(dtype_)), std::byte{0});
+}
+
+HostTensor HostTensor::from_values(DType dtype, Dims dims, const std::vector<double>& values) {
+  HostTensor t(dtype, std::move(dims));
+  if (static_cast<int64_t>(values.size()) != t.numel()) {
+    throw Error(ErrorCode::invalid_argument,
+                "HostTensor::from_values: " + std::to_string(values.size()) + " values for dims " +
+                    dims_to_string(t.dims()));
+  }
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, values[i]);
+  return t;
+}
+
+bool HostTensor::is_contiguous() const { return strides_ == contiguous_strides(dims_); }
+
+int64_t HostTensor::offset_of(int64_t logical) const {
+  int64_t off = 0;
+  for (size_t i = dims_.size(); i-- > 0;) {
+    off += (logical % dims_[i]) * strides_[i];
+    logical /= dims_[i];
+  }
+  return off;
+}
+
+double HostTensor::get(int64_t i) const {
+  return decode_value(bytes_.data() + offset_of(i) * dtype_size(dtype_), dtype_);
+}
+
+void HostTensor::set(int64_t i, double v) {
+  encode_value(v, dtype_, bytes_.data() + offset_of(i) * dtype_size(dtype_));
+}
+
+std::vector<double> HostTensor::values() const {
+  std::vector<double> out(static_cast<size_t>(numel()));
+  if (is_contiguous()) {
+    const int64_t es = dtype_size(dtype_);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = decode_value(bytes_.data() + i * es, dtype_);
+  } else {
+    for (size_t i = 0; i < out.size(); ++i) out[i] = get(static_cast<int64_t>(i));
+  }
+  return out;
+}
+
+void fill_random(HostTensor& t, uint64_t seed, double lo, double hi) {
+  std::mt19937_64 rng(seed);
+  const int64_t es = dtype_size(t.dtype());
+  const int64_t n = static_cast<int64_t>(t.storage_bytes()) / es;
+  std::byte* p = t.data();
+  if (is_float(t.dtype())) {
+    std::uniform_real_distribution<double> dist(lo, hi);
+    for (int64_t i = 0; i < n; ++i) encode_value(dist(rng), t.dtype(), p + i * es);
+  } else if (is_integer(t.dtype())) {
+    std::uniform_int_distribution<int64_t> dist(static_cast<int64_t>(std::ceil(lo)),
+                                                static_cast<int64_t>(std::floor(hi)));
+    for (int64_t i = 0; i < n; ++i) {
+      encode_value(static_cast<double>(dist(rng)), t.dtype(), p + i * es);
+    }
+  } else {
+    std::bernoulli_distribution dist(0.5);
+    for (int64_t i = 0; i < n; ++i) encode_value(dist(rng) ? 1.0 : 0.0, t.dtype(), p + i * es);
+  }
+}
+
+TensorMap random_inputs(const Graph& g, uint64_t seed) {
+  TensorMap m;
+  uint64_t s = seed;
+  for (TensorId id : g.inputs()) {
+    const TensorInfo& info = g.tensor(id);
+    HostTensor t(info.dtype, info.dims, info.strides);
+    const bool is_int = is_integer(info.dtype);
+    fill_random(t, s++ * 0x9e3779b97f4a7c15ull + 1, is_int ? -8.0 : -1.0, is_int ? 8.0 : 1.0);
+    m.emplace(info.name, std::move(t));
+  }
+  return m;
+}
+
+double relative_l2_error(const HostTensor& a, const HostTensor& b) {
+  if (a.dims() != b.dims()) {
+    throw Error(ErrorCode::invalid_argument, "relative_l2_error: dims " +
+                                                 dims_to_string(a.dims()) + " and " +
+                                                 dims_to_string(b.dims()) + " differ");
+  }
+  const auto va = a.values(), vb = b.values();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < va.size(); ++i) {
+    if (std::isnan(va[i]) || std::isnan(vb[i])) return std::numeric_limits<double>::quiet_NaN();
+    if (std::isinf(va[i]) || std::isinf(vb[i])) {
+      if (va[i] == vb[i]) continue;  // the same infinity is a match
+      return std::numeric_limits<double>::infinity();
+    }
+    const double d = va[i] - vb[i];
+    num += d * d;
+    den += vb[i] * vb[i];
+  }
+  if (den == 0) return num == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+  return std::sqrt(num / den);
+}
+
+TensorStats tensor_stats(const HostTensor& t) {
+  TensorStats s;
+  s.min = std::numeric_limits<double>::infinity();
+  s.max = -std::numeric_limits<double>::infinity();
+  double sum = 0, sq = 0;
+  int64_t finite = 0;
+  for (double v : t.values()) {
+    if (std::isnan(v)) {
+      ++s.nan_count;
+      continue;
+    }
+    if (std::isinf(v)) ++s.inf_count;
+    s.min = std::min(s.min, v);
+    s.max = std::max(s.max, v);
+    if (std::isfinite(v)) {
+      sum += v;
+      sq += v * v;
+      ++finite;
+    }
+  }
+  s.mean = finite ? sum / static_cast<double>(finite) : 0;
+  s.l2 = std::sqrt(sq);
+  return s;
+}
+
+}  // namespace sinter
