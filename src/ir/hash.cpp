@@ -2,7 +2,9 @@
 // topological order) so names never matter. Without shapes, only ranks remain of the dims, and
 // shape-valued attributes (reshape targets, slice bounds) count by their length alone: two graphs
 // that differ only in sizes share that hash, which is what a cross-shape cache wants.
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <unordered_map>
 
@@ -22,6 +24,9 @@ class Hasher {
     state_ = z ^ (z >> 31);
   }
   void add_double(double d) {
+    // Every NaN is the same constant: its sign and payload mean nothing to any op, and a graph
+    // file cannot keep them.
+    if (std::isnan(d)) d = std::numeric_limits<double>::quiet_NaN();
     uint64_t bits;
     std::memcpy(&bits, &d, sizeof bits);
     add(bits);

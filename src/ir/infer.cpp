@@ -134,11 +134,15 @@ std::vector<TensorType> infer_conv2d(const NodeChecker& c) {
            " were expected");
   }
   auto out_extent = [&](int i, int64_t in, int64_t filt) {
-    const int64_t span = at.dilation[i] * (filt - 1) + 1;
+    // dilation * (filt - 1) can pass int64 for absurd (e.g. file-supplied) attributes.
+    int64_t span = 0;
+    const bool huge = __builtin_mul_overflow(at.dilation[i], filt - 1, &span) ||
+                      __builtin_add_overflow(span, 1, &span);
     const int64_t padded = in + at.pad_begin[i] + at.pad_end[i];
-    if (padded < span) {
+    if (huge || padded < span) {
       c.fail(std::string(i == 0 ? "height" : "width") + ": the dilated filter spans " +
-             std::to_string(span) + " but the padded input is only " + std::to_string(padded) +
+             (huge ? "more than 2^63" : std::to_string(span)) +
+             " but the padded input is only " + std::to_string(padded) +
              " (input " + std::to_string(in) + ", padding " + std::to_string(at.pad_begin[i]) +
              "+" + std::to_string(at.pad_end[i]) + ")");
     }
@@ -259,8 +263,8 @@ std::vector<TensorType> infer_cast(const NodeChecker& c) {
       c.fail("the scale " + c.in_name(1) + " must be a float tensor; found " +
              std::string(to_string(c.in(1).dtype)));
     }
-    const Dims d = c.broadcast(1, c.in(0).dims, "the cast input");
-    if (d != c.in(0).dims) {
+    const auto d = broadcast_dims(c.in(1).dims, c.in(0).dims);
+    if (!d || *d != c.in(0).dims) {
       c.fail("the scale " + c.in_name(1) + " with dims " + dims_to_string(c.in(1).dims) +
              " would enlarge the input " + dims_to_string(c.in(0).dims));
     }

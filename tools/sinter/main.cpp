@@ -1,1 +1,61 @@
-int main() { return 0; }  // replaced by the CLI
+// The `sinter` command-line tool.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "commands.hpp"
+#include "sinter/error.hpp"
+
+int main(int argc, char** argv) {
+  using namespace sinter::cli;
+  CLI::App app{"sinter: fuse, tune and run tensor graphs on NVIDIA GPUs.\n"
+               "Graphs are JSON files (docs/graph-format.md); every command validates its input."};
+  app.set_version_flag("--version", std::string("sinter ") + SINTER_VERSION);
+  app.require_subcommand(1);
+
+  CheckOptions check;
+  auto* c = app.add_subcommand("check", "Validate a graph file and print its ops, tensors, shapes, "
+                                        "FLOPs and minimum bytes");
+  c->add_option("FILE", check.file, "graph file (.json)")->required();
+  c->add_flag("-q,--quiet", check.quiet, "print only the verdict");
+
+  RunOptions run;
+  auto* r = app.add_subcommand("run", "Run a graph on seeded random inputs and print statistics "
+                                      "of its outputs");
+  r->add_option("FILE", run.file, "graph file (.json)")->required();
+  r->add_option("--seed", run.seed, "seed of the random inputs")->default_val(1);
+  r->add_option("--device", run.device, "auto, cpu or gpu")->default_val("auto");
+  r->add_option("--save-outputs", run.save_outputs,
+                "write each output to DIR/NAME.npy (bf16 and fp8 widened to float32)");
+
+  ExplainOptions explain;
+  auto* e = app.add_subcommand("explain", "Show the fused regions of a graph and the reason for "
+                                          "every region boundary");
+  e->add_option("FILE", explain.file, "graph file (.json)")->required();
+  e->add_flag("--no-fusion", explain.no_fusion, "turn every fusion off");
+
+  DemoOptions demo;
+  auto* d = app.add_subcommand("demo", "Run every example graph end to end on this machine "
+                                       "(the GPU when there is one, else the CPU path)");
+  d->add_option("--examples", demo.examples_dir, "folder of example graphs")
+      ->default_val(SINTER_EXAMPLES_DIR);
+  d->add_option("--seed", demo.seed, "seed of the random inputs")->default_val(1);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (*c) return cmd_check(check);
+    if (*r) return cmd_run(run);
+    if (*e) return cmd_explain(explain);
+    if (*d) return cmd_demo(demo);
+  } catch (const sinter::Error& e) {
+    std::fprintf(stderr, "sinter: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sinter: internal error: %s\n", e.what());
+    return 3;
+  }
+  return 0;
+}

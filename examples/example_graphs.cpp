@@ -1,0 +1,125 @@
+#include "example_graphs.hpp"
+
+namespace sinter::examples {
+
+Graph mlp_layer() {
+  Graph g("mlp_layer");
+  // x: [tokens, d_model]; w: [d_model, d_ff]; b: [d_ff]
+  auto x = g.input("x", DType::bf16, {128, 1024});
+  auto w = g.input("w", DType::bf16, {1024, 4096});
+  auto b = g.input("b", DType::bf16, {4096});
+  auto y = g.gelu(g.add(g.matmul(x, w), b));
+  g.output(y, "y");
+  g.output(g.amax(y), "y_amax");
+  return g;
+}
+
+Graph conv_block() {
+  Graph g("conv_block");
+  const int64_t n = 4, h = 28, w = 28, c = 64;
+  auto x = g.input("x", DType::bf16, {n, h, w, c});  // NHWC
+  auto w1 = g.input("w1", DType::bf16, {c, 3, 3, c});  // KRSC
+  auto b1 = g.input("b1", DType::bf16, {c});
+  auto w2 = g.input("w2", DType::bf16, {c, 3, 3, c});
+  auto b2 = g.input("b2", DType::bf16, {c});
+  const Conv2dAttrs same{.pad_begin = {1, 1}, .pad_end = {1, 1}};
+  auto h1 = g.relu(g.add(g.conv2d(x, w1, same), b1));
+  auto h2 = g.add(g.conv2d(h1, w2, same), b2);
+  g.output(g.relu(g.add(h2, x)), "y");
+  return g;
+}
+
+Graph transformer_block() {
+  Graph g("transformer_block");
+  const int64_t b = 2, s = 128, d = 512, heads = 8, dh = 64, ff = 2048;
+  auto x = g.input("x", DType::bf16, {b, s, d});
+  auto ln1_w = g.input("ln1_w", DType::bf16, {d});
+  auto ln1_b = g.input("ln1_b", DType::bf16, {d});
+  auto w_qkv = g.input("w_qkv", DType::bf16, {d, 3 * d});
+  auto b_qkv = g.input("b_qkv", DType::bf16, {3 * d});
+  auto w_o = g.input("w_o", DType::bf16, {d, d});
+  auto b_o = g.input("b_o", DType::bf16, {d});
+  auto ln2_w = g.input("ln2_w", DType::bf16, {d});
+  auto ln2_b = g.input("ln2_b", DType::bf16, {d});
+  auto w_up = g.input("w_up", DType::bf16, {d, ff});
+  auto b_up = g.input("b_up", DType::bf16, {ff});
+  auto w_down = g.input("w_down", DType::bf16, {ff, d});
+  auto b_down = g.input("b_down", DType::bf16, {d});
+
+  // attention
+  auto h = g.layernorm(x, ln1_w, ln1_b);
+  auto qkv = g.add(g.matmul(h, w_qkv), b_qkv);           // [b, s, 3d]
+  auto qkv5 = g.reshape(qkv, {b, s, 3, heads, dh});       // [b, s, 3, H, Dh]
+  auto head = [&](int64_t i) {                            // -> [b, H, s, Dh]
+    auto part = g.slice(qkv5, {2}, {i}, {i + 1});
+    return g.permute(g.reshape(part, {b, s, heads, dh}), {0, 2, 1, 3});
+  };
+  // (one statement each: C++ leaves the order of function arguments unspecified, and the
+  // generated names must not depend on the compiler)
+  auto q = head(0);
+  auto k = head(1);
+  auto v = head(2);
+  auto attn = g.sdpa(q, k, v, SdpaAttrs{.causal = CausalMask::top_left});
+  auto merged = g.reshape(g.permute(attn.o, {0, 2, 1, 3}), {b, s, d});
+  auto x1 = g.add(g.add(g.matmul(merged, w_o), b_o), x);
+
+  // MLP
+  auto h2 = g.layernorm(x1, ln2_w, ln2_b);
+  auto up = g.gelu(g.add(g.matmul(h2, w_up), b_up));
+  auto y = g.add(g.add(g.matmul(up, w_down), b_down), x1);
+  g.output(y, "y");
+  return g;
+}
+
+Graph llama_decode_layer() {
+  Graph g("llama_decode_layer");
+  const int64_t d = 512, heads = 8, kv_heads = 2, dh = 64, ff = 1408, past = 255;
+  auto x = g.input("x", DType::bf16, {1, 1, d});  // one new token
+  auto attn_norm = g.input("attn_norm_w", DType::bf16, {d});
+  auto wq = g.input("wq", DType::bf16, {d, heads * dh});
+  auto wk = g.input("wk", DType::bf16, {d, kv_heads * dh});
+  auto wv = g.input("wv", DType::bf16, {d, kv_heads * dh});
+  auto wo = g.input("wo", DType::bf16, {heads * dh, d});
+  auto ffn_norm = g.input("ffn_norm_w", DType::bf16, {d});
+  auto w_gate = g.input("w_gate", DType::bf16, {d, ff});
+  auto w_up = g.input("w_up", DType::bf16, {d, ff});
+  auto w_down = g.input("w_down", DType::bf16, {ff, d});
+  auto k_cache = g.input("k_cache", DType::bf16, {1, kv_heads, past, dh});
+  auto v_cache = g.input("v_cache", DType::bf16, {1, kv_heads, past, dh});
+  auto cos = g.input("cos", DType::f32, {1, dh / 2});  // this token's position
+  auto sin = g.input("sin", DType::f32, {1, dh / 2});
+
+  auto h = g.rmsnorm(x, attn_norm, std::nullopt, 1e-5);
+  auto to_heads = [&](Tensor t, int64_t n) {  // [1, 1, n*dh] -> [1, n, 1, dh]
+    return g.permute(g.reshape(t, {1, 1, n, dh}), {0, 2, 1, 3});
+  };
+  auto q = g.rope(to_heads(g.matmul(h, wq), heads), cos, sin);
+  auto k_new = g.rope(to_heads(g.matmul(h, wk), kv_heads), cos, sin);
+  auto v_new = to_heads(g.matmul(h, wv), kv_heads);
+  auto k_all = g.concat({k_cache, k_new}, 2);  // [1, Hkv, past + 1, dh]
+  auto v_all = g.concat({v_cache, v_new}, 2);
+  auto attn = g.sdpa(q, k_all, v_all, SdpaAttrs{.causal = CausalMask::bottom_right});
+  auto merged = g.reshape(g.permute(attn.o, {0, 2, 1, 3}), {1, 1, heads * dh});
+  auto x1 = g.add(g.matmul(merged, wo), x);
+
+  auto h2 = g.rmsnorm(x1, ffn_norm, std::nullopt, 1e-5);
+  auto gate = g.silu(g.matmul(h2, w_gate));
+  auto up = g.matmul(h2, w_up);
+  auto swiglu = g.mul(gate, up);
+  auto y = g.add(g.matmul(swiglu, w_down), x1);
+  g.output(y, "y");
+  g.output(k_all, "k_cache_next");
+  g.output(v_all, "v_cache_next");
+  return g;
+}
+
+std::vector<Example> all_examples() {
+  return {
+      {"mlp_layer.json", &mlp_layer},
+      {"conv_block.json", &conv_block},
+      {"transformer_block.json", &transformer_block},
+      {"llama_decode_layer.json", &llama_decode_layer},
+  };
+}
+
+}  // namespace sinter::examples

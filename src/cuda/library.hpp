@@ -1,0 +1,71 @@
+// A cubin loaded with the runtime's library API (cudaLibraryLoadData, CUDA 12+): context
+// independent, so one load serves every device, and no driver-API linking. Kernel is a handle into
+// a Library and must not outlive it.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+
+namespace sinter::cuda {
+
+struct LaunchConfig {
+  dim3 grid{1, 1, 1};
+  dim3 block{1, 1, 1};
+  std::size_t dynamic_shared_memory = 0;
+  cudaStream_t stream = nullptr;
+  // Thread block cluster shape (sm_90+); the grid must be a multiple of it.
+  std::optional<dim3> cluster;
+  // Every block resident at once (the megakernel's persistent grid); check occupancy first.
+  bool cooperative = false;
+};
+
+class Kernel {
+ public:
+  Kernel() = default;
+  Kernel(cudaKernel_t handle, std::string name) : handle_(handle), name_(std::move(name)) {}
+
+  cudaKernel_t get() const { return handle_; }
+  const std::string& name() const { return name_; }
+
+  // Needed before launching with more than 48 KiB of dynamic shared memory; per device.
+  void set_max_dynamic_shared_memory(int bytes, int device) const;
+  // How many blocks of this kernel fit on one SM at once (0: the configuration cannot run).
+  int max_active_blocks_per_sm(int block_threads, std::size_t dynamic_shared_memory) const;
+  cudaFuncAttributes attributes() const;
+
+  // `args` points at one pointer per kernel parameter, each to that argument's value, as
+  // cudaLaunchKernel expects. A failure names the kernel and the launch shape.
+  void launch(const LaunchConfig& config, void** args) const;
+
+ private:
+  cudaKernel_t handle_ = nullptr;
+  std::string name_;
+};
+
+class Library {
+ public:
+  // Loads a cubin (or fatbin, or NUL-terminated PTX). The bytes are not needed afterwards.
+  static Library load(std::span<const char> image);
+
+  Library() = default;
+  ~Library();
+  Library(Library&& other) noexcept;
+  Library& operator=(Library&& other) noexcept;
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+
+  cudaLibrary_t get() const { return library_; }
+  // Throws ErrorCode::cuda naming the kernel when the library has no such (extern "C") kernel.
+  Kernel get_kernel(const std::string& name) const;
+
+ private:
+  explicit Library(cudaLibrary_t library) : library_(library) {}
+  cudaLibrary_t library_ = nullptr;
+};
+
+}  // namespace sinter::cuda

@@ -1,0 +1,442 @@
+// The fusion partitioner: one greedy pass over the nodes in topological order. Each node either
+// joins the region of one of its inputs (when docs/fusion.md's legality rules allow it) or starts
+// a region of its own; every refusal is recorded as the reason for a region boundary.
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "fuse/region.hpp"
+#include "sinter/error.hpp"
+
+namespace sinter::fuse {
+namespace {
+
+bool is_pointwise(OpKind op) {
+  switch (op_info(op).cls) {
+    case OpClass::unary:
+    case OpClass::binary:
+    case OpClass::compare:
+    case OpClass::select:
+    case OpClass::cast: return true;
+    default: return false;
+  }
+}
+
+bool is_rowwise(OpKind op) {
+  const OpClass c = op_info(op).cls;
+  return c == OpClass::softmax || c == OpClass::norm || c == OpClass::rope;
+}
+
+bool takes_epilogue(RegionKind k) {
+  return k == RegionKind::pointwise || k == RegionKind::rowwise || k == RegionKind::matmul ||
+         k == RegionKind::conv || k == RegionKind::sdpa;
+}
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+class Partitioner {
+ public:
+  Partitioner(const Graph& g, const FusionOptions& o) : g_(g), opt_(o), cons_(g.consumers()) {
+    p_.region_of_node.assign(g.nodes().size(), -1);
+    stage_.assign(g.tensors().size(), Stage::none);
+  }
+
+  Partition run() {
+    for (NodeId n : g_.topological_order()) place(n);
+    finish();
+    return std::move(p_);
+  }
+
+ private:
+  // Where a tensor computed inside a region is available to later nodes of that region.
+  enum class Stage {
+    none,      // not computed in a region (graph input, or not yet placed)
+    prologue,  // before a row-wise anchor: not available to its epilogue
+    value,     // the anchor output or an epilogue value: available to the epilogue
+    exit,      // an exit reduction: complete only when the region ends
+  };
+
+  const TensorInfo& t(TensorId id) const { return g_.tensor(id); }
+  const Node& node(NodeId n) const { return g_.node(n); }
+  bool is_constant(TensorId id) const {
+    const NodeId p = t(id).producer;
+    return p >= 0 && node(p).op == OpKind::constant && !materialized_.count(p);
+  }
+  int region_of_tensor(TensorId id) const {
+    const NodeId p = t(id).producer;
+    return p < 0 ? -1 : p_.region_of_node[p];
+  }
+
+  // Does region `a` (transitively) read anything region `b` computes?
+  bool depends_on(int a, int b) const {
+    if (a == b) return true;
+    std::vector<bool> seen(p_.regions.size(), false);
+    std::vector<int> stack{a};
+    while (!stack.empty()) {
+      const int r = stack.back();
+      stack.pop_back();
+      if (r == b) return true;
+      if (seen[r]) continue;
+      seen[r] = true;
+      for (int d : deps_[r]) stack.push_back(d);
+    }
+    return false;
+  }
+
+  // Why `n` may not read `input` if it joins region `r` ("" when it may).
+  std::string external_input_problem(int r, TensorId input) const {
+    if (is_constant(input)) return "";
+    const int q = region_of_tensor(input);
+    if (q < 0) return "";
+    if (q == r) {
+      if (stage_[input] == Stage::value) return "";
+      if (stage_[input] == Stage::exit) {
+        return quote(t(input).name) + " is an exit reduction of that region, complete only when "
+               "the region ends";
+      }
+      return quote(t(input).name) + " is a prologue value of that row-wise region, gone once "
+             "the anchor has run";
+    }
+    if (depends_on(q, r)) {
+      return "joining would make the region read " + quote(t(input).name) +
+             ", which is computed from the region's own output (a cycle)";
+    }
+    return "";
+  }
+
+  int new_region(RegionKind kind, NodeId anchor, Dims shape) {
+    Region r;
+    r.id = static_cast<int>(p_.regions.size());
+    r.kind = kind;
+    r.anchor = anchor;
+    r.iteration_shape = std::move(shape);
+    p_.regions.push_back(std::move(r));
+    deps_.emplace_back();
+    return p_.regions.back().id;
+  }
+
+  void assign(NodeId n, int r, Stage stage) {
+    p_.region_of_node[n] = r;
+    for (TensorId out : node(n).outputs) stage_[out] = stage;
+    for (TensorId in : node(n).inputs) {
+      if (is_constant(in)) continue;
+      const int q = region_of_tensor(in);
+      if (q >= 0 && q != r) deps_[r].insert(q);
+    }
+  }
+
+  void refuse(NodeId consumer, TensorId input, std::string reason) {
+    reasons_.emplace(std::make_pair(input, consumer), std::move(reason));
+  }
+
+  // Why pointwise node `n` cannot join region `r` through its input `via` ("" when it can).
+  std::string epilogue_problem(NodeId n, int r, TensorId via) const {
+    const Region& reg = p_.regions[r];
+    if (!takes_epilogue(reg.kind)) {
+      return "a " + std::string(to_string(reg.kind)) + " region takes no epilogue";
+    }
+    if (reg.kind == RegionKind::pointwise ? !opt_.fuse_pointwise : !opt_.fuse_epilogues) {
+      return "this fusion is turned off";
+    }
+    const Dims& out = t(node(n).outputs[0]).dims;
+    if (out != reg.iteration_shape) {
+      return quote(node(n).name) + " computes " + dims_to_string(out) +
+             " but the region iterates over " + dims_to_string(reg.iteration_shape) +
+             " (a region has one iteration shape)";
+    }
+    for (TensorId in : node(n).inputs) {
+      std::string problem = external_input_problem(r, in);
+      if (!problem.empty()) return problem;
+    }
+    (void)via;
+    return "";
+  }
+
+  void place_pointwise(NodeId n) {
+    const Node& nd = node(n);
+    std::optional<int> chosen;
+    std::map<TensorId, std::string> problems;
+    for (TensorId in : nd.inputs) {
+      if (is_constant(in)) continue;
+      const int q = region_of_tensor(in);
+      if (q < 0) continue;
+      if (chosen && *chosen == q) continue;
+      std::string problem = epilogue_problem(n, q, in);
+      if (problem.empty() && !chosen) {
+        chosen = q;
+      } else if (problem.empty()) {
+        problems[in] = quote(nd.name) + " joined the region of an earlier input";
+      } else {
+        problems[in] = problem;
+      }
+    }
+    const int r = chosen ? *chosen : new_region(RegionKind::pointwise, -1, t(nd.outputs[0]).dims);
+    Region& reg = p_.regions[r];
+    reg.epilogue.push_back(n);
+    assign(n, r, Stage::value);
+    for (auto& [in, why] : problems) {
+      if (region_of_tensor(in) != r) refuse(n, in, why);
+    }
+  }
+
+  void place_rowwise(NodeId n) {
+    const Node& nd = node(n);
+    const TensorId x = nd.inputs[0];
+    const int q = region_of_tensor(x);
+    std::string why;
+    if (q >= 0) {
+      const Region& src = p_.regions[q];
+      if (!opt_.fuse_prologues) {
+        why = "prologue fusion is turned off";
+      } else if (src.kind != RegionKind::pointwise) {
+        why = "a region holds one anchor, and " + quote(t(x).name) + " comes from a " +
+              std::string(to_string(src.kind)) + " region";
+      } else if (src.iteration_shape != t(x).dims) {
+        why = "the producing pointwise region iterates over " +
+              dims_to_string(src.iteration_shape) + ", not the row-wise input's " +
+              dims_to_string(t(x).dims);
+      } else if (!src.reductions.empty()) {
+        why = "the producing region has exit reductions, which a prologue cannot carry";
+      } else {
+        for (size_t i = 1; i < nd.inputs.size() && why.empty(); ++i) {
+          const int qi = region_of_tensor(nd.inputs[i]);
+          if (qi >= 0 && qi != q && depends_on(qi, q)) {
+            why = "the parameter " + quote(t(nd.inputs[i]).name) +
+                  " is computed from the producing region's output (a cycle)";
+          } else if (qi == q) {
+            why = "the parameter " + quote(t(nd.inputs[i]).name) +
+                  " comes from the same pointwise region";
+          }
+        }
+      }
+      if (why.empty()) {
+        // The pointwise region becomes this anchor's prologue.
+        Region& reg = p_.regions[q];
+        reg.kind = RegionKind::rowwise;
+        reg.anchor = n;
+        reg.prologue = std::move(reg.epilogue);
+        reg.epilogue.clear();
+        for (NodeId pn : reg.prologue) {
+          for (TensorId out : node(pn).outputs) stage_[out] = Stage::prologue;
+        }
+        assign(n, q, Stage::value);
+        param_boundaries(n, q);
+        return;
+      }
+    }
+    const int r = new_region(RegionKind::rowwise, n, t(nd.outputs[0]).dims);
+    assign(n, r, Stage::value);
+    if (q >= 0) refuse(n, x, why);
+    param_boundaries(n, r);
+  }
+
+  void param_boundaries(NodeId n, int r) {
+    const Node& nd = node(n);
+    for (size_t i = 1; i < nd.inputs.size(); ++i) {
+      const int qi = region_of_tensor(nd.inputs[i]);
+      if (qi >= 0 && qi != r) {
+        refuse(n, nd.inputs[i], "parameters of a " + std::string(to_string(nd.op)) +
+                                    " are read from memory");
+      }
+    }
+  }
+
+  std::optional<ExitReduction> reduction_pattern(const Node& nd, const Dims& shape) const {
+    const auto& at = std::get<ReduceAttrs>(nd.attrs);
+    const auto rank = static_cast<int64_t>(shape.size());
+    if (at.axes.empty() || static_cast<int64_t>(at.axes.size()) == rank) {
+      return ExitReduction::global;
+    }
+    if (at.axes.size() == 1 && at.axes[0] == rank - 1) return ExitReduction::rows;
+    if (static_cast<int64_t>(at.axes.size()) == rank - 1 && at.axes.back() == rank - 2) {
+      return ExitReduction::columns;  // axes are sorted and unique: exactly 0 .. rank-2
+    }
+    return std::nullopt;
+  }
+
+  void place_reduction(NodeId n) {
+    const Node& nd = node(n);
+    const TensorId x = nd.inputs[0];
+    const int q = is_constant(x) ? -1 : region_of_tensor(x);
+    std::string why;
+    if (q >= 0) {
+      const Region& src = p_.regions[q];
+      const auto pattern = reduction_pattern(nd, t(x).dims);
+      if (!opt_.fuse_reductions) {
+        why = "reduction fusion is turned off";
+      } else if (src.kind == RegionKind::sdpa || !takes_epilogue(src.kind)) {
+        why = "a " + std::string(to_string(src.kind)) + " region takes no exit reductions";
+      } else if (t(x).dims != src.iteration_shape) {
+        why = "the reduced tensor " + dims_to_string(t(x).dims) +
+              " does not have the region's iteration shape " + dims_to_string(src.iteration_shape);
+      } else if (stage_[x] != Stage::value) {
+        why = quote(t(x).name) + " is not an epilogue value of that region";
+      } else if (!pattern) {
+        why = "it reduces axes " + dims_to_string(std::get<ReduceAttrs>(nd.attrs).axes) + " of " +
+              dims_to_string(t(x).dims) +
+              "; only global, last-axis and all-but-last reductions fold into an epilogue";
+      } else if (*pattern == ExitReduction::columns && src.kind != RegionKind::matmul &&
+                 src.kind != RegionKind::conv) {
+        // Row-parallel kernels would need one atomic per element for a column sum.
+        why = "column reductions fold only into matmul and conv epilogues, whose tiles span "
+              "many rows";
+      } else {
+        Region& reg = p_.regions[q];
+        reg.reductions.push_back({n, *pattern});
+        assign(n, q, Stage::exit);
+        return;
+      }
+    }
+    const int r = new_region(RegionKind::reduction, n, t(x).dims);
+    assign(n, r, Stage::value);
+    if (q >= 0) refuse(n, x, why);
+  }
+
+  void place_anchor(NodeId n, RegionKind kind, const std::string& why) {
+    const Node& nd = node(n);
+    const int r = new_region(kind, n, t(nd.outputs[0]).dims);
+    assign(n, r, Stage::value);
+    // Only the main output is an epilogue value; sdpa's statistics are stored as they are.
+    for (size_t i = 1; i < nd.outputs.size(); ++i) stage_[nd.outputs[i]] = Stage::exit;
+    for (TensorId in : nd.inputs) {
+      if (region_of_tensor(in) >= 0 && !is_constant(in)) refuse(n, in, why);
+    }
+  }
+
+  void place(NodeId n) {
+    const Node& nd = node(n);
+    const std::string op(to_string(nd.op));
+    if (nd.op == OpKind::constant) {
+      // Inlined where it is read, unless it must exist in memory.
+      bool needs_memory = std::find(g_.outputs().begin(), g_.outputs().end(), nd.outputs[0]) !=
+                          g_.outputs().end();
+      for (NodeId c : cons_[nd.outputs[0]]) {
+        if (!is_pointwise(node(c).op)) needs_memory = true;
+      }
+      if (!needs_memory) return;
+      materialized_.insert(n);
+      const int r = new_region(RegionKind::pointwise, -1, {});
+      p_.regions[r].epilogue.push_back(n);
+      assign(n, r, Stage::value);
+      return;
+    }
+    if (is_pointwise(nd.op)) return place_pointwise(n);
+    if (is_rowwise(nd.op)) return place_rowwise(n);
+    switch (op_info(nd.op).cls) {
+      case OpClass::reduce: return place_reduction(n);
+      case OpClass::matmul:
+        return place_anchor(n, RegionKind::matmul,
+                            "a matmul starts its own region and loads its operands from memory "
+                            "(no prologue on tensor-core operands)");
+      case OpClass::conv:
+        return place_anchor(n, RegionKind::conv,
+                            "a conv2d starts its own region and loads its operands from memory");
+      case OpClass::sdpa:
+        return place_anchor(n, RegionKind::sdpa,
+                            "an sdpa starts its own region and loads q, k, v from memory");
+      case OpClass::layout:
+        if (nd.op == OpKind::reshape) {
+          return place_anchor(n, RegionKind::alias,
+                              "a reshape aliases its input's memory, so the input is stored");
+        }
+        return place_anchor(n, RegionKind::layout,
+                            "a " + op + " runs as a strided copy, so its input is stored");
+      default: break;
+    }
+    throw Error(ErrorCode::internal, "partition: no rule places node '" + nd.name + "' (" + op + ")");
+  }
+
+  // Inputs, outputs, constants and boundaries, once every node is placed.
+  void finish() {
+    std::set<TensorId> graph_outputs(g_.outputs().begin(), g_.outputs().end());
+    for (NodeId n : g_.topological_order()) {
+      const int r = p_.region_of_node[n];
+      if (r < 0) continue;
+      Region& reg = p_.regions[r];
+      for (TensorId in : node(n).inputs) {
+        if (is_constant(in)) {
+          const NodeId c = t(in).producer;
+          if (std::find(reg.constants.begin(), reg.constants.end(), c) == reg.constants.end()) {
+            reg.constants.push_back(c);
+          }
+          continue;
+        }
+        if (region_of_tensor(in) == r) continue;
+        if (std::find(reg.inputs.begin(), reg.inputs.end(), in) == reg.inputs.end()) {
+          reg.inputs.push_back(in);
+        }
+      }
+      for (TensorId out : node(n).outputs) {
+        bool stored = graph_outputs.count(out) > 0;
+        for (NodeId c : cons_[out]) stored = stored || p_.region_of_node[c] != r;
+        if (stored) reg.outputs.push_back(out);
+      }
+    }
+    std::set<std::pair<TensorId, int>> seen;
+    for (NodeId n : g_.topological_order()) {
+      const int r = p_.region_of_node[n];
+      if (r < 0) continue;
+      for (TensorId in : node(n).inputs) {
+        const int q = region_of_tensor(in);
+        if (is_constant(in) || q < 0 || q == r || !seen.insert({in, r}).second) continue;
+        auto it = reasons_.find({in, n});
+        p_.boundaries.push_back({in, q, r,
+                                 it != reasons_.end() ? it->second
+                                                      : quote(node(n).name) +
+                                                            " started a new region"});
+      }
+    }
+    order_regions();
+  }
+
+  // Regions are created in node order, but a prologue merge can make an earlier region read a
+  // later one; renumber them in dependency order so executors can run them front to back.
+  void order_regions() {
+    const size_t nr = p_.regions.size();
+    std::vector<int> new_id(nr, -1);
+    std::vector<int> order;
+    std::function<void(int)> visit = [&](int r) {
+      if (new_id[r] >= 0) return;
+      new_id[r] = -2;  // in progress
+      for (int d : deps_[r]) {
+        if (new_id[d] == -2) throw Error(ErrorCode::internal, "partition: region cycle");
+        visit(d);
+      }
+      new_id[r] = static_cast<int>(order.size());
+      order.push_back(r);
+    };
+    for (size_t r = 0; r < nr; ++r) visit(static_cast<int>(r));
+    std::vector<Region> regions(nr);
+    for (size_t i = 0; i < nr; ++i) {
+      regions[i] = std::move(p_.regions[order[i]]);
+      regions[i].id = static_cast<int>(i);
+    }
+    p_.regions = std::move(regions);
+    for (int& r : p_.region_of_node) {
+      if (r >= 0) r = new_id[r];
+    }
+    for (Boundary& b : p_.boundaries) {
+      b.producer_region = new_id[b.producer_region];
+      b.consumer_region = new_id[b.consumer_region];
+    }
+  }
+
+  const Graph& g_;
+  FusionOptions opt_;
+  std::vector<std::vector<NodeId>> cons_;
+  Partition p_;
+  std::vector<std::set<int>> deps_;  // region -> regions it reads from
+  std::vector<Stage> stage_;         // by tensor
+  std::set<NodeId> materialized_;    // constants that live in memory
+  std::map<std::pair<TensorId, NodeId>, std::string> reasons_;
+};
+
+}  // namespace
+
+Partition partition_graph(const Graph& g, const FusionOptions& options) {
+  return Partitioner(g, options).run();
+}
+
+}  // namespace sinter::fuse

@@ -1,0 +1,92 @@
+// The partition verifier: checks a Partition against the graph and the legality rules, so a bug
+// in the partitioner is caught where it happens rather than as a wrong kernel later.
+#include <algorithm>
+#include <set>
+
+#include "fuse/region.hpp"
+#include "sinter/error.hpp"
+
+namespace sinter::fuse {
+namespace {
+
+[[noreturn]] void broken(const std::string& msg) {
+  throw Error(ErrorCode::internal, "partition verifier: " + msg);
+}
+
+bool is_pointwise_class(OpClass c) {
+  return c == OpClass::unary || c == OpClass::binary || c == OpClass::compare ||
+         c == OpClass::select || c == OpClass::cast || c == OpClass::constant;
+}
+
+}  // namespace
+
+void verify_partition(const Graph& g, const Partition& p) {
+  const size_t nn = g.nodes().size();
+  if (p.region_of_node.size() != nn) broken("region_of_node has the wrong size");
+  std::vector<int> placed(nn, -1);
+  for (const Region& r : p.regions) {
+    for (NodeId n : r.nodes()) {
+      const bool inlined = std::find(r.constants.begin(), r.constants.end(), n) != r.constants.end();
+      if (inlined) {
+        if (g.node(n).op != OpKind::constant) broken("region " + std::to_string(r.id) +
+                                                     " inlines a node that is not a constant");
+        continue;
+      }
+      if (placed[n] >= 0) broken("node '" + g.node(n).name + "' is in two regions");
+      placed[n] = r.id;
+      if (p.region_of_node[n] != r.id) broken("region_of_node disagrees for '" + g.node(n).name + "'");
+    }
+    const std::string where = "region " + std::to_string(r.id) + " (" +
+                              std::string(to_string(r.kind)) + ")";
+    if ((r.kind == RegionKind::pointwise) != (r.anchor < 0)) broken(where + ": anchor mismatch");
+    for (NodeId n : r.epilogue) {
+      const Node& nd = g.node(n);
+      if (!is_pointwise_class(op_info(nd.op).cls)) broken(where + ": '" + nd.name + "' in the epilogue is not pointwise");
+      if (g.tensor(nd.outputs[0]).dims != r.iteration_shape) {
+        broken(where + ": '" + nd.name + "' does not have the iteration shape");
+      }
+    }
+    for (NodeId n : r.prologue) {
+      if (r.kind != RegionKind::rowwise) broken(where + ": only row-wise regions have a prologue");
+      if (g.tensor(g.node(n).outputs[0]).dims != r.iteration_shape) {
+        broken(where + ": prologue node '" + g.node(n).name + "' does not have the iteration shape");
+      }
+    }
+    for (const ExitReduce& e : r.reductions) {
+      if (g.tensor(g.node(e.node).inputs[0]).dims != r.iteration_shape) {
+        broken(where + ": exit reduction '" + g.node(e.node).name + "' reduces another shape");
+      }
+    }
+  }
+  for (size_t n = 0; n < nn; ++n) {
+    const bool constant = g.node(static_cast<NodeId>(n)).op == OpKind::constant;
+    if (placed[n] < 0 && !constant) broken("node '" + g.node(static_cast<NodeId>(n)).name + "' is in no region");
+  }
+  // Dependency order, and every tensor that crosses a region boundary is stored.
+  std::set<TensorId> graph_outputs(g.outputs().begin(), g.outputs().end());
+  for (const Region& r : p.regions) {
+    for (TensorId in : r.inputs) {
+      const NodeId prod = g.tensor(in).producer;
+      if (prod < 0) continue;
+      const int q = placed[prod];
+      if (q < 0 || q >= r.id) {
+        broken("region " + std::to_string(r.id) + " reads '" + g.tensor(in).name +
+               "' from region " + std::to_string(q) + ", which does not run before it");
+      }
+      const auto& outs = p.regions[q].outputs;
+      if (std::find(outs.begin(), outs.end(), in) == outs.end()) {
+        broken("'" + g.tensor(in).name + "' crosses regions but region " + std::to_string(q) +
+               " does not store it");
+      }
+    }
+  }
+  for (TensorId out : g.outputs()) {
+    const int q = placed[g.tensor(out).producer];
+    const auto& outs = p.regions[q].outputs;
+    if (std::find(outs.begin(), outs.end(), out) == outs.end()) {
+      broken("graph output '" + g.tensor(out).name + "' is not stored by its region");
+    }
+  }
+}
+
+}  // namespace sinter::fuse

@@ -1,0 +1,179 @@
+// The CPU reference executor: checks the host inputs against the graph, runs the nodes in
+// topological order on float64 RefTensors, and rounds every node output to its dtype exactly once,
+// at the tensor boundary. Between nodes a tensor holds exactly the values its dtype can hold, so a
+// bf16 intermediate loses precision here just as it does on the GPU.
+#include <string>
+#include <vector>
+
+#include "ref/ops.hpp"
+#include "ref/ref_tensor.hpp"
+#include "sinter/error.hpp"
+#include "sinter/reference.hpp"
+
+namespace sinter {
+namespace {
+
+using ref::RefTensor;
+
+std::string describe(DType t, const Dims& d) {
+  return std::string(to_string(t)) + " " + dims_to_string(d);
+}
+
+// A graph loaded from a file has unknown tensor types until validate() infers them; running it
+// before that would read garbage dims.
+void check_types_known(const Graph& g) {
+  for (const TensorInfo& t : g.tensors()) {
+    if (!t.known) {
+      throw Error(ErrorCode::invalid_argument,
+                  "run_reference: tensor '" + t.name + "' of graph '" + g.name() +
+                      "' has no inferred type; call Graph::validate() before running the graph");
+    }
+  }
+}
+
+void check_inputs(const Graph& g, const TensorMap& inputs) {
+  for (TensorId id : g.inputs()) {
+    const TensorInfo& info = g.tensor(id);
+    auto it = inputs.find(info.name);
+    if (it == inputs.end()) {
+      std::string given;
+      for (const auto& [name, t] : inputs) given += (given.empty() ? "'" : ", '") + name + "'";
+      throw Error(ErrorCode::invalid_argument,
+                  "run_reference: graph input '" + info.name + "' (expected " +
+                      describe(info.dtype, info.dims) + ") is missing; found inputs: " +
+                      (given.empty() ? "none" : given));
+    }
+    const HostTensor& t = it->second;
+    if (t.dtype() != info.dtype || t.dims() != info.dims) {
+      throw Error(ErrorCode::invalid_argument,
+                  "run_reference: graph input '" + info.name + "' expects " +
+                      describe(info.dtype, info.dims) + "; found " +
+                      describe(t.dtype(), t.dims()));
+    }
+  }
+}
+
+// Computes one node's outputs, unrounded, from its inputs' values.
+std::vector<RefTensor> run_node(const Graph& g, const Node& n,
+                                const std::vector<const RefTensor*>& in) {
+  const auto& a = n.attrs;
+  auto opt = [&](size_t i) { return in.size() > i ? in[i] : nullptr; };
+  switch (op_info(n.op).cls) {
+    case OpClass::matmul: return {ref::matmul(*in[0], *in[1])};
+    case OpClass::conv: return {ref::conv2d(*in[0], *in[1], std::get<Conv2dAttrs>(a))};
+    case OpClass::sdpa: {
+      const auto& at = std::get<SdpaAttrs>(a);
+      const RefTensor* bias = at.has_bias ? in[3] : nullptr;
+      const bool is_mask = bias && g.tensor(n.inputs[3]).dtype == DType::boolean;
+      auto r = ref::sdpa(*in[0], *in[1], *in[2], bias, is_mask, at);
+      if (at.emit_stats) return {std::move(r.o), std::move(r.stats)};
+      return {std::move(r.o)};
+    }
+    case OpClass::unary: return {ref::unary(n.op, *in[0])};
+    case OpClass::binary: return {ref::binary(n.op, *in[0], *in[1])};
+    case OpClass::compare: return {ref::compare(n.op, *in[0], *in[1])};
+    case OpClass::select: return {ref::select(*in[0], *in[1], *in[2])};
+    case OpClass::constant: return {ref::constant(std::get<ConstantAttrs>(a))};
+    case OpClass::cast: return {ref::cast(*in[0], opt(1))};
+    case OpClass::reduce: return {ref::reduce(n.op, *in[0], std::get<ReduceAttrs>(a))};
+    case OpClass::softmax: return {ref::softmax(*in[0])};
+    case OpClass::norm: {
+      const auto& at = std::get<NormAttrs>(a);
+      const RefTensor* bias = at.has_bias ? in[2] : nullptr;
+      if (n.op == OpKind::layernorm) return {ref::layernorm(*in[0], *in[1], bias, at.epsilon)};
+      return {ref::rmsnorm(*in[0], *in[1], bias, at.epsilon)};
+    }
+    case OpClass::rope: return {ref::rope(*in[0], *in[1], *in[2], std::get<RopeAttrs>(a))};
+    case OpClass::layout:
+      switch (n.op) {
+        case OpKind::reshape: return {ref::reshape(*in[0], std::get<ReshapeAttrs>(a))};
+        case OpKind::permute: return {ref::permute(*in[0], std::get<PermuteAttrs>(a))};
+        case OpKind::slice: return {ref::slice(*in[0], std::get<SliceAttrs>(a))};
+        case OpKind::concat: return {ref::concat(in, std::get<ConcatAttrs>(a))};
+        default: break;
+      }
+      break;
+  }
+  throw Error(ErrorCode::internal, "run_reference: node '" + n.name + "' (" +
+                                       std::string(to_string(n.op)) + ") has no reference");
+}
+
+// A contiguous host tensor holding `t`'s values, which are already exact in `dtype`.
+HostTensor to_host(const RefTensor& t, DType dtype) {
+  HostTensor h(dtype, t.dims);
+  const int64_t es = dtype_size(dtype);
+  for (int64_t i = 0; i < t.numel(); ++i) encode_value(t[i], dtype, h.data() + i * es);
+  return h;
+}
+
+}  // namespace
+
+TensorMap run_reference(const Graph& g, const TensorMap& inputs, const ReferenceOptions& opts) {
+  check_types_known(g);
+  check_inputs(g, inputs);
+
+  const auto& tensors = g.tensors();
+  std::vector<RefTensor> values(tensors.size());
+  std::vector<bool> ready(tensors.size(), false);
+  for (TensorId id : g.inputs()) {
+    // The inputs' storage may be any view; values() reads it in logical row-major order.
+    values[id] = RefTensor(tensors[id].dims, inputs.at(tensors[id].name).values());
+    ready[id] = true;
+  }
+
+  // Without keep_intermediates a tensor is dropped after its last reader, so that float64 copies
+  // of a large graph's activations do not all stay alive at once.
+  std::vector<bool> keep(tensors.size(), opts.keep_intermediates);
+  for (TensorId id : g.outputs()) keep[id] = true;
+  std::vector<int64_t> reads_left(tensors.size(), 0);
+  for (const Node& n : g.nodes()) {
+    for (TensorId t : n.inputs) ++reads_left[t];
+  }
+
+  for (NodeId nid : g.topological_order()) {
+    const Node& n = g.node(nid);
+    std::vector<const RefTensor*> in;
+    for (TensorId t : n.inputs) {
+      if (!ready[t]) {
+        throw Error(ErrorCode::internal, "run_reference: node '" + n.name + "' reads tensor '" +
+                                             tensors[t].name + "' before it is computed");
+      }
+      in.push_back(&values[t]);
+    }
+    std::vector<RefTensor> out = run_node(g, n, in);
+    if (out.size() != n.outputs.size()) {
+      throw Error(ErrorCode::internal,
+                  "run_reference: node '" + n.name + "' computed " + std::to_string(out.size()) +
+                      " outputs; the graph lists " + std::to_string(n.outputs.size()));
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      const TensorInfo& info = tensors[n.outputs[i]];
+      if (out[i].dims != info.dims) {
+        throw Error(ErrorCode::internal, "run_reference: node '" + n.name + "' computed dims " +
+                                             dims_to_string(out[i].dims) + " for tensor '" +
+                                             info.name + "'; inference says " +
+                                             dims_to_string(info.dims));
+      }
+      // The tensor boundary: the one place where values are rounded to the dtype.
+      for (double& v : out[i].data) v = round_to_dtype(v, info.dtype);
+      values[n.outputs[i]] = std::move(out[i]);
+      ready[n.outputs[i]] = true;
+    }
+    for (TensorId t : n.inputs) {
+      if (--reads_left[t] == 0 && !keep[t]) values[t] = RefTensor();
+    }
+  }
+
+  TensorMap result;
+  for (size_t id = 0; id < tensors.size(); ++id) {
+    if (!keep[id]) continue;
+    if (!ready[id]) {
+      throw Error(ErrorCode::internal,
+                  "run_reference: tensor '" + tensors[id].name + "' was never computed");
+    }
+    result.insert_or_assign(tensors[id].name, to_host(values[id], tensors[id].dtype));
+  }
+  return result;
+}
+
+}  // namespace sinter

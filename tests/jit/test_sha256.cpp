@@ -1,0 +1,46 @@
+// SHA-256 against the FIPS 180-4 example vectors: the cache's keys and checksums rest on it.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cuda/sha256.hpp"
+
+namespace sinter::cuda {
+namespace {
+
+TEST(JitSha256, MatchesStandardVectors) {
+  EXPECT_EQ(to_hex(sha256("")),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(to_hex(sha256("abc")),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(to_hex(sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(to_hex(sha256(std::string(1000000, 'a'))),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(JitSha256, IncrementalUpdatesEqualOneShot) {
+  std::string text;
+  for (int i = 0; i < 1000; ++i) text += char('a' + i * 7 % 26);
+  const Sha256Digest expected = sha256(text);
+  // Chunk sizes that straddle the 64-byte block and the 56-byte padding boundary.
+  for (std::size_t chunk : {1, 3, 55, 56, 63, 64, 65, 200}) {
+    Sha256 hasher;
+    for (std::size_t at = 0; at < text.size(); at += chunk) {
+      hasher.update(std::string_view(text).substr(at, chunk));
+    }
+    EXPECT_EQ(hasher.finish(), expected) << "chunk " << chunk;
+  }
+}
+
+TEST(JitSha256, FieldsAreLengthPrefixed) {
+  Sha256 a, b;
+  a.update_field("ab");
+  a.update_field("c");
+  b.update_field("a");
+  b.update_field("bc");
+  EXPECT_NE(a.finish(), b.finish());
+}
+
+}  // namespace
+}  // namespace sinter::cuda

@@ -1,0 +1,290 @@
+// The fusion partitioner: targeted cases for each legality rule, and many random graphs whose
+// partitioned form (regions run one after another on the CPU reference) must compute exactly,
+// bit for bit, what the whole graph computes.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "example_graphs.hpp"
+#include "fuse/region.hpp"
+#include "sinter/reference.hpp"
+
+using namespace sinter;
+using namespace sinter::fuse;
+
+namespace {
+
+const Region& region_of(const Graph& g, const Partition& p, const std::string& tensor) {
+  return p.regions.at(p.region_of_node.at(g.tensor(*g.find_tensor(tensor)).producer));
+}
+
+// Runs the regions one after another on the CPU reference, each as its own graph, and returns
+// the graph outputs.
+TensorMap run_partitioned(const Graph& g, const Partition& p, const TensorMap& inputs) {
+  TensorMap values = inputs;
+  for (const Region& r : p.regions) {
+    const Graph sub = region_subgraph(g, r);
+    TensorMap sub_inputs;
+    for (TensorId in : r.inputs) sub_inputs[g.tensor(in).name] = values.at(g.tensor(in).name);
+    for (auto& [name, t] : run_reference(sub, sub_inputs)) values[name] = t;
+  }
+  TensorMap out;
+  for (TensorId id : g.outputs()) out[g.tensor(id).name] = values.at(g.tensor(id).name);
+  return out;
+}
+
+void expect_same_outputs(const Graph& g, const TensorMap& a, const TensorMap& b) {
+  for (TensorId id : g.outputs()) {
+    const std::string& name = g.tensor(id).name;
+    const auto va = a.at(name).values(), vb = b.at(name).values();
+    ASSERT_EQ(va.size(), vb.size()) << name;
+    for (size_t i = 0; i < va.size(); ++i) {
+      if (std::isnan(va[i]) && std::isnan(vb[i])) continue;
+      ASSERT_EQ(va[i], vb[i]) << "output '" << name << "' element " << i;
+    }
+  }
+}
+
+}  // namespace
+
+TEST(Partition, MatmulEpilogueWithExitReduction) {
+  const Graph g = examples::mlp_layer();
+  const Partition p = partition_graph(g);
+  verify_partition(g, p);
+  ASSERT_EQ(p.regions.size(), 1u);
+  const Region& r = p.regions[0];
+  EXPECT_EQ(r.kind, RegionKind::matmul);
+  EXPECT_EQ(r.epilogue.size(), 2u);  // add, gelu
+  ASSERT_EQ(r.reductions.size(), 1u);
+  EXPECT_EQ(r.reductions[0].pattern, ExitReduction::global);
+  EXPECT_EQ(r.inputs.size(), 3u);
+  EXPECT_EQ(r.outputs.size(), 2u);  // y and its amax; the pre-activation stays in registers
+}
+
+TEST(Partition, ResidualAddBecomesRowwisePrologue) {
+  Graph g("add_ln");
+  auto x = g.input("x", DType::bf16, {64, 256});
+  auto res = g.input("res", DType::bf16, {64, 256});
+  auto w = g.input("w", DType::bf16, {256});
+  auto sum = g.add(x, res);
+  g.output(sum, "sum");  // the residual stream is stored as well
+  auto y = g.layernorm(sum, w);
+  auto y8 = g.cast(y, DType::fp8_e4m3);
+  g.output(y8, "y8");
+  g.output(g.amax(y), "y_amax");
+  g.validate();
+  const Partition p = partition_graph(g);
+  verify_partition(g, p);
+  ASSERT_EQ(p.regions.size(), 1u);
+  const Region& r = p.regions[0];
+  EXPECT_EQ(r.kind, RegionKind::rowwise);
+  EXPECT_EQ(r.prologue.size(), 1u);
+  EXPECT_EQ(r.epilogue.size(), 1u);
+  EXPECT_EQ(r.reductions.size(), 1u);
+  EXPECT_EQ(r.outputs.size(), 3u);
+}
+
+TEST(Partition, BoundariesCarryReasons) {
+  Graph g("reasons");
+  auto x = g.input("x", DType::f32, {8, 16});
+  auto w = g.input("w", DType::f32, {16, 16});
+  auto h = g.relu(g.matmul(x, w));
+  auto h2 = g.matmul(h, w);                        // second anchor
+  auto col = g.sum(h2, {0}, true);                 // [1, 16]: all-but-last = columns pattern
+  auto odd = g.input("odd", DType::f32, {8, 16, 4});
+  auto mid = g.sum(odd, {1});                      // a middle axis: standalone reduction
+  g.output(g.add(h2, col), "y");                   // reads an exit reduction of its region
+  g.output(mid, "mid");
+  g.validate();
+  const Partition p = partition_graph(g);
+  verify_partition(g, p);
+  EXPECT_EQ(region_of(g, p, "mid").kind, RegionKind::reduction);
+  bool saw_anchor = false, saw_exit = false;
+  for (const Boundary& b : p.boundaries) {
+    saw_anchor = saw_anchor || b.reason.find("starts its own region") != std::string::npos;
+    saw_exit = saw_exit || b.reason.find("exit reduction") != std::string::npos;
+  }
+  EXPECT_TRUE(saw_anchor);
+  EXPECT_TRUE(saw_exit);
+}
+
+TEST(Partition, LayoutOpsAndAliases) {
+  const Graph g = examples::transformer_block();
+  const Partition p = partition_graph(g);
+  verify_partition(g, p);
+  int alias = 0, layout = 0, sdpa = 0, rowwise = 0, matmul = 0;
+  for (const Region& r : p.regions) {
+    alias += r.kind == RegionKind::alias;
+    layout += r.kind == RegionKind::layout;
+    sdpa += r.kind == RegionKind::sdpa;
+    rowwise += r.kind == RegionKind::rowwise;
+    matmul += r.kind == RegionKind::matmul;
+  }
+  EXPECT_EQ(sdpa, 1);
+  EXPECT_EQ(rowwise, 2);
+  EXPECT_EQ(matmul, 4);
+  EXPECT_GT(alias, 0);
+  EXPECT_GT(layout, 0);
+}
+
+TEST(Partition, NoFusionGivesOneRegionPerNode) {
+  const Graph g = examples::mlp_layer();
+  FusionOptions off{false, false, false, false};
+  const Partition p = partition_graph(g, off);
+  verify_partition(g, p);
+  EXPECT_EQ(p.regions.size(), g.nodes().size());
+}
+
+TEST(Partition, ExamplesComputeTheSameWhenPartitioned) {
+  for (const auto& ex : examples::all_examples()) {
+    const Graph g = ex.build();
+    const Partition p = partition_graph(g);
+    verify_partition(g, p);
+    const TensorMap inputs = random_inputs(g, 3);
+    expect_same_outputs(g, run_reference(g, inputs), run_partitioned(g, p, inputs));
+  }
+}
+
+// ---- random graphs ----------------------------------------------------------------------------
+
+namespace {
+
+class RandomGraph {
+ public:
+  explicit RandomGraph(uint64_t seed) : rng_(seed), g_("random" + std::to_string(seed)) {
+    dtype_ = pick(2) ? DType::f32 : DType::bf16;
+    m_ = 1 + pick(9);
+    n_ = 1 + pick(12);
+    pool_.push_back(new_input({m_, n_}));
+  }
+
+  Graph build() {
+    const int steps = 3 + static_cast<int>(pick(14));
+    for (int i = 0; i < steps; ++i) step();
+    // Every tensor nobody reads becomes an output; some read ones too.
+    const auto cons = g_.consumers();
+    for (Tensor t : pool_) {
+      if (g_.tensor(t).is_input) continue;
+      if (cons[t.id].empty() || pick(5) == 0) g_.output(t);
+    }
+    if (g_.outputs().empty()) g_.output(g_.relu(pool_.front()));
+    g_.validate();
+    return std::move(g_);
+  }
+
+ private:
+  uint64_t pick(uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng_); }
+  Tensor any() { return pool_[pick(pool_.size())]; }
+  Tensor new_input(Dims d) { return g_.input("in" + std::to_string(inputs_++), dtype_, d); }
+  const Dims& dims(Tensor t) { return g_.tensor(t).dims; }
+
+  Tensor operand_for(Tensor a) {
+    const Dims d = dims(a);
+    switch (pick(5)) {
+      case 0: return g_.scalar(0.5 + static_cast<double>(pick(4)), dtype_);
+      case 1: return new_input({d.empty() ? 1 : d.back()});
+      case 2: {
+        Dims col = d;
+        if (!col.empty()) col.back() = 1;
+        return new_input(col);
+      }
+      case 3:
+        for (Tensor t : pool_) {
+          if (dims(t) == d && !(t == a)) return t;
+        }
+        return new_input(d);
+      default: return new_input(d);
+    }
+  }
+
+  void step() {
+    const Tensor a = any();
+    const Dims d = dims(a);
+    Tensor out;
+    switch (pick(12)) {
+      case 0: {
+        const OpKind ops[] = {OpKind::relu, OpKind::gelu, OpKind::silu, OpKind::tanh,
+                              OpKind::sigmoid, OpKind::neg, OpKind::square, OpKind::abs};
+        out = g_.unary(ops[pick(8)], a);
+        break;
+      }
+      case 1:
+      case 2: {
+        const OpKind ops[] = {OpKind::add, OpKind::sub, OpKind::mul, OpKind::max, OpKind::min};
+        const Tensor b = operand_for(a);
+        out = pick(2) ? g_.binary(ops[pick(5)], a, b) : g_.binary(ops[pick(5)], b, a);
+        break;
+      }
+      case 3:
+        if (d.size() < 2) return;
+        out = g_.matmul(a, new_input({d.back(), 1 + static_cast<int64_t>(pick(8))}));
+        break;
+      case 4:
+        if (d.empty()) return;
+        out = pick(2) ? g_.layernorm(a, new_input({d.back()}))
+                      : g_.rmsnorm(a, new_input({d.back()}));
+        break;
+      case 5:
+        if (d.empty()) return;
+        out = g_.softmax(a);
+        break;
+      case 6: {
+        std::vector<int64_t> axes;
+        for (size_t i = 0; i < d.size(); ++i) {
+          if (pick(2)) axes.push_back(static_cast<int64_t>(i));
+        }
+        const OpKind ops[] = {OpKind::reduce_sum, OpKind::reduce_max, OpKind::reduce_amax,
+                              OpKind::reduce_mean, OpKind::reduce_min};
+        out = g_.reduce(ops[pick(5)], a, axes, pick(2) == 0);
+        break;
+      }
+      case 7: out = g_.reshape(a, {-1}); break;
+      case 8:
+        if (d.size() != 2) return;
+        out = g_.transpose(a, 0, 1);
+        break;
+      case 9: {
+        const Tensor b = operand_for(a);
+        out = g_.select(g_.gt(a, b), a, b);
+        break;
+      }
+      case 10: {
+        const DType other = dtype_ == DType::f32 ? DType::bf16 : DType::f32;
+        out = g_.cast(g_.cast(a, other), dtype_);
+        break;
+      }
+      default:
+        if (d.empty()) return;
+        out = g_.slice(a, {static_cast<int64_t>(d.size()) - 1}, {0}, {(d.back() + 1) / 2});
+        break;
+    }
+    pool_.push_back(out);
+  }
+
+  std::mt19937_64 rng_;
+  Graph g_;
+  DType dtype_;
+  int64_t m_, n_;
+  int inputs_ = 0;
+  std::vector<Tensor> pool_;
+};
+
+}  // namespace
+
+TEST(Partition, RandomGraphsComputeTheSameWhenPartitioned) {
+  int regions = 0, fused_nodes = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    const Graph g = RandomGraph(seed).build();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const Partition p = partition_graph(g);
+    ASSERT_NO_THROW(verify_partition(g, p));
+    const TensorMap inputs = random_inputs(g, seed);
+    expect_same_outputs(g, run_reference(g, inputs), run_partitioned(g, p, inputs));
+    if (HasFatalFailure()) return;
+    regions += static_cast<int>(p.regions.size());
+    for (const Region& r : p.regions) fused_nodes += static_cast<int>(r.nodes().size()) > 1;
+  }
+  // The generator must exercise fusion, or this test proves little.
+  EXPECT_GT(fused_nodes, 150);
+  EXPECT_GT(regions, 600);
+}

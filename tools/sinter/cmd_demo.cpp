@@ -1,0 +1,75 @@
+// sinter demo: the main job. Runs every example graph end to end on whatever this machine has.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "commands.hpp"
+#include "format.hpp"
+#include "gpu_probe.hpp"
+#include "sinter/error.hpp"
+#include "sinter/json.hpp"
+#include "sinter/reference.hpp"
+
+namespace sinter::cli {
+
+int cmd_demo(const DemoOptions& o) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(o.examples_dir)) {
+    throw Error(ErrorCode::io, "examples folder '" + o.examples_dir + "' does not exist");
+  }
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(o.examples_dir)) {
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw Error(ErrorCode::io, "no .json graphs in '" + o.examples_dir + "'");
+
+  const GpuProbe gpu = probe_gpu();
+  if (gpu.available) {
+    std::printf("GPU: %s. This build has no GPU executor yet: running the CPU reference path.\n\n",
+                gpu.description.c_str());
+  } else {
+    std::printf("No GPU on this machine (%s): running the CPU reference path.\n\n",
+                gpu.description.c_str());
+  }
+  int failures = 0;
+  for (const fs::path& file : files) {
+    std::printf("== %s\n", file.filename().c_str());
+    try {
+      const Graph g = load_graph_file(file.string());
+      const GraphCost cost = graph_cost(g);
+      std::printf("   graph '%s': %zu nodes, %s, minimum traffic %s\n", g.name().c_str(),
+                  g.nodes().size(), human_flops(cost.flops).c_str(),
+                  human_bytes(cost.min_bytes).c_str());
+      // The file format must reproduce the graph exactly.
+      const std::string text = save_graph_json(g);
+      if (save_graph_json(load_graph_json(text, file.string())) != text) {
+        throw Error(ErrorCode::internal, "JSON round trip changed the graph");
+      }
+      const TensorMap inputs = random_inputs(g, o.seed);
+      const auto t0 = std::chrono::steady_clock::now();
+      const TensorMap outputs = run_reference(g, inputs);
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("   cpu reference: %s\n", human_ms(ms).c_str());
+      for (TensorId id : g.outputs()) {
+        const TensorInfo& info = g.tensor(id);
+        const TensorStats s = tensor_stats(outputs.at(info.name));
+        if (s.nan_count) {
+          throw Error(ErrorCode::internal, "output '" + info.name + "' has NaN values");
+        }
+        std::printf("   %-14s %-22s %s\n", info.name.c_str(), type_string(info).c_str(),
+                    stats_string(outputs.at(info.name)).c_str());
+      }
+      std::printf("   ok\n");
+    } catch (const Error& e) {
+      std::printf("   FAILED: %s\n", e.what());
+      ++failures;
+    }
+  }
+  std::printf("\n%zu example(s), %d failed\n", files.size(), failures);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace sinter::cli

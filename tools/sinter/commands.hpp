@@ -1,0 +1,36 @@
+// The subcommands of the `sinter` tool. Each takes its parsed options and returns the exit code;
+// errors are thrown as sinter::Error and reported by main().
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace sinter::cli {
+
+struct CheckOptions {
+  std::string file;
+  bool quiet = false;  // only the one-line verdict
+};
+int cmd_check(const CheckOptions& o);
+
+struct RunOptions {
+  std::string file;
+  uint64_t seed = 1;
+  std::string device = "auto";  // auto | cpu | gpu
+  std::string save_outputs;     // folder for NAME.npy files, empty: none
+};
+int cmd_run(const RunOptions& o);
+
+struct ExplainOptions {
+  std::string file;
+  bool no_fusion = false;  // one region per node, to see the unfused plan
+};
+int cmd_explain(const ExplainOptions& o);
+
+struct DemoOptions {
+  std::string examples_dir;
+  uint64_t seed = 1;
+};
+int cmd_demo(const DemoOptions& o);
+
+}  // namespace sinter::cli
