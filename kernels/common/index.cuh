@@ -1,43 +1,23 @@
-// Index arithmetic for kernels whose shapes are run-time arguments: a tensor view over an
-// iteration shape of up to kMaxRank dims, with strides in elements (0 on broadcast dims), and a
-// division by a run-time divisor that costs a multiply-high instead of a hardware divide.
+// Index arithmetic for kernels whose shapes are run-time arguments (kernels/common/abi.h): the
+// element offset of an operand over a collapsed iteration shape, with divisions by run-time
+// sizes done as a multiply-high (SinterFastDivmod) while indices fit in 31 bits.
 #pragma once
 
+#include "common/abi.h"
 #include "common/types.cuh"
 
-constexpr int kMaxRank = 8;
+__device__ __forceinline__ u32 fast_div(const SinterFastDivmod& f, u32 n) {
+  return (__umulhi(n, f.mul) + n) >> f.shift;
+}
 
-// Division by a run-time constant d (1 <= d < 2^31) for numerators below 2^31 (Granlund and
-// Montgomery; the host computes mul and shift, see src/engines/jit/launch_args.cpp).
-struct FastDivmod {
-  u32 d, mul, shift;
-  __device__ __forceinline__ u32 div(u32 n) const { return (__umulhi(n, mul) + n) >> shift; }
-  __device__ __forceinline__ void divmod(u32 n, u32& q, u32& r) const {
-    q = div(n);
-    r = n - q * d;
-  }
-};
-
-// The element offsets of one operand over a collapsed iteration shape. Dims are stored innermost
-// first so that the loop below peels the fastest-moving index first.
-struct StridedView {
-  i64 stride[kMaxRank];  // elements; 0 where the operand is broadcast
-};
-
-struct IterShape {
-  int rank;                  // collapsed rank, >= 1
-  i64 numel;
-  FastDivmod dim[kMaxRank];  // innermost first; dim[i].d is the size of that dim
-  i64 size[kMaxRank];        // innermost first, for the 64-bit path
-};
-
-// Offset of the element with linear (row-major) index `linear` in `view`.
+// Offset, in elements, of the element with row-major index `linear` of shape `s` in `v`.
 template <bool kIndex64>
-__device__ __forceinline__ i64 offset_of(const IterShape& s, const StridedView& v, i64 linear) {
+__device__ __forceinline__ i64 offset_of(const SinterIterShape& s, const SinterStridedView& v,
+                                         i64 linear) {
   i64 off = 0;
   if (kIndex64) {
 #pragma unroll
-    for (int i = 0; i < kMaxRank; ++i) {
+    for (int i = 0; i < SINTER_MAX_RANK; ++i) {
       if (i < s.rank) {
         const i64 q = linear / s.size[i];
         off += (linear - q * s.size[i]) * v.stride[i];
@@ -47,11 +27,10 @@ __device__ __forceinline__ i64 offset_of(const IterShape& s, const StridedView& 
   } else {
     u32 n = static_cast<u32>(linear);
 #pragma unroll
-    for (int i = 0; i < kMaxRank; ++i) {
+    for (int i = 0; i < SINTER_MAX_RANK; ++i) {
       if (i < s.rank) {
-        u32 q, r;
-        s.dim[i].divmod(n, q, r);
-        off += static_cast<i64>(r) * v.stride[i];
+        const u32 q = fast_div(s.dim[i], n);
+        off += static_cast<i64>(n - q * s.dim[i].d) * v.stride[i];
         n = q;
       }
     }

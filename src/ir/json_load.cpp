@@ -44,10 +44,9 @@ struct NodeSpec {
   std::string who() const { return "node '" + name + "' (" + std::string(to_string(op)) + ")"; }
 };
 
-// Where a tensor name is defined: a graph input (node < 0) or output `index` of node `node`.
+// Where a tensor name is defined: a graph input (node < 0) or an output of node `node`.
 struct Definition {
   int node;
-  size_t index;
   std::string pointer;
 };
 
@@ -143,7 +142,7 @@ class Loader {
       }
       if (in.strides == contiguous_strides(in.dims)) in.strides.clear();
     }
-    define(in.name, Definition{-1, inputs_.size(), c.pointer()}, c.at("name"), "");
+    define(in.name, Definition{-1, c.pointer()}, c.at("name"), "");
     inputs_.push_back(std::move(in));
   }
 
@@ -187,7 +186,7 @@ class Loader {
     }
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       define(n.outputs[i].name,
-             Definition{static_cast<int>(nodes_.size()), i, n.outputs[i].where.pointer()},
+             Definition{static_cast<int>(nodes_.size()), n.outputs[i].where.pointer()},
              n.outputs[i].where, name);
     }
     nodes_.push_back(std::move(n));
@@ -328,9 +327,12 @@ class Loader {
         n.where.fail(e.message(), e.code());
       }
       check_outputs(n, types);
+      // The file's names (unique, checked in step 3) spare add_node its search for fresh ones.
+      std::vector<std::string> out_names;
+      for (const OutputSpec& o : n.outputs) out_names.push_back(o.name);
       std::vector<Tensor> outs;
       try {
-        outs = scratch.add_node(n.op, ins, n.attrs.attrs);
+        outs = scratch.add_node(n.op, ins, n.attrs.attrs, n.name, out_names);
       } catch (const Error& e) {
         n.where.fail(e.message(), e.code());
       }

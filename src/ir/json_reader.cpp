@@ -151,13 +151,13 @@ class DomBuilder : public nlohmann::json_sax<Json> {
  public:
   explicit DomBuilder(Json& root) : root_(root) {}
 
-  bool null() override { return put(Json(nullptr)) != nullptr; }
-  bool boolean(bool v) override { return put(Json(v)) != nullptr; }
-  bool number_integer(number_integer_t v) override { return put(Json(v)) != nullptr; }
-  bool number_unsigned(number_unsigned_t v) override { return put(Json(v)) != nullptr; }
-  bool number_float(number_float_t v, const string_t&) override { return put(Json(v)) != nullptr; }
-  bool string(string_t& v) override { return put(Json(std::move(v))) != nullptr; }
-  bool binary(binary_t& v) override { return put(Json::binary(std::move(v))) != nullptr; }
+  bool null() override { return add(Json(nullptr)); }
+  bool boolean(bool v) override { return add(Json(v)); }
+  bool number_integer(number_integer_t v) override { return add(Json(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return add(Json(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return add(Json(v)); }
+  bool string(string_t& v) override { return add(Json(std::move(v))); }
+  bool binary(binary_t& v) override { return add(Json::binary(std::move(v))); }
   bool start_object(std::size_t) override { return open(Json::object()); }
   bool start_array(std::size_t) override { return open(Json::array()); }
   bool end_object() override { return close(); }
@@ -192,6 +192,10 @@ class DomBuilder : public nlohmann::json_sax<Json> {
     std::string key;  // objects: the key whose value comes next
   };
 
+  bool add(Json v) {
+    put(std::move(v));
+    return true;
+  }
   Json* put(Json v) {
     if (stack_.empty()) {
       root_ = std::move(v);

@@ -1,12 +1,14 @@
-// sinter demo: the main job. Runs every example graph end to end on whatever this machine has.
+// sinter demo: the main job. Runs every example graph end to end on whatever this machine has:
+// on a GPU, fused and compiled, compared with the CPU reference; without one, the CPU path.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 
 #include "commands.hpp"
+#include "cuda/device.hpp"
 #include "format.hpp"
-#include "gpu_probe.hpp"
+#include "gpu_run.hpp"
 #include "sinter/error.hpp"
 #include "sinter/json.hpp"
 #include "sinter/reference.hpp"
@@ -25,13 +27,13 @@ int cmd_demo(const DemoOptions& o) {
   std::sort(files.begin(), files.end());
   if (files.empty()) throw Error(ErrorCode::io, "no .json graphs in '" + o.examples_dir + "'");
 
-  const GpuProbe gpu = probe_gpu();
+  const cuda::GpuAvailability& gpu = cuda::gpu_availability();
   if (gpu.available) {
-    std::printf("GPU: %s. This build has no GPU executor yet: running the CPU reference path.\n\n",
-                gpu.description.c_str());
+    std::printf("GPU found: running each example fused on the GPU and checking it against the CPU "
+                "reference.\n\n");
   } else {
     std::printf("No GPU on this machine (%s): running the CPU reference path.\n\n",
-                gpu.description.c_str());
+                gpu.reason.c_str());
   }
   int failures = 0;
   for (const fs::path& file : files) {
@@ -49,18 +51,30 @@ int cmd_demo(const DemoOptions& o) {
       }
       const TensorMap inputs = random_inputs(g, o.seed);
       const auto t0 = std::chrono::steady_clock::now();
-      const TensorMap outputs = run_reference(g, inputs);
+      const TensorMap ref = run_reference(g, inputs);
       const double ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       std::printf("   cpu reference: %s\n", human_ms(ms).c_str());
+      const TensorMap* outputs = &ref;
+      GpuRunReport rep;
+      if (gpu.available) {
+        rep = run_on_gpu(g, inputs, 20);
+        outputs = &rep.outputs;
+        std::printf("   %s\n   gpu: %d steps, %s (median of 20); %s\n%s", rep.device.c_str(),
+                    rep.regions, human_ms(rep.median_ms).c_str(), rep.cache_stats.c_str(),
+                    rep.plan.c_str());
+        if (!print_comparison(g, rep.outputs, ref)) {
+          throw Error(ErrorCode::internal, "the GPU result differs from the CPU reference");
+        }
+      }
       for (TensorId id : g.outputs()) {
         const TensorInfo& info = g.tensor(id);
-        const TensorStats s = tensor_stats(outputs.at(info.name));
+        const TensorStats s = tensor_stats(outputs->at(info.name));
         if (s.nan_count) {
           throw Error(ErrorCode::internal, "output '" + info.name + "' has NaN values");
         }
         std::printf("   %-14s %-22s %s\n", info.name.c_str(), type_string(info).c_str(),
-                    stats_string(outputs.at(info.name)).c_str());
+                    stats_string(outputs->at(info.name)).c_str());
       }
       std::printf("   ok\n");
     } catch (const Error& e) {

@@ -1,11 +1,13 @@
-// sinter run FILE: seeded random inputs, the CPU reference, output statistics.
+// sinter run FILE: seeded random inputs; on the GPU (compared with the CPU reference) or on the
+// CPU reference alone; output statistics, optionally the outputs as .npy files.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 
 #include "commands.hpp"
+#include "cuda/device.hpp"
 #include "format.hpp"
-#include "gpu_probe.hpp"
+#include "gpu_run.hpp"
 #include "npy.hpp"
 #include "sinter/error.hpp"
 #include "sinter/json.hpp"
@@ -19,27 +21,35 @@ int cmd_run(const RunOptions& o) {
                 "--device must be auto, cpu or gpu; found '" + o.device + "'");
   }
   const Graph g = load_graph_file(o.file);
-  if (o.device == "gpu") {
-    const GpuProbe gpu = probe_gpu();
-    throw Error(ErrorCode::unsupported,
-                "--device gpu: this build of sinter has no GPU executor yet (" +
-                    (gpu.available ? "GPU found: " + gpu.description : gpu.description) +
-                    "); use --device cpu");
+  const cuda::GpuAvailability& gpu = cuda::gpu_availability();
+  if (o.device == "gpu" && !gpu.available) {
+    throw Error(ErrorCode::unsupported, "--device gpu: " + gpu.reason);
   }
+  const bool on_gpu = o.device == "gpu" || (o.device == "auto" && gpu.available);
   std::printf("graph '%s': %zu nodes; inputs: seeded random (seed %llu), uniform in [-1, 1)\n",
               g.name().c_str(), g.nodes().size(), static_cast<unsigned long long>(o.seed));
   const TensorMap inputs = random_inputs(g, o.seed);
   const auto t0 = std::chrono::steady_clock::now();
-  const TensorMap outputs = run_reference(g, inputs);
-  const double ms =
+  const TensorMap ref = run_reference(g, inputs);
+  const double ref_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("device: cpu (reference executor, float64 accumulation), %s\n",
-              human_ms(ms).c_str());
+  const TensorMap* outputs = &ref;
+  GpuRunReport rep;
+  bool ok = true;
+  if (on_gpu) {
+    rep = run_on_gpu(g, inputs, o.iters);
+    outputs = &rep.outputs;
+    std::printf("device: %s\n   %d steps:\n%s   %s\n   gpu time %s (median of %d runs); cpu reference %s\n",
+                rep.device.c_str(), rep.regions, rep.plan.c_str(), rep.cache_stats.c_str(),
+                human_ms(rep.median_ms).c_str(), o.iters, human_ms(ref_ms).c_str());
+    ok = print_comparison(g, rep.outputs, ref);
+  } else {
+    std::printf("device: cpu (reference executor, float64 accumulation), %s\n", human_ms(ref_ms).c_str());
+  }
   for (TensorId id : g.outputs()) {
     const TensorInfo& info = g.tensor(id);
-    const HostTensor& t = outputs.at(info.name);
-    std::printf("  %-16s %-22s %s\n", info.name.c_str(), type_string(info).c_str(),
-                stats_string(t).c_str());
+    std::printf("   %-14s %-22s %s\n", info.name.c_str(), type_string(info).c_str(),
+                stats_string(outputs->at(info.name)).c_str());
   }
   if (!o.save_outputs.empty()) {
     std::error_code ec;
@@ -50,11 +60,11 @@ int cmd_run(const RunOptions& o) {
     for (TensorId id : g.outputs()) {
       const std::string& name = g.tensor(id).name;
       const std::string path = o.save_outputs + "/" + name + ".npy";
-      write_npy(outputs.at(name), path);
+      write_npy(outputs->at(name), path);
       std::printf("wrote %s\n", path.c_str());
     }
   }
-  return 0;
+  return ok ? 0 : 2;
 }
 
 }  // namespace sinter::cli

@@ -18,6 +18,7 @@ struct RunOptions {
   uint64_t seed = 1;
   std::string device = "auto";  // auto | cpu | gpu
   std::string save_outputs;     // folder for NAME.npy files, empty: none
+  int iters = 20;               // timed GPU runs
 };
 int cmd_run(const RunOptions& o);
 

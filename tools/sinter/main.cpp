@@ -23,7 +23,9 @@ int main(int argc, char** argv) {
                                       "of its outputs");
   r->add_option("FILE", run.file, "graph file (.json)")->required();
   r->add_option("--seed", run.seed, "seed of the random inputs")->default_val(1);
-  r->add_option("--device", run.device, "auto, cpu or gpu")->default_val("auto");
+  r->add_option("--device", run.device, "auto (the GPU when there is one), cpu or gpu")
+      ->default_val("auto");
+  r->add_option("--iters", run.iters, "timed GPU runs (median reported)")->default_val(20);
   r->add_option("--save-outputs", run.save_outputs,
                 "write each output to DIR/NAME.npy (bf16 and fp8 widened to float32)");
 

@@ -1,0 +1,22 @@
+// The pointwise functions of Sinter's ops, in float, matching the CPU reference's definitions
+// (src/ref/pointwise.cpp): NaN propagates through max and min, gelu uses the exact erf.
+#pragma once
+
+#include "common/types.cuh"
+
+__device__ __forceinline__ float op_relu(float x) { return x < 0.0f ? 0.0f : x; }  // NaN stays NaN
+__device__ __forceinline__ float op_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+__device__ __forceinline__ float op_gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+}
+__device__ __forceinline__ float op_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ float op_silu(float x) { return x / (1.0f + expf(-x)); }
+__device__ __forceinline__ float op_rsqrt(float x) { return 1.0f / sqrtf(x); }
+__device__ __forceinline__ float op_max(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
+__device__ __forceinline__ float op_min(float a, float b) { return (a != a || b != b) ? a + b : fminf(a, b); }
+__device__ __forceinline__ int op_max(int a, int b) { return a > b ? a : b; }
+__device__ __forceinline__ int op_min(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ i64 op_max(i64 a, i64 b) { return a > b ? a : b; }
+__device__ __forceinline__ i64 op_min(i64 a, i64 b) { return a < b ? a : b; }
+__device__ __forceinline__ int op_relu(int x) { return x < 0 ? 0 : x; }
+__device__ __forceinline__ i64 op_relu(i64 x) { return x < 0 ? 0 : x; }

@@ -1,0 +1,95 @@
+// Pieces the anchor generators (matmul, conv, sdpa) share: an argument struct declared and packed
+// from one list of fields, and the epilogue of an anchor whose output, seen as a row-major matrix
+// [rows, cols] (the iteration shape with its leading axes collapsed into rows), is produced a few
+// elements at a time: pointwise epilogue DAG, broadcast operands, stores and exit reductions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engines/jit/codegen_common.hpp"
+
+namespace sinter::jit {
+
+// Declares the generated `struct Args` field by field while packing the same fields, so the two
+// cannot drift apart; the source also static_asserts NVRTC's size of the struct.
+class ArgsWriter {
+ public:
+  explicit ArgsWriter(KernelSpec& spec) : spec_(spec) {}
+
+  template <typename T>
+  void field(const std::string& type, const std::string& name, const T& value) {
+    add(type, name, spec_.args.add(value));
+  }
+  // A pointer bound at launch to a region input or output.
+  void pointer(const std::string& type, const std::string& name, PointerSlot::Source source,
+               int index, int alignment);
+  void reduce_slot(const ExitSlot& slot, const std::string& name);
+  // Finishes packing; returns the struct and its size check.
+  std::string finish();
+
+ private:
+  struct Field {
+    std::string type, name;
+    size_t offset;
+  };
+  void add(const std::string& type, const std::string& name, size_t offset);
+  KernelSpec& spec_;
+  std::vector<Field> fields_;
+};
+
+class AnchorEpilogue {
+ public:
+  // `value`: the anchor output the epilogue starts from. The iteration shape must end in cols.
+  AnchorEpilogue(const Graph& g, const fuse::Region& r, TensorId value);
+
+  // Fields: ecols, elead + per operand ein<i>, eview<i>, ecs<i>; out<k>; red<m>.
+  void declare(ArgsWriter& w) const;
+  size_t workspace_bytes() const { return workspace_; }
+  int64_t rows() const { return rows_; }
+  bool index64() const { return index64_; }
+  bool has_exits() const { return !exits_.empty(); }
+  std::string describe() const;  // "[epilogue: add,gelu; reductions: global,rows]" or ""
+
+  // Statements declaring ro<i> (operand row offsets) for the i64 row index `grow` in scope.
+  std::string row_offsets(const std::string& indent) const;
+  // Statements for one element: needs grow, col (i64), valid (bool) and ro<i> in scope; `value`
+  // is the anchor's f32 result. Exit inputs accumulate into racc<m> (rows), cacc<m>[j]
+  // (columns) and gacc<m> (global).
+  std::string element(const std::string& value, const std::string& indent) const;
+
+  // The GEMM-tile epilogue over the C tile `cs` (kGemmBM x kGemmBN, row length kGemmLdC) of the
+  // kernels in kernels/gemm/simt_gemm.cuh. The expressions name the tile's first matrix row
+  // (i64), its valid rows (int), its first column (i64) and its valid columns (int).
+  std::string gemm_tile(const std::string& grow0, const std::string& rows_valid,
+                        const std::string& gcol0, const std::string& cols_valid) const;
+  // ", float& gacc0, ..." and ", gacc0, ..." for threading global partials through tile calls.
+  std::string global_params() const;
+  std::string global_args() const;
+  // Kernel-scope declarations of the global partials, and the end of the kernel: global exits
+  // reduced per CTA and added with one atomic, then every exit finalized by the last CTA.
+  std::string kernel_begin(const std::string& indent) const;
+  std::string kernel_end(const std::string& indent) const;
+
+ private:
+  struct Operand {
+    TensorId tensor;
+    Dims lead_strides;   // collapsed, innermost first
+    int64_t col_stride;
+  };
+  const Graph& g_;
+  const fuse::Region& r_;
+  TensorId value_;
+  int64_t rows_ = 1, cols_ = 1;
+  bool index64_ = false;
+  CollapsedShape lead_;
+  std::vector<Operand> operands_;
+  std::vector<TensorId> outs_;   // element outputs (the iteration shape)
+  std::vector<ExitSlot> exits_;
+  size_t workspace_ = 0;
+};
+
+// The next power of two >= x (x >= 1).
+int64_t next_pow2(int64_t x);
+
+}  // namespace sinter::jit

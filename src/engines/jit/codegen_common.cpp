@@ -1,0 +1,117 @@
+#include "engines/jit/codegen_common.hpp"
+
+#include <algorithm>
+
+#include "engines/jit/expr.hpp"
+#include "sinter/error.hpp"
+
+namespace sinter::jit {
+
+std::string BodyEmitter::name_of(TensorId t) const {
+  auto it = names_.find(t);
+  if (it == names_.end()) {
+    throw Error(ErrorCode::internal, "codegen: no value for tensor '" + g_.tensor(t).name + "'");
+  }
+  return it->second;
+}
+
+std::string BodyEmitter::constants() const {
+  std::string s;
+  for (NodeId c : r_.constants) {
+    const Node& n = g_.node(c);
+    s += "  " + emit_pointwise(g_, n, {}, "v" + std::to_string(n.outputs[0])) + "\n";
+  }
+  return s;
+}
+
+std::string BodyEmitter::emit(const std::vector<NodeId>& nodes) {
+  for (NodeId c : r_.constants) {
+    const TensorId t = g_.node(c).outputs[0];
+    names_[t] = "v" + std::to_string(t);
+  }
+  std::string s;
+  for (NodeId n : nodes) {
+    const Node& nd = g_.node(n);
+    std::vector<std::string> in;
+    for (TensorId t : nd.inputs) in.push_back(name_of(t));
+    const TensorId out = nd.outputs[0];
+    const std::string name = "v" + std::to_string(out);
+    s += "    " + emit_pointwise(g_, nd, in, name) + "  // " + nd.name + "\n";
+    names_[out] = name;
+  }
+  return s;
+}
+
+std::string reduce_kind(OpKind op) {
+  switch (op) {
+    case OpKind::reduce_sum: return "kReduceSum";
+    case OpKind::reduce_mean: return "kReduceMean";
+    case OpKind::reduce_max: return "kReduceMax";
+    case OpKind::reduce_min: return "kReduceMin";
+    case OpKind::reduce_amax: return "kReduceAmax";
+    default: break;
+  }
+  throw Error(ErrorCode::internal, "not a reduction: " + std::string(to_string(op)));
+}
+
+int region_output_index(const fuse::Region& r, TensorId t) {
+  auto it = std::find(r.outputs.begin(), r.outputs.end(), t);
+  if (it == r.outputs.end()) return -1;
+  return static_cast<int>(it - r.outputs.begin());
+}
+
+int region_input_index(const fuse::Region& r, TensorId t) {
+  auto it = std::find(r.inputs.begin(), r.inputs.end(), t);
+  if (it == r.inputs.end()) return -1;
+  return static_cast<int>(it - r.inputs.begin());
+}
+
+std::vector<ExitSlot> plan_exit_slots(const Graph& g, const fuse::Region& r, size_t& workspace) {
+  std::vector<ExitSlot> slots;
+  for (const fuse::ExitReduce& e : r.reductions) {
+    const Node& n = g.node(e.node);
+    ExitSlot s;
+    s.exit = e;
+    s.input = n.inputs[0];
+    s.output = n.outputs[0];
+    s.output_index = region_output_index(r, s.output);
+    if (s.output_index < 0) {
+      throw Error(ErrorCode::internal, "exit reduction '" + n.name + "' is not stored");
+    }
+    s.n_out = num_elements(g.tensor(s.output).dims);
+    const int64_t count = num_elements(g.tensor(s.input).dims) / std::max<int64_t>(s.n_out, 1);
+    s.scale = n.op == OpKind::reduce_mean ? 1.0f / static_cast<float>(count) : 1.0f;
+    workspace = (workspace + 255) / 256 * 256;
+    s.acc_offset = workspace;
+    workspace += static_cast<size_t>(s.n_out) * sizeof(float);
+    workspace = (workspace + 255) / 256 * 256;
+    s.count_offset = workspace;
+    workspace += sizeof(unsigned int);
+    slots.push_back(s);
+  }
+  return slots;
+}
+
+void pack_exit_slots(KernelSpec& spec, const std::vector<ExitSlot>& slots) {
+  using Src = PointerSlot::Source;
+  for (const ExitSlot& s : slots) {
+    SinterReduceSlot slot{};
+    slot.n_out = s.n_out;
+    slot.scale = s.scale;
+    const size_t base = spec.args.add(slot);
+    spec.pointers.push_back({Src::workspace, 0, s.acc_offset, base + offsetof(SinterReduceSlot, acc), 4});
+    spec.pointers.push_back(
+        {Src::workspace, 0, s.count_offset, base + offsetof(SinterReduceSlot, count), 4});
+    spec.pointers.push_back({Src::output, s.output_index, 0, base + offsetof(SinterReduceSlot, out), 1});
+  }
+}
+
+std::string kernel_includes(const std::vector<std::string>& extra) {
+  std::string s =
+      "#include \"common/types.cuh\"\n#include \"common/abi.h\"\n#include \"common/index.cuh\"\n"
+      "#include \"common/memory.cuh\"\n#include \"common/math.cuh\"\n#include \"common/reduce.cuh\"\n";
+  for (const std::string& e : extra) s += "#include \"" + e + "\"\n";
+  return s;
+}
+
+}  // namespace sinter::jit

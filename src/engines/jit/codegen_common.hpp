@@ -1,0 +1,58 @@
+// Pieces every region code generator shares: the element body (a region's pointwise nodes as
+// straight-line C++ over named values), exit-reduction slots, and source assembly.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engines/jit/kernel_spec.hpp"
+#include "fuse/region.hpp"
+
+namespace sinter::jit {
+
+// Emits the statements that compute `nodes` (pointwise, in order) for one element. A value's
+// name comes from `name_of`: region inputs and anchor outputs are named by the caller; node
+// outputs become v<tensor id>. Constants of the region are emitted first.
+class BodyEmitter {
+ public:
+  BodyEmitter(const Graph& g, const fuse::Region& r) : g_(g), r_(r) {}
+  // The caller's name for a tensor that is not computed by `nodes` (a region input, the anchor's
+  // output, a value computed in an earlier stage).
+  void bind(TensorId t, std::string name) { names_[t] = std::move(name); }
+  std::string name_of(TensorId t) const;
+  std::string constants() const;  // declarations of the region's inlined constants
+  std::string emit(const std::vector<NodeId>& nodes);  // binds each output to v<id>
+
+ private:
+  const Graph& g_;
+  const fuse::Region& r_;
+  std::map<TensorId, std::string> names_;
+};
+
+// The reduction kind constant of kernels/common/reduce.cuh for a reduce op.
+std::string reduce_kind(OpKind op);
+
+// An exit reduction's argument slot and workspace: `acc` floats (one per output element) and a
+// counter, at offsets in the region's workspace.
+struct ExitSlot {
+  fuse::ExitReduce exit;
+  TensorId input;   // the reduced value
+  TensorId output;  // the reduction's output tensor
+  int output_index; // in the region's outputs
+  int64_t n_out;
+  float scale;      // 1/count for mean
+  size_t acc_offset, count_offset;
+};
+std::vector<ExitSlot> plan_exit_slots(const Graph& g, const fuse::Region& r, size_t& workspace);
+// Adds the SinterReduceSlot of each exit to `spec` (fields and pointer slots).
+void pack_exit_slots(KernelSpec& spec, const std::vector<ExitSlot>& slots);
+
+int region_output_index(const fuse::Region& r, TensorId t);
+int region_input_index(const fuse::Region& r, TensorId t);
+
+// "#include ..." lines every kernel starts with.
+std::string kernel_includes(const std::vector<std::string>& extra = {});
+
+}  // namespace sinter::jit

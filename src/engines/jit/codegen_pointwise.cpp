@@ -1,0 +1,274 @@
+// Pointwise regions (no anchor): one flat, persistent, vectorized kernel over the collapsed
+// iteration shape. Each operand gets an access class from its strides: full (same layout as the
+// outputs: one 16-byte load per vector), scalar (loaded once), strided (offset computed once per
+// vector; a vector load when its innermost stride is 1, else a gather). Global exit reductions
+// are reduced per CTA and finished by the last CTA.
+#include <algorithm>
+#include <sstream>
+
+#include "engines/jit/codegen.hpp"
+#include "engines/jit/codegen_common.hpp"
+#include "engines/jit/expr.hpp"
+#include "sinter/error.hpp"
+
+namespace sinter::jit {
+namespace {
+
+enum class Access { full, scalar, strided_vector, strided_gather };
+
+const char* access_name(Access a) {
+  switch (a) {
+    case Access::full: return "full";
+    case Access::scalar: return "scalar";
+    case Access::strided_vector: return "strided";
+    case Access::strided_gather: return "gather";
+  }
+  return "?";
+}
+
+constexpr int kBlock = 256;
+constexpr int kUnroll = 4;
+
+}  // namespace
+
+RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
+                              const cuda::DeviceProperties& dev) {
+  using Src = PointerSlot::Source;
+  for (const fuse::ExitReduce& e : r.reductions) {
+    if (e.pattern != fuse::ExitReduction::global) {
+      throw Error(ErrorCode::internal, "build_pointwise: only global exit reductions");
+    }
+  }
+  const Dims& shape = r.iteration_shape;
+  // Element outputs: stored values of the iteration shape (exit reductions are written apart).
+  std::vector<TensorId> outs;
+  for (TensorId t : r.outputs) {
+    const NodeId p = g.tensor(t).producer;
+    const bool is_exit = std::any_of(r.reductions.begin(), r.reductions.end(),
+                                     [&](const fuse::ExitReduce& e) { return e.node == p; });
+    if (!is_exit) outs.push_back(t);
+  }
+  std::vector<Dims> operand_strides;
+  for (TensorId t : r.inputs) {
+    const TensorInfo& info = g.tensor(t);
+    operand_strides.push_back(broadcast_strides(info.dims, info.strides, shape));
+  }
+  const Dims contiguous = contiguous_strides(shape);
+  for (size_t i = 0; i < outs.size(); ++i) operand_strides.push_back(contiguous);
+  const CollapsedShape cs = collapse(shape, operand_strides);
+  // Outputs are row-major over the iteration shape: innermost first, 1, size0, size0*size1, ...
+  Dims out_strides(cs.sizes.size());
+  for (size_t d = 0, acc = 1; d < cs.sizes.size(); acc *= cs.sizes[d], ++d) out_strides[d] = acc;
+
+  // Classify inputs and choose the vector width.
+  const size_t ni = r.inputs.size();
+  std::vector<Access> access(ni);
+  int64_t min_size = 16;
+  for (size_t i = 0; i < ni; ++i) {
+    const Dims& s = cs.strides[i];
+    const bool all_zero = std::all_of(s.begin(), s.end(), [](int64_t v) { return v == 0; });
+    if (all_zero) {
+      access[i] = Access::scalar;
+    } else if (s == out_strides) {
+      access[i] = Access::full;
+    } else {
+      access[i] = s[0] == 1 ? Access::strided_vector : Access::strided_gather;
+    }
+    if (access[i] != Access::scalar) min_size = std::min(min_size, dtype_size(g.tensor(r.inputs[i]).dtype));
+  }
+  for (TensorId t : outs) min_size = std::min(min_size, dtype_size(g.tensor(t).dtype));
+  // 16 bytes of the narrowest operand, at most 8 elements (code size and registers)
+  int vec = static_cast<int>(std::min<int64_t>(8, 16 / min_size));
+  bool strided_present = false;
+  for (size_t i = 0; i < ni; ++i) {
+    if (access[i] == Access::strided_vector || access[i] == Access::strided_gather) strided_present = true;
+  }
+  if (strided_present && cs.sizes[0] % vec != 0) vec = 1;  // a vector must stay in one innermost row
+  for (size_t i = 0; i < ni && vec > 1; ++i) {
+    if (access[i] != Access::strided_vector) continue;
+    const Dims& s = cs.strides[i];
+    // vector loads need every vector start aligned: all outer strides multiples of the width
+    for (size_t d = 1; d < s.size(); ++d) {
+      if (s[d] % vec != 0) access[i] = Access::strided_gather;
+    }
+  }
+  const bool index64 = cs.numel >= (int64_t{1} << 31);
+
+  // ---- source -------------------------------------------------------------------------------
+  std::ostringstream src;
+  src << "// pointwise region " << r.id << " of graph '" << g.name() << "'\n";
+  src << kernel_includes();
+  src << "constexpr int kVec = " << vec << ", kUnroll = " << kUnroll << ", kBlock = " << kBlock
+      << ";\nconstexpr bool kIndex64 = " << (index64 ? "true" : "false") << ";\n";
+  src << "struct Args {\n  SinterIterShape shape;\n";
+  for (size_t i = 0; i < ni; ++i) {
+    const TensorInfo& t = g.tensor(r.inputs[i]);
+    src << "  const " << storage_type(t.dtype) << "* in" << i << ";  // '" << t.name << "' "
+        << access_name(access[i]) << "\n";
+    if (access[i] == Access::strided_vector || access[i] == Access::strided_gather) {
+      src << "  SinterStridedView view" << i << ";\n";
+    }
+  }
+  for (size_t k = 0; k < outs.size(); ++k) {
+    src << "  " << storage_type(g.tensor(outs[k]).dtype) << "* out" << k << ";  // '"
+        << g.tensor(outs[k]).name << "'\n";
+  }
+  for (size_t m = 0; m < r.reductions.size(); ++m) src << "  SinterReduceSlot red" << m << ";\n";
+  src << "};\n\n";
+
+  BodyEmitter body(g, r);
+  for (size_t i = 0; i < ni; ++i) body.bind(r.inputs[i], "x" + std::to_string(i) + "v");
+  const std::string body_code = body.emit(r.epilogue);
+
+  // The scalar path for the last, partial vector: one element at a time, not unrolled.
+  src << "__device__ __noinline__ void region_element(const Args& a, i64 i";
+  for (size_t m = 0; m < r.reductions.size(); ++m) src << ", float& acc" << m;
+  src << ") {\n";
+  for (size_t i = 0; i < ni; ++i) {
+    const std::string ct = compute_type(g.tensor(r.inputs[i]).dtype);
+    const std::string in = "a.in" + std::to_string(i);
+    src << "  const " << ct << " x" << i << "v = ";
+    switch (access[i]) {
+      case Access::full: src << "load_one(" << in << " + i);\n"; break;
+      case Access::scalar: src << "load_one(" << in << ");\n"; break;
+      default:
+        src << "load_one(" << in << " + offset_of<kIndex64>(a.shape, a.view" << i << ", i));\n";
+        break;
+    }
+  }
+  src << body.constants() << body_code;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    src << "  store_one(a.out" << k << " + i, " << body.name_of(outs[k]) << ");\n";
+  }
+  for (size_t m = 0; m < r.reductions.size(); ++m) {
+    const Node& rn = g.node(r.reductions[m].node);
+    const std::string kind = reduce_kind(rn.op);
+    src << "  acc" << m << " = reduce_combine<" << kind << ">(acc" << m << ", reduce_input<" << kind
+        << ">(static_cast<float>(" << body.name_of(rn.inputs[0]) << ")));\n";
+  }
+  src << "}\n\n";
+
+  src << "__device__ __forceinline__ void region_tile(const Args& a, i64 tile";
+  for (size_t m = 0; m < r.reductions.size(); ++m) src << ", float& acc" << m;
+  src << ") {\n  const i64 n = a.shape.numel;\n  i64 base[kUnroll];\n";
+  for (size_t i = 0; i < ni; ++i) {
+    const std::string ct = compute_type(g.tensor(r.inputs[i]).dtype);
+    if (access[i] == Access::scalar) {
+      src << "  const " << ct << " s" << i << " = load_one(a.in" << i << ");\n";
+    } else {
+      src << "  " << ct << " x" << i << "[kUnroll][kVec];\n";
+    }
+  }
+  // All loads of the tile first, so they are in flight together; then compute and store.
+  src << "#pragma unroll\n  for (int u = 0; u < kUnroll; ++u) {\n"
+         "    base[u] = ((tile * kUnroll + u) * kBlock + threadIdx.x) * static_cast<i64>(kVec);\n"
+         "    if (base[u] + kVec <= n) {\n";
+  for (size_t i = 0; i < ni; ++i) {
+    const std::string in = "a.in" + std::to_string(i), x = "x" + std::to_string(i) + "[u]";
+    const std::string view = "a.view" + std::to_string(i);
+    switch (access[i]) {
+      case Access::full: src << "      load_vec(" << in << " + base[u], " << x << ");\n"; break;
+      case Access::strided_vector:
+        src << "      load_vec(" << in << " + offset_of<kIndex64>(a.shape, " << view
+            << ", base[u]), " << x << ");\n";
+        break;
+      case Access::strided_gather:
+        src << "      { const i64 o = offset_of<kIndex64>(a.shape, " << view << ", base[u]);\n"
+            << "#pragma unroll\n        for (int j = 0; j < kVec; ++j) " << x << "[j] = load_one("
+            << in << " + o + j * " << view << ".stride[0]); }\n";
+        break;
+      case Access::scalar: break;
+    }
+  }
+  src << "    }\n  }\n";
+  src << "#pragma unroll\n  for (int u = 0; u < kUnroll; ++u) {\n"
+         "    if (base[u] + kVec > n) {\n"
+         "#pragma unroll 1\n      for (i64 i = base[u]; i < n; ++i) region_element(a, i";
+  for (size_t m = 0; m < r.reductions.size(); ++m) src << ", acc" << m;
+  src << ");\n      continue;\n    }\n";
+  for (size_t k = 0; k < outs.size(); ++k) {
+    src << "    " << compute_type(g.tensor(outs[k]).dtype) << " y" << k << "[kVec];\n";
+  }
+  src << "#pragma unroll\n    for (int j = 0; j < kVec; ++j) {\n";
+  for (size_t i = 0; i < ni; ++i) {
+    const std::string ct = compute_type(g.tensor(r.inputs[i]).dtype);
+    src << "      const " << ct << " x" << i << "v = "
+        << (access[i] == Access::scalar ? "s" + std::to_string(i) : "x" + std::to_string(i) + "[u][j]")
+        << ";\n";
+  }
+  src << body.constants() << body_code;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    src << "      y" << k << "[j] = " << body.name_of(outs[k]) << ";\n";
+  }
+  for (size_t m = 0; m < r.reductions.size(); ++m) {
+    const Node& rn = g.node(r.reductions[m].node);
+    const std::string kind = reduce_kind(rn.op);
+    src << "      acc" << m << " = reduce_combine<" << kind << ">(acc" << m << ", reduce_input<"
+        << kind << ">(static_cast<float>(" << body.name_of(rn.inputs[0]) << ")));\n";
+  }
+  src << "    }\n";
+  for (size_t k = 0; k < outs.size(); ++k) {
+    src << "    store_vec(a.out" << k << " + base[u], y" << k << ");\n";
+  }
+  src << "  }\n}\n\n";
+
+  src << "extern \"C\" __global__ void __launch_bounds__(kBlock) sinter_region(const __grid_constant__ Args a) {\n";
+  for (size_t m = 0; m < r.reductions.size(); ++m) {
+    src << "  float acc" << m << " = reduce_identity<" << reduce_kind(g.node(r.reductions[m].node).op)
+        << ">();\n";
+  }
+  src << "  const i64 tile_elems = static_cast<i64>(kBlock) * kUnroll * kVec;\n"
+         "  const i64 tiles = (a.shape.numel + tile_elems - 1) / tile_elems;\n"
+         "  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) region_tile(a, t";
+  for (size_t m = 0; m < r.reductions.size(); ++m) src << ", acc" << m;
+  src << ");\n";
+  if (!r.reductions.empty()) src << "  __shared__ float scratch[33];\n";
+  for (size_t m = 0; m < r.reductions.size(); ++m) {
+    const Node& rn = g.node(r.reductions[m].node);
+    const std::string kind = reduce_kind(rn.op);
+    src << "  { const float v = block_reduce<" << kind << ">(acc" << m << ", scratch);\n"
+        << "    if (threadIdx.x == 0) accumulate_atomic<" << kind << ">(a.red" << m << ".acc, v);\n"
+        << "    finalize_exit_reduction<" << kind << ", " << storage_type(g.tensor(rn.outputs[0]).dtype)
+        << ">(a.red" << m << "); }\n";
+  }
+  src << "}\n";
+
+  // ---- arguments ----------------------------------------------------------------------------
+  RegionKernels rk;
+  const std::vector<ExitSlot> exits = plan_exit_slots(g, r, rk.workspace_bytes);
+  KernelSpec spec;
+  spec.source = src.str();
+  std::string desc = "pointwise vec" + std::to_string(vec) + " unroll" + std::to_string(kUnroll) +
+                     " block" + std::to_string(kBlock) + (index64 ? " idx64" : "");
+  for (size_t i = 0; i < ni; ++i) desc += std::string(i ? "," : " [") + access_name(access[i]);
+  if (ni) desc += "]";
+  spec.description = desc;
+  spec.args.add(make_iter_shape(cs));
+  for (size_t i = 0; i < ni; ++i) {
+    const int64_t es = dtype_size(g.tensor(r.inputs[i]).dtype);
+    const int align = (access[i] == Access::full || access[i] == Access::strided_vector)
+                          ? static_cast<int>(std::min<int64_t>(16, vec * es))
+                          : static_cast<int>(es);
+    spec.pointers.push_back({Src::input, static_cast<int>(i), 0, spec.args.add_pointer(nullptr), align});
+    if (access[i] == Access::strided_vector || access[i] == Access::strided_gather) {
+      spec.args.add(make_view(cs.strides[i]));
+    }
+  }
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const int64_t es = dtype_size(g.tensor(outs[k]).dtype);
+    spec.pointers.push_back({Src::output, region_output_index(r, outs[k]), 0,
+                             spec.args.add_pointer(nullptr),
+                             static_cast<int>(std::min<int64_t>(16, vec * es))});
+  }
+  pack_exit_slots(spec, exits);
+  spec.args.finish();
+  const int64_t tile_elems = int64_t{kBlock} * kUnroll * vec;
+  const int64_t tiles = (cs.numel + tile_elems - 1) / tile_elems;
+  const int64_t max_grid = int64_t{dev.sm_count > 0 ? dev.sm_count : 132} * (2048 / kBlock);
+  spec.launch.grid = dim3(static_cast<unsigned>(std::max<int64_t>(1, std::min(tiles, max_grid))));
+  spec.launch.block = dim3(kBlock);
+  rk.kernels.push_back(std::move(spec));
+  return rk;
+}
+
+}  // namespace sinter::jit

@@ -1,0 +1,517 @@
+// Row-wise regions: softmax, layernorm, rmsnorm or rope over the last axis, with the pointwise
+// prologue that feeds the anchor (a residual add), the epilogue after it, per-row and global exit
+// reductions; also anchor-less pointwise regions with per-row reductions.
+//
+// One CTA owns one row at a time (a persistent loop over rows). When the row fits, each thread
+// keeps kItems vectors of kVec elements of the anchor's input in registers, so the row is read
+// from memory once; longer rows are streamed in passes that recompute the prologue.
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "engines/jit/codegen.hpp"
+#include "engines/jit/codegen_common.hpp"
+#include "engines/jit/expr.hpp"
+#include "sinter/error.hpp"
+
+namespace sinter::jit {
+namespace {
+
+using Src = PointerSlot::Source;
+
+// How a region input is read along the row (its last axis).
+enum class ColAccess { vector, broadcast, gather };
+
+struct RowInput {
+  TensorId tensor;
+  ColAccess col;
+  int64_t col_stride;
+  Dims row_strides;  // over the collapsed leading dims, innermost first
+};
+
+class RowwiseGen {
+ public:
+  RowwiseGen(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev)
+      : g_(g), r_(r), dev_(dev), body_(g, r) {}
+
+  RegionKernels build();
+
+ private:
+  const TensorInfo& t(TensorId id) const { return g_.tensor(id); }
+  std::string in_name(size_t i) const { return "in" + std::to_string(i); }
+  void plan();
+  std::string load_chunk(size_t i, const std::string& c0, const std::string& dst) const;
+
+  const Graph& g_;
+  const fuse::Region& r_;
+  const cuda::DeviceProperties& dev_;
+  BodyEmitter body_;
+  const Node* anchor_ = nullptr;
+  int64_t rows_ = 1, cols_ = 1;
+  int vec_ = 1, items_ = 1, threads_ = 32;
+  bool in_registers_ = true, index64_ = false;
+  Dims lead_sizes_;  // collapsed leading dims, innermost first
+  std::vector<RowInput> inputs_;
+  std::vector<TensorId> elem_outs_;            // stored tensors of the iteration shape
+  std::vector<ExitSlot> global_exits_;         // exit reductions through atomics
+  std::vector<std::pair<ExitSlot, bool>> row_exits_;  // per-row results, written directly
+  size_t workspace_ = 0;
+};
+
+void RowwiseGen::plan() {
+  const Dims& shape = r_.iteration_shape;
+  cols_ = shape.empty() ? 1 : shape.back();
+  rows_ = num_elements(shape) / cols_;
+  if (r_.anchor >= 0) anchor_ = &g_.node(r_.anchor);
+  const Dims lead(shape.begin(), shape.end() - (shape.empty() ? 0 : 1));
+  // Collapse the leading dims over every input's row strides at once.
+  std::vector<Dims> row_strides;
+  for (TensorId id : r_.inputs) {
+    const TensorInfo& info = t(id);
+    Dims bs;
+    if (anchor_ && anchor_->op == OpKind::rope && (id == anchor_->inputs[1] || id == anchor_->inputs[2]) &&
+        !(id == anchor_->inputs[0])) {
+      // cos/sin: [..., R/2] broadcast over x's leading dims, indexed by pair, not by column
+      Dims cs_lead(info.dims.begin(), info.dims.end() - 1);
+      Dims cs_str(info.strides.begin(), info.strides.end() - 1);
+      bs = broadcast_strides(cs_lead, cs_str, lead);
+      inputs_.push_back({id, ColAccess::gather, info.strides.back(), {}});
+    } else {
+      const Dims full = broadcast_strides(info.dims, info.strides, shape);
+      bs.assign(full.begin(), full.end() - (full.empty() ? 0 : 1));
+      const int64_t cs = full.empty() ? 0 : full.back();
+      inputs_.push_back({id, cs == 1 ? ColAccess::vector : cs == 0 ? ColAccess::broadcast
+                                                                   : ColAccess::gather, cs, {}});
+    }
+    row_strides.push_back(bs);
+  }
+  row_strides.push_back(contiguous_strides(lead));  // keeps the collapse honest for outputs
+  const CollapsedShape cs = collapse(lead, row_strides);
+  lead_sizes_ = cs.sizes;
+  for (size_t i = 0; i < inputs_.size(); ++i) inputs_[i].row_strides = cs.strides[i];
+
+  for (TensorId o : r_.outputs) {
+    if (t(o).dims == shape) {
+      const NodeId p = t(o).producer;
+      const bool is_exit = std::any_of(r_.reductions.begin(), r_.reductions.end(),
+                                       [&](const fuse::ExitReduce& e) { return e.node == p; });
+      if (!is_exit) {
+        elem_outs_.push_back(o);
+        continue;
+      }
+    }
+  }
+  size_t ws = 0;
+  for (const ExitSlot& s : plan_exit_slots(g_, r_, ws)) {
+    if (s.exit.pattern == fuse::ExitReduction::rows) {
+      row_exits_.push_back({s, true});
+    } else {
+      global_exits_.push_back(s);
+    }
+  }
+  workspace_ = ws;
+
+  // Vector width: 16 bytes of the narrowest vector-accessed tensor, if it divides the row.
+  int64_t min_size = 16;
+  for (const RowInput& in : inputs_) {
+    if (in.col == ColAccess::vector) min_size = std::min(min_size, dtype_size(t(in.tensor).dtype));
+  }
+  for (TensorId o : elem_outs_) min_size = std::min(min_size, dtype_size(t(o).dtype));
+  vec_ = static_cast<int>(16 / min_size);
+  const bool rope = anchor_ && anchor_->op == OpKind::rope;
+  if (rope || cols_ % vec_ != 0) vec_ = 1;
+  for (RowInput& in : inputs_) {
+    // vector loads need aligned row starts
+    if (in.col == ColAccess::vector && vec_ > 1) {
+      for (int64_t s : in.row_strides) {
+        if (s % vec_ != 0) in.col = ColAccess::gather;
+      }
+    }
+  }
+  const int64_t vectors = (cols_ + vec_ - 1) / vec_;
+  items_ = 1;
+  while ((vectors + items_ - 1) / items_ > 256 && items_ < 8) items_ *= 2;
+  const int64_t per_thread = (vectors + items_ - 1) / items_;
+  in_registers_ = per_thread <= 1024 && !rope;
+  threads_ = static_cast<int>(std::clamp<int64_t>((per_thread + 31) / 32 * 32, 32, 1024));
+  if (!in_registers_) {
+    threads_ = rope ? 256 : 1024;
+    items_ = 1;
+  }
+  index64_ = num_elements(shape) >= (int64_t{1} << 31);
+}
+
+std::string RowwiseGen::load_chunk(size_t i, const std::string& c0, const std::string& dst) const {
+  const RowInput& in = inputs_[i];
+  const std::string p = "a." + in_name(i) + " + ro" + std::to_string(i);
+  switch (in.col) {
+    case ColAccess::vector: return "load_vec(" + p + " + " + c0 + ", " + dst + ");";
+    case ColAccess::broadcast:
+      return "{ const auto s_ = load_one(" + p + "); for (int j = 0; j < kVec; ++j) " + dst +
+             "[j] = s_; }";
+    case ColAccess::gather:
+      return "for (int j = 0; j < kVec; ++j) " + dst + "[j] = load_one(" + p + " + (" + c0 +
+             " + j) * a.colstride" + std::to_string(i) + ");";
+  }
+  return "";
+}
+
+RegionKernels RowwiseGen::build() {
+  plan();
+  std::ostringstream src;
+  src << "// row-wise region " << r_.id << " of graph '" << g_.name() << "'\n" << kernel_includes();
+  src << "constexpr int kThreads = " << threads_ << ", kVec = " << vec_ << ", kItems = " << items_
+      << ";\nconstexpr bool kIndex64 = " << (index64_ ? "true" : "false") << ";\n";
+  src << "struct Args {\n  i64 rows, cols;\n  SinterIterShape lead;\n";
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    src << "  const " << storage_type(t(inputs_[i].tensor).dtype) << "* " << in_name(i) << ";  // '"
+        << t(inputs_[i].tensor).name << "'\n  SinterStridedView rows" << i << ";\n  i64 colstride" << i
+        << ";\n";
+  }
+  for (size_t k = 0; k < elem_outs_.size(); ++k) {
+    src << "  " << storage_type(t(elem_outs_[k]).dtype) << "* out" << k << ";  // '"
+        << t(elem_outs_[k]).name << "'\n";
+  }
+  for (size_t m = 0; m < row_exits_.size(); ++m) {
+    src << "  " << storage_type(t(row_exits_[m].first.output).dtype) << "* rowred" << m << ";  // '"
+        << t(row_exits_[m].first.output).name << "'\n";
+  }
+  for (size_t m = 0; m < global_exits_.size(); ++m) src << "  SinterReduceSlot red" << m << ";\n";
+  if (anchor_ && anchor_->op == OpKind::rope) src << "  i64 rope_half;\n";
+  src << "};\n\n";
+
+  // Names: region inputs are l<i>[j] (a loaded chunk), prologue values v<id>, the anchor's
+  // input x (kept as xs[k][j] in registers), its output `y`.
+  auto input_index = [&](TensorId id) -> int {
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      if (inputs_[i].tensor == id) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  auto needed_loads = [&](const std::vector<NodeId>& nodes, std::set<TensorId> extra) {
+    for (NodeId n : nodes) {
+      for (TensorId in : g_.node(n).inputs) {
+        if (input_index(in) >= 0) extra.insert(in);
+      }
+    }
+    return extra;
+  };
+  auto emit_loads = [&](const std::set<TensorId>& loads, const std::string& c0,
+                        const std::string& indent) {
+    std::string s;
+    for (TensorId id : loads) {
+      const int i = input_index(id);
+      s += indent + compute_type(t(id).dtype) + " l" + std::to_string(i) + "[kVec];\n" + indent +
+           load_chunk(static_cast<size_t>(i), c0, "l" + std::to_string(i)) + "\n";
+    }
+    return s;
+  };
+  const OpKind aop = anchor_ ? anchor_->op : OpKind::identity;
+  const TensorId x_tensor = anchor_ ? anchor_->inputs[0] : -1;
+  const bool x_is_input = anchor_ && input_index(x_tensor) >= 0;
+
+  // The prologue: computes x for chunk c0 into x_[j]; stores stored prologue values.
+  std::set<TensorId> pro_loads = needed_loads(r_.prologue, {});
+  if (x_is_input) pro_loads.insert(x_tensor);
+  auto prologue_chunk = [&](const std::string& c0, const std::string& indent, bool store) {
+    std::ostringstream s;
+    s << emit_loads(pro_loads, c0, indent);
+    s << indent << "#pragma unroll\n" << indent << "for (int j = 0; j < kVec; ++j) {\n";
+    BodyEmitter b(g_, r_);
+    for (TensorId id : pro_loads) b.bind(id, "l" + std::to_string(input_index(id)) + "[j]");
+    s << b.constants() << b.emit(r_.prologue);
+    s << indent << "  x_[j] = static_cast<float>(" << b.name_of(x_tensor) << ");\n";
+    if (store) {
+      for (size_t k = 0; k < elem_outs_.size(); ++k) {
+        const NodeId p = t(elem_outs_[k]).producer;
+        if (std::find(r_.prologue.begin(), r_.prologue.end(), p) != r_.prologue.end()) {
+          s << indent << "  po" << k << "[j] = " << b.name_of(elem_outs_[k]) << ";\n";
+        }
+      }
+    }
+    s << indent << "}\n";
+    return s.str();
+  };
+  std::vector<size_t> pro_outs;
+  for (size_t k = 0; k < elem_outs_.size(); ++k) {
+    const NodeId p = t(elem_outs_[k]).producer;
+    if (std::find(r_.prologue.begin(), r_.prologue.end(), p) != r_.prologue.end()) pro_outs.push_back(k);
+  }
+  auto pro_out_decls = [&](const std::string& indent) {
+    std::string s;
+    for (size_t k : pro_outs) {
+      s += indent + compute_type(t(elem_outs_[k]).dtype) + " po" + std::to_string(k) + "[kVec];\n";
+    }
+    return s;
+  };
+  auto pro_out_stores = [&](const std::string& c0, const std::string& indent) {
+    std::string s;
+    for (size_t k : pro_outs) {
+      s += indent + "store_vec(a.out" + std::to_string(k) + " + row * a.cols + " + c0 + ", po" +
+           std::to_string(k) + ");\n";
+    }
+    return s;
+  };
+
+  // Epilogue for chunk c0 given the anchor output y_[j] (or nothing, without an anchor).
+  std::set<TensorId> epi_loads = needed_loads(r_.epilogue, {});
+  if (anchor_) {
+    for (size_t i = 1; i < anchor_->inputs.size(); ++i) {
+      if (aop != OpKind::rope) epi_loads.insert(anchor_->inputs[i]);
+    }
+  }
+  auto epilogue_chunk = [&](const std::string& c0, const std::string& indent) {
+    std::ostringstream s;
+    s << emit_loads(epi_loads, c0, indent);
+    for (size_t k = 0; k < elem_outs_.size(); ++k) {
+      if (std::find(pro_outs.begin(), pro_outs.end(), k) != pro_outs.end()) continue;
+      s << indent << compute_type(t(elem_outs_[k]).dtype) << " eo" << k << "[kVec];\n";
+    }
+    s << indent << "#pragma unroll\n" << indent << "for (int j = 0; j < kVec; ++j) {\n";
+    s << indent << "  const bool valid_ = " << c0 << " + j < a.cols;\n";
+    BodyEmitter b(g_, r_);
+    for (TensorId id : epi_loads) b.bind(id, "l" + std::to_string(input_index(id)) + "[j]");
+    if (anchor_) {
+      const TensorId y = anchor_->outputs[0];
+      const std::string ydt = storage_type(t(y).dtype);
+      std::string expr;
+      const std::string x = "x_[j]";
+      switch (aop) {
+        case OpKind::softmax: expr = "expf(" + x + " - stat0) * stat1"; break;
+        case OpKind::layernorm: {
+          expr = "(" + x + " - stat0) * stat1 * l" + std::to_string(input_index(anchor_->inputs[1])) + "[j]";
+          if (anchor_->inputs.size() > 2) expr += " + l" + std::to_string(input_index(anchor_->inputs[2])) + "[j]";
+          break;
+        }
+        case OpKind::rmsnorm: {
+          expr = x + " * stat1 * l" + std::to_string(input_index(anchor_->inputs[1])) + "[j]";
+          if (anchor_->inputs.size() > 2) expr += " + l" + std::to_string(input_index(anchor_->inputs[2])) + "[j]";
+          break;
+        }
+        case OpKind::rope: expr = "rope_value_"; break;
+        default: throw Error(ErrorCode::internal, "row-wise anchor " + std::string(to_string(aop)));
+      }
+      s << indent << "  const float y_ = " << (is_float(t(y).dtype) && t(y).dtype != DType::f32
+                                                   ? "round_to<" + ydt + ">(" + expr + ")"
+                                                   : expr)
+        << ";\n";
+      b.bind(y, "y_");
+    }
+    s << b.constants() << b.emit(r_.epilogue);
+    for (size_t k = 0; k < elem_outs_.size(); ++k) {
+      if (std::find(pro_outs.begin(), pro_outs.end(), k) != pro_outs.end()) continue;
+      s << indent << "  eo" << k << "[j] = " << b.name_of(elem_outs_[k]) << ";\n";
+    }
+    for (size_t m = 0; m < row_exits_.size(); ++m) {
+      const Node& rn = g_.node(row_exits_[m].first.exit.node);
+      const std::string kind = reduce_kind(rn.op);
+      s << indent << "  if (valid_) racc" << m << " = reduce_combine<" << kind << ">(racc" << m
+        << ", reduce_input<" << kind << ">(static_cast<float>(" << b.name_of(rn.inputs[0]) << ")));\n";
+    }
+    for (size_t m = 0; m < global_exits_.size(); ++m) {
+      const Node& rn = g_.node(global_exits_[m].exit.node);
+      const std::string kind = reduce_kind(rn.op);
+      s << indent << "  if (valid_) gacc" << m << " = reduce_combine<" << kind << ">(gacc" << m
+        << ", reduce_input<" << kind << ">(static_cast<float>(" << b.name_of(rn.inputs[0]) << ")));\n";
+    }
+    s << indent << "}\n";
+    for (size_t k = 0; k < elem_outs_.size(); ++k) {
+      if (std::find(pro_outs.begin(), pro_outs.end(), k) != pro_outs.end()) continue;
+      s << indent << "if (" << c0 << " < a.cols) store_vec(a.out" << k << " + row * a.cols + " << c0
+        << ", eo" << k << ");\n";
+    }
+    return s.str();
+  };
+
+  // ---- kernel ------------------------------------------------------------------------------
+  src << "extern \"C\" __global__ void __launch_bounds__(kThreads) sinter_region(const __grid_constant__ Args a) {\n"
+      << "  __shared__ float scratch[33];\n";
+  for (size_t m = 0; m < global_exits_.size(); ++m) {
+    src << "  float gacc" << m << " = reduce_identity<"
+        << reduce_kind(g_.node(global_exits_[m].exit.node).op) << ">();\n";
+  }
+  src << "  for (i64 row = blockIdx.x; row < a.rows; row += gridDim.x) {\n";
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    src << "    const i64 ro" << i << " = offset_of<kIndex64>(a.lead, a.rows" << i << ", row);\n";
+  }
+  for (size_t m = 0; m < row_exits_.size(); ++m) {
+    src << "    float racc" << m << " = reduce_identity<"
+        << reduce_kind(g_.node(row_exits_[m].first.exit.node).op) << ">();\n";
+  }
+  std::string eps = "0.0f";
+  if (anchor_ && (aop == OpKind::layernorm || aop == OpKind::rmsnorm)) {
+    eps = float_literal(std::get<NormAttrs>(anchor_->attrs).epsilon);
+  }
+  const std::string inv_cols = "(1.0f / static_cast<float>(a.cols))";
+  if (anchor_ && aop != OpKind::rope && in_registers_) {
+    // Registers: the row's x values once.
+    src << "    float xs[kItems][kVec];\n" << pro_out_decls("    ");
+    src << "#pragma unroll\n    for (int k = 0; k < kItems; ++k) {\n"
+        << "      const i64 c0 = (static_cast<i64>(k) * kThreads + threadIdx.x) * kVec;\n"
+        << "      if (c0 < a.cols) {\n        float x_[kVec];\n"
+        << prologue_chunk("c0", "        ", true)
+        << "#pragma unroll\n        for (int j = 0; j < kVec; ++j) xs[k][j] = x_[j];\n"
+        << pro_out_stores("c0", "        ") << "      }\n    }\n";
+    // statistics
+    auto over_x = [&](const std::string& init, const std::string& update, const std::string& kind) {
+      std::ostringstream s;
+      s << "    { float p_ = " << init << ";\n#pragma unroll\n      for (int k = 0; k < kItems; ++k) {\n"
+        << "        const i64 c0 = (static_cast<i64>(k) * kThreads + threadIdx.x) * kVec;\n"
+        << "        if (c0 < a.cols) {\n#pragma unroll\n          for (int j = 0; j < kVec; ++j) { const float x = xs[k][j]; "
+        << update << "; }\n        }\n      }\n";
+      s << "      stat_ = block_reduce<" << kind << ">(p_, scratch); }\n";
+      return s.str();
+    };
+    src << "    float stat_, stat0 = 0.0f, stat1 = 1.0f;\n";
+    switch (aop) {
+      case OpKind::layernorm:
+        src << over_x("0.0f", "p_ += x", "kReduceSum") << "    stat0 = stat_ * " << inv_cols << ";\n";
+        src << over_x("0.0f", "p_ += (x - stat0) * (x - stat0)", "kReduceSum")
+            << "    stat1 = rsqrtf(stat_ * " << inv_cols << " + " << eps << ");\n";
+        break;
+      case OpKind::rmsnorm:
+        src << over_x("0.0f", "p_ += x * x", "kReduceSum") << "    stat1 = rsqrtf(stat_ * "
+            << inv_cols << " + " << eps << ");\n";
+        break;
+      case OpKind::softmax:
+        src << over_x("reduce_identity<kReduceMax>()", "p_ = op_max(p_, x)", "kReduceMax")
+            << "    stat0 = stat_;\n";
+        src << over_x("0.0f", "p_ += expf(x - stat0)", "kReduceSum") << "    stat1 = 1.0f / stat_;\n";
+        break;
+      default: break;
+    }
+    src << "#pragma unroll\n    for (int k = 0; k < kItems; ++k) {\n"
+        << "      const i64 c0 = (static_cast<i64>(k) * kThreads + threadIdx.x) * kVec;\n"
+        << "      if (c0 < a.cols) {\n        float x_[kVec];\n"
+        << "#pragma unroll\n        for (int j = 0; j < kVec; ++j) x_[j] = xs[k][j];\n"
+        << epilogue_chunk("c0", "        ") << "      }\n    }\n";
+  } else if (anchor_) {
+    // Streaming passes (long rows, and rope, which reads each element's partner).
+    auto pass = [&](const std::string& init, const std::string& update, const std::string& kind) {
+      std::ostringstream s;
+      s << "    { float p_ = " << init << ";\n"
+        << "      for (i64 c0 = static_cast<i64>(threadIdx.x) * kVec; c0 < a.cols; c0 += static_cast<i64>(kThreads) * kVec) {\n"
+        << "        float x_[kVec];\n" << prologue_chunk("c0", "        ", false)
+        << "#pragma unroll\n        for (int j = 0; j < kVec; ++j) { const float x = x_[j]; " << update
+        << "; }\n      }\n      stat_ = block_reduce<" << kind << ">(p_, scratch); }\n";
+      return s.str();
+    };
+    src << "    float stat_, stat0 = 0.0f, stat1 = 1.0f;\n    (void)stat_;\n";
+    switch (aop) {
+      case OpKind::layernorm:
+        src << pass("0.0f", "p_ += x", "kReduceSum") << "    stat0 = stat_ * " << inv_cols << ";\n";
+        src << pass("0.0f", "p_ += (x - stat0) * (x - stat0)", "kReduceSum")
+            << "    stat1 = rsqrtf(stat_ * " << inv_cols << " + " << eps << ");\n";
+        break;
+      case OpKind::rmsnorm:
+        src << pass("0.0f", "p_ += x * x", "kReduceSum") << "    stat1 = rsqrtf(stat_ * " << inv_cols
+            << " + " << eps << ");\n";
+        break;
+      case OpKind::softmax:
+        src << pass("reduce_identity<kReduceMax>()", "p_ = op_max(p_, x)", "kReduceMax")
+            << "    stat0 = stat_;\n";
+        src << pass("0.0f", "p_ += expf(x - stat0)", "kReduceSum") << "    stat1 = 1.0f / stat_;\n";
+        break;
+      default: break;
+    }
+    src << "    for (i64 c0 = static_cast<i64>(threadIdx.x) * kVec; c0 < a.cols; c0 += static_cast<i64>(kThreads) * kVec) {\n"
+        << pro_out_decls("      ") << "      float x_[kVec];\n" << prologue_chunk("c0", "      ", true)
+        << pro_out_stores("c0", "      ");
+    if (aop == OpKind::rope) {
+      // kVec is 1 here: the partner's x is the prologue recomputed at the partner column.
+      const auto& at = std::get<RopeAttrs>(anchor_->attrs);
+      const int ci = input_index(anchor_->inputs[1]), si = input_index(anchor_->inputs[2]);
+      src << "      float rope_value_ = x_[0], rope_partner_ = 0.0f;\n      const i64 half_ = a.rope_half;\n"
+          << "      if (c0 < 2 * half_) {\n";
+      if (at.interleaved) {
+        src << "        const i64 pair_ = c0 / 2; const bool first_ = (c0 % 2) == 0;\n"
+            << "        const i64 partner_ = first_ ? c0 + 1 : c0 - 1;\n";
+      } else {
+        src << "        const bool first_ = c0 < half_; const i64 pair_ = first_ ? c0 : c0 - half_;\n"
+            << "        const i64 partner_ = first_ ? c0 + half_ : c0 - half_;\n";
+      }
+      src << "        float mine_ = x_[0];\n        { const i64 c0 = partner_; float x_[kVec];\n"
+          << prologue_chunk("c0", "          ", false) << "          rope_partner_ = x_[0]; }\n"
+          << "        const float cs_ = to_float(a.in" << ci << "[ro" << ci << " + pair_ * a.colstride" << ci << "]);\n"
+          << "        const float sn_ = to_float(a.in" << si << "[ro" << si << " + pair_ * a.colstride" << si << "]);\n"
+          << "        rope_value_ = first_ ? mine_ * cs_ - rope_partner_ * sn_ : mine_ * cs_ + rope_partner_ * sn_;\n"
+          << "      }\n";
+    }
+    src << epilogue_chunk("c0", "      ") << "    }\n";
+  } else {
+    // No anchor: the epilogue is the whole region.
+    src << "    for (i64 c0 = static_cast<i64>(threadIdx.x) * kVec; c0 < a.cols; c0 += static_cast<i64>(kThreads) * kVec) {\n"
+        << epilogue_chunk("c0", "      ") << "    }\n";
+  }
+  for (size_t m = 0; m < row_exits_.size(); ++m) {
+    const Node& rn = g_.node(row_exits_[m].first.exit.node);
+    const std::string kind = reduce_kind(rn.op);
+    src << "    { const float v = block_reduce<" << kind << ">(racc" << m << ", scratch);\n"
+        << "      if (threadIdx.x == 0) a.rowred" << m << "[row] = from_float<"
+        << storage_type(t(rn.outputs[0]).dtype) << ">(v"
+        << (rn.op == OpKind::reduce_mean ? " * " + inv_cols : "") << "); }\n";
+  }
+  src << "  }\n";
+  for (size_t m = 0; m < global_exits_.size(); ++m) {
+    const Node& rn = g_.node(global_exits_[m].exit.node);
+    const std::string kind = reduce_kind(rn.op);
+    src << "  { const float v = block_reduce<" << kind << ">(gacc" << m << ", scratch);\n"
+        << "    if (threadIdx.x == 0) accumulate_atomic<" << kind << ">(a.red" << m << ".acc, v);\n"
+        << "    finalize_exit_reduction<" << kind << ", " << storage_type(t(rn.outputs[0]).dtype)
+        << ">(a.red" << m << "); }\n";
+  }
+  src << "}\n";
+  const std::string text = src.str();
+
+  // ---- arguments ----------------------------------------------------------------------------
+  RegionKernels rk;
+  rk.workspace_bytes = workspace_;
+  KernelSpec spec;
+  spec.source = text;
+  spec.description = "rowwise " + std::string(anchor_ ? to_string(aop) : "pointwise") +
+                     (in_registers_ && aop != OpKind::rope ? " registers" : " streaming") + " threads" +
+                     std::to_string(threads_) + " vec" + std::to_string(vec_) + " items" +
+                     std::to_string(items_);
+  spec.args.add(rows_);
+  spec.args.add(cols_);
+  CollapsedShape lead;
+  lead.sizes = lead_sizes_;
+  lead.numel = rows_;
+  spec.args.add(make_iter_shape(lead));
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const int64_t es = dtype_size(t(inputs_[i].tensor).dtype);
+    const int align = inputs_[i].col == ColAccess::vector ? static_cast<int>(std::min<int64_t>(16, vec_ * es))
+                                                        : static_cast<int>(es);
+    spec.pointers.push_back({Src::input, region_input_index(r_, inputs_[i].tensor), 0,
+                             spec.args.add_pointer(nullptr), align});
+    spec.args.add(make_view(inputs_[i].row_strides));
+    spec.args.add(inputs_[i].col_stride);
+  }
+  for (TensorId o : elem_outs_) {
+    const int64_t es = dtype_size(t(o).dtype);
+    spec.pointers.push_back({Src::output, region_output_index(r_, o), 0, spec.args.add_pointer(nullptr),
+                             static_cast<int>(std::min<int64_t>(16, vec_ * es))});
+  }
+  for (const auto& [slot, unused] : row_exits_) {
+    spec.pointers.push_back({Src::output, slot.output_index, 0, spec.args.add_pointer(nullptr), 1});
+  }
+  pack_exit_slots(spec, global_exits_);
+  if (aop == OpKind::rope) {
+    spec.args.add(static_cast<int64_t>(t(anchor_->inputs[1]).dims.back()));
+  }
+  spec.args.finish();
+  const int per_sm = std::max(1, 2048 / threads_);
+  const int64_t max_grid = int64_t{dev_.sm_count > 0 ? dev_.sm_count : 132} * per_sm;
+  spec.launch.grid = dim3(static_cast<unsigned>(std::clamp<int64_t>(rows_, 1, max_grid)));
+  spec.launch.block = dim3(threads_);
+  rk.kernels.push_back(std::move(spec));
+  return rk;
+}
+
+}  // namespace
+
+RegionKernels build_rowwise(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+  return RowwiseGen(g, r, dev).build();
+}
+
+}  // namespace sinter::jit

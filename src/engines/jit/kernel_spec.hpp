@@ -1,0 +1,38 @@
+// What the code generators produce for one region: generated CUDA source, the launch shape, and
+// the packed argument struct with the places where device pointers go at launch time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cuda/library.hpp"
+#include "engines/jit/kernel_args.hpp"
+
+namespace sinter::jit {
+
+struct PointerSlot {
+  enum class Source { input, output, workspace };
+  Source source;
+  int index = 0;                // input or output index within the region
+  size_t workspace_offset = 0;  // for Source::workspace
+  size_t arg_offset = 0;        // where the pointer sits in the argument struct
+  int alignment = 1;            // bytes the kernel's vector accesses need
+  int64_t byte_offset = 0;      // added to the bound pointer (a slice, a concat part)
+};
+
+struct KernelSpec {
+  std::string entry = "sinter_region";  // the extern "C" kernel
+  std::string source;
+  std::string description;  // the variant, for explain/inspect
+  cuda::LaunchConfig launch;
+  ArgPacker args;
+  std::vector<PointerSlot> pointers;
+};
+
+// A region's kernels, launched in order, and the workspace they share.
+struct RegionKernels {
+  std::vector<KernelSpec> kernels;
+  size_t workspace_bytes = 0;
+};
+
+}  // namespace sinter::jit

@@ -1,0 +1,179 @@
+#include "exec/stream_executor.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "cuda/check.hpp"
+#include "cuda/device.hpp"
+#include "cuda/event.hpp"
+#include "engines/jit/jit_engine.hpp"
+#include "sinter/error.hpp"
+
+namespace sinter {
+namespace {
+
+size_t storage_bytes(const TensorInfo& t) {
+  int64_t last = 0;
+  for (size_t i = 0; i < t.dims.size(); ++i) last += (t.dims[i] - 1) * t.strides[i];
+  return static_cast<size_t>((last + 1) * dtype_size(t.dtype));
+}
+
+size_t align256(size_t v) { return (v + 255) / 256 * 256; }
+
+bool is_contiguous(const TensorInfo& t) { return t.strides == contiguous_strides(t.dims); }
+
+}  // namespace
+
+StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOptions options)
+    : graph_(std::move(graph)), device_(options.device) {
+  graph_.validate();
+  cuda::DeviceGuard guard(device_);
+  stream_ = cuda::Stream();
+  partition_ = fuse::partition_graph(graph_, options.fusion);
+  fuse::verify_partition(graph_, partition_);
+
+  // Memory: graph inputs in their own buffers; every stored tensor in the arena, except
+  // reshapes of contiguous tensors, which alias their input.
+  const auto& tensors = graph_.tensors();
+  pointer_of_.assign(tensors.size(), nullptr);
+  for (TensorId id : graph_.inputs()) {
+    input_buffers_.emplace_back(storage_bytes(graph_.tensor(id)));
+    pointer_of_[id] = input_buffers_.back().data();
+  }
+  EngineContext ctx{cache, cuda::device_properties(device_)};
+  jit::JitEngine jit;
+  std::vector<size_t> offset_of(tensors.size(), 0);
+  std::vector<int> alias_of(tensors.size(), -1);
+  size_t arena = 0;
+  for (const fuse::Region& r : partition_.regions) {
+    Step step{r.id, nullptr, 0};
+    StepInfo info{r.id, std::string(to_string(r.kind)), "", ""};
+    const bool alias = r.kind == fuse::RegionKind::alias &&
+                       is_contiguous(graph_.tensor(graph_.node(r.anchor).inputs[0]));
+    if (alias) {
+      alias_of[graph_.node(r.anchor).outputs[0]] = graph_.node(r.anchor).inputs[0];
+      info.engine = "alias";
+      info.description = "shares the memory of '" + graph_.tensor(graph_.node(r.anchor).inputs[0]).name + "'";
+    } else {
+      const Support s = jit.supports(graph_, r);
+      if (!s.ok) {
+        throw Error(ErrorCode::unsupported, "region " + std::to_string(r.id) + " (" + info.kind +
+                                                "): no engine supports it: jit: " + s.reason);
+      }
+      const auto cands = jit.candidates(graph_, r, ctx);
+      step.prepared = jit.prepare(graph_, r, cands.at(0), ctx);
+      info.engine = "jit";
+      info.description = step.prepared->describe();
+      if (step.prepared->workspace_bytes() > 0) {
+        step.workspace_offset = arena = align256(arena);
+        arena += step.prepared->workspace_bytes();
+      }
+    }
+    for (TensorId t : r.outputs) {
+      if (alias_of[t] >= 0) continue;
+      offset_of[t] = arena = align256(arena);
+      arena += storage_bytes(graph_.tensor(t));
+      computed_ranges_.push_back({offset_of[t], storage_bytes(graph_.tensor(t))});
+    }
+    steps_.push_back(std::move(step));
+    infos_.push_back(std::move(info));
+  }
+  arena_ = cuda::DeviceBuffer(std::max<size_t>(arena, 256));
+  arena_.memset(0);  // workspaces start zeroed; steps keep them so
+  char* base = static_cast<char*>(arena_.data());
+  for (const fuse::Region& r : partition_.regions) {
+    for (TensorId t : r.outputs) {
+      if (alias_of[t] < 0) pointer_of_[t] = base + offset_of[t];
+    }
+  }
+  // Aliases resolve after their input has a pointer (regions are in dependency order, but a
+  // chain of reshapes resolves through the loop as well).
+  for (const fuse::Region& r : partition_.regions) {
+    for (TensorId t : r.outputs) {
+      if (alias_of[t] >= 0) pointer_of_[t] = pointer_of_[alias_of[t]];
+    }
+  }
+}
+
+StreamExecutor::~StreamExecutor() = default;
+
+void StreamExecutor::set_inputs(const TensorMap& inputs) {
+  cuda::DeviceGuard guard(device_);
+  for (size_t i = 0; i < graph_.inputs().size(); ++i) {
+    const TensorInfo& info = graph_.tensor(graph_.inputs()[i]);
+    auto it = inputs.find(info.name);
+    if (it == inputs.end()) {
+      throw Error(ErrorCode::invalid_argument, "input '" + info.name + "' was not given");
+    }
+    const HostTensor& h = it->second;
+    if (h.dtype() != info.dtype || h.dims() != info.dims) {
+      throw Error(ErrorCode::invalid_argument,
+                  "input '" + info.name + "': expected " + std::string(to_string(info.dtype)) + " " +
+                      dims_to_string(info.dims) + ", got " + std::string(to_string(h.dtype())) +
+                      " " + dims_to_string(h.dims()));
+    }
+    if (h.strides() == info.strides) {
+      input_buffers_[i].copy_from_host(h.data(), h.storage_bytes());
+    } else {
+      HostTensor relaid(info.dtype, info.dims, info.strides);
+      for (int64_t e = 0; e < h.numel(); ++e) relaid.set(e, h.get(e));
+      input_buffers_[i].copy_from_host(relaid.data(), relaid.storage_bytes());
+    }
+  }
+}
+
+void StreamExecutor::poison() {
+  cuda::DeviceGuard guard(device_);
+  for (const auto& [offset, bytes] : computed_ranges_) arena_.memset(0xFF, bytes, offset);
+}
+
+void StreamExecutor::launch() {
+  cuda::DeviceGuard guard(device_);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    if (!steps_[s].prepared) continue;
+    const fuse::Region& r = partition_.regions[steps_[s].region];
+    Binding b;
+    for (TensorId t : r.inputs) b.inputs.push_back(pointer_of_[t]);
+    for (TensorId t : r.outputs) b.outputs.push_back(pointer_of_[t]);
+    b.workspace = static_cast<char*>(arena_.data()) + steps_[s].workspace_offset;
+    steps_[s].prepared->launch(b, stream_);
+  }
+}
+
+TensorMap StreamExecutor::outputs() {
+  cuda::DeviceGuard guard(device_);
+  stream_.synchronize();
+  TensorMap out;
+  for (TensorId id : graph_.outputs()) {
+    const TensorInfo& info = graph_.tensor(id);
+    HostTensor h(info.dtype, info.dims);
+    SINTER_CUDA_CHECK(cudaMemcpy(h.data(), pointer_of_[id], h.storage_bytes(), cudaMemcpyDeviceToHost));
+    out.emplace(info.name, std::move(h));
+  }
+  return out;
+}
+
+TensorMap StreamExecutor::run(const TensorMap& inputs) {
+  set_inputs(inputs);
+  poison();
+  launch();
+  return outputs();
+}
+
+double StreamExecutor::time_ms(int iters, int warmup) {
+  cuda::DeviceGuard guard(device_);
+  for (int i = 0; i < warmup; ++i) launch();
+  std::vector<float> times;
+  cuda::Event start, stop;
+  for (int i = 0; i < iters; ++i) {
+    start.record(stream_);
+    launch();
+    stop.record(stream_);
+    stop.synchronize();
+    times.push_back(cuda::elapsed_ms(start, stop));
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+}  // namespace sinter

@@ -1,0 +1,69 @@
+// StreamExecutor: runs a partitioned graph on one GPU, one step per region, in order, on a
+// stream. Intermediates and outputs live in one arena; inputs in their own buffers with the
+// layout (strides) the graph declares.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda/buffer.hpp"
+#include "cuda/stream.hpp"
+#include "engines/engine.hpp"
+#include "sinter/host_tensor.hpp"
+
+namespace sinter {
+
+struct ExecutorOptions {
+  fuse::FusionOptions fusion;
+  int device = 0;
+};
+
+struct StepInfo {
+  int region = 0;
+  std::string kind;     // region kind
+  std::string engine;   // "jit", or "alias" for reshapes that share memory
+  std::string description;
+};
+
+class StreamExecutor {
+ public:
+  StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOptions options = {});
+  ~StreamExecutor();
+
+  const Graph& graph() const { return graph_; }
+  const fuse::Partition& partition() const { return partition_; }
+  const std::vector<StepInfo>& steps() const { return infos_; }
+  size_t arena_bytes() const { return arena_.size(); }
+
+  void set_inputs(const TensorMap& inputs);
+  // Fills every computed tensor with 0xFF bytes (NaN for floats), so an element a kernel fails to
+  // write cannot pass for a correct one.
+  void poison();
+  void launch();  // enqueue every step on the executor's stream
+  TensorMap outputs();  // waits, then copies the graph outputs back
+  // set_inputs, poison, launch, outputs
+  TensorMap run(const TensorMap& inputs);
+  // Median milliseconds of `iters` timed launches of the whole graph after `warmup` untimed ones.
+  double time_ms(int iters = 50, int warmup = 5);
+
+ private:
+  struct Step {
+    int region;
+    std::unique_ptr<PreparedStep> prepared;  // null for an alias
+    size_t workspace_offset = 0;
+  };
+
+  Graph graph_;
+  fuse::Partition partition_;
+  int device_;
+  cuda::Stream stream_;
+  std::vector<Step> steps_;
+  std::vector<StepInfo> infos_;
+  std::vector<cuda::DeviceBuffer> input_buffers_;
+  cuda::DeviceBuffer arena_;
+  std::vector<void*> pointer_of_;  // by tensor id
+  std::vector<std::pair<size_t, size_t>> computed_ranges_;  // (offset, bytes) in the arena
+};
+
+}  // namespace sinter

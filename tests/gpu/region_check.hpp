@@ -1,0 +1,59 @@
+// The GPU-versus-reference check shared by the region tests: fresh random inputs (the seed is
+// printed), outputs poisoned before the run, relative L2 error within the dtype's bound.
+#pragma once
+
+#include <cstdio>
+#include <random>
+
+#include "exec/stream_executor.hpp"
+#include "gpu/gpu_test.hpp"
+#include "sinter/reference.hpp"
+
+namespace sinter::testing {
+
+inline double bound_for(DType t) {
+  switch (t) {
+    case DType::f32: return 1e-5;
+    case DType::f16:
+    case DType::bf16: return 1e-2;
+    case DType::fp8_e4m3: return 7e-2;  // 3 mantissa bits: half an ulp is 6.25%
+    case DType::fp8_e5m2: return 1.3e-1;
+    default: return 0;  // integers and bools: exact
+  }
+}
+
+inline uint64_t fresh_seed() {
+  static std::mt19937_64 rng(std::random_device{}());
+  return rng();
+}
+
+inline cuda::KernelCache& shared_cache() {
+  static cuda::KernelCache cache("");  // memory only: tests must not depend on disk state
+  return cache;
+}
+
+class GpuRegions : public GpuTest {
+ protected:
+  // Runs `g` through the StreamExecutor and the CPU reference and compares every output.
+  // `bound_scale` loosens the bound for outputs that amplify rounding (long f32 sums).
+  void check(Graph g, double bound_scale = 1.0, ExecutorOptions opts = {}) {
+    g.validate();
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE("graph '" + g.name() + "', seed " + std::to_string(seed));
+    const TensorMap inputs = random_inputs(g, seed);
+    const TensorMap want = run_reference(g, inputs);
+    StreamExecutor ex(g, shared_cache(), opts);
+    const TensorMap got = ex.run(inputs);
+    for (TensorId id : g.outputs()) {
+      const TensorInfo& info = g.tensor(id);
+      const double err = relative_l2_error(got.at(info.name), want.at(info.name));
+      const double bound = bound_for(info.dtype) * bound_scale;
+      std::printf("  %-28s %-8s %-18s rel L2 %.3g (bound %.3g)\n", (g.name() + "." + info.name).c_str(),
+                  std::string(to_string(info.dtype)).c_str(), dims_to_string(info.dims).c_str(), err,
+                  bound);
+      EXPECT_LE(err, bound) << "output '" << info.name << "'";
+    }
+  }
+};
+
+}  // namespace sinter::testing

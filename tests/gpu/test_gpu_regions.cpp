@@ -1,0 +1,145 @@
+// Every region kind on the GPU against the CPU reference: fresh random inputs (the seed is
+// printed), outputs poisoned before the run, relative L2 error within the dtype's bound
+// (DESIGN.md), odd sizes, strides and broadcasts.
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "example_graphs.hpp"
+#include "exec/stream_executor.hpp"
+#include "gpu/gpu_test.hpp"
+#include "gpu/region_check.hpp"
+#include "sinter/reference.hpp"
+
+namespace sinter::testing {
+namespace {
+
+// ---- pointwise ---------------------------------------------------------------------------------
+
+TEST_F(GpuRegions, PointwiseChainWithBroadcastsAndAmax) {
+  for (auto shape : {Dims{7, 33}, Dims{1000, 1024}, Dims{1, 1}, Dims{3, 5, 16}}) {
+    Graph g("pw_chain");
+    auto x = g.input("x", DType::bf16, shape);
+    auto row = g.input("row", DType::bf16, {shape.back()});
+    Dims colshape = shape;
+    colshape.back() = 1;
+    auto col = g.input("col", DType::bf16, colshape);
+    auto h = g.gelu(g.mul(g.add(x, row), col));
+    auto e = g.tanh(g.sub(g.mul(h, 0.5), g.exp(g.neg(g.abs(h)))));
+    g.output(e, "y");
+    g.output(g.cast(h, DType::f32), "h32");
+    g.output(g.amax(e), "amax");
+    check(std::move(g));
+  }
+}
+
+TEST_F(GpuRegions, PointwiseStridedViewAndScalarShapes) {
+  Graph g("pw_strided");
+  auto x = g.input("x", DType::f32, {96, 130});
+  auto xt = g.input("xt", DType::f32, {96, 130}, {1, 96});  // a transposed view
+  auto s = g.input("s", DType::f32, {});
+  g.output(g.add(g.mul(x, xt), s), "y");
+  g.output(g.sum(g.mul(x, x)), "sumsq");
+  check(std::move(g), 50.0);  // a 12480-element f32 sum through per-CTA atomics
+}
+
+TEST_F(GpuRegions, Fp8CastWithScaleAndIntegerOps) {
+  Graph g("fp8_int");
+  auto x = g.input("x", DType::bf16, {64, 96});
+  auto scale = g.input("scale", DType::f32, {});
+  g.output(g.cast(g.mul(x, 400.0), DType::fp8_e4m3, scale), "x8");
+  g.output(g.cast(x, DType::fp8_e5m2), "x5");
+  auto i = g.input("i", DType::i32, {64, 96});
+  auto j = g.input("j", DType::i32, {96});
+  auto big = g.max(g.add(i, j), g.mul(i, j));
+  g.output(big, "imax");
+  g.output(g.select(g.gt(i, j), x, g.neg(x)), "sel");
+  check(std::move(g));
+}
+
+// ---- row-wise -----------------------------------------------------------------------------------
+
+TEST_F(GpuRegions, ResidualAddLayerNormCastAmax) {
+  for (auto shape : {Dims{64, 8192}, Dims{5, 1000}, Dims{3, 7, 512}, Dims{2, 40000}}) {
+    Graph g("add_ln");
+    auto x = g.input("x", DType::bf16, shape);
+    auto r = g.input("res", DType::bf16, shape);
+    auto w = g.input("w", DType::bf16, {shape.back()});
+    auto b = g.input("b", DType::bf16, {shape.back()});
+    auto sum = g.add(x, r);
+    g.output(sum, "sum");
+    auto y = g.layernorm(sum, w, b);
+    g.output(y, "y");
+    g.output(g.cast(y, DType::fp8_e4m3), "y8");
+    g.output(g.amax(y), "amax");
+    check(std::move(g));
+  }
+}
+
+TEST_F(GpuRegions, RmsNormSoftmaxAndRowReductions) {
+  {
+    Graph g("rms");
+    auto x = g.input("x", DType::bf16, {3, 7, 4096});
+    auto w = g.input("w", DType::f32, {4096});
+    g.output(g.silu(g.rmsnorm(x, w)), "y");
+    check(std::move(g));
+  }
+  for (auto shape : {Dims{9, 333}, Dims{4, 100000}, Dims{16, 8192}}) {
+    Graph g("softmax");
+    auto x = g.input("x", DType::bf16, shape);
+    auto y = g.softmax(g.mul(x, 4.0));
+    g.output(y, "y");
+    g.output(g.reduce_max(y, {-1}), "rowmax");
+    check(std::move(g));
+  }
+  {
+    Graph g("rowsum");
+    auto x = g.input("x", DType::f32, {33, 77});
+    auto sq = g.mul(x, x);
+    g.output(g.sum(sq, {-1}, true), "ss");
+    g.output(g.mean(sq, {1}), "ms");
+    check(std::move(g), 10.0);
+  }
+}
+
+TEST_F(GpuRegions, RopeHalfSplitAndInterleaved) {
+  for (bool interleaved : {false, true}) {
+    Graph g(interleaved ? "rope_i" : "rope_h");
+    auto x = g.input("x", DType::bf16, {2, 4, 9, 64});
+    auto cs = g.input("cos", DType::f32, {9, 24});  // partial rotary: 48 of 64 channels
+    auto sn = g.input("sin", DType::f32, {9, 24});
+    auto res = g.input("res", DType::bf16, {2, 4, 9, 64});
+    g.output(g.rope(g.add(x, res), cs, sn, interleaved), "y");
+    check(std::move(g));
+  }
+}
+
+// ---- layout -------------------------------------------------------------------------------------
+
+TEST_F(GpuRegions, PermuteSliceConcatReshape) {
+  Graph g("layout");
+  auto x = g.input("x", DType::bf16, {3, 5, 7});
+  auto v = g.input("v", DType::f16, {6, 4}, {1, 6});  // a strided view
+  auto p = g.permute(g.relu(x), {2, 0, 1});
+  g.output(p, "p");
+  g.output(g.slice(x, {0, 2}, {1, 1}, {3, 7}, {1, 3}), "s");
+  g.output(g.concat({x, g.neg(x), x}, 1), "c");
+  g.output(g.reshape(v, {24}), "r");
+  g.output(g.exp(g.reshape(p, {7, 15})), "rp");
+  check(std::move(g));
+}
+
+// ---- the examples end to end ------------------------------------------------------------------
+
+TEST_F(GpuRegions, ExampleGraphs) {
+  for (const auto& ex : examples::all_examples()) check(ex.build());
+}
+
+TEST_F(GpuRegions, ExampleGraphsUnfused) {
+  ExecutorOptions opts;
+  opts.fusion = fuse::FusionOptions{false, false, false, false};
+  for (const auto& ex : examples::all_examples()) check(ex.build(), 1.0, opts);
+}
+
+}  // namespace
+}  // namespace sinter::testing

@@ -1,0 +1,120 @@
+// The memory-bound code generators (pointwise, row-wise, layout) produce sources that NVRTC
+// compiles for sm_90a, for every access class; and the fast division they rely on is exact.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "cuda/nvrtc.hpp"
+#include "engines/jit/codegen.hpp"
+#include "engines/jit/kernel_args.hpp"
+
+using namespace sinter;
+
+namespace {
+
+cuda::DeviceProperties fake_h200() {
+  cuda::DeviceProperties p;
+  p.name = "NVIDIA H200 (assumed)";
+  p.sm_count = 132;
+  p.cc_major = 9;
+  p.arch = "sm_90a";
+  return p;
+}
+
+// Compiles every kernel of every region of `g`; returns the descriptions.
+std::vector<std::string> compile_all(Graph& g) {
+  g.validate();
+  const fuse::Partition p = fuse::partition_graph(g);
+  std::vector<std::string> descs;
+  for (const fuse::Region& r : p.regions) {
+    const jit::RegionKernels rk = jit::build_region(g, r, fake_h200());
+    for (const jit::KernelSpec& k : rk.kernels) {
+      SCOPED_TRACE(k.description + "\n" + k.source);
+      cuda::CompileOptions opts;
+      opts.arch = "sm_90a";
+      EXPECT_NO_THROW(cuda::compile_cuda("region.cu", k.source, opts));
+      EXPECT_EQ(k.args.size() % 8, 0u);
+      descs.push_back(k.description);
+    }
+  }
+  return descs;
+}
+
+}  // namespace
+
+TEST(JitCodegen, FastDivmodIsExact) {
+  std::mt19937 rng(7);
+  for (uint32_t d : {1u, 2u, 3u, 7u, 33u, 1000u, 4096u, 65535u, 1u << 20, (1u << 31) - 1}) {
+    const SinterFastDivmod f = jit::make_fast_divmod(d);
+    for (int i = 0; i < 20000; ++i) {
+      const uint32_t n = i < 100 ? static_cast<uint32_t>(i) : rng() & 0x7fffffffu;
+      const uint64_t hi = (static_cast<uint64_t>(n) * f.mul) >> 32;
+      const uint32_t q = static_cast<uint32_t>((hi + n) >> f.shift);
+      ASSERT_EQ(q, n / d) << "n " << n << " d " << d;
+    }
+  }
+}
+
+TEST(JitCodegen, CollapseMergesContiguousDims) {
+  const jit::CollapsedShape c = jit::collapse({4, 5, 6}, {{30, 6, 1}, {0, 0, 1}});
+  EXPECT_EQ(c.sizes, (Dims{6, 20}));  // innermost first; the bias breaks the merge at dim 2
+  EXPECT_EQ(c.strides[0], (Dims{1, 6}));
+  EXPECT_EQ(c.strides[1], (Dims{1, 0}));
+  const jit::CollapsedShape s = jit::collapse({}, {{}});
+  EXPECT_EQ(s.sizes, (Dims{1}));
+}
+
+TEST(JitCodegen, PointwiseAccessClassesCompile) {
+  Graph g("pw");
+  auto x = g.input("x", DType::bf16, {64, 96});
+  auto bias = g.input("bias", DType::bf16, {96});
+  auto col = g.input("col", DType::f32, {64, 1});
+  auto xt = g.input("xt", DType::bf16, {64, 96}, {1, 64});
+  auto s = g.input("s", DType::f32, {});
+  auto h = g.mul(g.add(g.add(x, bias), xt), g.cast(col, DType::bf16));
+  g.output(g.cast(g.mul(g.cast(h, DType::f32), s), DType::fp8_e4m3), "y8");
+  g.output(g.amax(h), "amax");
+  auto i = g.input("i", DType::i64, {64, 96});
+  g.output(g.select(g.gt(i, g.scalar(3, DType::i64)), g.cast(i, DType::f32), g.cast(col, DType::f32)), "sel");
+  const auto descs = compile_all(g);
+  ASSERT_FALSE(descs.empty());
+  EXPECT_NE(descs[0].find("full"), std::string::npos);
+}
+
+TEST(JitCodegen, RowwiseVariantsCompile) {
+  for (int64_t cols : {8192, 1000, 100000}) {
+    Graph g("rows");
+    auto x = g.input("x", DType::bf16, {4, cols});
+    auto r = g.input("r", DType::bf16, {4, cols});
+    auto w = g.input("w", DType::bf16, {cols});
+    auto sum = g.add(x, r);
+    g.output(sum, "sum");
+    auto y = g.layernorm(sum, w, w);
+    g.output(g.cast(y, DType::fp8_e4m3), "y8");
+    g.output(g.amax(y), "amax");
+    g.output(g.softmax(x), "sm");
+    g.output(g.rmsnorm(r, w), "rms");
+    g.output(g.sum(g.mul(x, x), {-1}), "rowsum");
+    compile_all(g);
+  }
+  for (bool inter : {false, true}) {
+    Graph g("rope");
+    auto x = g.input("x", DType::bf16, {2, 3, 5, 64});
+    auto c = g.input("c", DType::f32, {5, 16});
+    auto sn = g.input("s", DType::f32, {5, 16});
+    g.output(g.rope(g.mul(x, 2.0), c, sn, inter), "y");
+    compile_all(g);
+  }
+}
+
+TEST(JitCodegen, LayoutCopiesCompile) {
+  Graph g("layout");
+  auto x = g.input("x", DType::bf16, {3, 5, 7});
+  auto v = g.input("v", DType::f16, {6, 4}, {1, 6});
+  g.output(g.permute(x, {2, 0, 1}), "p");
+  g.output(g.slice(x, {0, 2}, {1, 1}, {3, 7}, {1, 3}), "s");
+  g.output(g.concat({x, x}, 1), "c");
+  g.output(g.reshape(v, {24}), "r");
+  const auto descs = compile_all(g);
+  EXPECT_GE(descs.size(), 4u);
+}
