@@ -7,16 +7,13 @@
 #include "cuda/device.hpp"
 #include "cuda/event.hpp"
 #include "engines/jit/jit_engine.hpp"
+#include "plan/memory_plan.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter {
 namespace {
 
-size_t storage_bytes(const TensorInfo& t) {
-  int64_t last = 0;
-  for (size_t i = 0; i < t.dims.size(); ++i) last += (t.dims[i] - 1) * t.strides[i];
-  return static_cast<size_t>((last + 1) * dtype_size(t.dtype));
-}
+using plan::storage_bytes;
 
 size_t align256(size_t v) { return (v + 255) / 256 * 256; }
 
@@ -32,8 +29,9 @@ StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOp
   partition_ = fuse::partition_graph(graph_, options.fusion);
   fuse::verify_partition(graph_, partition_);
 
-  // Memory: graph inputs in their own buffers; every stored tensor in the arena, except
-  // reshapes of contiguous tensors, which alias their input.
+  // Memory: graph inputs in their own buffers; stored tensors in one arena, reused by lifetime
+  // (plan/memory_plan); reshapes of contiguous tensors alias their input; exit-reduction
+  // workspaces in a zeroed area of their own (steps keep it zeroed).
   const auto& tensors = graph_.tensors();
   pointer_of_.assign(tensors.size(), nullptr);
   for (TensorId id : graph_.inputs()) {
@@ -42,9 +40,8 @@ StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOp
   }
   EngineContext ctx{cache, cuda::device_properties(device_)};
   jit::JitEngine jit;
-  std::vector<size_t> offset_of(tensors.size(), 0);
-  std::vector<int> alias_of(tensors.size(), -1);
-  size_t arena = 0;
+  std::vector<TensorId> alias_of(tensors.size(), -1);
+  size_t workspace = 0;
   for (const fuse::Region& r : partition_.regions) {
     Step step{r.id, nullptr, 0};
     StepInfo info{r.id, std::string(to_string(r.kind)), "", ""};
@@ -65,33 +62,29 @@ StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOp
       info.engine = "jit";
       info.description = step.prepared->describe();
       if (step.prepared->workspace_bytes() > 0) {
-        step.workspace_offset = arena = align256(arena);
-        arena += step.prepared->workspace_bytes();
+        step.workspace_offset = workspace = align256(workspace);
+        workspace += step.prepared->workspace_bytes();
       }
-    }
-    for (TensorId t : r.outputs) {
-      if (alias_of[t] >= 0) continue;
-      offset_of[t] = arena = align256(arena);
-      arena += storage_bytes(graph_.tensor(t));
-      computed_ranges_.push_back({offset_of[t], storage_bytes(graph_.tensor(t))});
     }
     steps_.push_back(std::move(step));
     infos_.push_back(std::move(info));
   }
-  arena_ = cuda::DeviceBuffer(std::max<size_t>(arena, 256));
+  memory_ = plan::plan_memory(graph_, partition_, alias_of);
+  plan::verify_memory_plan(graph_, memory_);
+  const size_t workspace_base = align256(memory_.arena_bytes);
+  arena_ = cuda::DeviceBuffer(std::max<size_t>(workspace_base + workspace, 256));
   arena_.memset(0);  // workspaces start zeroed; steps keep them so
   char* base = static_cast<char*>(arena_.data());
-  for (const fuse::Region& r : partition_.regions) {
-    for (TensorId t : r.outputs) {
-      if (alias_of[t] < 0) pointer_of_[t] = base + offset_of[t];
-    }
+  for (Step& s : steps_) s.workspace_offset += workspace_base;
+  for (const plan::BufferAssignment& b : memory_.buffers) {
+    pointer_of_[b.tensor] = base + b.offset;
+    computed_ranges_.push_back({b.offset, b.bytes});
   }
-  // Aliases resolve after their input has a pointer (regions are in dependency order, but a
-  // chain of reshapes resolves through the loop as well).
-  for (const fuse::Region& r : partition_.regions) {
-    for (TensorId t : r.outputs) {
-      if (alias_of[t] >= 0) pointer_of_[t] = pointer_of_[alias_of[t]];
-    }
+  // Aliases resolve to their root's memory (a chain of reshapes included).
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    TensorId root = static_cast<TensorId>(t);
+    while (alias_of[root] >= 0) root = alias_of[root];
+    if (root != static_cast<TensorId>(t)) pointer_of_[t] = pointer_of_[root];
   }
 }
 

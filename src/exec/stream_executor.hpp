@@ -10,6 +10,7 @@
 #include "cuda/buffer.hpp"
 #include "cuda/stream.hpp"
 #include "engines/engine.hpp"
+#include "plan/memory_plan.hpp"
 #include "sinter/host_tensor.hpp"
 
 namespace sinter {
@@ -35,6 +36,7 @@ class StreamExecutor {
   const fuse::Partition& partition() const { return partition_; }
   const std::vector<StepInfo>& steps() const { return infos_; }
   size_t arena_bytes() const { return arena_.size(); }
+  const plan::MemoryPlan& memory_plan() const { return memory_; }
 
   void set_inputs(const TensorMap& inputs);
   // Fills every computed tensor with 0xFF bytes (NaN for floats), so an element a kernel fails to
@@ -61,6 +63,7 @@ class StreamExecutor {
   std::vector<Step> steps_;
   std::vector<StepInfo> infos_;
   std::vector<cuda::DeviceBuffer> input_buffers_;
+  plan::MemoryPlan memory_;
   cuda::DeviceBuffer arena_;
   std::vector<void*> pointer_of_;  // by tensor id
   std::vector<std::pair<size_t, size_t>> computed_ranges_;  // (offset, bytes) in the arena

@@ -155,6 +155,16 @@ TEST(JitAnchorMatmul, Fp8AndOddShapes) {
   EXPECT_NE(description(rk).find("a:m-vec"), std::string::npos) << description(rk);
 }
 
+TEST(JitAnchorMatmul, EpilogueReadsAnOperand) {
+  Graph g("residual");
+  auto x = g.input("x", DType::bf16, {3, 40, 64});
+  auto w = g.input("w", DType::bf16, {64, 64});
+  auto y = g.add(g.matmul(x, w), x);  // x is both the A operand and an epilogue operand
+  g.output(y, "y");
+  g.output(g.mean(y, {0, 1}), "col_mean");
+  build_and_compile(g, fuse::RegionKind::matmul, "matmul_operand_residual");
+}
+
 TEST(JitAnchorMatmul, SameStructureAtAnotherShapeReusesTheSource) {
   auto make = [](int64_t m, int64_t k, int64_t n) {
     Graph g("reuse");

@@ -268,7 +268,9 @@ RegionKernels RowwiseGen::build() {
       s << indent << compute_type(t(elem_outs_[k]).dtype) << " eo" << k << "[kVec];\n";
     }
     s << indent << "#pragma unroll\n" << indent << "for (int j = 0; j < kVec; ++j) {\n";
-    s << indent << "  const bool valid_ = " << c0 << " + j < a.cols;\n";
+    if (!row_exits_.empty() || !global_exits_.empty()) {
+      s << indent << "  const bool valid_ = " << c0 << " + j < a.cols;\n";
+    }
     BodyEmitter b(g_, r_);
     for (TensorId id : epi_loads) b.bind(id, "l" + std::to_string(input_index(id)) + "[j]");
     if (anchor_) {
@@ -504,6 +506,7 @@ RegionKernels RowwiseGen::build() {
   const int64_t max_grid = int64_t{dev_.sm_count > 0 ? dev_.sm_count : 132} * per_sm;
   spec.launch.grid = dim3(static_cast<unsigned>(std::clamp<int64_t>(rows_, 1, max_grid)));
   spec.launch.block = dim3(threads_);
+  spec.persistent_work = rows_;
   rk.kernels.push_back(std::move(spec));
   return rk;
 }

@@ -1,5 +1,7 @@
 #include "engines/jit/jit_engine.hpp"
 
+#include <algorithm>
+
 #include "engines/jit/codegen.hpp"
 #include "sinter/error.hpp"
 
@@ -97,6 +99,13 @@ std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Reg
     if (spec.launch.dynamic_shared_memory > 48 * 1024) {
       kernel.set_max_dynamic_shared_memory(static_cast<int>(spec.launch.dynamic_shared_memory),
                                            ctx.device.ordinal);
+    }
+    if (spec.persistent_work > 0) {
+      const int per_sm = kernel.max_active_blocks_per_sm(static_cast<int>(spec.launch.block.x),
+                                                         spec.launch.dynamic_shared_memory);
+      const int64_t resident = int64_t{std::max(per_sm, 1)} * ctx.device.sm_count;
+      spec.launch.grid = dim3(static_cast<unsigned>(std::clamp<int64_t>(spec.persistent_work, 1, resident)));
+      spec.description += " grid" + std::to_string(spec.launch.grid.x);
     }
     loaded.push_back({std::move(spec), std::move(lib), kernel});
   }

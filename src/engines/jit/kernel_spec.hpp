@@ -25,6 +25,10 @@ struct KernelSpec {
   std::string source;
   std::string description;  // the variant, for explain/inspect
   cuda::LaunchConfig launch;
+  // For persistent kernels (a grid-stride loop over this many work items): the engine sizes the
+  // grid to the CTAs that fit on the device at once, capped by the work; launch.grid is then
+  // only the generator's guess.
+  int64_t persistent_work = 0;
   ArgPacker args;
   std::vector<PointerSlot> pointers;
 };

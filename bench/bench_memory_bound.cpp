@@ -1,0 +1,143 @@
+// Memory-bound benchmarks of the JIT engine (issue: GPU path): residual add + layernorm/rmsnorm,
+// softmax, a 10-op pointwise chain with two broadcast operands; the cross-shape kernel cache
+// (0 compilations at a new shape) and one cold compile. Prints one JSON object per line for
+// bench/report.py, which puts them beside PyTorch measured in the same run.
+//
+//   sinter_bench_memory [--quick]
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "cuda/device.hpp"
+#include "cuda/kernel_cache.hpp"
+#include "exec/stream_executor.hpp"
+#include "sinter/reference.hpp"
+
+using namespace sinter;
+
+namespace {
+
+double min_bytes(const Graph& g) { return graph_cost(g).min_bytes; }
+
+Graph add_norm(int64_t rows, int64_t cols, bool rms, bool store_sum) {
+  Graph g(rms ? "add_rmsnorm" : "add_layernorm");
+  auto x = g.input("x", DType::bf16, {rows, cols});
+  auto r = g.input("res", DType::bf16, {rows, cols});
+  auto w = g.input("w", DType::bf16, {cols});
+  auto sum = g.add(x, r);
+  if (store_sum) g.output(sum, "sum");
+  if (rms) {
+    g.output(g.rmsnorm(sum, w, std::nullopt, 1e-6), "y");
+  } else {
+    auto b = g.input("b", DType::bf16, {cols});
+    g.output(g.layernorm(sum, w, b, 1e-5), "y");
+  }
+  return g;
+}
+
+Graph softmax(int64_t rows, int64_t cols) {
+  Graph g("softmax");
+  auto x = g.input("x", DType::bf16, {rows, cols});
+  g.output(g.softmax(x), "y");
+  return g;
+}
+
+// Ten pointwise ops over x with a row bias and a column scale (two broadcast operands).
+Graph chain(int64_t rows, int64_t cols) {
+  Graph g("pointwise_chain10");
+  auto x = g.input("x", DType::bf16, {rows, cols});
+  auto bias = g.input("bias", DType::bf16, {cols});
+  auto scale = g.input("scale", DType::bf16, {rows, 1});
+  auto h = g.add(x, bias);    // 1
+  h = g.mul(h, scale);        // 2
+  h = g.gelu(h);              // 3
+  h = g.mul(h, 1.5);          // 4
+  h = g.add(h, 0.25);         // 5
+  h = g.tanh(h);              // 6
+  h = g.sub(h, 0.125);        // 7
+  h = g.abs(h);               // 8
+  h = g.max(h, 0.0625);       // 9
+  h = g.sqrt(h);              // 10
+  g.output(h, "y");
+  return g;
+}
+
+void report(const char* name, const Graph& g, double ms, const std::string& extra = "") {
+  const double tbps = min_bytes(g) / (ms * 1e-3) / 1e12;
+  std::printf("{\"case\": \"%s\", \"engine\": \"sinter\", \"ms\": %.5f, \"bytes\": %.0f, \"tbps\": %.4f%s}\n",
+              name, ms, min_bytes(g), tbps, extra.c_str());
+  std::fflush(stdout);
+}
+
+// Median milliseconds of the whole graph on fresh random inputs (correctness of these regions is
+// the GPU tests' job, at shapes the CPU reference can check).
+double timed(Graph g, cuda::KernelCache& cache, int iters) {
+  StreamExecutor ex(std::move(g), cache);
+  ex.set_inputs(random_inputs(ex.graph(), 11));
+  return ex.time_ms(iters, 3);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const cuda::GpuAvailability& gpu = cuda::gpu_availability();
+  if (!gpu.available) {
+    std::fprintf(stderr, "sinter_bench_memory: no GPU: %s\n", gpu.reason.c_str());
+    return 1;
+  }
+  const int iters = quick ? 10 : 50;
+  const std::filesystem::path cache_dir =
+      std::filesystem::temp_directory_path() / ("sinter_bench_cache_" + std::to_string(::getpid()));
+  cuda::KernelCache cache(cache_dir);
+  const int64_t rows = 16384, cols = 8192;
+
+  for (bool rms : {false, true}) {
+    for (bool store_sum : {false, true}) {
+      Graph g = add_norm(rows, cols, rms, store_sum);
+      const std::string name = std::string(rms ? "add_rmsnorm" : "add_layernorm") +
+                               (store_sum ? "+sum" : "");
+      const Graph copy = g;
+      report(name.c_str(), copy, timed(std::move(g), cache, iters));
+    }
+  }
+  {
+    Graph g = softmax(rows, cols);
+    const Graph copy = g;
+    report("softmax", copy, timed(std::move(g), cache, iters));
+  }
+  {
+    Graph g = chain(16384, 16384);  // 2^28 elements
+    const Graph copy = g;
+    report("pointwise_chain10", copy, timed(std::move(g), cache, iters));
+  }
+  // The same regions at new shapes: the kernel cache must serve them with no compilation.
+  {
+    const auto before = cache.stats().misses;
+    Graph a = add_norm(4096, 8192, false, true);
+    Graph b = chain(3000, 5000);
+    Graph c = softmax(1000, 8192);
+    timed(std::move(a), cache, 2);
+    timed(std::move(b), cache, 2);
+    timed(std::move(c), cache, 2);
+    const auto compiles = cache.stats().misses - before;
+    std::printf("{\"case\": \"new_shape_compilations\", \"engine\": \"sinter\", \"value\": %llu}\n",
+                static_cast<unsigned long long>(compiles));
+  }
+  // One cold compile: a fresh memory-only cache, a region never compiled in this process.
+  {
+    cuda::KernelCache cold("");
+    Graph g = add_norm(64, 8192, true, true);
+    const auto t0 = std::chrono::steady_clock::now();
+    StreamExecutor ex(std::move(g), cold);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("{\"case\": \"cold_compile_add_rmsnorm\", \"engine\": \"sinter\", \"ms\": %.1f, "
+                "\"nvrtc_ms\": %.1f}\n", ms, cold.stats().compile_ms);
+  }
+  std::printf("{\"case\": \"kernel_cache\", \"engine\": \"sinter\", \"stats\": \"%s\"}\n",
+              cuda::to_string(cache.stats()).c_str());
+  std::filesystem::remove_all(cache_dir);
+  return 0;
+}
