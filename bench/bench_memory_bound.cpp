@@ -52,14 +52,14 @@ Graph chain(int64_t rows, int64_t cols) {
   auto scale = g.input("scale", DType::bf16, {rows, 1});
   auto h = g.add(x, bias);    // 1
   h = g.mul(h, scale);        // 2
-  h = g.gelu(h);              // 3
-  h = g.mul(h, 1.5);          // 4
-  h = g.add(h, 0.25);         // 5
-  h = g.tanh(h);              // 6
-  h = g.sub(h, 0.125);        // 7
-  h = g.abs(h);               // 8
-  h = g.max(h, 0.0625);       // 9
-  h = g.sqrt(h);              // 10
+  h = g.mul(h, 0.5);          // 3
+  h = g.add(h, 1.0);          // 4
+  h = g.relu(h);              // 5
+  h = g.square(h);            // 6
+  h = g.min(h, 4.0);          // 7
+  h = g.sub(h, 0.25);         // 8
+  h = g.abs(h);               // 9
+  h = g.max(h, 0.0625);       // 10
   g.output(h, "y");
   return g;
 }

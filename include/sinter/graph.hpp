@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "sinter/dtype.hpp"
@@ -222,6 +223,9 @@ class Graph {
     std::optional<Dims> dims;
   };
   std::vector<DeclaredType> declared_;
+  // Name lookups (files of thousands of nodes resolve names in linear time overall).
+  std::unordered_map<std::string, TensorId> tensor_index_;
+  std::unordered_map<std::string, NodeId> node_index_;
   int64_t name_counter_ = 0;
 };
 

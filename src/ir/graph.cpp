@@ -66,17 +66,15 @@ const Node& Graph::node(NodeId id) const {
 }
 
 std::optional<Tensor> Graph::find_tensor(std::string_view name) const {
-  for (size_t i = 0; i < tensors_.size(); ++i) {
-    if (tensors_[i].name == name) return Tensor{static_cast<TensorId>(i)};
-  }
-  return std::nullopt;
+  auto it = tensor_index_.find(std::string(name));
+  if (it == tensor_index_.end()) return std::nullopt;
+  return Tensor{it->second};
 }
 
 std::optional<NodeId> Graph::find_node(std::string_view name) const {
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    if (nodes_[i].name == name) return static_cast<NodeId>(i);
-  }
-  return std::nullopt;
+  auto it = node_index_.find(std::string(name));
+  if (it == node_index_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::vector<std::vector<NodeId>> Graph::consumers() const {
@@ -188,6 +186,7 @@ Tensor Graph::input(const std::string& name, DType dtype, const Dims& dims, cons
   t.dims = dims;
   t.strides = strides.empty() ? contiguous_strides(dims) : strides;
   t.is_input = true;
+  tensor_index_.emplace(t.name, static_cast<TensorId>(tensors_.size()));
   tensors_.push_back(std::move(t));
   inputs_.push_back(static_cast<TensorId>(tensors_.size() - 1));
   return Tensor{static_cast<TensorId>(tensors_.size() - 1)};
@@ -197,6 +196,8 @@ void Graph::rename(Tensor t, const std::string& name) {
   check_tensor(t, "rename");
   if (tensors_[t.id].name == name) return;
   check_name_free(name);
+  tensor_index_.erase(tensors_[t.id].name);
+  tensor_index_.emplace(name, t.id);
   tensors_[t.id].name = name;
 }
 
@@ -243,10 +244,12 @@ std::vector<Tensor> Graph::add_node(OpKind op, const std::vector<Tensor>& inputs
     t.dims = types[i].dims;
     t.strides = contiguous_strides(t.dims);
     t.producer = id;
+    tensor_index_.emplace(t.name, static_cast<TensorId>(tensors_.size()));
     tensors_.push_back(std::move(t));
     n.outputs.push_back(static_cast<TensorId>(tensors_.size() - 1));
     out.push_back(Tensor{static_cast<TensorId>(tensors_.size() - 1)});
   }
+  node_index_.emplace(n.name, id);
   nodes_.push_back(std::move(n));
   return out;
 }
@@ -261,6 +264,7 @@ Tensor Graph::declare_tensor(const std::string& name, std::optional<DType> dtype
   if (dims) t.dims = *dims;
   // A declared type is remembered so validate() can compare it with the inferred one.
   t.strides = dims ? contiguous_strides(*dims) : Dims{};
+  tensor_index_.emplace(t.name, static_cast<TensorId>(tensors_.size()));
   tensors_.push_back(std::move(t));
   declared_.resize(tensors_.size());
   declared_.back() = DeclaredType{dtype, dims};
@@ -295,6 +299,7 @@ NodeId Graph::add_node_declared(OpKind op, const std::string& node_name,
     }
     info.producer = id;
   }
+  node_index_.emplace(n.name, id);
   nodes_.push_back(std::move(n));
   return id;
 }

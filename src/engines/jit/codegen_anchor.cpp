@@ -139,7 +139,7 @@ std::string AnchorEpilogue::element(const std::string& value, const std::string&
   }
   const DType vt = g_.tensor(value_).dtype;
   s << indent << "const float y_ = "
-    << (vt == DType::f32 ? value : "round_to<" + storage_type(vt) + ">(" + value + ")") << ";\n";
+    << intermediate(value, vt) << ";\n";
   BodyEmitter b(g_, r_);
   b.bind(value_, "y_");
   for (size_t i = 0; i < operands_.size(); ++i) b.bind(operands_[i].tensor, "l" + std::to_string(i));

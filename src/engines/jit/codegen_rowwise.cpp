@@ -275,7 +275,6 @@ RegionKernels RowwiseGen::build() {
     for (TensorId id : epi_loads) b.bind(id, "l" + std::to_string(input_index(id)) + "[j]");
     if (anchor_) {
       const TensorId y = anchor_->outputs[0];
-      const std::string ydt = storage_type(t(y).dtype);
       std::string expr;
       const std::string x = "x_[j]";
       switch (aop) {
@@ -293,10 +292,7 @@ RegionKernels RowwiseGen::build() {
         case OpKind::rope: expr = "rope_value_"; break;
         default: throw Error(ErrorCode::internal, "row-wise anchor " + std::string(to_string(aop)));
       }
-      s << indent << "  const float y_ = " << (is_float(t(y).dtype) && t(y).dtype != DType::f32
-                                                   ? "round_to<" + ydt + ">(" + expr + ")"
-                                                   : expr)
-        << ";\n";
+      s << indent << "  const float y_ = " << intermediate(expr, t(y).dtype) << ";\n";
       b.bind(y, "y_");
     }
     s << b.constants() << b.emit(r_.epilogue);

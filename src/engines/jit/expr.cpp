@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "sinter/error.hpp"
 
@@ -34,12 +35,28 @@ std::string float_literal(double v) {
   return buf;
 }
 
+bool round_intermediates() {
+  static const bool on = [] {
+    const char* v = std::getenv("SINTER_ROUND_INTERMEDIATES");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
+
 namespace {
 
 std::string rounded(const std::string& expr, DType t) {
   if (!is_float(t) || t == DType::f32) return expr;
   return "round_to<" + storage_type(t) + ">(" + expr + ")";
 }
+
+}  // namespace
+
+std::string intermediate(const std::string& expr, DType t) {
+  return round_intermediates() ? rounded(expr, t) : expr;
+}
+
+namespace {
 
 std::string unary_expr(OpKind op, const std::string& x, DType t) {
   if (!is_float(t)) {
@@ -124,9 +141,9 @@ std::string emit_pointwise(const Graph& g, const Node& n, const std::vector<std:
       return decl + "static_cast<" + compute_type(at.dtype) + ">(" + buf + ");";
     }
     case OpClass::unary:
-      return decl + rounded(unary_expr(n.op, in[0], o.dtype), o.dtype) + ";";
+      return decl + intermediate(unary_expr(n.op, in[0], o.dtype), o.dtype) + ";";
     case OpClass::binary:
-      return decl + rounded(binary_expr(n.op, in[0], in[1]), o.dtype) + ";";
+      return decl + intermediate(binary_expr(n.op, in[0], in[1]), o.dtype) + ";";
     case OpClass::compare: return decl + binary_expr(n.op, in[0], in[1]) + ";";
     case OpClass::select:
       return decl + "(" + in[0] + " ? " + in[1] + " : " + in[2] + ");";

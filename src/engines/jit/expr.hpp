@@ -1,7 +1,9 @@
 // C++ source for one pointwise node: what every generated kernel's epilogue is made of. Values
-// live in registers in their compute type (float for float dtypes, int, i64 or bool), and a float
-// value is rounded to its tensor's dtype where the graph has a tensor boundary, so a fused kernel
-// computes what the unfused graph computes.
+// live in registers in their compute type (float for float dtypes, int, i64 or bool). Stored
+// tensors are rounded to their dtype when stored, and casts always round. Intermediates that stay
+// in registers keep float precision, as torch.compile and XLA do; with
+// SINTER_ROUND_INTERMEDIATES=1 they are rounded at every tensor boundary too, so a fused kernel
+// computes bit for bit what the unfused graph computes (slower: a conversion per op).
 #pragma once
 
 #include <string>
@@ -14,6 +16,12 @@ namespace sinter::jit {
 std::string storage_type(DType t);  // bf16, f16, float, fp8e4m3, fp8e5m2, int, i64, bool
 std::string compute_type(DType t);  // float, int, i64, bool
 std::string float_literal(double v);  // exact hex-float literal; inf and NaN spelled out
+
+// Whether in-register intermediates are rounded to their dtype (SINTER_ROUND_INTERMEDIATES=1).
+bool round_intermediates();
+// `expr` rounded to dtype `t` when intermediates are rounded (a float value of a tensor that
+// stays in registers), else `expr`.
+std::string intermediate(const std::string& expr, DType t);
 
 // "const <ctype> <out> = <expr>;" for a unary, binary, compare, select, cast or constant node,
 // whose inputs hold their values in the variables `in`.
