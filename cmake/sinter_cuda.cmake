@@ -11,7 +11,7 @@ file(GLOB SINTER_CUDA_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/cuda/*
 target_sources(sinter PRIVATE ${SINTER_CUDA_SOURCES})
 # cudart_static brings its own needs (pthread, dl, rt); dl is also ours (device.cpp probes for
 # libcuda.so.1 to explain a missing driver).
-target_link_libraries(sinter PUBLIC CUDA::cudart_static CUDA::nvrtc ${CMAKE_DL_LIBS})
+target_link_libraries(sinter PUBLIC CUDA::cudart_static CUDA::nvrtc CUDA::cublasLt ${CMAKE_DL_LIBS})
 # Where NVRTC finds <cuda_fp16.h>, <cuda/barrier> and friends when no environment variable says
 # otherwise (see src/cuda/nvrtc.cpp).
 list(GET CUDAToolkit_INCLUDE_DIRS 0 SINTER_CUDA_INCLUDE_DIR)

@@ -6,6 +6,7 @@
 #include "cuda/check.hpp"
 #include "cuda/device.hpp"
 #include "cuda/event.hpp"
+#include "engines/cublaslt/cublaslt_engine.hpp"
 #include "engines/jit/jit_engine.hpp"
 #include "plan/memory_plan.hpp"
 #include "sinter/error.hpp"
@@ -40,6 +41,18 @@ StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOp
   }
   EngineContext ctx{cache, cuda::device_properties(device_)};
   jit::JitEngine jit;
+  cublaslt::CublasLtEngine cublaslt;
+  std::vector<const Engine*> engines;
+  if (options.engine == "auto") {
+    engines = {&cublaslt, &jit};
+  } else if (options.engine == "jit") {
+    engines = {&jit};
+  } else if (options.engine == "cublaslt") {
+    engines = {&cublaslt, &jit};
+  } else {
+    throw Error(ErrorCode::invalid_argument,
+                "unknown engine '" + options.engine + "'; engines: auto, jit, cublaslt");
+  }
   std::vector<TensorId> alias_of(tensors.size(), -1);
   size_t workspace = 0;
   for (const fuse::Region& r : partition_.regions) {
@@ -52,15 +65,30 @@ StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOp
       info.engine = "alias";
       info.description = "shares the memory of '" + graph_.tensor(graph_.node(r.anchor).inputs[0]).name + "'";
     } else {
-      const Support s = jit.supports(graph_, r);
-      if (!s.ok) {
-        throw Error(ErrorCode::unsupported, "region " + std::to_string(r.id) + " (" + info.kind +
-                                                "): no engine supports it: jit: " + s.reason);
+      std::string refusals;
+      for (const Engine* e : engines) {
+        const Support s = e->supports(graph_, r);
+        if (!s.ok) {
+          refusals += std::string(refusals.empty() ? "" : "; ") + std::string(e->name()) + ": " + s.reason;
+          continue;
+        }
+        const auto cands = e->candidates(graph_, r, ctx);
+        if (cands.empty()) {
+          refusals += std::string(refusals.empty() ? "" : "; ") + std::string(e->name()) + ": no candidate";
+          continue;
+        }
+        step.prepared = e->prepare(graph_, r, cands.front(), ctx);
+        info.engine = std::string(e->name());
+        info.description = step.prepared->describe();
+        if (options.engine != "auto" && e->name() != options.engine) {
+          info.description += " (fallback from " + options.engine + ": " + refusals + ")";
+        }
+        break;
       }
-      const auto cands = jit.candidates(graph_, r, ctx);
-      step.prepared = jit.prepare(graph_, r, cands.at(0), ctx);
-      info.engine = "jit";
-      info.description = step.prepared->describe();
+      if (!step.prepared) {
+        throw Error(ErrorCode::unsupported, "region " + std::to_string(r.id) + " (" + info.kind +
+                                                "): no engine supports it: " + refusals);
+      }
       if (step.prepared->workspace_bytes() > 0) {
         step.workspace_offset = workspace = align256(workspace);
         workspace += step.prepared->workspace_bytes();

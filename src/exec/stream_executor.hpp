@@ -18,6 +18,11 @@ namespace sinter {
 struct ExecutorOptions {
   fuse::FusionOptions fusion;
   int device = 0;
+  // "auto": per region the first engine that supports it, in the order cublaslt, jit (cuBLASLt
+  // wins matmuls whose epilogue it has; our kernels take everything else). A named engine is
+  // used wherever it supports a region; elsewhere the region falls back to jit and the step's
+  // description says why.
+  std::string engine = "auto";
 };
 
 struct StepInfo {

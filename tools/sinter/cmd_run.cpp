@@ -37,7 +37,7 @@ int cmd_run(const RunOptions& o) {
   GpuRunReport rep;
   bool ok = true;
   if (on_gpu) {
-    rep = run_on_gpu(g, inputs, o.iters);
+    rep = run_on_gpu(g, inputs, o.iters, o.engine);
     outputs = &rep.outputs;
     std::printf("device: %s\n   %d steps:\n%s   %s\n   gpu time %s (median of %d runs); cpu reference %s\n",
                 rep.device.c_str(), rep.regions, rep.plan.c_str(), rep.cache_stats.c_str(),

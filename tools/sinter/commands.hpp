@@ -19,6 +19,7 @@ struct RunOptions {
   std::string device = "auto";  // auto | cpu | gpu
   std::string save_outputs;     // folder for NAME.npy files, empty: none
   int iters = 20;               // timed GPU runs
+  std::string engine = "auto";  // auto | jit | cublaslt
 };
 int cmd_run(const RunOptions& o);
 

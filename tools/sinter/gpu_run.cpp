@@ -24,12 +24,15 @@ double error_bound(DType t) {
 
 }  // namespace
 
-GpuRunReport run_on_gpu(const Graph& g, const TensorMap& inputs, int timing_iters) {
+GpuRunReport run_on_gpu(const Graph& g, const TensorMap& inputs, int timing_iters,
+                        const std::string& engine) {
   GpuRunReport rep;
   cuda::KernelCache cache;  // on disk: SINTER_CACHE_DIR or ~/.cache/sinter/kernels
   const cuda::DeviceProperties props = cuda::device_properties(0);
   rep.device = cuda::describe(props);
-  StreamExecutor ex(g, cache);
+  ExecutorOptions opts;
+  opts.engine = engine;
+  StreamExecutor ex(g, cache, opts);
   rep.outputs = ex.run(inputs);
   rep.median_ms = timing_iters > 0 ? ex.time_ms(timing_iters) : 0;
   rep.regions = static_cast<int>(ex.steps().size());

@@ -18,7 +18,8 @@ struct GpuRunReport {
 };
 
 // Runs `g` on GPU 0 with the given inputs (outputs poisoned first) and times it.
-GpuRunReport run_on_gpu(const Graph& g, const TensorMap& inputs, int timing_iters);
+GpuRunReport run_on_gpu(const Graph& g, const TensorMap& inputs, int timing_iters,
+                        const std::string& engine = "auto");
 
 // Prints each output's relative L2 error against the reference and whether it is within the
 // dtype's bound (DESIGN.md); returns false when one is not.

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   r->add_option("--device", run.device, "auto (the GPU when there is one), cpu or gpu")
       ->default_val("auto");
   r->add_option("--iters", run.iters, "timed GPU runs (median reported)")->default_val(20);
+  r->add_option("--engine", run.engine, "auto, jit or cublaslt (forced where it supports a region)")
+      ->default_val("auto");
   r->add_option("--save-outputs", run.save_outputs,
                 "write each output to DIR/NAME.npy (bf16 and fp8 widened to float32)");
 

@@ -1,0 +1,26 @@
+// cuBLASLt as an engine: matmul regions whose epilogue cuBLASLt has (matmul_pattern.hpp), with the
+// algorithms its heuristic returns as candidates.
+#pragma once
+
+#include "engines/engine.hpp"
+
+namespace sinter::cublaslt {
+
+class CublasLtEngine : public Engine {
+ public:
+  explicit CublasLtEngine(int max_candidates = 8) : max_candidates_(max_candidates) {}
+  std::string_view name() const override { return "cublaslt"; }
+  Support supports(const Graph& g, const fuse::Region& r) const override;
+  std::vector<Candidate> candidates(const Graph& g, const fuse::Region& r,
+                                    const EngineContext& ctx) const override;
+  std::unique_ptr<PreparedStep> prepare(const Graph& g, const fuse::Region& r, const Candidate& c,
+                                        EngineContext& ctx) const override;
+
+ private:
+  int max_candidates_;
+};
+
+// cuBLASLt's version as "13.0.0" (from the loaded library).
+std::string cublaslt_version();
+
+}  // namespace sinter::cublaslt

@@ -1,0 +1,174 @@
+#include "engines/cublaslt/matmul_pattern.hpp"
+
+#include <algorithm>
+
+#include "sinter/error.hpp"
+
+namespace sinter::cublaslt {
+namespace {
+
+int input_index(const fuse::Region& r, TensorId t) {
+  auto it = std::find(r.inputs.begin(), r.inputs.end(), t);
+  return it == r.inputs.end() ? -1 : static_cast<int>(it - r.inputs.begin());
+}
+
+int output_index(const fuse::Region& r, TensorId t) {
+  auto it = std::find(r.outputs.begin(), r.outputs.end(), t);
+  return it == r.outputs.end() ? -1 : static_cast<int>(it - r.outputs.begin());
+}
+
+// One stride per linear batch index over `batch` (the output's batch dims), or nullopt when the
+// operand's broadcast strides cannot be walked with one stride.
+std::optional<int64_t> batch_stride(const Dims& op_dims, const Dims& op_strides, const Dims& batch) {
+  const size_t rank = op_dims.size() - 2;
+  Dims bs(batch.size(), 0);
+  for (size_t i = 0; i < rank; ++i) {
+    const size_t at = batch.size() - rank + i;
+    bs[at] = op_dims[i] == 1 ? 0 : op_strides[i];
+  }
+  int64_t stride = -1, span = 1;
+  for (size_t i = batch.size(); i-- > 0;) {
+    if (batch[i] == 1) continue;
+    if (stride < 0) {
+      stride = bs[i];
+    } else if (bs[i] != stride * span) {
+      return std::nullopt;
+    }
+    span *= batch[i];
+  }
+  return stride < 0 ? 0 : stride;
+}
+
+// The column-major layout of a row-major-logical [rows, cols] operand that cuBLAS should see as
+// its transpose ([cols, rows]).
+std::optional<OperandLayout> transposed_view(const TensorInfo& t, int input) {
+  const size_t n = t.dims.size();
+  const int64_t rows = t.dims[n - 2], cols = t.dims[n - 1];
+  const int64_t sr = t.strides[n - 2], sc = t.strides[n - 1];
+  OperandLayout l;
+  l.input = input;
+  l.dtype = t.dtype;
+  if ((sc == 1 || cols == 1) && (sr >= cols || rows == 1)) {
+    // row-major storage: as column major it already is the transpose, [cols, rows]
+    l.rows = cols;
+    l.cols = rows;
+    l.ld = rows == 1 ? cols : sr;
+    l.transpose = false;
+    return l;
+  }
+  if ((sr == 1 || rows == 1) && (sc >= rows || cols == 1)) {
+    // column-major storage [rows, cols]: cuBLAS transposes it
+    l.rows = rows;
+    l.cols = cols;
+    l.ld = cols == 1 ? rows : sc;
+    l.transpose = true;
+    return l;
+  }
+  return std::nullopt;
+}
+
+bool supported_input(DType t) {
+  return t == DType::f32 || t == DType::f16 || t == DType::bf16 || is_fp8(t);
+}
+
+}  // namespace
+
+MatchResult match_matmul(const Graph& g, const fuse::Region& r) {
+  auto no = [](std::string why) { return MatchResult{std::nullopt, std::move(why)}; };
+  if (r.kind != fuse::RegionKind::matmul) return no("not a matmul region");
+  if (!r.reductions.empty()) {
+    return no("exit reductions are not offered (cuBLASLt's amax of D covers fp8 outputs only)");
+  }
+  const Node& mm = g.node(r.anchor);
+  const auto& at = std::get<MatmulAttrs>(mm.attrs);
+  const TensorInfo& a = g.tensor(mm.inputs[0]);
+  const TensorInfo& b = g.tensor(mm.inputs[1]);
+  const TensorInfo& out = g.tensor(mm.outputs[0]);
+  if (!supported_input(a.dtype)) return no("input dtype " + std::string(to_string(a.dtype)) + " is not offered");
+  if (at.compute == ComputeType::f16) return no("f16 accumulation is not offered");
+
+  MatmulPattern p;
+  const size_t rank = out.dims.size();
+  p.m = out.dims[rank - 2];
+  p.n = out.dims[rank - 1];
+  p.k = a.dims.back();
+  const Dims batch(out.dims.begin(), out.dims.end() - 2);
+  p.batch = num_elements(batch);
+  p.out_dtype = out.dtype;
+  p.tf32 = at.compute == ComputeType::tf32;
+
+  const auto la = transposed_view(b, input_index(r, mm.inputs[1]));  // A' = our B
+  const auto lb = transposed_view(a, input_index(r, mm.inputs[0]));  // B' = our A
+  if (!la || !lb) return no("an operand is neither row- nor column-major in its last two dims");
+  p.a = *la;
+  p.b = *lb;
+  const auto sa = batch_stride(b.dims, b.strides, batch);
+  const auto sb = batch_stride(a.dims, a.strides, batch);
+  if (!sa || !sb) return no("the batch dims do not collapse to one strided batch");
+  p.a.batch_stride = *sa;
+  p.b.batch_stride = *sb;
+
+  // The epilogue: [residual] | [bias] [activation], a chain from the matmul's output.
+  TensorId cur = mm.outputs[0];
+  TensorId pre_activation = cur;
+  for (NodeId n : r.epilogue) {
+    const Node& e = g.node(n);
+    const bool reads_cur = std::find(e.inputs.begin(), e.inputs.end(), cur) != e.inputs.end();
+    if (!reads_cur) return no("epilogue node '" + e.name + "' is not on the chain from the matmul");
+    if (g.tensor(e.outputs[0]).dtype != out.dtype) {
+      return no("epilogue node '" + e.name + "' changes the dtype (no fused cast)");
+    }
+    if (e.op == OpKind::add) {
+      const TensorId other = e.inputs[0] == cur ? e.inputs[1] : e.inputs[0];
+      const TensorInfo& o = g.tensor(other);
+      const int idx = input_index(r, other);
+      if (idx < 0 || p.activation != Activation::none) {
+        return no("epilogue add '" + e.name + "' is not a bias or residual before the activation");
+      }
+      const bool row_vector = num_elements(o.dims) == p.n && o.dims.back() == p.n &&
+                              (o.strides.back() == 1 || p.n == 1) && o.dtype == out.dtype;
+      const bool full = o.dims == out.dims && o.strides == contiguous_strides(o.dims) &&
+                        o.dtype == out.dtype;
+      if (row_vector && p.bias_input < 0 && p.residual_input < 0) {
+        p.bias_input = idx;
+      } else if (full && p.bias_input < 0 && p.residual_input < 0 && n == r.epilogue.front()) {
+        p.residual_input = idx;
+      } else {
+        return no("epilogue add '" + e.name + "' is neither a bias of length N nor a contiguous "
+                  "residual of the output's shape and dtype");
+      }
+      pre_activation = e.outputs[0];
+    } else if ((e.op == OpKind::relu || e.op == OpKind::gelu_tanh) && p.activation == Activation::none &&
+               p.residual_input < 0) {
+      p.activation = e.op == OpKind::relu ? Activation::relu : Activation::gelu_tanh;
+    } else if (e.op == OpKind::gelu) {
+      return no("cuBLASLt's GELU is the tanh approximation; '" + e.name + "' is the exact (erf) GELU");
+    } else {
+      return no("epilogue node '" + e.name + "' (" + std::string(to_string(e.op)) +
+                ") has no cuBLASLt epilogue");
+    }
+    cur = e.outputs[0];
+  }
+  p.output = output_index(r, cur);
+  if (p.output < 0) return no("the region's final value is not stored");
+  for (size_t i = 0; i < r.outputs.size(); ++i) {
+    if (static_cast<int>(i) == p.output) continue;
+    if (r.outputs[i] == pre_activation && p.activation == Activation::gelu_tanh) {
+      p.aux_output = static_cast<int>(i);
+      continue;
+    }
+    return no("the region also stores '" + g.tensor(r.outputs[i]).name +
+              "', which no cuBLASLt epilogue writes");
+  }
+  if (p.aux_output >= 0 && p.bias_input < 0) return no("a GELU aux output needs a bias in cuBLASLt");
+  p.epilogue_name = p.residual_input >= 0 ? "residual" : p.bias_input >= 0 ? "bias" : "";
+  if (p.activation != Activation::none) {
+    p.epilogue_name += std::string(p.epilogue_name.empty() ? "" : "+") +
+                       (p.activation == Activation::relu ? "relu" : "gelu_tanh");
+  }
+  if (p.aux_output >= 0) p.epilogue_name += " (aux)";
+  if (p.epilogue_name.empty()) p.epilogue_name = "none";
+  return {p, ""};
+}
+
+}  // namespace sinter::cublaslt
