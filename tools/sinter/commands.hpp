@@ -29,6 +29,12 @@ struct ExplainOptions {
 };
 int cmd_explain(const ExplainOptions& o);
 
+struct EnginesOptions {
+  std::string file;
+  int max_candidates = 8;  // per vendor engine
+};
+int cmd_engines(const EnginesOptions& o);
+
 struct DemoOptions {
   std::string examples_dir;
   uint64_t seed = 1;

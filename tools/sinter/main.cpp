@@ -37,6 +37,12 @@ int main(int argc, char** argv) {
   e->add_option("FILE", explain.file, "graph file (.json)")->required();
   e->add_flag("--no-fusion", explain.no_fusion, "turn every fusion off");
 
+  EnginesOptions engines;
+  auto* en = app.add_subcommand("engines", "For every region, each engine's support (or the reason "
+                                           "it has none) and its candidates");
+  en->add_option("FILE", engines.file, "graph file (.json)")->required();
+  en->add_option("--max-candidates", engines.max_candidates, "per vendor engine")->default_val(8);
+
   DemoOptions demo;
   auto* d = app.add_subcommand("demo", "Run every example graph end to end on this machine "
                                        "(the GPU when there is one, else the CPU path)");
@@ -53,6 +59,7 @@ int main(int argc, char** argv) {
     if (*c) return cmd_check(check);
     if (*r) return cmd_run(run);
     if (*e) return cmd_explain(explain);
+    if (*en) return cmd_engines(engines);
     if (*d) return cmd_demo(demo);
   } catch (const sinter::Error& e) {
     std::fprintf(stderr, "sinter: %s\n", e.what());
