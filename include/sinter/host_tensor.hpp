@@ -58,6 +58,11 @@ TensorMap random_inputs(const Graph& g, uint64_t seed);
 // NaN; two all-zero tensors give 0.
 double relative_l2_error(const HostTensor& a, const HostTensor& b);
 
+// The largest relative L2 error a GPU result of dtype `t` may have against the CPU reference
+// (DESIGN.md): f32 1e-5, bf16/f16 1e-2, fp8 e4m3 7e-2 and e5m2 1.3e-1 (about half an ulp of
+// their 3 and 2 mantissa bits), integers and bool 0 (exact).
+double relative_l2_bound(DType t);
+
 struct TensorStats {
   double min = 0, max = 0, mean = 0, l2 = 0;
   int64_t nan_count = 0, inf_count = 0;

@@ -18,9 +18,10 @@ struct ChunkBytes {
                                : kTotal % 2 == 0 ? 2 : 1;
 };
 
-// Reads N elements starting at p (aligned to the chunk size) through the read-only path.
+// Reads N elements starting at p (aligned to the chunk size) through the read-only path, as
+// they are stored.
 template <typename T, int N>
-__device__ __forceinline__ void load_vec(const T* p, typename ComputeOf<T>::type (&v)[N]) {
+__device__ __forceinline__ void load_raw(const T* p, T (&v)[N]) {
   constexpr int kBytes = ChunkBytes<N * static_cast<int>(sizeof(T))>::value;
   typedef typename Chunk<kBytes>::type C;
   constexpr int kChunks = N * static_cast<int>(sizeof(T)) / kBytes;
@@ -32,7 +33,16 @@ __device__ __forceinline__ void load_vec(const T* p, typename ComputeOf<T>::type
 #pragma unroll
   for (int i = 0; i < kChunks; ++i) u.c[i] = __ldg(src + i);
 #pragma unroll
-  for (int i = 0; i < N; ++i) v[i] = load_as_compute<T>(u.t[i]);
+  for (int i = 0; i < N; ++i) v[i] = u.t[i];
+}
+
+// The same, converted to the compute type.
+template <typename T, int N>
+__device__ __forceinline__ void load_vec(const T* p, typename ComputeOf<T>::type (&v)[N]) {
+  T raw[N];
+  load_raw(p, raw);
+#pragma unroll
+  for (int i = 0; i < N; ++i) v[i] = load_as_compute<T>(raw[i]);
 }
 
 template <typename T, int N>

@@ -35,22 +35,6 @@ __device__ __forceinline__ u16 mma_bits(f16 x) { return x.bits; }
 __device__ __forceinline__ u16 mma_bits(fp8e4m3 x) { return from_float<f16>(to_float(x)).bits; }
 __device__ __forceinline__ u16 mma_bits(fp8e5m2 x) { return static_cast<u16>(static_cast<u16>(x.bits) << 8); }
 
-// N elements from p (aligned to N * sizeof(T), at most 16 bytes) without conversion.
-template <typename T, int N>
-__device__ __forceinline__ void load_raw(const T* p, T (&v)[N]) {
-  constexpr int kBytes = ChunkBytes<N * static_cast<int>(sizeof(T))>::value;
-  typedef typename Chunk<kBytes>::type C;
-  constexpr int kChunks = N * static_cast<int>(sizeof(T)) / kBytes;
-  union {
-    C c[kChunks];
-    T t[N];
-  } u;
-  const C* src = reinterpret_cast<const C*>(p);
-#pragma unroll
-  for (int i = 0; i < kChunks; ++i) u.c[i] = __ldg(src + i);
-#pragma unroll
-  for (int i = 0; i < N; ++i) v[i] = u.t[i];
-}
 
 // ---- per-thread operand registers ----------------------------------------------------------------
 // A kRows x kBK operand tile (rows are M for A, N for B) is split into vectors of kVec elements

@@ -122,6 +122,17 @@ double relative_l2_error(const HostTensor& a, const HostTensor& b) {
   return std::sqrt(num / den);
 }
 
+double relative_l2_bound(DType t) {
+  switch (t) {
+    case DType::f32: return 1e-5;
+    case DType::f16:
+    case DType::bf16: return 1e-2;
+    case DType::fp8_e4m3: return 7e-2;
+    case DType::fp8_e5m2: return 1.3e-1;
+    default: return 0;
+  }
+}
+
 TensorStats tensor_stats(const HostTensor& t) {
   TensorStats s;
   s.min = std::numeric_limits<double>::infinity();

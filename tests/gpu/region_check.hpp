@@ -11,17 +11,6 @@
 
 namespace sinter::testing {
 
-inline double bound_for(DType t) {
-  switch (t) {
-    case DType::f32: return 1e-5;
-    case DType::f16:
-    case DType::bf16: return 1e-2;
-    case DType::fp8_e4m3: return 7e-2;  // 3 mantissa bits: half an ulp is 6.25%
-    case DType::fp8_e5m2: return 1.3e-1;
-    default: return 0;  // integers and bools: exact
-  }
-}
-
 inline uint64_t fresh_seed() {
   static std::mt19937_64 rng(std::random_device{}());
   return rng();
@@ -47,7 +36,7 @@ class GpuRegions : public GpuTest {
     for (TensorId id : g.outputs()) {
       const TensorInfo& info = g.tensor(id);
       const double err = relative_l2_error(got.at(info.name), want.at(info.name));
-      const double bound = bound_for(info.dtype) * bound_scale;
+      const double bound = relative_l2_bound(info.dtype) * bound_scale;
       std::printf("  %-28s %-8s %-18s rel L2 %.3g (bound %.3g)\n", (g.name() + "." + info.name).c_str(),
                   std::string(to_string(info.dtype)).c_str(), dims_to_string(info.dims).c_str(), err,
                   bound);

@@ -9,21 +9,6 @@
 #include "format.hpp"
 
 namespace sinter::cli {
-namespace {
-
-double error_bound(DType t) {
-  switch (t) {
-    case DType::f32: return 1e-5;
-    case DType::f16:
-    case DType::bf16: return 1e-2;
-    case DType::fp8_e4m3: return 7e-2;
-    case DType::fp8_e5m2: return 1.3e-1;
-    default: return 0;
-  }
-}
-
-}  // namespace
-
 GpuRunReport run_on_gpu(const Graph& g, const TensorMap& inputs, int timing_iters,
                         const std::string& engine) {
   GpuRunReport rep;
@@ -52,7 +37,7 @@ bool print_comparison(const Graph& g, const TensorMap& gpu, const TensorMap& ref
   for (TensorId id : g.outputs()) {
     const TensorInfo& info = g.tensor(id);
     const double err = relative_l2_error(gpu.at(info.name), ref.at(info.name));
-    const double bound = error_bound(info.dtype);
+    const double bound = relative_l2_bound(info.dtype);
     const bool pass = err <= bound;
     ok = ok && pass;
     std::printf("   %-14s %-22s rel L2 vs reference %-10.3g (bound %g) %s\n", info.name.c_str(),
