@@ -51,7 +51,9 @@ using TensorMap = std::map<std::string, HostTensor>;
 // uniform in [lo, hi], bool 0/1. Writes the whole storage, including any gaps of a view.
 void fill_random(HostTensor& t, uint64_t seed, double lo = -1.0, double hi = 1.0);
 
-// Random host inputs for every graph input, with the declared dtype, dims and strides.
+// Random host inputs for every graph input, with the declared dtype, dims and strides: uniform
+// in [-1, 1), weights (a matmul's second operand, a conv filter) in [-b, b) with
+// b = 1/sqrt(fan-in) as PyTorch initializes Linear and Conv layers, integers in [-8, 8].
 TensorMap random_inputs(const Graph& g, uint64_t seed);
 
 // ||a - b|| / ||b|| over the logical elements (both must have the same dims). NaN in either gives

@@ -87,6 +87,24 @@ void fill_random(HostTensor& t, uint64_t seed, double lo, double hi) {
   }
 }
 
+namespace {
+
+// 1/sqrt(fan-in) for a tensor that some node uses as weights (a matmul's second operand, a conv
+// filter), else 1: the bound of PyTorch's default Linear and Conv init, which keeps activations
+// near unit scale through a network, as trained weights do. Without it, random weights make
+// attention scores so large that softmax becomes an argmax whose winner flips with any rounding.
+double weight_scale(const Graph& g, TensorId id) {
+  for (const Node& n : g.nodes()) {
+    if (n.inputs.size() < 2 || n.inputs[1] != id) continue;
+    const Dims& d = g.tensor(id).dims;
+    if (n.op == OpKind::matmul) return 1.0 / std::sqrt(static_cast<double>(d[d.size() - 2]));
+    if (n.op == OpKind::conv2d) return 1.0 / std::sqrt(static_cast<double>(d[1] * d[2] * d[3]));
+  }
+  return 1.0;
+}
+
+}  // namespace
+
 TensorMap random_inputs(const Graph& g, uint64_t seed) {
   TensorMap m;
   uint64_t s = seed;
@@ -94,7 +112,8 @@ TensorMap random_inputs(const Graph& g, uint64_t seed) {
     const TensorInfo& info = g.tensor(id);
     HostTensor t(info.dtype, info.dims, info.strides);
     const bool is_int = is_integer(info.dtype);
-    fill_random(t, s++ * 0x9e3779b97f4a7c15ull + 1, is_int ? -8.0 : -1.0, is_int ? 8.0 : 1.0);
+    const double bound = is_int ? 8.0 : weight_scale(g, id);
+    fill_random(t, s++ * 0x9e3779b97f4a7c15ull + 1, -bound, bound);
     m.emplace(info.name, std::move(t));
   }
   return m;

@@ -26,7 +26,7 @@ int cmd_run(const RunOptions& o) {
     throw Error(ErrorCode::unsupported, "--device gpu: " + gpu.reason);
   }
   const bool on_gpu = o.device == "gpu" || (o.device == "auto" && gpu.available);
-  std::printf("graph '%s': %zu nodes; inputs: seeded random (seed %llu), uniform in [-1, 1)\n",
+  std::printf("graph '%s': %zu nodes; inputs: seeded random (seed %llu): uniform in [-1, 1), weights in +-1/sqrt(fan-in)\n",
               g.name().c_str(), g.nodes().size(), static_cast<unsigned long long>(o.seed));
   const TensorMap inputs = random_inputs(g, o.seed);
   const auto t0 = std::chrono::steady_clock::now();

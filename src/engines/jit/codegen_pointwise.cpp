@@ -14,7 +14,8 @@
 namespace sinter::jit {
 namespace {
 
-enum class Access { full, scalar, strided_vector, strided_gather };
+// splat: broadcast along the innermost dim (a column vector): one load per vector.
+enum class Access { full, scalar, strided_vector, strided_gather, splat };
 
 const char* access_name(Access a) {
   switch (a) {
@@ -22,6 +23,7 @@ const char* access_name(Access a) {
     case Access::scalar: return "scalar";
     case Access::strided_vector: return "strided";
     case Access::strided_gather: return "gather";
+    case Access::splat: return "splat";
   }
   return "?";
 }
@@ -72,7 +74,9 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
     } else if (s == out_strides) {
       access[i] = Access::full;
     } else {
-      access[i] = s[0] == 1 ? Access::strided_vector : Access::strided_gather;
+      access[i] = s[0] == 1 ? Access::strided_vector
+                  : s[0] == 0 ? Access::splat
+                              : Access::strided_gather;
     }
     if (access[i] != Access::scalar) min_size = std::min(min_size, dtype_size(g.tensor(r.inputs[i]).dtype));
   }
@@ -81,7 +85,10 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   int vec = static_cast<int>(std::min<int64_t>(8, 16 / min_size));
   bool strided_present = false;
   for (size_t i = 0; i < ni; ++i) {
-    if (access[i] == Access::strided_vector || access[i] == Access::strided_gather) strided_present = true;
+    if (access[i] == Access::strided_vector || access[i] == Access::strided_gather ||
+        access[i] == Access::splat) {
+      strided_present = true;
+    }
   }
   if (strided_present && cs.sizes[0] % vec != 0) vec = 1;  // a vector must stay in one innermost row
   for (size_t i = 0; i < ni && vec > 1; ++i) {
@@ -105,7 +112,7 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
     const TensorInfo& t = g.tensor(r.inputs[i]);
     src << "  const " << storage_type(t.dtype) << "* in" << i << ";  // '" << t.name << "' "
         << access_name(access[i]) << "\n";
-    if (access[i] == Access::strided_vector || access[i] == Access::strided_gather) {
+    if (access[i] != Access::full && access[i] != Access::scalar) {
       src << "  SinterStridedView view" << i << ";\n";
     }
   }
@@ -176,6 +183,11 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
         src << "      { const i64 o = offset_of<kIndex64>(a.shape, " << view << ", base[u]);\n"
             << "#pragma unroll\n        for (int j = 0; j < kVec; ++j) " << x << "[j] = load_one("
             << in << " + o + j * " << view << ".stride[0]); }\n";
+        break;
+      case Access::splat:
+        src << "      { const auto v = load_one(" << in << " + offset_of<kIndex64>(a.shape, " << view
+            << ", base[u]));\n#pragma unroll\n        for (int j = 0; j < kVec; ++j) " << x
+            << "[j] = v; }\n";
         break;
       case Access::scalar: break;
     }
@@ -250,7 +262,7 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
                           ? static_cast<int>(std::min<int64_t>(16, vec * es))
                           : static_cast<int>(es);
     spec.pointers.push_back({Src::input, static_cast<int>(i), 0, spec.args.add_pointer(nullptr), align});
-    if (access[i] == Access::strided_vector || access[i] == Access::strided_gather) {
+    if (access[i] != Access::full && access[i] != Access::scalar) {
       spec.args.add(make_view(cs.strides[i]));
     }
   }

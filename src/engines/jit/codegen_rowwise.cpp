@@ -278,7 +278,11 @@ RegionKernels RowwiseGen::build() {
       std::string expr;
       const std::string x = "x_[j]";
       switch (aop) {
-        case OpKind::softmax: expr = "expf(" + x + " - stat0) * stat1"; break;
+        case OpKind::softmax:
+          // in registers, the sum pass already replaced x by exp(x - max)
+          expr = in_registers_ ? x + " * stat1"
+                               : "exp2f((" + x + " - stat0) * 1.4426950408889634f) * stat1";
+          break;
         case OpKind::layernorm: {
           expr = "(" + x + " - stat0) * stat1 * l" + std::to_string(input_index(anchor_->inputs[1])) + "[j]";
           if (anchor_->inputs.size() > 2) expr += " + l" + std::to_string(input_index(anchor_->inputs[2])) + "[j]";
@@ -374,7 +378,10 @@ RegionKernels RowwiseGen::build() {
       case OpKind::softmax:
         src << over_x("reduce_identity<kReduceMax>()", "p_ = op_max(p_, x)", "kReduceMax")
             << "    stat0 = stat_;\n";
-        src << over_x("0.0f", "p_ += expf(x - stat0)", "kReduceSum") << "    stat1 = 1.0f / stat_;\n";
+        // exp once per element: the sum pass keeps exp(x - max) in the registers for the output
+        src << over_x("0.0f", "xs[k][j] = exp2f((x - stat0) * 1.4426950408889634f); p_ += xs[k][j]",
+                      "kReduceSum")
+            << "    stat1 = 1.0f / stat_;\n";
         break;
       default: break;
     }
@@ -408,7 +415,8 @@ RegionKernels RowwiseGen::build() {
       case OpKind::softmax:
         src << pass("reduce_identity<kReduceMax>()", "p_ = op_max(p_, x)", "kReduceMax")
             << "    stat0 = stat_;\n";
-        src << pass("0.0f", "p_ += expf(x - stat0)", "kReduceSum") << "    stat1 = 1.0f / stat_;\n";
+        src << pass("0.0f", "p_ += exp2f((x - stat0) * 1.4426950408889634f)", "kReduceSum")
+            << "    stat1 = 1.0f / stat_;\n";
         break;
       default: break;
     }

@@ -149,7 +149,9 @@ std::string emit_pointwise(const Graph& g, const Node& n, const std::vector<std:
       return decl + "(" + in[0] + " ? " + in[1] + " : " + in[2] + ");";
     case OpClass::cast: {
       const DType from = g.tensor(n.inputs[0]).dtype;
-      std::string v = in[0];
+      // The input tensor has dtype `from`: a value kept in float registers is rounded to it
+      // first, or a widening cast (bf16 -> f32) would expose digits the tensor never had.
+      std::string v = round_intermediates() ? in[0] : rounded(in[0], from);
       if (n.inputs.size() == 2) {
         v = "(" + convert_compute(v, from, DType::f32) + " * " + in[1] + ")";
         return decl + rounded(convert_compute(v, DType::f32, o.dtype), o.dtype) + ";";
