@@ -56,6 +56,9 @@ class RowwiseGen {
   std::vector<ExitSlot> global_exits_;         // exit reductions through atomics
   std::vector<std::pair<ExitSlot, bool>> row_exits_;  // per-row results, written directly
   size_t workspace_ = 0;
+  // Prologue inputs fetched one row ahead into shared memory with cp.async (by input index).
+  std::vector<bool> staged_;
+  size_t stage_bytes_ = 0;  // per stage, at the actual row length (host side)
 };
 
 void RowwiseGen::plan() {
@@ -143,6 +146,9 @@ void RowwiseGen::plan() {
 
 std::string RowwiseGen::load_chunk(size_t i, const std::string& c0, const std::string& dst) const {
   const RowInput& in = inputs_[i];
+  if (i < staged_.size() && staged_[i]) {
+    return "load_vec_shared(st" + std::to_string(i) + " + " + c0 + ", " + dst + ");";
+  }
   const std::string p = "a." + in_name(i) + " + ro" + std::to_string(i);
   switch (in.col) {
     case ColAccess::vector: return "load_vec(" + p + " + " + c0 + ", " + dst + ");";
@@ -159,7 +165,8 @@ std::string RowwiseGen::load_chunk(size_t i, const std::string& c0, const std::s
 RegionKernels RowwiseGen::build() {
   plan();
   std::ostringstream src;
-  src << "// row-wise region " << r_.id << " of graph '" << g_.name() << "'\n" << kernel_includes();
+  src << "// row-wise region " << r_.id << " of graph '" << g_.name() << "'\n"
+      << kernel_includes({"common/async_copy.cuh"});
   src << "constexpr int kThreads = " << threads_ << ", kVec = " << vec_ << ", kItems = " << items_
       << ";\nconstexpr bool kIndex64 = " << (index64_ ? "true" : "false") << ";\n";
   src << "struct Args {\n  i64 rows, cols;\n  SinterIterShape lead;\n";
@@ -213,6 +220,48 @@ RegionKernels RowwiseGen::build() {
   // The prologue: computes x for chunk c0 into x_[j]; stores stored prologue values.
   std::set<TensorId> pro_loads = needed_loads(r_.prologue, {});
   if (x_is_input) pro_loads.insert(x_tensor);
+  // Stage the per-row prologue inputs through shared memory, one row ahead (cp.async), when the
+  // row sits in registers: the next row's bytes are in flight while this one reduces.
+  staged_.assign(inputs_.size(), false);
+  std::vector<int> staged_list;
+  if (anchor_ && in_registers_ &&
+      (aop == OpKind::layernorm || aop == OpKind::rmsnorm || aop == OpKind::softmax)) {
+    for (TensorId id : pro_loads) {
+      const int i = input_index(id);
+      const RowInput& in = inputs_[i];
+      const int64_t es = dtype_size(t(id).dtype);
+      const bool per_row = std::any_of(in.row_strides.begin(), in.row_strides.end(),
+                                       [](int64_t v) { return v != 0; });
+      if (in.col == ColAccess::vector && per_row && (vec_ * es) % 16 == 0) {
+        staged_[i] = true;
+        staged_list.push_back(i);
+        stage_bytes_ += static_cast<size_t>((cols_ * es + 15) / 16 * 16);
+      }
+    }
+    if (2 * stage_bytes_ > 96 * 1024) {  // keep two CTAs per SM
+      staged_.assign(inputs_.size(), false);
+      staged_list.clear();
+      stage_bytes_ = 0;
+    }
+  }
+  // Byte offsets of each staged input inside a stage, as expressions of the run-time a.cols.
+  std::vector<std::string> stage_off(inputs_.size());
+  std::string stage_size = "0";
+  for (int i : staged_list) {
+    stage_off[i] = stage_size;
+    stage_size = "(" + stage_size + " + ((a.cols * static_cast<i64>(sizeof(" +
+                 storage_type(t(inputs_[i].tensor).dtype) + ")) + 15) & ~static_cast<i64>(15)))";
+  }
+  auto staged_pointers = [&](const std::string& indent) {
+    std::string out;
+    for (int i : staged_list) {
+      const std::string ty = storage_type(t(inputs_[i].tensor).dtype);
+      out += indent + "const " + ty + "* st" + std::to_string(i) + " = reinterpret_cast<const " + ty +
+             "*>(smem_ + stage_ * " + stage_size + " + " + stage_off[i] + ");\n";
+    }
+    return out;
+  };
+
   auto prologue_chunk = [&](const std::string& c0, const std::string& indent, bool store) {
     std::ostringstream s;
     s << emit_loads(pro_loads, c0, indent);
@@ -326,13 +375,40 @@ RegionKernels RowwiseGen::build() {
   };
 
   // ---- kernel ------------------------------------------------------------------------------
+  if (!staged_list.empty()) {
+    src << "// Fetches this thread's chunks of `row` for the staged inputs into stage `stage_`.\n"
+        << "__device__ __forceinline__ void issue_row(const Args& a, i64 row, int stage_, char* smem_) {\n";
+    for (int i : staged_list) {
+      const std::string ty = storage_type(t(inputs_[i].tensor).dtype);
+      src << "  { const i64 ro = offset_of<kIndex64>(a.lead, a.rows" << i << ", row);\n"
+          << "    " << ty << "* dst = reinterpret_cast<" << ty << "*>(smem_ + stage_ * " << stage_size
+          << " + " << stage_off[i] << ");\n"
+          << "#pragma unroll\n    for (int k = 0; k < kItems; ++k) {\n"
+          << "      const i64 c0 = (static_cast<i64>(k) * kThreads + threadIdx.x) * kVec;\n"
+          << "      if (c0 < a.cols) cp_async_vec<" << ty << ", kVec>(dst + c0, a." << in_name(i)
+          << " + ro + c0);\n    }\n  }\n";
+    }
+    src << "}\n\n";
+  }
   src << "extern \"C\" __global__ void __launch_bounds__(kThreads) sinter_region(const __grid_constant__ Args a) {\n"
       << "  __shared__ float scratch[33];\n";
+  if (!staged_list.empty()) {
+    src << "  extern __shared__ __align__(16) char smem_[];\n"
+        << "  if (blockIdx.x < a.rows) issue_row(a, blockIdx.x, 0, smem_);\n"
+        << "  cp_async_commit();\n";
+  }
   for (size_t m = 0; m < global_exits_.size(); ++m) {
     src << "  float gacc" << m << " = reduce_identity<"
         << reduce_kind(g_.node(global_exits_[m].exit.node).op) << ">();\n";
   }
-  src << "  for (i64 row = blockIdx.x; row < a.rows; row += gridDim.x) {\n";
+  src << "  i64 it_ = 0;\n  for (i64 row = blockIdx.x; row < a.rows; row += gridDim.x, ++it_) {\n";
+  if (!staged_list.empty()) {
+    src << "    const int stage_ = static_cast<int>(it_ & 1);\n"
+        << "    { const i64 next_ = row + gridDim.x;\n"
+        << "      if (next_ < a.rows) issue_row(a, next_, stage_ ^ 1, smem_);\n"
+        << "      cp_async_commit();\n      cp_async_wait<1>(); }  // this row's own chunks have landed\n"
+        << staged_pointers("    ");
+  }
   for (size_t i = 0; i < inputs_.size(); ++i) {
     src << "    const i64 ro" << i << " = offset_of<kIndex64>(a.lead, a.rows" << i << ", row);\n";
   }
@@ -475,7 +551,8 @@ RegionKernels RowwiseGen::build() {
   KernelSpec spec;
   spec.source = text;
   spec.description = "rowwise " + std::string(anchor_ ? to_string(aop) : "pointwise") +
-                     (in_registers_ && aop != OpKind::rope ? " registers" : " streaming") + " threads" +
+                     (in_registers_ && aop != OpKind::rope ? " registers" : " streaming") +
+                     (stage_bytes_ > 0 ? " cp.async-staged" : "") + " threads" +
                      std::to_string(threads_) + " vec" + std::to_string(vec_) + " items" +
                      std::to_string(items_);
   spec.args.add(rows_);
@@ -510,6 +587,7 @@ RegionKernels RowwiseGen::build() {
   const int64_t max_grid = int64_t{dev_.sm_count > 0 ? dev_.sm_count : 132} * per_sm;
   spec.launch.grid = dim3(static_cast<unsigned>(std::clamp<int64_t>(rows_, 1, max_grid)));
   spec.launch.block = dim3(threads_);
+  spec.launch.dynamic_shared_memory = 2 * stage_bytes_;
   spec.persistent_work = rows_;
   rk.kernels.push_back(std::move(spec));
   return rk;
