@@ -53,41 +53,34 @@ StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOp
     throw Error(ErrorCode::invalid_argument,
                 "unknown engine '" + options.engine + "'; engines: auto, jit, cublaslt");
   }
+  tune::DeviceKey device_key;
+  device_key.name = ctx.device.name;
+  device_key.sm_count = ctx.device.sm_count;
+  device_key.arch = ctx.device.arch;
+  device_key.driver_version = ctx.device.driver_version;
+  device_key.cublaslt_version = cublaslt::cublaslt_version();
+  device_key.sinter_version = "0.1.0";
+  tune_report_ = tune::tune(graph_, partition_, engines, ctx, options.timing_cache, device_key,
+                            options.tuning);
+
   std::vector<TensorId> alias_of(tensors.size(), -1);
   size_t workspace = 0;
-  for (const fuse::Region& r : partition_.regions) {
+  for (const tune::Choice& choice : tune_report_.choices) {
+    const fuse::Region& r = partition_.regions[choice.region];
     Step step{r.id, nullptr, 0};
-    StepInfo info{r.id, std::string(to_string(r.kind)), "", ""};
-    const bool alias = r.kind == fuse::RegionKind::alias &&
-                       is_contiguous(graph_.tensor(graph_.node(r.anchor).inputs[0]));
-    if (alias) {
+    StepInfo info{r.id, std::string(to_string(r.kind)), "", "", choice.median_ms, choice.from_cache};
+    if (!choice.engine) {
       alias_of[graph_.node(r.anchor).outputs[0]] = graph_.node(r.anchor).inputs[0];
       info.engine = "alias";
       info.description = "shares the memory of '" + graph_.tensor(graph_.node(r.anchor).inputs[0]).name + "'";
     } else {
-      std::string refusals;
-      for (const Engine* e : engines) {
-        const Support s = e->supports(graph_, r);
-        if (!s.ok) {
-          refusals += std::string(refusals.empty() ? "" : "; ") + std::string(e->name()) + ": " + s.reason;
-          continue;
-        }
-        const auto cands = e->candidates(graph_, r, ctx);
-        if (cands.empty()) {
-          refusals += std::string(refusals.empty() ? "" : "; ") + std::string(e->name()) + ": no candidate";
-          continue;
-        }
-        step.prepared = e->prepare(graph_, r, cands.front(), ctx);
-        info.engine = std::string(e->name());
-        info.description = step.prepared->describe();
-        if (options.engine != "auto" && e->name() != options.engine) {
-          info.description += " (fallback from " + options.engine + ": " + refusals + ")";
-        }
-        break;
-      }
-      if (!step.prepared) {
-        throw Error(ErrorCode::unsupported, "region " + std::to_string(r.id) + " (" + info.kind +
-                                                "): no engine supports it: " + refusals);
+      step.prepared = choice.engine->prepare(graph_, r, choice.candidate, ctx);
+      info.engine = std::string(choice.engine->name());
+      info.description = step.prepared->describe();
+      if (options.engine != "auto" && choice.engine->name() != options.engine) {
+        const Support s = engines.front()->supports(graph_, r);
+        info.description += " (fallback from " + options.engine + ": " +
+                            (s.ok ? "its candidates were slower or failed" : s.reason) + ")";
       }
       if (step.prepared->workspace_bytes() > 0) {
         step.workspace_offset = workspace = align256(workspace);

@@ -11,6 +11,7 @@
 #include "cuda/stream.hpp"
 #include "engines/engine.hpp"
 #include "plan/memory_plan.hpp"
+#include "tune/tuner.hpp"
 #include "sinter/host_tensor.hpp"
 
 namespace sinter {
@@ -23,6 +24,10 @@ struct ExecutorOptions {
   // used wherever it supports a region; elsewhere the region falls back to jit and the step's
   // description says why.
   std::string engine = "auto";
+  // How each region's candidate is chosen; timing modes need `timing_cache` to remember results
+  // (null: time everything, remember nothing).
+  tune::TuneOptions tuning;
+  tune::TimingCache* timing_cache = nullptr;
 };
 
 struct StepInfo {
@@ -30,6 +35,8 @@ struct StepInfo {
   std::string kind;     // region kind
   std::string engine;   // "jit", or "alias" for reshapes that share memory
   std::string description;
+  double tuned_ms = -1;  // the candidate's timed median, when tuning timed it
+  bool from_timing_cache = false;
 };
 
 class StreamExecutor {
@@ -40,6 +47,7 @@ class StreamExecutor {
   const Graph& graph() const { return graph_; }
   const fuse::Partition& partition() const { return partition_; }
   const std::vector<StepInfo>& steps() const { return infos_; }
+  const tune::TuneReport& tune_report() const { return tune_report_; }
   size_t arena_bytes() const { return arena_.size(); }
   const plan::MemoryPlan& memory_plan() const { return memory_; }
 
@@ -67,6 +75,7 @@ class StreamExecutor {
   cuda::Stream stream_;
   std::vector<Step> steps_;
   std::vector<StepInfo> infos_;
+  tune::TuneReport tune_report_;
   std::vector<cuda::DeviceBuffer> input_buffers_;
   plan::MemoryPlan memory_;
   cuda::DeviceBuffer arena_;

@@ -37,11 +37,12 @@ int cmd_run(const RunOptions& o) {
   GpuRunReport rep;
   bool ok = true;
   if (on_gpu) {
-    rep = run_on_gpu(g, inputs, o.iters, o.engine);
+    rep = run_on_gpu(g, inputs, o.iters, o.engine, o.tune);
     outputs = &rep.outputs;
     std::printf("device: %s\n   %d steps:\n%s   %s\n   gpu time %s (median of %d runs); cpu reference %s\n",
                 rep.device.c_str(), rep.regions, rep.plan.c_str(), rep.cache_stats.c_str(),
                 human_ms(rep.median_ms).c_str(), o.iters, human_ms(ref_ms).c_str());
+    if (!rep.tuning.empty()) std::printf("   tuning: %s\n", rep.tuning.c_str());
     ok = print_comparison(g, rep.outputs, ref);
   } else {
     std::printf("device: cpu (reference executor, float64 accumulation), %s\n", human_ms(ref_ms).c_str());

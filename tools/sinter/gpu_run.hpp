@@ -15,11 +15,12 @@ struct GpuRunReport {
   double compile_ms = 0;
   std::string cache_stats;
   std::string plan;         // one line per step
+  std::string tuning;       // what tuning timed, when it did
 };
 
 // Runs `g` on GPU 0 with the given inputs (outputs poisoned first) and times it.
 GpuRunReport run_on_gpu(const Graph& g, const TensorMap& inputs, int timing_iters,
-                        const std::string& engine = "auto");
+                        const std::string& engine = "auto", const std::string& tune = "heuristic");
 
 // Prints each output's relative L2 error against the reference and whether it is within the
 // dtype's bound (DESIGN.md); returns false when one is not.

@@ -28,6 +28,10 @@ int main(int argc, char** argv) {
   r->add_option("--iters", run.iters, "timed GPU runs (median reported)")->default_val(20);
   r->add_option("--engine", run.engine, "auto, jit or cublaslt (forced where it supports a region)")
       ->default_val("auto");
+  r->add_option("--tune", run.tune,
+                "heuristic (engines' own ranking), fast (time each engine's top 3) or exhaustive "
+                "(time every candidate); timings are kept in the timing cache")
+      ->default_val("heuristic");
   r->add_option("--save-outputs", run.save_outputs,
                 "write each output to DIR/NAME.npy (bf16 and fp8 widened to float32)");
 

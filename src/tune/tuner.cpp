@@ -1,0 +1,201 @@
+#include "tune/tuner.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "cuda/buffer.hpp"
+#include "cuda/event.hpp"
+#include "cuda/stream.hpp"
+#include "plan/memory_plan.hpp"
+#include "sinter/error.hpp"
+#include "sinter/host_tensor.hpp"
+
+namespace sinter::tune {
+
+std::string_view to_string(TuneMode m) {
+  switch (m) {
+    case TuneMode::heuristic: return "heuristic";
+    case TuneMode::fast: return "fast";
+    case TuneMode::exhaustive: return "exhaustive";
+  }
+  return "?";
+}
+
+std::optional<TuneMode> parse_tune_mode(std::string_view s) {
+  for (TuneMode m : {TuneMode::heuristic, TuneMode::fast, TuneMode::exhaustive}) {
+    if (to_string(m) == s) return m;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// Device buffers for one region's inputs (several copies when they would sit in L2, so that
+// repeats do not measure the cache) and outputs, filled with random data.
+struct RegionBuffers {
+  std::vector<std::vector<cuda::DeviceBuffer>> inputs;  // [copy][input]
+  std::vector<cuda::DeviceBuffer> outputs;
+
+  RegionBuffers(const Graph& g, const fuse::Region& r, size_t l2_bytes) {
+    size_t in_bytes = 0;
+    for (TensorId t : r.inputs) in_bytes += plan::storage_bytes(g.tensor(t));
+    const size_t copies =
+        in_bytes == 0 ? 1 : std::clamp<size_t>((2 * l2_bytes + in_bytes - 1) / in_bytes, 1, 8);
+    uint64_t seed = 1;
+    std::vector<HostTensor> host;
+    for (TensorId t : r.inputs) {
+      const TensorInfo& info = g.tensor(t);
+      HostTensor h(info.dtype, info.dims, info.strides);
+      fill_random(h, seed++);
+      host.push_back(std::move(h));
+    }
+    inputs.resize(copies);
+    for (size_t c = 0; c < copies; ++c) {
+      for (const HostTensor& h : host) {
+        inputs[c].emplace_back(h.storage_bytes());
+        inputs[c].back().copy_from_host(h.data(), h.storage_bytes());
+      }
+    }
+    for (TensorId t : r.outputs) outputs.emplace_back(plan::storage_bytes(g.tensor(t)));
+  }
+
+  Binding binding(size_t copy, void* workspace) const {
+    Binding b;
+    for (const cuda::DeviceBuffer& d : inputs[copy % inputs.size()]) b.inputs.push_back(d.data());
+    for (const cuda::DeviceBuffer& d : outputs) b.outputs.push_back(d.data());
+    b.workspace = workspace;
+    return b;
+  }
+};
+
+// Times one candidate: the median of `repeats` launches, or the reason it could not be timed.
+CandidateTime time_candidate(const Graph& g, const fuse::Region& r, const Engine& e,
+                             const Candidate& c, EngineContext& ctx, const RegionBuffers& buffers,
+                             const cuda::Stream& stream, const TuneOptions& o) {
+  CandidateTime t{std::string(e.name()), c.index, c.description, -1, ""};
+  try {
+    auto step = e.prepare(g, r, c, ctx);
+    if (step->workspace_bytes() > o.max_workspace) {
+      t.skipped = "needs " + std::to_string(step->workspace_bytes() >> 20) + " MiB of workspace";
+      return t;
+    }
+    cuda::DeviceBuffer workspace(step->workspace_bytes());
+    if (!workspace.empty()) workspace.memset(0);
+    size_t copy = 0;
+    for (int i = 0; i < o.warmup; ++i) step->launch(buffers.binding(copy++, workspace.data()), stream);
+    stream.synchronize();
+    cuda::Event start, stop;
+    std::vector<float> times;
+    for (int i = 0; i < o.repeats; ++i) {
+      start.record(stream);
+      step->launch(buffers.binding(copy++, workspace.data()), stream);
+      stop.record(stream);
+      stop.synchronize();
+      times.push_back(cuda::elapsed_ms(start, stop));
+      if (times.back() > o.time_limit_ms) break;  // slow enough: no need for more repeats
+    }
+    std::sort(times.begin(), times.end());
+    t.median_ms = times[times.size() / 2];
+  } catch (const Error& err) {
+    t.skipped = err.message();
+  }
+  return t;
+}
+
+}  // namespace
+
+TuneReport tune(const Graph& g, const fuse::Partition& p, const std::vector<const Engine*>& engines,
+                EngineContext& ctx, TimingCache* cache, const DeviceKey& device,
+                const TuneOptions& o) {
+  TuneReport report;
+  std::unique_ptr<cuda::Stream> stream;
+  const int nregions = static_cast<int>(p.regions.size());
+  for (const fuse::Region& r : p.regions) {
+    Choice choice;
+    choice.region = r.id;
+    if (r.kind == fuse::RegionKind::alias && g.tensor(g.node(r.anchor).inputs[0]).strides ==
+                                                 contiguous_strides(g.tensor(g.node(r.anchor).inputs[0]).dims)) {
+      report.choices.push_back(std::move(choice));
+      continue;
+    }
+    // Every supported engine's candidates, in preference order.
+    std::vector<std::pair<const Engine*, Candidate>> all;
+    std::string refusals;
+    for (const Engine* e : engines) {
+      const Support s = e->supports(g, r);
+      if (!s.ok) {
+        refusals += std::string(refusals.empty() ? "" : "; ") + std::string(e->name()) + ": " + s.reason;
+        continue;
+      }
+      auto cands = e->candidates(g, r, ctx);
+      const size_t keep = o.mode == TuneMode::exhaustive ? cands.size()
+                          : o.mode == TuneMode::fast     ? std::min<size_t>(cands.size(), o.top_k)
+                                                         : std::min<size_t>(cands.size(), 1);
+      for (size_t i = 0; i < keep; ++i) all.push_back({e, cands[i]});
+      if (o.mode == TuneMode::heuristic && !all.empty()) break;
+    }
+    if (all.empty()) {
+      throw Error(ErrorCode::unsupported, "region " + std::to_string(r.id) + " (" +
+                                              std::string(to_string(r.kind)) +
+                                              "): no engine supports it: " + refusals);
+    }
+    if (o.mode == TuneMode::heuristic) {
+      choice.engine = all.front().first;
+      choice.candidate = all.front().second;
+      report.choices.push_back(std::move(choice));
+      continue;
+    }
+    const std::string key = region_key(g, r, device);
+    if (const TimingEntry* hit = cache ? cache->find(key) : nullptr) {
+      for (const auto& [e, c] : all) {
+        if (e->name() == hit->engine && c.index == hit->index) {
+          choice.engine = e;
+          choice.candidate = c;
+          choice.median_ms = hit->median_ms;
+          choice.from_cache = true;
+          choice.tried = hit->tried;
+        }
+      }
+      if (choice.engine) {
+        ++report.cache_hits;
+        report.choices.push_back(std::move(choice));
+        continue;
+      }
+    }
+    if (!stream) stream = std::make_unique<cuda::Stream>();
+    const RegionBuffers buffers(g, r, ctx.device.l2_cache_bytes);
+    double best = -1;
+    std::string best_desc;
+    for (size_t i = 0; i < all.size(); ++i) {
+      const auto& [e, c] = all[i];
+      CandidateTime t = time_candidate(g, r, *e, c, ctx, buffers, *stream, o);
+      ++report.timings;
+      // Strictly faster wins, so ties keep the earlier engine and the lower index.
+      if (t.median_ms >= 0 && (best < 0 || t.median_ms < best)) {
+        best = t.median_ms;
+        best_desc = t.engine + " " + t.description;
+        choice.engine = e;
+        choice.candidate = c;
+        choice.median_ms = t.median_ms;
+      }
+      choice.tried.push_back(std::move(t));
+      if (o.progress) {
+        o.progress(r.id, nregions, static_cast<int>(i) + 1, static_cast<int>(all.size()), best_desc);
+      }
+    }
+    if (!choice.engine) {
+      std::string why;
+      for (const CandidateTime& t : choice.tried) why += "; " + t.engine + "[" + std::to_string(t.index) + "]: " + t.skipped;
+      throw Error(ErrorCode::unsupported,
+                  "region " + std::to_string(r.id) + ": every candidate failed" + why);
+    }
+    if (cache) {
+      cache->put(key, {std::string(choice.engine->name()), choice.candidate.index,
+                       choice.candidate.description, choice.median_ms, choice.tried});
+    }
+    report.choices.push_back(std::move(choice));
+  }
+  return report;
+}
+
+}  // namespace sinter::tune

@@ -1,0 +1,52 @@
+// The tuner: one candidate per region, by the engines' own ranking (heuristic) or by timing
+// candidates on the GPU (fast: each engine's top k; exhaustive: all of them), with results
+// remembered in a TimingCache so a second build of the same graph times nothing.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engines/engine.hpp"
+#include "tune/timing_cache.hpp"
+
+namespace sinter::tune {
+
+enum class TuneMode { heuristic, fast, exhaustive };
+std::string_view to_string(TuneMode m);
+std::optional<TuneMode> parse_tune_mode(std::string_view s);
+
+struct TuneOptions {
+  TuneMode mode = TuneMode::heuristic;
+  int top_k = 3;              // per engine, in fast mode
+  int warmup = 3;
+  int repeats = 20;           // the median of these
+  double time_limit_ms = 2000;  // per candidate: stop timing it once a launch takes this long
+  size_t max_workspace = size_t{256} << 20;  // candidates needing more are skipped
+  // Called after each candidate: (regions done, regions, candidates done in this region,
+  // candidates in this region, best so far or "").
+  std::function<void(int, int, int, int, const std::string&)> progress;
+};
+
+struct Choice {
+  int region = 0;
+  const Engine* engine = nullptr;  // null for aliases (no kernel)
+  Candidate candidate;
+  double median_ms = -1;  // < 0: not timed (heuristic mode, or from the engine's ranking)
+  bool from_cache = false;
+  std::vector<CandidateTime> tried;
+};
+
+struct TuneReport {
+  std::vector<Choice> choices;  // one per region, in region order
+  int timings = 0;              // candidates timed on the GPU in this run
+  int cache_hits = 0;
+};
+
+// `engines` in preference order (ties in time go to the earlier engine, then the lower index).
+// `cache` may be null. Timing needs a GPU; heuristic mode does not time.
+TuneReport tune(const Graph& g, const fuse::Partition& p, const std::vector<const Engine*>& engines,
+                EngineContext& ctx, TimingCache* cache, const DeviceKey& device,
+                const TuneOptions& options);
+
+}  // namespace sinter::tune
