@@ -4,6 +4,7 @@
 // bench/report.py, which puts them beside PyTorch measured in the same run.
 //
 //   sinter_bench_memory [--quick]
+//   sinter_bench_memory --save-graphs DIR   (writes the benchmark graphs as JSON, no GPU needed)
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include "cuda/device.hpp"
 #include "cuda/kernel_cache.hpp"
 #include "exec/stream_executor.hpp"
+#include "sinter/json.hpp"
 #include "sinter/reference.hpp"
 
 using namespace sinter;
@@ -79,9 +81,38 @@ double timed(Graph g, cuda::KernelCache& cache, int iters) {
   return ex.time_ms(iters, 3);
 }
 
+// Times every candidate of every region (exhaustive tuning) and prints one line per candidate,
+// so the table shows what the heuristic default leaves on the table; returns the tuned graph's
+// median time.
+double tuned(const char* name, Graph g, cuda::KernelCache& cache, int iters) {
+  ExecutorOptions opts;
+  opts.tuning.mode = tune::TuneMode::exhaustive;
+  opts.tuning.repeats = iters;
+  StreamExecutor ex(std::move(g), cache, opts);
+  for (const tune::Choice& c : ex.tune_report().choices) {
+    for (const tune::CandidateTime& t : c.tried) {
+      std::printf("{\"case\": \"%s\", \"engine\": \"sinter-candidate\", \"region\": %d, "
+                  "\"candidate\": \"%s %d: %s\", \"ms\": %.5f%s}\n",
+                  name, c.region, t.engine.c_str(), t.index, t.description.c_str(), t.median_ms,
+                  t.skipped.empty() ? "" : (", \"skipped\": \"" + t.skipped + "\"").c_str());
+    }
+  }
+  ex.set_inputs(random_inputs(ex.graph(), 11));
+  return ex.time_ms(iters, 3);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 2 && std::strcmp(argv[1], "--save-graphs") == 0) {
+    const std::string dir = argv[2];
+    std::filesystem::create_directories(dir);
+    save_graph_file(add_norm(16384, 8192, false, false), dir + "/add_layernorm.json");
+    save_graph_file(add_norm(16384, 8192, true, false), dir + "/add_rmsnorm.json");
+    save_graph_file(softmax(16384, 8192), dir + "/softmax.json");
+    save_graph_file(chain(16384, 16384), dir + "/pointwise_chain10.json");
+    return 0;
+  }
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const cuda::GpuAvailability& gpu = cuda::gpu_availability();
   if (!gpu.available) {
@@ -100,13 +131,15 @@ int main(int argc, char** argv) {
       const std::string name = std::string(rms ? "add_rmsnorm" : "add_layernorm") +
                                (store_sum ? "+sum" : "");
       const Graph copy = g;
-      report(name.c_str(), copy, timed(std::move(g), cache, iters));
+      report(name.c_str(), copy, timed(Graph(g), cache, iters));
+      report((name + "/tuned").c_str(), copy, tuned(name.c_str(), std::move(g), cache, iters));
     }
   }
   {
     Graph g = softmax(rows, cols);
     const Graph copy = g;
-    report("softmax", copy, timed(std::move(g), cache, iters));
+    report("softmax", copy, timed(Graph(g), cache, iters));
+    report("softmax/tuned", copy, tuned("softmax", std::move(g), cache, iters));
   }
   {
     Graph g = chain(16384, 16384);  // 2^28 elements

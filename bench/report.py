@@ -25,7 +25,11 @@ def load(paths):
 def main():
     rows = load(sys.argv[1:])
     by = {}
+    candidates = []
     for r in rows:
+        if r["engine"] == "sinter-candidate":
+            candidates.append(r)
+            continue
         by.setdefault(r["case"], {})[r["engine"]] = r
     copy = by.get("copy", {}).get("torch")
     copy_tbps = copy["tbps"] if copy else None
@@ -36,7 +40,7 @@ def main():
         if not s or "ms" not in s or "tbps" not in s:
             continue
         eager, comp = e.get("eager"), e.get("compile")
-        target = TARGETS.get(case, "")
+        target = TARGETS.get(case.split("/")[0], "")
         if target == "0.9 x copy" and copy_tbps:
             target = "%.2f TB/s (90%% of copy %.2f)" % (0.9 * copy_tbps, copy_tbps)
         elif target:
@@ -47,6 +51,13 @@ def main():
             "%.3f (%.2f TB/s)" % (comp["ms"], comp["tbps"]) if comp else "", ratio, target))
     if copy_tbps:
         print("\ncopy bandwidth (torch, bytes read + written): %.2f TB/s" % copy_tbps)
+    if candidates:
+        print("\nevery candidate, timed by the tuner (exhaustive):\n")
+        print("| case | region | candidate | ms |")
+        print("|---|---|---|---|")
+        for r in candidates:
+            print("| %s | %d | %s | %s |" % (r["case"], r["region"], r["candidate"],
+                                           "%.4f" % r["ms"] if r["ms"] >= 0 else r.get("skipped", "")))
     for case in ("new_shape_compilations", "cold_compile_add_rmsnorm", "kernel_cache"):
         r = by.get(case, {}).get("sinter")
         if r:

@@ -65,6 +65,12 @@ double relative_l2_error(const HostTensor& a, const HostTensor& b);
 // their 3 and 2 mantissa bits), integers and bool 0 (exact).
 double relative_l2_bound(DType t);
 
+// The bound for output `out` of `g`: a float output carries the rounding of every float tensor
+// computed on the way to it, so its bound is the loosest of their dtypes' bounds (a bf16 chain
+// cast to f32 at the end is as accurate as bf16, not f32). Graph inputs are exact and do not
+// count. Integer and bool outputs stay exact (bound 0).
+double relative_l2_bound(const Graph& g, TensorId out);
+
 struct TensorStats {
   double min = 0, max = 0, mean = 0, l2 = 0;
   int64_t nan_count = 0, inf_count = 0;

@@ -10,15 +10,22 @@ __device__ __forceinline__ u32 fast_div(const SinterFastDivmod& f, u32 n) {
   return (__umulhi(n, f.mul) + n) >> f.shift;
 }
 
+// The element index type of a kernel: 32-bit while every index fits in 31 bits.
+template <bool kIndex64> struct IndexType { typedef i64 type; };
+template <> struct IndexType<false> { typedef u32 type; };
+
 // Offset, in elements, of the element with row-major index `linear` of shape `s` in `v`.
-template <bool kIndex64>
+// kRank >= 0 is the shape's rank known when the kernel is generated (the loop is then exactly
+// that long, with no per-dimension predicate); -1 reads it from `s` at run time.
+template <bool kIndex64, int kRank = -1>
 __device__ __forceinline__ i64 offset_of(const SinterIterShape& s, const SinterStridedView& v,
                                          i64 linear) {
+  constexpr int kLoop = kRank >= 0 ? kRank : SINTER_MAX_RANK;
   i64 off = 0;
   if (kIndex64) {
 #pragma unroll
-    for (int i = 0; i < SINTER_MAX_RANK; ++i) {
-      if (i < s.rank) {
+    for (int i = 0; i < kLoop; ++i) {
+      if (kRank >= 0 || i < s.rank) {
         const i64 q = linear / s.size[i];
         off += (linear - q * s.size[i]) * v.stride[i];
         linear = q;
@@ -27,9 +34,10 @@ __device__ __forceinline__ i64 offset_of(const SinterIterShape& s, const SinterS
   } else {
     u32 n = static_cast<u32>(linear);
 #pragma unroll
-    for (int i = 0; i < SINTER_MAX_RANK; ++i) {
-      if (i < s.rank) {
-        const u32 q = fast_div(s.dim[i], n);
+    for (int i = 0; i < kLoop; ++i) {
+      if (kRank >= 0 || i < s.rank) {
+        // the outermost dimension needs no division: what is left of the index is its coordinate
+        const u32 q = (kRank >= 0 && i == kLoop - 1) ? 0u : fast_div(s.dim[i], n);
         off += static_cast<i64>(n - q * s.dim[i].d) * v.stride[i];
         n = q;
       }

@@ -20,3 +20,12 @@ __device__ __forceinline__ i64 op_max(i64 a, i64 b) { return a > b ? a : b; }
 __device__ __forceinline__ i64 op_min(i64 a, i64 b) { return a < b ? a : b; }
 __device__ __forceinline__ int op_relu(int x) { return x < 0 ? 0 : x; }
 __device__ __forceinline__ i64 op_relu(i64 x) { return x < 0 ? 0 : x; }
+
+// 2^x through the SFU's ex2.approx (relative error ~2^-22, subnormal results flushed to 0): one
+// instruction where exp2f adds range fix-ups. For softmax, whose terms below 2^-126 of the row
+// maximum vanish in any output dtype anyway.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}

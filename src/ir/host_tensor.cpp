@@ -1,5 +1,6 @@
 #include "sinter/host_tensor.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -150,6 +151,25 @@ double relative_l2_bound(DType t) {
     case DType::fp8_e5m2: return 1.3e-1;
     default: return 0;
   }
+}
+
+double relative_l2_bound(const Graph& g, TensorId out) {
+  const DType own = g.tensor(out).dtype;
+  if (!is_float(own)) return relative_l2_bound(own);
+  double bound = relative_l2_bound(own);
+  std::vector<bool> seen(g.tensors().size(), false);
+  std::vector<TensorId> todo{out};
+  while (!todo.empty()) {
+    const TensorId t = todo.back();
+    todo.pop_back();
+    if (seen[t]) continue;
+    seen[t] = true;
+    const TensorInfo& info = g.tensor(t);
+    if (info.producer < 0) continue;  // a graph input: exact
+    if (is_float(info.dtype)) bound = std::max(bound, relative_l2_bound(info.dtype));
+    for (TensorId in : g.node(info.producer).inputs) todo.push_back(in);
+  }
+  return bound;
 }
 
 TensorStats tensor_stats(const HostTensor& t) {

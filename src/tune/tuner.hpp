@@ -19,6 +19,10 @@ std::optional<TuneMode> parse_tune_mode(std::string_view s);
 struct TuneOptions {
   TuneMode mode = TuneMode::heuristic;
   int top_k = 3;              // per engine, in fast mode
+  // Heuristic mode: take the first supporting engine's candidate with this index where it has
+  // one (its best-ranked otherwise); -1 takes the best-ranked everywhere. With a forced engine,
+  // this is how a user or a test picks one candidate by hand.
+  int candidate = -1;
   int warmup = 3;
   int repeats = 20;           // the median of these
   double time_limit_ms = 2000;  // per candidate: stop timing it once a launch takes this long

@@ -3,6 +3,7 @@
 // (DESIGN.md), odd sizes, strides and broadcasts.
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <random>
 
 #include "example_graphs.hpp"
@@ -139,6 +140,77 @@ TEST_F(GpuRegions, ExampleGraphsUnfused) {
   ExecutorOptions opts;
   opts.fusion = fuse::FusionOptions{false, false, false, false};
   for (const auto& ex : examples::all_examples()) check(ex.build(), 1.0, opts);
+}
+
+
+// Every jit candidate of the row-wise anchors (direct, and cp.async-staged where it applies),
+// forced one at a time, at shapes that are and are not multiples of the vector and thread tiles.
+TEST_F(GpuRegions, RowwiseCandidatesEachCorrect) {
+  for (int candidate : {0, 1}) {
+    SCOPED_TRACE("candidate " + std::to_string(candidate));
+    ExecutorOptions opts;
+    opts.engine = "jit";
+    opts.tuning.candidate = candidate;
+    for (auto shape : {Dims{5, 8192}, Dims{3, 1000}, Dims{7, 24}, Dims{2, 3, 2048}, Dims{1, 1}}) {
+      SCOPED_TRACE("shape " + dims_to_string(shape));
+      const Dims row{shape.back()};
+      {
+        Graph g("add_ln");
+        auto x = g.input("x", DType::bf16, shape);
+        auto r = g.input("res", DType::bf16, shape);
+        auto s = g.add(x, r);
+        g.output(s, "sum");
+        g.output(g.layernorm(s, g.input("w", DType::bf16, row), g.input("b", DType::bf16, row)), "y");
+        check(std::move(g), 1.0, opts);
+      }
+      {
+        Graph g("add_rms");
+        auto x = g.input("x", DType::bf16, shape);
+        auto r = g.input("res", DType::bf16, shape);
+        g.output(g.rmsnorm(g.add(x, r), g.input("w", DType::bf16, row)), "y");
+        check(std::move(g), 1.0, opts);
+      }
+      {
+        Graph g("softmax");
+        auto x = g.input("x", DType::bf16, shape);
+        g.output(g.softmax(g.mul(x, 8.0)), "y");
+        check(std::move(g), 1.0, opts);
+      }
+    }
+  }
+}
+
+// Layernorm of rows with a large common offset (mean far from 0, small spread): the one-pass
+// statistics must not lose the variance to cancellation.
+TEST_F(GpuRegions, LayerNormLargeOffsetRows) {
+  Graph g("ln_offset");
+  auto x = g.input("x", DType::f32, {6, 4096});
+  auto w = g.input("w", DType::f32, {4096});
+  g.output(g.layernorm(g.add(x, 1000.0), w), "y");
+  // f32 rounding of values near 1000 alone costs ~1e-5 relative in x - mean; cancellation in
+  // E[x^2] - E[x]^2 would cost ~1e-1. 1e-4 tells the two apart.
+  check(std::move(g), 10.0);
+}
+
+// Softmax rows whose parts are -inf (a mask added before the softmax): threads holding only
+// -inf elements must contribute nothing, not NaN; a fully masked row is NaN as in the reference.
+TEST_F(GpuRegions, SoftmaxMaskedRows) {
+  for (int64_t cols : {int64_t{8192}, int64_t{3000}, int64_t{64}}) {
+    Graph g("softmax_masked");
+    auto x = g.input("x", DType::f32, {4, cols});
+    auto mask = g.input("mask", DType::f32, {4, cols});
+    g.output(g.softmax(g.add(x, mask)), "y");
+    check(std::move(g), 1.0, {}, [cols](TensorMap& in) {
+      HostTensor& m = in.at("mask");
+      const double inf = std::numeric_limits<double>::infinity();
+      for (int64_t c = 0; c < cols; ++c) {
+        m.set(0 * cols + c, c < cols / 2 ? -inf : 0.0);       // first half masked
+        m.set(1 * cols + c, c % 3 == 0 ? 0.0 : -inf);         // most masked, spread out
+        m.set(2 * cols + c, c == cols - 1 ? 0.0 : -inf);      // one element left
+        m.set(3 * cols + c, 0.0);                              // nothing masked
+      }
+    });
+  }
 }
 
 }  // namespace

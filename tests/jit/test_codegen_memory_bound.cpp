@@ -27,7 +27,8 @@ std::vector<std::string> compile_all(Graph& g) {
   const fuse::Partition p = fuse::partition_graph(g);
   std::vector<std::string> descs;
   for (const fuse::Region& r : p.regions) {
-    const jit::RegionKernels rk = jit::build_region(g, r, fake_h200());
+    for (int v = 0; v < jit::region_variants(g, r, fake_h200()); ++v) {
+    const jit::RegionKernels rk = jit::build_region(g, r, fake_h200(), v);
     for (const jit::KernelSpec& k : rk.kernels) {
       SCOPED_TRACE(k.description + "\n" + k.source);
       cuda::CompileOptions opts;
@@ -35,6 +36,7 @@ std::vector<std::string> compile_all(Graph& g) {
       EXPECT_NO_THROW(cuda::compile_cuda("region.cu", k.source, opts));
       EXPECT_EQ(k.args.size() % 8, 0u);
       descs.push_back(k.description);
+    }
     }
   }
   return descs;

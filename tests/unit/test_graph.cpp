@@ -4,6 +4,7 @@
 
 #include "sinter/error.hpp"
 #include "sinter/graph.hpp"
+#include "sinter/host_tensor.hpp"
 
 using namespace sinter;
 
@@ -298,4 +299,31 @@ TEST(GraphCost, FlopsAndMinimumBytes) {
   EXPECT_DOUBLE_EQ(c.flops, mm + 2 * 128 * 512 + 128 * 512);  // matmul, add, gelu, amax
   const double bytes = 2.0 * (128 * 256 + 256 * 512 + 512) + 2.0 * (128 * 512 + 1);
   EXPECT_DOUBLE_EQ(c.min_bytes, bytes);
+}
+
+// The error bound of an output follows the least precise float tensor computed on its way.
+TEST(ErrorBound, FollowsTheLeastPreciseComputedTensor) {
+  Graph g("bounds");
+  auto x = g.input("x", DType::bf16, {4, 8});
+  auto xf = g.input("xf", DType::f32, {4, 8});
+  auto h = g.gelu(g.add(x, x));                     // bf16 intermediates
+  g.output(g.cast(h, DType::f32), "widened");       // f32 output of a bf16 computation
+  g.output(g.exp(g.cast(x, DType::f32)), "exact_input_cast");  // f32 all the way from an input
+  g.output(g.mul(xf, xf), "f32");
+  g.output(g.gt(h, x), "flags");                    // bool stays exact
+  auto e8 = g.cast(h, DType::fp8_e4m3);
+  g.output(g.cast(e8, DType::bf16), "via_fp8");
+  g.validate();
+  auto bound_of = [&](const std::string& name) {
+    for (TensorId id : g.outputs()) {
+      if (g.tensor(id).name == name) return relative_l2_bound(g, id);
+    }
+    ADD_FAILURE() << name;
+    return -1.0;
+  };
+  EXPECT_EQ(bound_of("widened"), relative_l2_bound(DType::bf16));
+  EXPECT_EQ(bound_of("exact_input_cast"), relative_l2_bound(DType::f32));
+  EXPECT_EQ(bound_of("f32"), relative_l2_bound(DType::f32));
+  EXPECT_EQ(bound_of("flags"), 0.0);
+  EXPECT_EQ(bound_of("via_fp8"), relative_l2_bound(DType::fp8_e4m3));
 }

@@ -1,9 +1,13 @@
 // sinter explain FILE: the fused regions and the reason for every region boundary.
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 
 #include "commands.hpp"
 #include "format.hpp"
+#include "engines/jit/codegen.hpp"
 #include "fuse/region.hpp"
+#include "sinter/error.hpp"
 #include "sinter/json.hpp"
 
 namespace sinter::cli {
@@ -21,6 +25,30 @@ std::string node_list(const Graph& g, const std::vector<NodeId>& ids) {
     s += (s.empty() ? "" : ", ") + g.node(n).name + ":" + std::string(to_string(g.node(n).op));
   }
   return s;
+}
+
+// The generated source of every region, for an assumed H200: the code generators only need the
+// architecture and the SM count, so this works without a GPU.
+void write_kernels(const Graph& g, const fuse::Partition& p, const std::string& dir) {
+  cuda::DeviceProperties dev;
+  dev.name = "NVIDIA H200 (assumed)";
+  dev.sm_count = 132;
+  dev.cc_major = 9;
+  dev.arch = "sm_90a";
+  std::filesystem::create_directories(dir);
+  for (const fuse::Region& r : p.regions) {
+    for (int v = 0; v < jit::region_variants(g, r, dev); ++v) {
+    const jit::RegionKernels rk = jit::build_region(g, r, dev, v);
+    for (size_t k = 0; k < rk.kernels.size(); ++k) {
+      const std::string path = dir + "/region" + std::to_string(r.id) + "_v" + std::to_string(v) +
+                               "_" + std::to_string(k) + ".cu";
+      std::ofstream f(path);
+      f << "// " << rk.kernels[k].description << "\n" << rk.kernels[k].source;
+      if (!f) throw Error(ErrorCode::io, "cannot write '" + path + "'");
+      std::printf("wrote %s: %s\n", path.c_str(), rk.kernels[k].description.c_str());
+    }
+    }
+  }
 }
 
 }  // namespace
@@ -55,6 +83,10 @@ int cmd_explain(const ExplainOptions& o) {
   for (const fuse::Boundary& b : p.boundaries) {
     std::printf("  '%s': region %d -> region %d: %s\n", g.tensor(b.tensor).name.c_str(),
                 b.producer_region, b.consumer_region, b.reason.c_str());
+  }
+  if (!o.kernels_dir.empty()) {
+    std::printf("\n");
+    write_kernels(g, p, o.kernels_dir);
   }
   return 0;
 }

@@ -27,6 +27,9 @@ int cmd_run(const RunOptions& o);
 struct ExplainOptions {
   std::string file;
   bool no_fusion = false;  // one region per node, to see the unfused plan
+  // When set: the jit engine's generated CUDA source of every region is written there
+  // (region<N>_v<candidate>_<k>.cu), for an assumed H200 (sm_90a, 132 SMs) at the graph's shapes.
+  std::string kernels_dir;
 };
 int cmd_explain(const ExplainOptions& o);
 

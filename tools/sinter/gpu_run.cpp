@@ -66,7 +66,7 @@ bool print_comparison(const Graph& g, const TensorMap& gpu, const TensorMap& ref
   for (TensorId id : g.outputs()) {
     const TensorInfo& info = g.tensor(id);
     const double err = relative_l2_error(gpu.at(info.name), ref.at(info.name));
-    const double bound = relative_l2_bound(info.dtype);
+    const double bound = relative_l2_bound(g, id);
     const bool pass = err <= bound;
     ok = ok && pass;
     std::printf("   %-14s %-22s rel L2 vs reference %-10.3g (bound %g) %s\n", info.name.c_str(),

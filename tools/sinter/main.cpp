@@ -40,6 +40,8 @@ int main(int argc, char** argv) {
                                           "every region boundary");
   e->add_option("FILE", explain.file, "graph file (.json)")->required();
   e->add_flag("--no-fusion", explain.no_fusion, "turn every fusion off");
+  e->add_option("--kernels", explain.kernels_dir,
+                "write the generated CUDA source of every region into this folder");
 
   EnginesOptions engines;
   auto* en = app.add_subcommand("engines", "For every region, each engine's support (or the reason "

@@ -100,13 +100,25 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
     }
   }
   const bool index64 = cs.numel >= (int64_t{1} << 31);
+  // Broadcast operands (a zero stride: smaller than the iteration, re-read from L1/L2) are loaded
+  // late, in the compute loop, so registers hold only the streamed operands' loads in flight.
+  // Memory-level parallelism per SM is what a streaming kernel needs: more CTAs resident beats
+  // holding cache-resident values early.
+  std::vector<bool> late(ni, false);
+  for (size_t i = 0; i < ni; ++i) {
+    const Dims& s = cs.strides[i];
+    late[i] = access[i] != Access::full && access[i] != Access::scalar &&
+              std::any_of(s.begin(), s.end(), [](int64_t v) { return v == 0; });
+  }
 
   // ---- source -------------------------------------------------------------------------------
   std::ostringstream src;
   src << "// pointwise region " << r.id << " of graph '" << g.name() << "'\n";
   src << kernel_includes();
   src << "constexpr int kVec = " << vec << ", kUnroll = " << kUnroll << ", kBlock = " << kBlock
-      << ";\nconstexpr bool kIndex64 = " << (index64 ? "true" : "false") << ";\n";
+      << ";\nconstexpr bool kIndex64 = " << (index64 ? "true" : "false") << ";\n"
+      << "typedef IndexType<kIndex64>::type Index;\n"
+      << "constexpr int kRank = " << cs.sizes.size() << ";  // of the collapsed iteration shape\n";
   src << "struct Args {\n  SinterIterShape shape;\n";
   for (size_t i = 0; i < ni; ++i) {
     const TensorInfo& t = g.tensor(r.inputs[i]);
@@ -139,7 +151,7 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
       case Access::full: src << "load_one(" << in << " + i);\n"; break;
       case Access::scalar: src << "load_one(" << in << ");\n"; break;
       default:
-        src << "load_one(" << in << " + offset_of<kIndex64>(a.shape, a.view" << i << ", i));\n";
+        src << "load_one(" << in << " + offset_of<kIndex64, kRank>(a.shape, a.view" << i << ", i));\n";
         break;
     }
   }
@@ -157,56 +169,85 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
 
   src << "__device__ __forceinline__ void region_tile(const Args& a, i64 tile";
   for (size_t m = 0; m < r.reductions.size(); ++m) src << ", float& acc" << m;
-  src << ") {\n  const i64 n = a.shape.numel;\n  i64 base[kUnroll];\n";
+  // 32-bit element indices while they fit (kIndex64 false): fewer registers per unrolled vector.
+  src << ") {\n  const Index n = static_cast<Index>(a.shape.numel);\n  Index base[kUnroll];\n";
   for (size_t i = 0; i < ni; ++i) {
     const std::string ct = compute_type(g.tensor(r.inputs[i]).dtype);
+    // Vectors stay in their storage type until the compute loop converts them: a bf16 vector
+    // of 8 holds 4 registers instead of 8, which keeps the unrolled tile's loads in flight at
+    // a reasonable register count (127 -> ~60 for a chain with two broadcast operands).
+    if (late[i]) continue;
     if (access[i] == Access::scalar) {
       src << "  const " << ct << " s" << i << " = load_one(a.in" << i << ");\n";
+    } else if (access[i] == Access::splat) {
+      src << "  " << ct << " x" << i << "[kUnroll];\n";
     } else {
-      src << "  " << ct << " x" << i << "[kUnroll][kVec];\n";
+      src << "  " << storage_type(g.tensor(r.inputs[i]).dtype) << " x" << i << "[kUnroll][kVec];\n";
     }
   }
   // All loads of the tile first, so they are in flight together; then compute and store.
   src << "#pragma unroll\n  for (int u = 0; u < kUnroll; ++u) {\n"
-         "    base[u] = ((tile * kUnroll + u) * kBlock + threadIdx.x) * static_cast<i64>(kVec);\n"
+         "    base[u] = static_cast<Index>(((tile * kUnroll + u) * kBlock + threadIdx.x) * static_cast<i64>(kVec));\n"
          "    if (base[u] + kVec <= n) {\n";
-  for (size_t i = 0; i < ni; ++i) {
-    const std::string in = "a.in" + std::to_string(i), x = "x" + std::to_string(i) + "[u]";
+  // Emits the load of operand i's vector at base[u] into `x` (an array of kVec, or one value
+  // for a splat).
+  auto emit_load = [&](size_t i, const std::string& x) {
+    const std::string in = "a.in" + std::to_string(i);
     const std::string view = "a.view" + std::to_string(i);
     switch (access[i]) {
-      case Access::full: src << "      load_vec(" << in << " + base[u], " << x << ");\n"; break;
+      case Access::full: src << "      load_raw(" << in << " + base[u], " << x << ");\n"; break;
       case Access::strided_vector:
-        src << "      load_vec(" << in << " + offset_of<kIndex64>(a.shape, " << view
+        src << "      load_raw(" << in << " + offset_of<kIndex64, kRank>(a.shape, " << view
             << ", base[u]), " << x << ");\n";
         break;
       case Access::strided_gather:
-        src << "      { const i64 o = offset_of<kIndex64>(a.shape, " << view << ", base[u]);\n"
-            << "#pragma unroll\n        for (int j = 0; j < kVec; ++j) " << x << "[j] = load_one("
-            << in << " + o + j * " << view << ".stride[0]); }\n";
+        src << "      { const i64 o = offset_of<kIndex64, kRank>(a.shape, " << view << ", base[u]);\n"
+            << "#pragma unroll\n        for (int j = 0; j < kVec; ++j) " << x << "[j] = "
+            << in << "[o + j * " << view << ".stride[0]]; }\n";
         break;
       case Access::splat:
-        src << "      { const auto v = load_one(" << in << " + offset_of<kIndex64>(a.shape, " << view
-            << ", base[u]));\n#pragma unroll\n        for (int j = 0; j < kVec; ++j) " << x
-            << "[j] = v; }\n";
+        src << "      " << x << " = load_one(" << in << " + offset_of<kIndex64, kRank>(a.shape, " << view
+            << ", base[u]));\n";
         break;
       case Access::scalar: break;
     }
+  };
+  for (size_t i = 0; i < ni; ++i) {
+    if (!late[i]) emit_load(i, "x" + std::to_string(i) + "[u]");
   }
   src << "    }\n  }\n";
   src << "#pragma unroll\n  for (int u = 0; u < kUnroll; ++u) {\n"
          "    if (base[u] + kVec > n) {\n"
-         "#pragma unroll 1\n      for (i64 i = base[u]; i < n; ++i) region_element(a, i";
+         "#pragma unroll 1\n      for (i64 i = base[u]; i < static_cast<i64>(n); ++i) region_element(a, i";
   for (size_t m = 0; m < r.reductions.size(); ++m) src << ", acc" << m;
   src << ");\n      continue;\n    }\n";
+  for (size_t i = 0; i < ni; ++i) {
+    if (!late[i]) continue;
+    const std::string x = "x" + std::to_string(i) + "l";
+    if (access[i] == Access::splat) {
+      src << "    " << compute_type(g.tensor(r.inputs[i]).dtype) << " " << x << ";\n";
+    } else {
+      src << "    " << storage_type(g.tensor(r.inputs[i]).dtype) << " " << x << "[kVec];\n";
+    }
+    src << "  ";
+    emit_load(i, x);
+  }
   for (size_t k = 0; k < outs.size(); ++k) {
     src << "    " << compute_type(g.tensor(outs[k]).dtype) << " y" << k << "[kVec];\n";
   }
   src << "#pragma unroll\n    for (int j = 0; j < kVec; ++j) {\n";
   for (size_t i = 0; i < ni; ++i) {
     const std::string ct = compute_type(g.tensor(r.inputs[i]).dtype);
-    src << "      const " << ct << " x" << i << "v = "
-        << (access[i] == Access::scalar ? "s" + std::to_string(i) : "x" + std::to_string(i) + "[u][j]")
-        << ";\n";
+    const std::string x = "x" + std::to_string(i);
+    src << "      const " << ct << " " << x << "v = ";
+    switch (access[i]) {
+      case Access::scalar: src << "s" << i << ";\n"; break;
+      case Access::splat: src << x << (late[i] ? "l" : "[u]") << ";\n"; break;
+      default:
+        src << "load_as_compute<" << storage_type(g.tensor(r.inputs[i]).dtype) << ">(" << x
+            << (late[i] ? "l[j]" : "[u][j]") << ");\n";
+        break;
+    }
   }
   src << body.constants() << body_code;
   for (size_t k = 0; k < outs.size(); ++k) {

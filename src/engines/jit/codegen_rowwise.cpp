@@ -31,8 +31,9 @@ struct RowInput {
 
 class RowwiseGen {
  public:
-  RowwiseGen(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev)
-      : g_(g), r_(r), dev_(dev), body_(g, r) {}
+  RowwiseGen(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+             RowwiseVariant variant)
+      : g_(g), r_(r), dev_(dev), variant_(variant), body_(g, r) {}
 
   RegionKernels build();
 
@@ -45,6 +46,7 @@ class RowwiseGen {
   const Graph& g_;
   const fuse::Region& r_;
   const cuda::DeviceProperties& dev_;
+  RowwiseVariant variant_;
   BodyEmitter body_;
   const Node* anchor_ = nullptr;
   int64_t rows_ = 1, cols_ = 1;
@@ -166,9 +168,10 @@ RegionKernels RowwiseGen::build() {
   plan();
   std::ostringstream src;
   src << "// row-wise region " << r_.id << " of graph '" << g_.name() << "'\n"
-      << kernel_includes({"common/async_copy.cuh"});
+      << kernel_includes({"common/async_copy.cuh", "common/row_stats.cuh"});
   src << "constexpr int kThreads = " << threads_ << ", kVec = " << vec_ << ", kItems = " << items_
-      << ";\nconstexpr bool kIndex64 = " << (index64_ ? "true" : "false") << ";\n";
+      << ";\nconstexpr bool kIndex64 = " << (index64_ ? "true" : "false") << ";\n"
+      << "constexpr int kLeadRank = " << lead_sizes_.size() << ";  // collapsed dims above the row\n";
   src << "struct Args {\n  i64 rows, cols;\n  SinterIterShape lead;\n";
   for (size_t i = 0; i < inputs_.size(); ++i) {
     src << "  const " << storage_type(t(inputs_[i].tensor).dtype) << "* " << in_name(i) << ";  // '"
@@ -224,7 +227,7 @@ RegionKernels RowwiseGen::build() {
   // row sits in registers: the next row's bytes are in flight while this one reduces.
   staged_.assign(inputs_.size(), false);
   std::vector<int> staged_list;
-  if (anchor_ && in_registers_ &&
+  if (variant_ == RowwiseVariant::staged && anchor_ && in_registers_ &&
       (aop == OpKind::layernorm || aop == OpKind::rmsnorm || aop == OpKind::softmax)) {
     for (TensorId id : pro_loads) {
       const int i = input_index(id);
@@ -380,7 +383,7 @@ RegionKernels RowwiseGen::build() {
         << "__device__ __forceinline__ void issue_row(const Args& a, i64 row, int stage_, char* smem_) {\n";
     for (int i : staged_list) {
       const std::string ty = storage_type(t(inputs_[i].tensor).dtype);
-      src << "  { const i64 ro = offset_of<kIndex64>(a.lead, a.rows" << i << ", row);\n"
+      src << "  { const i64 ro = offset_of<kIndex64, kLeadRank>(a.lead, a.rows" << i << ", row);\n"
           << "    " << ty << "* dst = reinterpret_cast<" << ty << "*>(smem_ + stage_ * " << stage_size
           << " + " << stage_off[i] << ");\n"
           << "#pragma unroll\n    for (int k = 0; k < kItems; ++k) {\n"
@@ -410,7 +413,7 @@ RegionKernels RowwiseGen::build() {
         << staged_pointers("    ");
   }
   for (size_t i = 0; i < inputs_.size(); ++i) {
-    src << "    const i64 ro" << i << " = offset_of<kIndex64>(a.lead, a.rows" << i << ", row);\n";
+    src << "    const i64 ro" << i << " = offset_of<kIndex64, kLeadRank>(a.lead, a.rows" << i << ", row);\n";
   }
   for (size_t m = 0; m < row_exits_.size(); ++m) {
     src << "    float racc" << m << " = reduce_identity<"
@@ -440,24 +443,48 @@ RegionKernels RowwiseGen::build() {
       s << "      stat_ = block_reduce<" << kind << ">(p_, scratch); }\n";
       return s.str();
     };
-    src << "    float stat_, stat0 = 0.0f, stat1 = 1.0f;\n";
+    // This thread's own elements, for the one-pass statistics (row_stats.cuh).
+    auto over_own = [&](const std::string& update) {
+      return "#pragma unroll\n      for (int k = 0; k < kItems; ++k) {\n"
+             "        const i64 c0 = (static_cast<i64>(k) * kThreads + threadIdx.x) * kVec;\n"
+             "        if (c0 < a.cols) {\n#pragma unroll\n          for (int j = 0; j < kVec; ++j) { "
+             "const float x = xs[k][j]; " + update + "; }\n        }\n      }\n";
+    };
+    src << "    float stat_, stat0 = 0.0f, stat1 = 1.0f;\n    (void)stat_;\n";
     switch (aop) {
       case OpKind::layernorm:
-        src << over_x("0.0f", "p_ += x", "kReduceSum") << "    stat0 = stat_ * " << inv_cols << ";\n";
-        src << over_x("0.0f", "p_ += (x - stat0) * (x - stat0)", "kReduceSum")
-            << "    stat1 = rsqrtf(stat_ * " << inv_cols << " + " << eps << ");\n";
+        // mean and variance in one block reduction: per-thread (n, mean, M2), combined by Chan.
+        src << "    { float s_ = 0.0f, n_ = 0.0f;\n"
+            << "#pragma unroll\n      for (int k = 0; k < kItems; ++k) {\n"
+               "        if ((static_cast<i64>(k) * kThreads + threadIdx.x) * kVec < a.cols) n_ += kVec;\n      }\n"
+            << over_own("s_ += x")
+            << "      const float m_ = n_ > 0.0f ? __fdividef(s_, n_) : 0.0f;\n      float q_ = 0.0f;\n"
+            << over_own("q_ += (x - m_) * (x - m_)")
+            << "      __shared__ MeanM2 stats_[32];\n"
+            << "      const MeanM2 t_ = block_combine(MeanM2{n_, m_, q_}, stats_);\n"
+            << "      stat0 = t_.mean;\n      stat1 = rsqrtf(t_.m2 * " << inv_cols << " + " << eps
+            << "); }\n";
         break;
       case OpKind::rmsnorm:
         src << over_x("0.0f", "p_ += x * x", "kReduceSum") << "    stat1 = rsqrtf(stat_ * "
             << inv_cols << " + " << eps << ");\n";
         break;
       case OpKind::softmax:
-        src << over_x("reduce_identity<kReduceMax>()", "p_ = op_max(p_, x)", "kReduceMax")
-            << "    stat0 = stat_;\n";
-        // exp once per element: the sum pass keeps exp(x - max) in the registers for the output
-        src << over_x("0.0f", "xs[k][j] = exp2f((x - stat0) * 1.4426950408889634f); p_ += xs[k][j]",
-                      "kReduceSum")
-            << "    stat1 = 1.0f / stat_;\n";
+        // One block reduction of (max, sum of exp(x - max)): each thread exponentiates its
+        // elements once against its own max, keeps them in registers, and rescales them by
+        // exp(own max - row max) / row sum at the end. A thread whose elements are all -inf
+        // contributes an empty summary (a -inf-masked part of a row must not make NaN).
+        // fmaxf drops NaN from the max, but a NaN element still makes its exp and so the row's
+        // sum NaN, so NaN rows come out NaN as in the reference.
+        src << "    { float m_ = reduce_identity<kReduceMax>(), s_ = 0.0f;\n"
+            << over_own("m_ = fmaxf(m_, x)")
+            << "      const float mm_ = m_ == reduce_identity<kReduceMax>() ? 0.0f : m_;\n"
+            << "      const float ml_ = mm_ * 1.4426950408889634f;\n"
+            << over_own("xs[k][j] = fast_exp2(fmaf(x, 1.4426950408889634f, -ml_)); s_ += xs[k][j]")
+            << "      __shared__ MaxSum stats_[32];\n"
+            << "      const MaxSum t_ = block_combine(MaxSum{m_, s_}, stats_);\n"
+            << "      stat0 = t_.max;\n"
+            << "      stat1 = fast_exp2((mm_ - t_.max) * 1.4426950408889634f) / t_.sum; }\n";
         break;
       default: break;
     }
@@ -595,8 +622,9 @@ RegionKernels RowwiseGen::build() {
 
 }  // namespace
 
-RegionKernels build_rowwise(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
-  return RowwiseGen(g, r, dev).build();
+RegionKernels build_rowwise(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                            RowwiseVariant variant) {
+  return RowwiseGen(g, r, dev, variant).build();
 }
 
 }  // namespace sinter::jit

@@ -76,17 +76,22 @@ Support JitEngine::supports(const Graph& g, const fuse::Region& r) const {
 std::vector<Candidate> JitEngine::candidates(const Graph& g, const fuse::Region& r,
                                              const EngineContext& ctx) const {
   if (!supports(g, r).ok) return {};
-  const RegionKernels rk = build_region(g, r, ctx.device);
-  std::string desc;
-  for (const KernelSpec& k : rk.kernels) desc += (desc.empty() ? "" : "; ") + k.description;
-  return {Candidate{std::string(name()), 0, desc}};
+  std::vector<Candidate> out;
+  const int n = region_variants(g, r, ctx.device);
+  for (int v = 0; v < n; ++v) {
+    const RegionKernels rk = build_region(g, r, ctx.device, v);
+    std::string desc;
+    for (const KernelSpec& k : rk.kernels) desc += (desc.empty() ? "" : "; ") + k.description;
+    out.push_back(Candidate{std::string(name()), v, desc});
+  }
+  return out;
 }
 
 std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Region& r,
                                                  const Candidate& c, EngineContext& ctx) const {
   const Support s = supports(g, r);
   if (!s.ok) throw Error(ErrorCode::unsupported, "jit engine, region " + std::to_string(r.id) + ": " + s.reason);
-  RegionKernels rk = build_region(g, r, ctx.device);
+  RegionKernels rk = build_region(g, r, ctx.device, c.index);
   std::vector<JitStep::Loaded> loaded;
   int i = 0;
   for (KernelSpec& spec : rk.kernels) {
@@ -112,14 +117,33 @@ std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Reg
   return std::make_unique<JitStep>(std::move(loaded), rk.workspace_bytes);
 }
 
-RegionKernels build_region(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+namespace {
+
+bool runs_rowwise(const fuse::Region& r) {
+  if (r.kind == fuse::RegionKind::rowwise) return true;
+  if (r.kind != fuse::RegionKind::pointwise) return false;
+  return std::any_of(r.reductions.begin(), r.reductions.end(),
+                     [](const fuse::ExitReduce& e) { return e.pattern == fuse::ExitReduction::rows; });
+}
+
+}  // namespace
+
+int region_variants(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+  if (!runs_rowwise(r)) return 1;
+  // The staged variant exists when staging applies; otherwise it would repeat the direct one.
+  const RegionKernels staged = build_rowwise(g, r, dev, RowwiseVariant::staged);
+  return staged.kernels.front().launch.dynamic_shared_memory > 0 ? 2 : 1;
+}
+
+RegionKernels build_region(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                           int variant) {
+  if (variant < 0 || variant >= region_variants(g, r, dev)) {
+    throw Error(ErrorCode::invalid_argument, "jit engine: region " + std::to_string(r.id) +
+                                                 " has no candidate " + std::to_string(variant));
+  }
+  if (runs_rowwise(r)) return build_rowwise(g, r, dev, static_cast<RowwiseVariant>(variant));
   switch (r.kind) {
-    case fuse::RegionKind::pointwise: {
-      for (const fuse::ExitReduce& e : r.reductions) {
-        if (e.pattern == fuse::ExitReduction::rows) return build_rowwise(g, r, dev);
-      }
-      return build_pointwise(g, r, dev);
-    }
+    case fuse::RegionKind::pointwise: return build_pointwise(g, r, dev);
     case fuse::RegionKind::rowwise: return build_rowwise(g, r, dev);
     case fuse::RegionKind::reduction: return build_reduction(g, r, dev);
     case fuse::RegionKind::layout:
