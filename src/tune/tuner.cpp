@@ -131,9 +131,10 @@ TuneReport tune(const Graph& g, const fuse::Partition& p, const std::vector<cons
       const size_t keep = o.mode == TuneMode::exhaustive ? cands.size()
                           : o.mode == TuneMode::fast     ? std::min<size_t>(cands.size(), o.top_k)
                                                          : std::min<size_t>(cands.size(), 1);
-      if (o.mode == TuneMode::heuristic && o.candidate > 0 &&
-          static_cast<size_t>(o.candidate) < cands.size()) {
-        all.push_back({e, cands[o.candidate]});
+      if (o.mode == TuneMode::heuristic && o.candidate >= 0) {
+        for (const Candidate& c : cands) {
+          if (c.index == o.candidate) all.push_back({e, c});
+        }
       }
       for (size_t i = 0; i < keep; ++i) all.push_back({e, cands[i]});
       if (o.mode == TuneMode::heuristic && !all.empty()) break;

@@ -27,7 +27,7 @@ std::vector<std::string> compile_all(Graph& g) {
   const fuse::Partition p = fuse::partition_graph(g);
   std::vector<std::string> descs;
   for (const fuse::Region& r : p.regions) {
-    for (int v = 0; v < jit::region_variants(g, r, fake_h200()); ++v) {
+    for (int v : jit::region_variants(g, r, fake_h200())) {
     const jit::RegionKernels rk = jit::build_region(g, r, fake_h200(), v);
     for (const jit::KernelSpec& k : rk.kernels) {
       SCOPED_TRACE(k.description + "\n" + k.source);

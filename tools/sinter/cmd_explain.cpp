@@ -37,7 +37,7 @@ void write_kernels(const Graph& g, const fuse::Partition& p, const std::string& 
   dev.arch = "sm_90a";
   std::filesystem::create_directories(dir);
   for (const fuse::Region& r : p.regions) {
-    for (int v = 0; v < jit::region_variants(g, r, dev); ++v) {
+    for (int v : jit::region_variants(g, r, dev)) {
     const jit::RegionKernels rk = jit::build_region(g, r, dev, v);
     for (size_t k = 0; k < rk.kernels.size(); ++k) {
       const std::string path = dir + "/region" + std::to_string(r.id) + "_v" + std::to_string(v) +

@@ -3,30 +3,47 @@
 // launch shape and arguments from the actual sizes.
 #pragma once
 
+#include <vector>
+
 #include "cuda/device.hpp"
 #include "engines/jit/kernel_spec.hpp"
 #include "fuse/region.hpp"
 
 namespace sinter::jit {
 
-RegionKernels build_pointwise(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-// Row-wise variants: 0 keeps the row in registers and loads it directly; 1 also fetches the next
-// row's prologue inputs into shared memory with cp.async while this row reduces (when that
-// applies: a register-resident norm or softmax row). Which is faster depends on the row length
-// and the prologue; the tuner times both.
-enum class RowwiseVariant { direct = 0, staged = 1 };
+// Pointwise tiles: `unroll` vectors per thread per tile, all loaded before any is used (the
+// bytes each thread keeps in flight).
+struct PointwiseVariant {
+  int unroll = 4;
+};
+
+// How a row-wise kernel is shaped. `staged`: the next row's prologue inputs are fetched into
+// shared memory with cp.async while this row reduces (applies to register-resident norm and
+// softmax rows). `max_threads`: a register-resident row is split over at most this many threads
+// (fewer, longer per-thread slices below it). Which is fastest depends on the row length, the
+// prologue and the GPU; the jit engine offers the distinct ones as candidates and the tuner
+// times them.
+struct RowwiseVariant {
+  bool staged = false;
+  int max_threads = 256;
+};
+
+RegionKernels build_pointwise(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                              PointwiseVariant variant = {});
 RegionKernels build_rowwise(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-                            RowwiseVariant variant = RowwiseVariant::direct);
+                            RowwiseVariant variant = {});
 RegionKernels build_reduction(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_matmul(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_conv(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_sdpa(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 
-// Dispatches on the region kind. `variant` numbers the jit engine's candidates for the region
-// (0 is the generator's default); region_variants says how many there are.
+// Dispatches on the region kind. `variant` numbers the jit engine's candidates for the region:
+// 0 is the generator's default; region_variants lists the numbers that give distinct kernels
+// (0 first).
 RegionKernels build_region(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                            int variant = 0);
-int region_variants(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+std::vector<int> region_variants(const Graph& g, const fuse::Region& r,
+                                 const cuda::DeviceProperties& dev);
 
 }  // namespace sinter::jit

@@ -29,13 +29,13 @@ const char* access_name(Access a) {
 }
 
 constexpr int kBlock = 256;
-constexpr int kUnroll = 4;
 
 }  // namespace
 
 RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
-                              const cuda::DeviceProperties& dev) {
+                              const cuda::DeviceProperties& dev, PointwiseVariant variant) {
   using Src = PointerSlot::Source;
+  const int kUnroll = variant.unroll;
   for (const fuse::ExitReduce& e : r.reductions) {
     if (e.pattern != fuse::ExitReduction::global) {
       throw Error(ErrorCode::internal, "build_pointwise: only global exit reductions");

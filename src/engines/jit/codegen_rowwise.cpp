@@ -135,7 +135,7 @@ void RowwiseGen::plan() {
   }
   const int64_t vectors = (cols_ + vec_ - 1) / vec_;
   items_ = 1;
-  while ((vectors + items_ - 1) / items_ > 256 && items_ < 8) items_ *= 2;
+  while ((vectors + items_ - 1) / items_ > variant_.max_threads && items_ < 8) items_ *= 2;
   const int64_t per_thread = (vectors + items_ - 1) / items_;
   in_registers_ = per_thread <= 1024 && !rope;
   threads_ = static_cast<int>(std::clamp<int64_t>((per_thread + 31) / 32 * 32, 32, 1024));
@@ -227,7 +227,7 @@ RegionKernels RowwiseGen::build() {
   // row sits in registers: the next row's bytes are in flight while this one reduces.
   staged_.assign(inputs_.size(), false);
   std::vector<int> staged_list;
-  if (variant_ == RowwiseVariant::staged && anchor_ && in_registers_ &&
+  if (variant_.staged && anchor_ && in_registers_ &&
       (aop == OpKind::layernorm || aop == OpKind::rmsnorm || aop == OpKind::softmax)) {
     for (TensorId id : pro_loads) {
       const int i = input_index(id);

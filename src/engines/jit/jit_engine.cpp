@@ -1,6 +1,8 @@
 #include "engines/jit/jit_engine.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <string>
 
 #include "engines/jit/codegen.hpp"
 #include "sinter/error.hpp"
@@ -62,6 +64,15 @@ class JitStep : public PreparedStep {
 
 }  // namespace
 
+// The grid of a persistent kernel: at most `resident` CTAs, each taking the same number of work
+// items (up to one), so no last round runs on a few CTAs while the rest of the GPU idles:
+// 16384 rows on 528 resident CTAs are 32 rounds for 512 CTAs, not 31 rounds plus 16 rows.
+int64_t balanced_grid(int64_t work, int64_t resident) {
+  if (work <= 0) return 1;
+  const int64_t rounds = (work + resident - 1) / resident;
+  return std::clamp<int64_t>((work + rounds - 1) / rounds, 1, resident);
+}
+
 Support JitEngine::supports(const Graph& g, const fuse::Region& r) const {
   for (const fuse::ExitReduce& e : r.reductions) {
     const TensorInfo& out = g.tensor(g.node(e.node).outputs[0]);
@@ -77,8 +88,7 @@ std::vector<Candidate> JitEngine::candidates(const Graph& g, const fuse::Region&
                                              const EngineContext& ctx) const {
   if (!supports(g, r).ok) return {};
   std::vector<Candidate> out;
-  const int n = region_variants(g, r, ctx.device);
-  for (int v = 0; v < n; ++v) {
+  for (int v : region_variants(g, r, ctx.device)) {
     const RegionKernels rk = build_region(g, r, ctx.device, v);
     std::string desc;
     for (const KernelSpec& k : rk.kernels) desc += (desc.empty() ? "" : "; ") + k.description;
@@ -109,7 +119,7 @@ std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Reg
       const int per_sm = kernel.max_active_blocks_per_sm(static_cast<int>(spec.launch.block.x),
                                                          spec.launch.dynamic_shared_memory);
       const int64_t resident = int64_t{std::max(per_sm, 1)} * ctx.device.sm_count;
-      spec.launch.grid = dim3(static_cast<unsigned>(std::clamp<int64_t>(spec.persistent_work, 1, resident)));
+      spec.launch.grid = dim3(static_cast<unsigned>(balanced_grid(spec.persistent_work, resident)));
       spec.description += " grid" + std::to_string(spec.launch.grid.x);
     }
     loaded.push_back({std::move(spec), std::move(lib), kernel});
@@ -128,20 +138,45 @@ bool runs_rowwise(const fuse::Region& r) {
 
 }  // namespace
 
-int region_variants(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
-  if (!runs_rowwise(r)) return 1;
-  // The staged variant exists when staging applies; otherwise it would repeat the direct one.
-  const RegionKernels staged = build_rowwise(g, r, dev, RowwiseVariant::staged);
-  return staged.kernels.front().launch.dynamic_shared_memory > 0 ? 2 : 1;
+namespace {
+
+// The variant tables: candidate number -> generator knobs. Index 0 is each generator's default.
+constexpr RowwiseVariant kRowwiseVariants[] = {
+    {false, 256}, {true, 256}, {false, 512}, {true, 512}, {false, 1024}, {true, 1024}};
+constexpr PointwiseVariant kPointwiseVariants[] = {{4}, {8}, {2}};
+
+int variant_count(const fuse::Region& r) {
+  if (runs_rowwise(r)) return static_cast<int>(std::size(kRowwiseVariants));
+  if (r.kind == fuse::RegionKind::pointwise) return static_cast<int>(std::size(kPointwiseVariants));
+  return 1;
+}
+
+}  // namespace
+
+std::vector<int> region_variants(const Graph& g, const fuse::Region& r,
+                                 const cuda::DeviceProperties& dev) {
+  // Knobs that do not apply to a region give the same kernel as a lower number: keep the first.
+  std::vector<int> out;
+  std::vector<std::string> seen;
+  for (int v = 0; v < variant_count(r); ++v) {
+    const RegionKernels rk = build_region(g, r, dev, v);
+    std::string key;
+    for (const KernelSpec& k : rk.kernels) key += k.source + "\n" + k.description;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(std::move(key));
+    out.push_back(v);
+  }
+  return out;
 }
 
 RegionKernels build_region(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                            int variant) {
-  if (variant < 0 || variant >= region_variants(g, r, dev)) {
+  if (variant < 0 || variant >= variant_count(r)) {
     throw Error(ErrorCode::invalid_argument, "jit engine: region " + std::to_string(r.id) +
                                                  " has no candidate " + std::to_string(variant));
   }
-  if (runs_rowwise(r)) return build_rowwise(g, r, dev, static_cast<RowwiseVariant>(variant));
+  if (runs_rowwise(r)) return build_rowwise(g, r, dev, kRowwiseVariants[variant]);
+  if (r.kind == fuse::RegionKind::pointwise) return build_pointwise(g, r, dev, kPointwiseVariants[variant]);
   switch (r.kind) {
     case fuse::RegionKind::pointwise: return build_pointwise(g, r, dev);
     case fuse::RegionKind::rowwise: return build_rowwise(g, r, dev);
