@@ -2,7 +2,7 @@
 // why it declines the others (the reason shows in the fallback's description), the TMA tensor
 // maps it asks for, and that its generated sources compile for sm_90a with no register spills
 // (ptxas's report through NVRTC). Numerics are checked on the GPU (tests/gpu, GpuHopperGemm).
-// With SINTER_DUMP_CUBIN_DIR set, the fused kernel's cubin is written there for nvdisasm.
+// With SINTER_DUMP_CUBIN_DIR set, the kernels' cubins (for nvdisasm) and sources are written there.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -139,6 +139,7 @@ TEST(JitMatmulSm90, CompilesWithoutSpills) {
                                  (epilogue ? "_epilogue" : "") + ".cubin";
         std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
             .write(res.cubin.data(), static_cast<std::streamsize>(res.cubin.size()));
+        std::ofstream(std::filesystem::path(dir) / (name + ".cu")) << k.source;
       }
     }
   }
