@@ -38,6 +38,16 @@ RegionKernels build_matmul(const Graph& g, const fuse::Region& r, const cuda::De
 RegionKernels build_conv(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_sdpa(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 
+// Matmul variants, best first: the Hopper warp-specialized TMA + wgmma kernel where it applies
+// (codegen_matmul_sm90.cpp), then the generic mma.sync tile. Where the Hopper kernel does not
+// apply, the one variant's description says why (the fallback is reported, never silent).
+int matmul_variants(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+RegionKernels build_matmul_variant(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                                   int variant);
+// Why the Hopper GEMM cannot run this region ("" when it can).
+std::string sm90_gemm_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+
 // Dispatches on the region kind. `variant` numbers the jit engine's candidates for the region:
 // 0 is the generator's default; region_variants lists the numbers that give distinct kernels
 // (0 first).

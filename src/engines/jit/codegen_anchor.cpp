@@ -29,6 +29,19 @@ void ArgsWriter::reduce_slot(const ExitSlot& slot, const std::string& name) {
   add("SinterReduceSlot", name, spec_.pointers[first].arg_offset - offsetof(SinterReduceSlot, acc));
 }
 
+namespace {
+// Host image of SinterTensorMap: 128 opaque bytes, 64-byte aligned (CUtensorMap's rules).
+struct alignas(64) HostTensorMap {
+  unsigned char bytes[128];
+};
+}  // namespace
+
+void ArgsWriter::tensor_map(const std::string& name, TensorMapSlot slot) {
+  slot.arg_offset = spec_.args.add(HostTensorMap{});
+  spec_.tensor_maps.push_back(slot);
+  add("SinterTensorMap", name, slot.arg_offset);
+}
+
 std::string ArgsWriter::finish() {
   spec_.args.finish();
   std::ostringstream s;
@@ -167,30 +180,31 @@ std::string AnchorEpilogue::element(const std::string& value, const std::string&
 }
 
 std::string AnchorEpilogue::gemm_tile(const std::string& grow0, const std::string& rows_valid,
-                                      const std::string& gcol0, const std::string& cols_valid) const {
+                                      const std::string& gcol0, const std::string& cols_valid,
+                                      const GemmTileScope& sc) const {
   using fuse::ExitReduction;
   auto kind_of = [&](size_t m) { return reduce_kind(g_.node(exits_[m].exit.node).op); };
   std::ostringstream s;
   s << "  {  // epilogue: warp w takes tile rows w, w + 8, ...; lane takes columns lane + 32 j\n"
     << "    const float* cs = reinterpret_cast<const float*>(smem);\n"
-    << "    const int warp_ = threadIdx.x >> 5, lane_ = threadIdx.x & 31;\n"
+    << "    const int tid_ = " << sc.tid << ", warp_ = tid_ >> 5, lane_ = tid_ & 31;\n"
     << "    const i64 grow0 = " << grow0 << ", gcol0 = " << gcol0 << ";\n"
     << "    const int rows_valid = " << rows_valid << ", cols_valid = " << cols_valid << ";\n";
   for (size_t m = 0; m < exits_.size(); ++m) {
     if (exits_[m].exit.pattern != ExitReduction::columns) continue;
-    s << "    float cacc" << m << "[kGemmBN / 32];\n#pragma unroll\n    for (int j = 0; j < kGemmBN / 32; ++j) cacc"
+    s << "    float cacc" << m << "[" << sc.bn << " / 32];\n#pragma unroll\n    for (int j = 0; j < " << sc.bn << " / 32; ++j) cacc"
       << m << "[j] = reduce_identity<" << kind_of(m) << ">();\n";
   }
-  s << "    for (int rr = warp_; rr < rows_valid; rr += kGemmThreads / 32) {\n"
+  s << "    for (int rr = warp_; rr < rows_valid; rr += " << sc.threads << " / 32) {\n"
     << "      const i64 grow = grow0 + rr;\n" << row_offsets("      ");
   for (size_t m = 0; m < exits_.size(); ++m) {
     if (exits_[m].exit.pattern != ExitReduction::rows) continue;
     s << "      float racc" << m << " = reduce_identity<" << kind_of(m) << ">();\n";
   }
-  s << "#pragma unroll\n      for (int j = 0; j < kGemmBN / 32; ++j) {\n"
+  s << "#pragma unroll\n      for (int j = 0; j < " << sc.bn << " / 32; ++j) {\n"
     << "        const int cc = lane_ + 32 * j;\n        const bool valid = cc < cols_valid;\n"
     << "        const i64 col = gcol0 + cc;\n"
-    << element("cs[rr * kGemmLdC + cc]", "        ") << "      }\n";
+    << element("cs[rr * " + sc.ldc + " + cc]", "        ") << "      }\n";
   for (size_t m = 0; m < exits_.size(); ++m) {
     if (exits_[m].exit.pattern != ExitReduction::rows) continue;
     // one atomic per row per tile; rows are warp-uniform, so the whole warp shuffles
@@ -201,15 +215,15 @@ std::string AnchorEpilogue::gemm_tile(const std::string& grow0, const std::strin
   for (size_t m = 0; m < exits_.size(); ++m) {
     if (exits_[m].exit.pattern != ExitReduction::columns) continue;
     // per column: the 8 warps' partials meet in shared memory, then one atomic per tile
-    s << "    {\n      __shared__ float xred[(kGemmThreads / 32) * kGemmBN];\n"
-      << "      __syncthreads();  // a previous user of xred is done\n"
-      << "#pragma unroll\n      for (int j = 0; j < kGemmBN / 32; ++j) xred[warp_ * kGemmBN + lane_ + 32 * j] = cacc"
-      << m << "[j];\n      __syncthreads();\n"
-      << "      if (static_cast<int>(threadIdx.x) < cols_valid) {\n"
-      << "        float t_ = xred[threadIdx.x];\n"
-      << "        for (int w = 1; w < kGemmThreads / 32; ++w) t_ = reduce_combine<" << kind_of(m)
-      << ">(t_, xred[w * kGemmBN + threadIdx.x]);\n"
-      << "        accumulate_atomic<" << kind_of(m) << ">(a.red" << m << ".acc + gcol0 + threadIdx.x, t_);\n"
+    s << "    {\n      __shared__ float xred[(" << sc.threads << " / 32) * " << sc.bn << "];\n"
+      << "      " << sc.sync << "  // a previous user of xred is done\n"
+      << "#pragma unroll\n      for (int j = 0; j < " << sc.bn << " / 32; ++j) xred[warp_ * " << sc.bn << " + lane_ + 32 * j] = cacc"
+      << m << "[j];\n      " << sc.sync << "\n"
+      << "      if (static_cast<int>(tid_) < cols_valid) {\n"
+      << "        float t_ = xred[tid_];\n"
+      << "        for (int w = 1; w < " << sc.threads << " / 32; ++w) t_ = reduce_combine<" << kind_of(m)
+      << ">(t_, xred[w * " << sc.bn << " + tid_]);\n"
+      << "        accumulate_atomic<" << kind_of(m) << ">(a.red" << m << ".acc + gcol0 + tid_, t_);\n"
       << "      }\n    }\n";
   }
   s << "  }\n";

@@ -25,6 +25,8 @@ class ArgsWriter {
   void pointer(const std::string& type, const std::string& name, PointerSlot::Source source,
                int index, int alignment);
   void reduce_slot(const ExitSlot& slot, const std::string& name);
+  // A SinterTensorMap field (kernels/common/hopper.cuh), encoded at launch from `slot`.
+  void tensor_map(const std::string& name, TensorMapSlot slot);
   // Finishes packing; returns the struct and its size check.
   std::string finish();
 
@@ -36,6 +38,16 @@ class ArgsWriter {
   void add(const std::string& type, const std::string& name, size_t offset);
   KernelSpec& spec_;
   std::vector<Field> fields_;
+};
+
+// Who runs a GEMM-tile epilogue: `threads` threads numbered by `tid`, synchronized by `sync`,
+// over a C tile of kGemmBN-style constants `bn` columns with rows `ldc` floats apart.
+struct GemmTileScope {
+  std::string threads = "kGemmThreads";
+  std::string tid = "threadIdx.x";
+  std::string sync = "__syncthreads();";
+  std::string bn = "kGemmBN";
+  std::string ldc = "kGemmLdC";
 };
 
 class AnchorEpilogue {
@@ -61,8 +73,11 @@ class AnchorEpilogue {
   // The GEMM-tile epilogue over the C tile `cs` (kGemmBM x kGemmBN, row length kGemmLdC) of the
   // kernels in kernels/gemm/simt_gemm.cuh. The expressions name the tile's first matrix row
   // (i64), its valid rows (int), its first column (i64) and its valid columns (int).
+  // `scope` names the threads that run it (all of the CTA by default; the consumer warpgroups of
+  // the Hopper kernel) and the tile constants.
   std::string gemm_tile(const std::string& grow0, const std::string& rows_valid,
-                        const std::string& gcol0, const std::string& cols_valid) const;
+                        const std::string& gcol0, const std::string& cols_valid,
+                        const GemmTileScope& scope = {}) const;
   // ", float& gacc0, ..." and ", gacc0, ..." for threading global partials through tile calls.
   std::string global_params() const;
   std::string global_args() const;

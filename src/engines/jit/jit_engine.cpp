@@ -4,11 +4,45 @@
 #include <iterator>
 #include <string>
 
+#include "cuda/check.hpp"
+#include "cuda/driver.hpp"
 #include "engines/jit/codegen.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter::jit {
 namespace {
+
+const char* slot_base(const Binding& b, PointerSlot::Source source, int index, size_t workspace_offset) {
+  switch (source) {
+    case PointerSlot::Source::input: return static_cast<const char*>(b.inputs.at(index));
+    case PointerSlot::Source::output: return static_cast<const char*>(b.outputs.at(index));
+    case PointerSlot::Source::workspace: return static_cast<const char*>(b.workspace) + workspace_offset;
+  }
+  return nullptr;
+}
+
+// Encodes a TMA tensor map for the bound buffer into the argument struct; only when the address
+// changed since the last launch (encoding is a driver call).
+void bind_tensor_map(KernelSpec& spec, TensorMapSlot& t, const Binding& b) {
+  const char* ptr = slot_base(b, t.source, t.index, 0) + t.byte_offset;
+  if (ptr == t.encoded_for) return;
+  if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) {
+    throw Error(ErrorCode::invalid_argument, "kernel '" + spec.description +
+                                                 "' reads an operand through TMA, which needs a 16-byte aligned "
+                                                 "address; the bound pointer is not");
+  }
+  CUtensorMap map;
+  const cuuint64_t dims[3] = {t.dims[0], t.dims[1], t.dims[2]};
+  const cuuint64_t strides[2] = {t.strides[0], t.strides[1]};
+  const cuuint32_t box[3] = {t.box[0], t.box[1], t.box[2]};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  SINTER_CU_CHECK(cuda::driver().tensor_map_encode_tiled(
+      &map, static_cast<CUtensorMapDataType>(t.data_type), 3, const_cast<char*>(ptr), dims, strides, box,
+      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  spec.args.set_bytes(t.arg_offset, &map, sizeof map);
+  t.encoded_for = ptr;
+}
 
 // One region's kernels, loaded, with their argument structs; launch rebinds the pointers.
 class JitStep : public PreparedStep {
@@ -23,20 +57,9 @@ class JitStep : public PreparedStep {
 
   void launch(const Binding& b, cudaStream_t stream) override {
     for (Loaded& k : kernels_) {
+      for (TensorMapSlot& t : k.spec.tensor_maps) bind_tensor_map(k.spec, t, b);
       for (const PointerSlot& p : k.spec.pointers) {
-        const char* base = nullptr;
-        switch (p.source) {
-          case PointerSlot::Source::input:
-            base = static_cast<const char*>(b.inputs.at(p.index));
-            break;
-          case PointerSlot::Source::output:
-            base = static_cast<const char*>(b.outputs.at(p.index));
-            break;
-          case PointerSlot::Source::workspace:
-            base = static_cast<const char*>(b.workspace) + p.workspace_offset;
-            break;
-        }
-        const char* ptr = base + p.byte_offset;
+        const char* ptr = slot_base(b, p.source, p.index, p.workspace_offset) + p.byte_offset;
         if (reinterpret_cast<uintptr_t>(ptr) % static_cast<uintptr_t>(p.alignment) != 0) {
           throw Error(ErrorCode::invalid_argument,
                       "kernel '" + k.spec.description + "' needs " + std::to_string(p.alignment) +
@@ -145,7 +168,8 @@ constexpr RowwiseVariant kRowwiseVariants[] = {
     {false, 256}, {true, 256}, {false, 512}, {true, 512}, {false, 1024}, {true, 1024}};
 constexpr PointwiseVariant kPointwiseVariants[] = {{4}, {8}, {2}};
 
-int variant_count(const fuse::Region& r) {
+int variant_count(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+  if (r.kind == fuse::RegionKind::matmul) return matmul_variants(g, r, dev);
   if (runs_rowwise(r)) return static_cast<int>(std::size(kRowwiseVariants));
   if (r.kind == fuse::RegionKind::pointwise) return static_cast<int>(std::size(kPointwiseVariants));
   return 1;
@@ -158,7 +182,7 @@ std::vector<int> region_variants(const Graph& g, const fuse::Region& r,
   // Knobs that do not apply to a region give the same kernel as a lower number: keep the first.
   std::vector<int> out;
   std::vector<std::string> seen;
-  for (int v = 0; v < variant_count(r); ++v) {
+  for (int v = 0; v < variant_count(g, r, dev); ++v) {
     const RegionKernels rk = build_region(g, r, dev, v);
     std::string key;
     for (const KernelSpec& k : rk.kernels) key += k.source + "\n" + k.description;
@@ -171,7 +195,7 @@ std::vector<int> region_variants(const Graph& g, const fuse::Region& r,
 
 RegionKernels build_region(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                            int variant) {
-  if (variant < 0 || variant >= variant_count(r)) {
+  if (variant < 0 || variant >= variant_count(g, r, dev)) {
     throw Error(ErrorCode::invalid_argument, "jit engine: region " + std::to_string(r.id) +
                                                  " has no candidate " + std::to_string(variant));
   }
@@ -183,7 +207,7 @@ RegionKernels build_region(const Graph& g, const fuse::Region& r, const cuda::De
     case fuse::RegionKind::reduction: return build_reduction(g, r, dev);
     case fuse::RegionKind::layout:
     case fuse::RegionKind::alias: return build_layout(g, r, dev);
-    case fuse::RegionKind::matmul: return build_matmul(g, r, dev);
+    case fuse::RegionKind::matmul: return build_matmul_variant(g, r, dev, variant);
     case fuse::RegionKind::conv: return build_conv(g, r, dev);
     case fuse::RegionKind::sdpa: return build_sdpa(g, r, dev);
   }

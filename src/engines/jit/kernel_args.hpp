@@ -19,14 +19,18 @@ class ArgPacker {
   template <typename T>
   size_t add(const T& value) {
     const size_t offset = align(alignof(T));
+    max_align_ = alignof(T) > max_align_ ? alignof(T) : max_align_;
     bytes_.resize(offset + sizeof(T));
     std::memcpy(bytes_.data() + offset, &value, sizeof(T));
     return offset;
   }
   size_t add_pointer(const void* p) { return add(p); }
   void set_pointer(size_t offset, const void* p) { std::memcpy(bytes_.data() + offset, &p, sizeof p); }
-  // Pads the struct to its alignment (8: every struct here holds 8-byte fields).
-  void finish() { bytes_.resize(align(8)); }
+  // Pads the struct to its alignment: 8 (every struct here holds 8-byte fields) or more when a
+  // field needs it (a 64-byte aligned TMA tensor map).
+  void finish() { bytes_.resize(align(max_align_)); }
+  // Overwrites `size` bytes at `offset` (a tensor map encoded at launch).
+  void set_bytes(size_t offset, const void* p, size_t size) { std::memcpy(bytes_.data() + offset, p, size); }
   const void* data() const { return bytes_.data(); }
   void* data() { return bytes_.data(); }
   size_t size() const { return bytes_.size(); }
@@ -34,6 +38,7 @@ class ArgPacker {
  private:
   size_t align(size_t a) const { return (bytes_.size() + a - 1) / a * a; }
   std::vector<std::byte> bytes_;
+  size_t max_align_ = 8;
 };
 
 SinterFastDivmod make_fast_divmod(uint32_t d);

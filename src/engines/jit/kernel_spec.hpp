@@ -20,6 +20,21 @@ struct PointerSlot {
   int64_t byte_offset = 0;      // added to the bound pointer (a slice, a concat part)
 };
 
+// A TMA tensor map (CUtensorMap, 128 bytes) in the argument struct, encoded at launch once the
+// buffer is known: a tiled 3D view {dims[0] innermost, dims[1], dims[2]} of 16-bit elements with
+// byte strides for dims 1 and 2, a box, and 128-byte swizzle.
+struct TensorMapSlot {
+  PointerSlot::Source source;
+  int index = 0;
+  int64_t byte_offset = 0;
+  size_t arg_offset = 0;
+  int data_type = 0;                // CUtensorMapDataType
+  uint64_t dims[3] = {1, 1, 1};
+  uint64_t strides[2] = {0, 0};     // bytes, dims 1 and 2
+  uint32_t box[3] = {1, 1, 1};
+  const void* encoded_for = nullptr;  // the address the packed map holds (re-encoded on change)
+};
+
 struct KernelSpec {
   std::string entry = "sinter_region";  // the extern "C" kernel
   std::string source;
@@ -31,6 +46,7 @@ struct KernelSpec {
   int64_t persistent_work = 0;
   ArgPacker args;
   std::vector<PointerSlot> pointers;
+  std::vector<TensorMapSlot> tensor_maps;
 };
 
 // A region's kernels, launched in order, and the workspace they share.

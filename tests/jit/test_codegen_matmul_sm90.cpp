@@ -1,0 +1,149 @@
+// The Hopper GEMM variant of matmul regions (codegen_matmul_sm90.cpp): which regions it takes and
+// why it declines the others (the reason shows in the fallback's description), the TMA tensor
+// maps it asks for, and that its generated sources compile for sm_90a with no register spills
+// (ptxas's report through NVRTC). Numerics are checked on the GPU (tests/gpu, GpuHopperGemm).
+// With SINTER_DUMP_CUBIN_DIR set, the kernels' cubins (for nvdisasm) and sources are written there.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "cuda/nvrtc.hpp"
+#include "engines/jit/codegen.hpp"
+#include "fuse/region.hpp"
+#include "sinter/error.hpp"
+
+namespace sinter::jit {
+namespace {
+
+cuda::DeviceProperties h200() {
+  cuda::DeviceProperties d;
+  d.name = "H200 (assumed)";
+  d.sm_count = 132;
+  d.cc_major = 9;
+  d.arch = "sm_90a";
+  d.max_shared_memory_per_block_optin = 232448;
+  return d;
+}
+
+const fuse::Region& matmul_region(const Graph& g, const fuse::Partition& p) {
+  for (const fuse::Region& r : p.regions) {
+    if (r.kind == fuse::RegionKind::matmul) return r;
+  }
+  throw std::runtime_error("no matmul region in " + g.name());
+}
+
+// a [m, k] x b, with b [k, n] either k-contiguous (an [N, K] weight) or row-major
+Graph mm(DType t, int64_t m, int64_t n, int64_t k, bool b_k_contiguous, bool epilogue) {
+  Graph g("mm");
+  auto a = g.input("a", t, {m, k});
+  auto b = b_k_contiguous ? g.input("b", t, {k, n}, {1, k}) : g.input("b", t, {k, n});
+  auto y = g.matmul(a, b);
+  if (epilogue) {
+    auto bias = g.input("bias", t, {n});
+    y = g.gelu(g.add(y, bias));
+    g.output(g.amax(y), "amax");
+    g.output(g.sum(y, {-1}), "rows");
+    g.output(g.sum(y, {0}), "cols");
+  }
+  g.output(y, "y");
+  return g;
+}
+
+std::string why_not(const Graph& g, const cuda::DeviceProperties& dev = h200()) {
+  const fuse::Partition p = fuse::partition_graph(g);
+  return sm90_gemm_unsupported(g, matmul_region(g, p), dev);
+}
+
+TEST(JitMatmulSm90, TakesKContiguousBf16AndF16) {
+  EXPECT_EQ(why_not(mm(DType::bf16, 4096, 4096, 4096, true, false)), "");
+  EXPECT_EQ(why_not(mm(DType::f16, 333, 257, 136, true, true)), "");
+  EXPECT_EQ(why_not(mm(DType::bf16, 1, 1, 1, true, false)), "");  // size-1 dims need no strides
+}
+
+TEST(JitMatmulSm90, DeclinesWithAReason) {
+  EXPECT_NE(why_not(mm(DType::bf16, 64, 64, 64, false, false)).find("b is not k-contiguous"), std::string::npos);
+  EXPECT_NE(why_not(mm(DType::bf16, 64, 64, 100, true, false)).find("not a positive multiple of 16"), std::string::npos);
+  EXPECT_NE(why_not(mm(DType::f32, 64, 64, 64, true, false)).find("not both bf16 or both f16"), std::string::npos);
+  cuda::DeviceProperties a100 = h200();
+  a100.arch = "sm_80";
+  EXPECT_NE(why_not(mm(DType::bf16, 64, 64, 64, true, false), a100).find("needs sm_90a"), std::string::npos);
+  Graph g("broadcast_b");
+  auto a = g.input("a", DType::bf16, {4, 64, 64});
+  auto b = g.input("b", DType::bf16, {64, 64}, {1, 64});
+  g.output(g.matmul(a, b), "y");
+  EXPECT_NE(why_not(g).find("b is broadcast over the batch"), std::string::npos);
+
+  // the fallback variant is the generic tile and its description carries the reason
+  const Graph f = mm(DType::bf16, 64, 64, 64, false, false);
+  const fuse::Partition p = fuse::partition_graph(f);
+  const fuse::Region& r = matmul_region(f, p);
+  EXPECT_EQ(matmul_variants(f, r, h200()), 1);
+  const RegionKernels rk = build_matmul_variant(f, r, h200(), 0);
+  EXPECT_NE(rk.kernels.at(0).description.find("[sm90 gemm not used: b is not k-contiguous"), std::string::npos)
+      << rk.kernels.at(0).description;
+}
+
+TEST(JitMatmulSm90, BatchedTensorMaps) {
+  Graph g("batched");
+  auto a = g.input("a", DType::bf16, {3, 150, 72});
+  auto b = g.input("b", DType::bf16, {3, 72, 130}, {130 * 72, 1, 72});
+  g.output(g.matmul(a, b), "y");
+  const fuse::Partition p = fuse::partition_graph(g);
+  const fuse::Region& r = matmul_region(g, p);
+  ASSERT_EQ(matmul_variants(g, r, h200()), 2);
+  const RegionKernels rk = build_matmul_variant(g, r, h200(), 0);
+  const KernelSpec& k = rk.kernels.at(0);
+  ASSERT_EQ(k.tensor_maps.size(), 2u);
+  const TensorMapSlot& ta = k.tensor_maps[0];
+  const TensorMapSlot& tb = k.tensor_maps[1];
+  EXPECT_EQ(ta.dims[0], 72u);
+  EXPECT_EQ(ta.dims[1], 150u);
+  EXPECT_EQ(ta.dims[2], 3u);
+  EXPECT_EQ(ta.strides[0], 72u * 2);
+  EXPECT_EQ(ta.strides[1], 150u * 72 * 2);
+  EXPECT_EQ(tb.dims[1], 130u);
+  EXPECT_EQ(tb.strides[0], 72u * 2);
+  EXPECT_EQ(tb.strides[1], 130u * 72 * 2);
+  EXPECT_EQ(ta.arg_offset % 64, 0u);
+  EXPECT_EQ(tb.arg_offset % 64, 0u);
+  EXPECT_EQ(k.args.size() % 64, 0u);
+  EXPECT_EQ(k.launch.block.x, 384u);
+  // variant 1 is the generic tile, for the tuner to time against
+  EXPECT_EQ(build_matmul_variant(g, r, h200(), 1).kernels.at(0).description.find("sm90"), std::string::npos);
+}
+
+TEST(JitMatmulSm90, CompilesWithoutSpills) {
+  for (bool epilogue : {false, true}) {
+    for (DType t : {DType::bf16, DType::f16}) {
+      const Graph g = mm(t, 333, 257, 136, true, epilogue);
+      const fuse::Partition p = fuse::partition_graph(g);
+      const RegionKernels rk = build_matmul_variant(g, matmul_region(g, p), h200(), 0);
+      const KernelSpec& k = rk.kernels.at(0);
+      ASSERT_NE(k.description.find("sm90 wgmma"), std::string::npos) << k.description;
+      cuda::CompileOptions opts;
+      opts.arch = "sm_90a";
+      opts.extra_options = {"--ptxas-options=-v"};
+      cuda::CompileResult res;
+      try {
+        res = cuda::compile_cuda("sm90_gemm.cu", k.source, opts);
+      } catch (const Error& e) {
+        FAIL() << k.description << " does not compile:\n" << e.message() << "\n---- source ----\n" << k.source;
+      }
+      EXPECT_FALSE(res.cubin.empty());
+      std::printf("  %s\n%s", k.description.c_str(), res.log.c_str());
+      EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
+      if (const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR")) {
+        const std::string name = std::string("sm90_gemm_") + (t == DType::bf16 ? "bf16" : "f16") +
+                                 (epilogue ? "_epilogue" : "") + ".cubin";
+        std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
+            .write(res.cubin.data(), static_cast<std::streamsize>(res.cubin.size()));
+        std::ofstream(std::filesystem::path(dir) / (name + ".cu")) << k.source;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sinter::jit
