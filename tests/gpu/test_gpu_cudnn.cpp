@@ -1,0 +1,142 @@
+// The cuDNN engine on the GPU against the CPU reference: fused flash attention at odd lengths
+// (not multiples of any tile), GQA, decode (Sq = 1), both causal alignments, a bias, stored
+// statistics, strided (BSHD) views, f16 and bf16; the step must really run on cuDNN.
+#include "engines/cudnn/cudnn_engine.hpp"
+#include "engines/cudnn/cudnn_library.hpp"
+#include "gpu/region_check.hpp"
+
+namespace sinter::testing {
+namespace {
+
+class GpuCudnn : public GpuRegions {
+ protected:
+  void SetUp() override {
+    GpuRegions::SetUp();
+    if (IsSkipped()) return;
+    const cudnn::Library& lib = cudnn::library();
+    if (!lib.loaded) GTEST_SKIP() << "cuDNN not found (" << lib.reason << ")";
+    std::printf("  cuDNN %s from %s\n", cudnn::version_string().c_str(), lib.path.c_str());
+  }
+
+  void check_on_cudnn(Graph g, double scale = 1.0) {
+    ExecutorOptions opts;
+    opts.engine = "cudnn";
+    g.validate();
+    {
+      StreamExecutor ex(g, shared_cache(), opts);
+      bool used = false;
+      for (const StepInfo& s : ex.steps()) {
+        if (s.engine == "cudnn") used = true;
+        std::printf("  step %d %s [%s] %s\n", s.region, s.kind.c_str(), s.engine.c_str(), s.description.c_str());
+      }
+      EXPECT_TRUE(used) << "no step ran on cuDNN";
+    }
+    check(std::move(g), scale, opts);
+  }
+};
+
+struct Case {
+  DType dtype;
+  int64_t b, h, hkv, sq, skv, d, dv;
+  CausalMask causal;
+  bool bias, stats, bshd;
+  std::optional<double> scale;
+};
+
+Graph sdpa_graph(const Case& c) {
+  Graph g("cudnn_sdpa_b" + std::to_string(c.b) + "h" + std::to_string(c.h) + "/" +
+          std::to_string(c.hkv) + "_sq" + std::to_string(c.sq) + "_skv" + std::to_string(c.skv) +
+          "_d" + std::to_string(c.d) + "_" + std::string(to_string(c.causal)));
+  // bshd: q, k, v are views of [B, S, H, D] buffers, as models store them
+  auto view = [&](const char* name, int64_t heads, int64_t s, int64_t d) {
+    if (!c.bshd) return g.input(name, c.dtype, {c.b, heads, s, d});
+    return g.input(name, c.dtype, {c.b, heads, s, d}, {s * heads * d, d, heads * d, 1});
+  };
+  auto q = view("q", c.h, c.sq, c.d);
+  auto k = view("k", c.hkv, c.skv, c.d);
+  auto v = view("v", c.hkv, c.skv, c.dv);
+  std::optional<Tensor> bias;
+  if (c.bias) bias = g.input("bias", c.dtype, {1, c.h, c.sq, c.skv});
+  auto r = g.sdpa(q, k, v, SdpaAttrs{.scale = c.scale, .causal = c.causal, .emit_stats = c.stats}, bias);
+  g.output(r.o, "o");
+  if (c.stats) g.output(r.stats, "stats");
+  return g;
+}
+
+TEST_F(GpuCudnn, SdpaOddShapes) {
+  const DType bf = DType::bf16, hf = DType::f16;
+  const Case cases[] = {
+      {bf, 2, 4, 2, 33, 70, 64, 64, CausalMask::none, false, false, false, {}},
+      {bf, 1, 2, 2, 129, 129, 128, 128, CausalMask::top_left, false, true, false, {}},
+      {bf, 2, 8, 2, 17, 300, 64, 64, CausalMask::bottom_right, false, true, false, {}},
+      {bf, 3, 8, 2, 1, 1000, 128, 128, CausalMask::bottom_right, false, false, false, {}},  // decode
+      {bf, 2, 4, 4, 45, 77, 64, 64, CausalMask::none, true, false, false, {}},
+      {bf, 1, 4, 4, 100, 61, 64, 64, CausalMask::top_left, true, true, false, 0.3},
+      {hf, 2, 6, 3, 95, 95, 128, 128, CausalMask::top_left, false, false, true, {}},
+      {hf, 1, 1, 1, 1, 1, 64, 64, CausalMask::none, false, true, false, {}},
+  };
+  for (const Case& c : cases) check_on_cudnn(sdpa_graph(c));
+}
+
+// cuDNN's Hopper attention supports a value head dim other than the query's; kept apart so a
+// refusal by an older cuDNN shows as its own failure.
+TEST_F(GpuCudnn, SdpaValueHeadDimDiffers) {
+  check_on_cudnn(sdpa_graph({DType::bf16, 2, 4, 2, 50, 90, 128, 64, CausalMask::none, false, true, false, {}}));
+}
+
+// The engine lists candidates from its heuristics, each with its knobs and notes, and every one
+// of them (not only the favourite) computes the right answer: each is prepared and launched
+// directly on poisoned outputs.
+TEST_F(GpuCudnn, EveryCandidateIsCorrect) {
+  Graph g = sdpa_graph({DType::bf16, 1, 4, 2, 70, 130, 64, 64, CausalMask::top_left, false, true, false, {}});
+  g.validate();
+  const fuse::Partition p = fuse::partition_graph(g);
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const TensorMap inputs = random_inputs(g, seed);
+  const TensorMap want = run_reference(g, inputs);
+  cudnn::CudnnEngine engine;
+  EngineContext ctx{shared_cache(), properties_};
+  for (const fuse::Region& r : p.regions) {
+    if (r.kind != fuse::RegionKind::sdpa) continue;
+    const auto cands = engine.candidates(g, r, ctx);
+    ASSERT_FALSE(cands.empty()) << "cuDNN offered no candidate for a plain causal sdpa";
+    std::vector<cuda::DeviceBuffer> in_bufs;
+    Binding bind;
+    for (TensorId t : r.inputs) {
+      const HostTensor& h = inputs.at(g.tensor(t).name);
+      in_bufs.emplace_back(h.storage_bytes());
+      in_bufs.back().copy_from_host(h.data(), h.storage_bytes());
+      bind.inputs.push_back(in_bufs.back().data());
+    }
+    for (const Candidate& c : cands) {
+      std::printf("  [%d] %s\n", c.index, c.description.c_str());
+      auto step = engine.prepare(g, r, c, ctx);
+      cuda::DeviceBuffer ws(step->workspace_bytes());
+      if (!ws.empty()) ws.memset(0);
+      std::vector<cuda::DeviceBuffer> out_bufs;
+      std::vector<HostTensor> got;
+      bind.outputs.clear();
+      for (TensorId t : r.outputs) {
+        const TensorInfo& info = g.tensor(t);
+        got.emplace_back(info.dtype, info.dims);
+        out_bufs.emplace_back(got.back().storage_bytes());
+        out_bufs.back().memset(0xff);  // poison: NaN in every float type
+        bind.outputs.push_back(out_bufs.back().data());
+      }
+      bind.workspace = ws.data();
+      step->launch(bind, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      for (size_t i = 0; i < r.outputs.size(); ++i) {
+        out_bufs[i].copy_to_host(got[i].data(), got[i].storage_bytes());
+        const TensorInfo& info = g.tensor(r.outputs[i]);
+        const double err = relative_l2_error(got[i], want.at(info.name));
+        std::printf("      %-6s rel L2 %.3g (bound %.3g)\n", info.name.c_str(), err, relative_l2_bound(info.dtype));
+        EXPECT_LE(err, relative_l2_bound(info.dtype)) << "candidate " << c.index << " output " << info.name;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sinter::testing
