@@ -1,7 +1,7 @@
 // Vendor-engine benchmarks (issue 5): sdpa through cuDNN's fused flash attention (D128 causal
 // and not, D64, decode with GQA 32/8) and the conv3x3 + bias + relu of the issue's target, each
 // forced onto cuDNN (a region it refuses falls back to jit, and the step says why) and on our
-// own kernels (jit) or whatever `auto` picks. One JSON object per
+// own kernels (jit). One JSON object per
 // line, beside bench/torch_vendor_baselines.py measured in the same run.
 //
 //   sinter_bench_vendor [--quick]
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
     const double flops = 2.0 * n * hw * hw * k * c * 9;
     const double bytes = 2.0 * (n * hw * hw * c + k * 9 * c + n * hw * hw * k);
     run_case("conv3x3_bias_relu", g, "cudnn", flops, bytes, cache, iters);
-    run_case("conv3x3_bias_relu", g, "auto", flops, bytes, cache, iters);
+    run_case("conv3x3_bias_relu", g, "jit", flops, bytes, cache, iters);
   }
   return 0;
 }

@@ -1,6 +1,7 @@
 // The cuDNN engine on the GPU against the CPU reference: fused flash attention at odd lengths
 // (not multiples of any tile), GQA, decode (Sq = 1), both causal alignments, a bias, stored
-// statistics, strided (BSHD) views, f16 and bf16; the step must really run on cuDNN.
+// statistics, strided (BSHD) views, f16 and bf16; conv with bias/relu/residual epilogues at odd
+// shapes, strides, padding and dilation. Every step must really run on cuDNN.
 #include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/cudnn/cudnn_library.hpp"
 #include "gpu/region_check.hpp"
@@ -135,6 +136,35 @@ TEST_F(GpuCudnn, EveryCandidateIsCorrect) {
         EXPECT_LE(err, relative_l2_bound(info.dtype)) << "candidate " << c.index << " output " << info.name;
       }
     }
+  }
+}
+
+// conv (NHWC, KRSC) with its epilogue chain: odd spatial sizes, strides, asymmetric padding,
+// dilation, 1x1 without epilogue, bias + relu, + residual.
+TEST_F(GpuCudnn, ConvEpilogueOddShapes) {
+  struct ConvCase {
+    int64_t n, h, w, c, k, r, s;
+    Conv2dAttrs at;
+    bool bias, relu, residual;
+  };
+  const ConvCase cases[] = {
+      {3, 13, 13, 32, 40, 3, 3, Conv2dAttrs{.pad_begin = {1, 1}, .pad_end = {1, 1}}, true, true, false},
+      {1, 7, 5, 64, 8, 1, 1, Conv2dAttrs{}, false, false, false},
+      {2, 15, 9, 16, 24, 3, 3, Conv2dAttrs{.stride = {2, 2}, .pad_begin = {1, 0}, .pad_end = {0, 1}}, true, true, true},
+      {2, 12, 12, 8, 16, 3, 3, Conv2dAttrs{.pad_begin = {2, 2}, .pad_end = {2, 2}, .dilation = {2, 2}}, true, false, true},
+  };
+  for (const ConvCase& c : cases) {
+    Graph g("cudnn_conv_" + std::to_string(c.h) + "x" + std::to_string(c.w) + "c" + std::to_string(c.c) +
+            "k" + std::to_string(c.k));
+    auto x = g.input("x", DType::bf16, {c.n, c.h, c.w, c.c});
+    auto w = g.input("w", DType::bf16, {c.k, c.r, c.s, c.c});
+    auto y = g.conv2d(x, w, c.at);
+    const Dims out_dims = g.tensor(y.id).dims;
+    if (c.bias) y = g.add(y, g.input("bias", DType::bf16, {c.k}));
+    if (c.relu) y = g.relu(y);
+    if (c.residual) y = g.add(y, g.input("res", DType::bf16, out_dims));
+    g.output(y, "y");
+    check_on_cudnn(std::move(g));
   }
 }
 

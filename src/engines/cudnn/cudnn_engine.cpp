@@ -1,7 +1,11 @@
 #include "engines/cudnn/cudnn_engine.hpp"
 
 #include <cstdio>
+#include <functional>
+#include <optional>
 
+#include "engines/cudnn/conv_graph.hpp"
+#include "engines/cudnn/conv_pattern.hpp"
 #include "engines/cudnn/engine_configs.hpp"
 #include "engines/cudnn/sdpa_graph.hpp"
 #include "engines/cudnn/sdpa_pattern.hpp"
@@ -10,35 +14,75 @@
 namespace sinter::cudnn {
 namespace {
 
-SdpaMatch match(const Graph& g, const fuse::Region& r) {
+// A region lowered for cuDNN: what to build, and which region buffer each device uid binds.
+struct Lowering {
+  std::string what;  // "sdpa [bf16 d128 causal(top_left)]"
+  struct Operand {
+    int64_t uid;
+    bool output;
+    int index;  // among the region's inputs or outputs
+  };
+  std::vector<Operand> operands;
+  std::function<std::unique_ptr<OperationGraph>()> build;
+};
+
+struct Match {
+  std::optional<Lowering> lowering;
+  std::string reason;
+};
+
+Match match(const Graph& g, const fuse::Region& r) {
   const Library& lib = library();
   if (!lib.loaded) return {std::nullopt, "cuDNN not found (" + lib.reason + ")"};
-  return match_sdpa(g, r, lib.version);
+  if (r.kind == fuse::RegionKind::sdpa) {
+    SdpaMatch m = match_sdpa(g, r, lib.version);
+    if (!m.pattern) return {std::nullopt, m.reason};
+    const SdpaPattern p = *m.pattern;
+    Lowering l;
+    l.what = "sdpa [" + p.summary + "]";
+    l.operands = {{kUidQ, false, p.q.input}, {kUidK, false, p.k.input}, {kUidV, false, p.v.input},
+                  {kUidO, true, p.o_output}};
+    if (p.stats_output >= 0) l.operands.push_back({kUidStats, true, p.stats_output});
+    if (p.bias) l.operands.push_back({kUidBias, false, p.bias->input});
+    l.build = [p] { return build_sdpa_operations(p); };
+    return {std::move(l), {}};
+  }
+  if (r.kind == fuse::RegionKind::conv) {
+    ConvMatch m = match_conv(g, r);
+    if (!m.pattern) return {std::nullopt, m.reason};
+    const ConvPattern p = *m.pattern;
+    Lowering l;
+    l.what = "conv [" + p.summary + "]";
+    l.operands = {{kConvUidX, false, p.x_input}, {kConvUidW, false, p.w_input}, {kConvUidY, true, p.y_output}};
+    for (size_t i = 0; i < p.epilogue.size(); ++i) {
+      if (p.epilogue[i].input >= 0) {
+        l.operands.push_back({kConvUidEpilogue + static_cast<int64_t>(i), false, p.epilogue[i].input});
+      }
+    }
+    l.build = [p] { return build_conv_operations(p); };
+    return {std::move(l), {}};
+  }
+  return {std::nullopt, "cuDNN lowers sdpa and conv (+bias, relu, residual) regions so far, not " +
+                            std::string(to_string(r.kind))};
 }
 
-std::string candidate_text(const SdpaPattern& p, const std::string& config) {
-  return "cudnn " + version_string() + " sdpa [" + p.summary + "] " + config;
+std::string candidate_text(const Lowering& l, const std::string& config) {
+  return "cudnn " + version_string() + " " + l.what + " " + config;
 }
 
 class CudnnStep : public PreparedStep {
  public:
-  CudnnStep(const SdpaPattern& p, std::unique_ptr<OperationGraph> graph, PlannedConfig config)
-      : p_(p), graph_(std::move(graph)), config_(std::move(config)) {}
+  CudnnStep(Lowering l, std::unique_ptr<OperationGraph> graph, PlannedConfig config)
+      : l_(std::move(l)), graph_(std::move(graph)), config_(std::move(config)) {}
 
   void launch(const Binding& bind, cudaStream_t stream) override {
     const Library& lib = library();
     SINTER_CUDNN_CHECK(lib.SetStream(handle(), stream));
-    std::vector<int64_t> uids{kUidQ, kUidK, kUidV, kUidO};
-    std::vector<void*> ptrs{const_cast<void*>(bind.inputs.at(p_.q.input)),
-                            const_cast<void*>(bind.inputs.at(p_.k.input)),
-                            const_cast<void*>(bind.inputs.at(p_.v.input)), bind.outputs.at(p_.o_output)};
-    if (p_.stats_output >= 0) {
-      uids.push_back(kUidStats);
-      ptrs.push_back(bind.outputs.at(p_.stats_output));
-    }
-    if (p_.bias) {
-      uids.push_back(kUidBias);
-      ptrs.push_back(const_cast<void*>(bind.inputs.at(p_.bias->input)));
+    std::vector<int64_t> uids;
+    std::vector<void*> ptrs;
+    for (const Lowering::Operand& o : l_.operands) {
+      uids.push_back(o.uid);
+      ptrs.push_back(o.output ? bind.outputs.at(o.index) : const_cast<void*>(bind.inputs.at(o.index)));
     }
     // By-value scalars: cuDNN reads them from host memory through these pointers.
     for (OperationGraph::Scalar& s : graph_->scalars) {
@@ -62,31 +106,37 @@ class CudnnStep : public PreparedStep {
     }
   }
   size_t workspace_bytes() const override { return static_cast<size_t>(config_.workspace); }
-  std::string describe() const override { return candidate_text(p_, config_.description); }
+  std::string describe() const override { return candidate_text(l_, config_.description); }
 
  private:
-  SdpaPattern p_;
+  Lowering l_;
   std::unique_ptr<OperationGraph> graph_;
   PlannedConfig config_;
 };
+
+std::unique_ptr<OperationGraph> build_graph(const Lowering& l) {
+  auto g = l.build();
+  finalize_graph(*g, handle());
+  return g;
+}
 
 }  // namespace
 
 std::string cudnn_version() { return version_string(); }
 
 Support CudnnEngine::supports(const Graph& g, const fuse::Region& r) const {
-  const SdpaMatch m = match(g, r);
-  return m.pattern ? Support::yes() : Support::no(m.reason);
+  const Match m = match(g, r);
+  return m.lowering ? Support::yes() : Support::no(m.reason);
 }
 
 std::vector<Candidate> CudnnEngine::candidates(const Graph& g, const fuse::Region& r,
                                                const EngineContext&) const {
-  const SdpaMatch m = match(g, r);
-  if (!m.pattern) return {};
+  const Match m = match(g, r);
+  if (!m.lowering) return {};
   std::unique_ptr<OperationGraph> graph;
   ConfigList list;
   try {
-    graph = build_sdpa_graph(*m.pattern, handle());
+    graph = build_graph(*m.lowering);
     list = plan_configs(*graph->graph, handle(), max_candidates_);
   } catch (const Error& e) {
     // The pattern matcher cannot foresee every limit of the loaded cuDNN; a refusal here leaves
@@ -101,16 +151,16 @@ std::vector<Candidate> CudnnEngine::candidates(const Graph& g, const fuse::Regio
   std::vector<Candidate> out;
   int i = 0;
   for (const PlannedConfig& c : list.configs) {
-    out.push_back({std::string(name()), i++, candidate_text(*m.pattern, c.description)});
+    out.push_back({std::string(name()), i++, candidate_text(*m.lowering, c.description)});
   }
   return out;
 }
 
 std::unique_ptr<PreparedStep> CudnnEngine::prepare(const Graph& g, const fuse::Region& r,
                                                    const Candidate& c, EngineContext&) const {
-  const SdpaMatch m = match(g, r);
-  if (!m.pattern) throw Error(ErrorCode::unsupported, "cudnn: " + m.reason);
-  auto graph = build_sdpa_graph(*m.pattern, handle());
+  const Match m = match(g, r);
+  if (!m.lowering) throw Error(ErrorCode::unsupported, "cudnn: " + m.reason);
+  auto graph = build_graph(*m.lowering);
   ConfigList list = plan_configs(*graph->graph, handle(), std::max(max_candidates_, c.index + 1));
   if (c.index < 0 || static_cast<size_t>(c.index) >= list.configs.size()) {
     throw Error(ErrorCode::unsupported,
@@ -118,7 +168,7 @@ std::unique_ptr<PreparedStep> CudnnEngine::prepare(const Graph& g, const fuse::R
                     std::to_string(list.configs.size()) + " engine configs built" +
                     (list.dropped.empty() ? "" : "; " + list.dropped) + ")");
   }
-  return std::make_unique<CudnnStep>(*m.pattern, std::move(graph),
+  return std::make_unique<CudnnStep>(*m.lowering, std::move(graph),
                                      std::move(list.configs[static_cast<size_t>(c.index)]));
 }
 

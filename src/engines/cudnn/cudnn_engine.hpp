@@ -1,6 +1,7 @@
 // cuDNN as an engine (DESIGN.md key idea 4), through the backend Graph API of a run-time loaded
 // libcudnn.so.9: sdpa regions lowered to cuDNN's fused flash attention (sdpa_pattern.hpp,
-// sdpa_graph.hpp); candidates are the engine configs of heuristic modes A, B and fallback that
+// sdpa_graph.hpp), conv regions with a bias/relu/residual epilogue chain to a fused conv graph
+// (conv_pattern.hpp, conv_graph.hpp); candidates are the engine configs of heuristic modes A, B and fallback that
 // build into an execution plan (engine_configs.hpp). Without the library every region is refused
 // with "cuDNN not found (...)".
 #pragma once

@@ -38,12 +38,7 @@ struct OperationGraph {
 
 // The finalized operations (no handle needed, so this runs without a GPU), then the graph.
 std::unique_ptr<OperationGraph> build_sdpa_operations(const SdpaPattern& p);
+// Finalizes the operation graph of any lowering's operations (needs a handle: a GPU).
 void finalize_graph(OperationGraph& g, cudnnHandle_t handle);
-
-inline std::unique_ptr<OperationGraph> build_sdpa_graph(const SdpaPattern& p, cudnnHandle_t handle) {
-  auto g = build_sdpa_operations(p);
-  finalize_graph(*g, handle);
-  return g;
-}
 
 }  // namespace sinter::cudnn
