@@ -71,8 +71,8 @@ TEST_F(GpuCudnn, SdpaOddShapes) {
       {bf, 1, 2, 2, 129, 129, 128, 128, CausalMask::top_left, false, true, false, {}},
       {bf, 2, 8, 2, 17, 300, 64, 64, CausalMask::bottom_right, false, true, false, {}},
       {bf, 3, 8, 2, 1, 1000, 128, 128, CausalMask::bottom_right, false, false, false, {}},  // decode
-      {bf, 2, 4, 4, 45, 77, 64, 64, CausalMask::none, true, false, false, {}},
-      {bf, 1, 4, 4, 100, 61, 64, 64, CausalMask::top_left, true, true, false, 0.3},
+      {bf, 2, 4, 4, 45, 80, 64, 64, CausalMask::none, true, false, false, {}},
+      {bf, 1, 4, 4, 100, 72, 64, 64, CausalMask::top_left, true, true, false, 0.3},
       {hf, 2, 6, 3, 95, 95, 128, 128, CausalMask::top_left, false, false, true, {}},
       {hf, 1, 1, 1, 1, 1, 64, 64, CausalMask::none, false, true, false, {}},
   };

@@ -66,11 +66,12 @@ TEST(CudnnSdpaPattern, GqaCausalStatsAndStrides) {
 
 TEST(CudnnSdpaPattern, BiasOfQsDtype) {
   SdpaCase c;
+  c.skv = 72;
   c.bias = DType::bf16;
   const auto m = match(c);
   ASSERT_TRUE(m.pattern) << m.reason;
   ASSERT_TRUE(m.pattern->bias);
-  EXPECT_EQ(m.pattern->bias->dims, (std::vector<int64_t>{1, 4, 33, 70}));
+  EXPECT_EQ(m.pattern->bias->dims, (std::vector<int64_t>{1, 4, 33, 72}));
 }
 
 TEST(CudnnSdpaPattern, ReasonsForRefusal) {
@@ -91,12 +92,16 @@ TEST(CudnnSdpaPattern, ReasonsForRefusal) {
   SdpaCase mask;
   mask.bias = DType::boolean;
   EXPECT_NE(reason(mask).find("bool keep-mask"), std::string::npos);
+  SdpaCase odd_bias;
+  odd_bias.bias = DType::bf16;  // Skv 70: the bias rows are not 16-byte aligned
+  EXPECT_NE(reason(odd_bias).find("not a multiple of 8 elements"), std::string::npos);
   SdpaCase f32_bias;
   f32_bias.bias = DType::f32;
   EXPECT_NE(reason(f32_bias).find("q's dtype"), std::string::npos);
   SdpaCase br_bias;
   br_bias.causal = CausalMask::bottom_right;
   br_bias.bias = DType::bf16;
+  br_bias.skv = 72;
   EXPECT_NE(reason(br_bias).find("bottom-right causal mask together with a bias"), std::string::npos);
   SdpaCase br_long_q;
   br_long_q.causal = CausalMask::bottom_right;
@@ -152,7 +157,7 @@ TEST(CudnnSdpaGraph, OperationsFinalizeWithoutAGpu) {
   bottom_right.causal = CausalMask::bottom_right;
   SdpaCase bias;
   bias.bias = DType::bf16;
-  bias.dtype = DType::bf16;
+  bias.skv = 72;
   SdpaCase f16_bshd;
   f16_bshd.dtype = DType::f16;
   f16_bshd.q_strides = {f16_bshd.sq * f16_bshd.h * f16_bshd.d, f16_bshd.d, f16_bshd.h * f16_bshd.d, 1};

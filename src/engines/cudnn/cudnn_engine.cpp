@@ -161,7 +161,9 @@ std::unique_ptr<PreparedStep> CudnnEngine::prepare(const Graph& g, const fuse::R
   const Match m = match(g, r);
   if (!m.lowering) throw Error(ErrorCode::unsupported, "cudnn: " + m.reason);
   auto graph = build_graph(*m.lowering);
-  ConfigList list = plan_configs(*graph->graph, handle(), std::max(max_candidates_, c.index + 1));
+  // Configs come in a deterministic order, so the first index + 1 planned are those listed;
+  // building no more than that spares plan finalizations (which may compile kernels).
+  ConfigList list = plan_configs(*graph->graph, handle(), c.index + 1);
   if (c.index < 0 || static_cast<size_t>(c.index) >= list.configs.size()) {
     throw Error(ErrorCode::unsupported,
                 "cudnn: candidate " + std::to_string(c.index) + " does not exist (" +

@@ -12,7 +12,8 @@ namespace sinter::cudnn {
 
 class CudnnEngine : public Engine {
  public:
-  explicit CudnnEngine(int max_candidates = 8) : max_candidates_(max_candidates) {}
+  // Each candidate is a finalized plan, and finalizing may compile kernels: few by default.
+  explicit CudnnEngine(int max_candidates = 4) : max_candidates_(max_candidates) {}
   std::string_view name() const override { return "cudnn"; }
   Support supports(const Graph& g, const fuse::Region& r) const override;
   std::vector<Candidate> candidates(const Graph& g, const fuse::Region& r,

@@ -86,6 +86,12 @@ SdpaMatch match_sdpa(const Graph& g, const fuse::Region& r, size_t cudnn_version
     }
     if (bias.dims.size() != 4) return no("the bias must be 4-d (broadcastable to [B,H,Sq,Skv])");
     if (bias.dims[3] > 1 && bias.strides[3] != 1) return no("the bias needs a unit stride along Skv");
+    for (int i = 0; i < 3; ++i) {
+      if (bias.dims[i] > 1 && bias.strides[i] % 8 != 0) {
+        return no("the bias stride " + std::to_string(bias.strides[i]) + " of axis " + std::to_string(i) +
+                  " is not a multiple of 8 elements (16 bytes; a contiguous bias needs Skv % 8 == 0)");
+      }
+    }
     if (at.causal == CausalMask::bottom_right) {
       return no("cuDNN's fused attention has no bottom-right causal mask together with a bias");
     }
