@@ -1,7 +1,8 @@
 // The cuDNN engine on the GPU against the CPU reference: fused flash attention at odd lengths
 // (not multiples of any tile), GQA, decode (Sq = 1), both causal alignments, a bias, stored
 // statistics, strided (BSHD) views, f16 and bf16; conv with bias/relu/residual epilogues at odd
-// shapes, strides, padding and dilation. Every step must really run on cuDNN.
+// shapes, strides, padding and dilation; layernorm and rmsnorm. Every step must really run on
+// cuDNN.
 #include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/cudnn/cudnn_library.hpp"
 #include "gpu/region_check.hpp"
@@ -164,6 +165,27 @@ TEST_F(GpuCudnn, ConvEpilogueOddShapes) {
     if (c.relu) y = g.relu(y);
     if (c.residual) y = g.add(y, g.input("res", DType::bf16, out_dims));
     g.output(y, "y");
+    check_on_cudnn(std::move(g));
+  }
+}
+
+// layernorm / rmsnorm forward through NORM_FORWARD (forced: auto keeps norms on our kernels).
+TEST_F(GpuCudnn, NormsOddShapes) {
+  struct NormCase {
+    bool rms;
+    DType dtype;
+    Dims dims;
+  };
+  for (const NormCase& c : {NormCase{false, DType::bf16, {37, 1000}}, NormCase{true, DType::bf16, {3, 5, 4096}},
+                            NormCase{false, DType::f32, {7, 777}}, NormCase{true, DType::f16, {1, 64}}}) {
+    Graph g(std::string(c.rms ? "cudnn_rmsnorm_" : "cudnn_layernorm_") + dims_to_string(c.dims));
+    auto x = g.input("x", c.dtype, c.dims);
+    auto w = g.input("w", c.dtype, {c.dims.back()});
+    if (c.rms) {
+      g.output(g.rmsnorm(x, w), "y");
+    } else {
+      g.output(g.layernorm(x, w, g.input("b", c.dtype, {c.dims.back()})), "y");
+    }
     check_on_cudnn(std::move(g));
   }
 }

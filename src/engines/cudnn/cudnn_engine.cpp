@@ -7,6 +7,7 @@
 #include "engines/cudnn/conv_graph.hpp"
 #include "engines/cudnn/conv_pattern.hpp"
 #include "engines/cudnn/engine_configs.hpp"
+#include "engines/cudnn/norm_lowering.hpp"
 #include "engines/cudnn/sdpa_graph.hpp"
 #include "engines/cudnn/sdpa_pattern.hpp"
 #include "sinter/error.hpp"
@@ -31,7 +32,7 @@ struct Match {
   std::string reason;
 };
 
-Match match(const Graph& g, const fuse::Region& r) {
+Match match(const Graph& g, const fuse::Region& r, bool lower_norms) {
   const Library& lib = library();
   if (!lib.loaded) return {std::nullopt, "cuDNN not found (" + lib.reason + ")"};
   if (r.kind == fuse::RegionKind::sdpa) {
@@ -62,8 +63,23 @@ Match match(const Graph& g, const fuse::Region& r) {
     l.build = [p] { return build_conv_operations(p); };
     return {std::move(l), {}};
   }
-  return {std::nullopt, "cuDNN lowers sdpa and conv (+bias, relu, residual) regions so far, not " +
-                            std::string(to_string(r.kind))};
+  if (r.kind == fuse::RegionKind::rowwise) {
+    NormMatch m = match_norm(g, r);
+    if (!m.pattern) return {std::nullopt, m.reason};
+    if (!lower_norms) {
+      return {std::nullopt, "norms go to cuDNN only when it is forced (--engine cudnn); auto keeps "
+                            "them on our row-wise kernels"};
+    }
+    const NormPattern p = *m.pattern;
+    Lowering l;
+    l.what = p.summary;
+    l.operands = {{kNormUidX, false, p.x_input}, {kNormUidScale, false, p.weight_input}, {kNormUidY, true, p.y_output}};
+    if (p.bias_input >= 0) l.operands.push_back({kNormUidBias, false, p.bias_input});
+    l.build = [p] { return build_norm_operations(p); };
+    return {std::move(l), {}};
+  }
+  return {std::nullopt, "cuDNN lowers sdpa, conv (+bias, relu, residual), layernorm and rmsnorm "
+                        "regions so far, not " + std::string(to_string(r.kind))};
 }
 
 std::string candidate_text(const Lowering& l, const std::string& config) {
@@ -125,13 +141,13 @@ std::unique_ptr<OperationGraph> build_graph(const Lowering& l) {
 std::string cudnn_version() { return version_string(); }
 
 Support CudnnEngine::supports(const Graph& g, const fuse::Region& r) const {
-  const Match m = match(g, r);
+  const Match m = match(g, r, lower_norms_);
   return m.lowering ? Support::yes() : Support::no(m.reason);
 }
 
 std::vector<Candidate> CudnnEngine::candidates(const Graph& g, const fuse::Region& r,
                                                const EngineContext&) const {
-  const Match m = match(g, r);
+  const Match m = match(g, r, lower_norms_);
   if (!m.lowering) return {};
   std::unique_ptr<OperationGraph> graph;
   ConfigList list;
@@ -158,7 +174,7 @@ std::vector<Candidate> CudnnEngine::candidates(const Graph& g, const fuse::Regio
 
 std::unique_ptr<PreparedStep> CudnnEngine::prepare(const Graph& g, const fuse::Region& r,
                                                    const Candidate& c, EngineContext&) const {
-  const Match m = match(g, r);
+  const Match m = match(g, r, lower_norms_);
   if (!m.lowering) throw Error(ErrorCode::unsupported, "cudnn: " + m.reason);
   auto graph = build_graph(*m.lowering);
   // Configs come in a deterministic order, so the first index + 1 planned are those listed;
