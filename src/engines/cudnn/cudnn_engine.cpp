@@ -105,12 +105,19 @@ class CudnnStep : public PreparedStep {
       uids.push_back(s.uid);
       ptrs.push_back(&s.value);
     }
-    Descriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    pack.set_array(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids)
-        .set_array(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, ptrs)
-        .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, bind.workspace);
-    pack.finalize();
-    SINTER_CUDNN_CHECK(lib.BackendExecute(handle(), config_.plan->get(), pack.get()));
+    ptrs.push_back(bind.workspace);
+    // The variant pack is rebuilt only when a pointer changed: building one costs microseconds,
+    // as much as a decode-sized attention kernel.
+    if (!pack_ || ptrs != pack_ptrs_) {
+      pack_ = std::make_unique<Descriptor>(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+      pack_->set_array(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids)
+          .set_array(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
+                     std::vector<void*>(ptrs.begin(), ptrs.end() - 1))
+          .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, bind.workspace);
+      pack_->finalize();
+      pack_ptrs_ = ptrs;
+    }
+    SINTER_CUDNN_CHECK(lib.BackendExecute(handle(), config_.plan->get(), pack_->get()));
     // cuDNN does not promise to leave its workspace zeroed; the executor's contract wants zero
     // after each launch (our exit reductions share the workspace and rely on it).
     if (config_.workspace > 0) {
@@ -128,6 +135,8 @@ class CudnnStep : public PreparedStep {
   Lowering l_;
   std::unique_ptr<OperationGraph> graph_;
   PlannedConfig config_;
+  DescriptorPtr pack_;
+  std::vector<void*> pack_ptrs_;  // the operand pointers, then the workspace, of pack_
 };
 
 std::unique_ptr<OperationGraph> build_graph(const Lowering& l) {
