@@ -46,27 +46,8 @@ std::unique_ptr<OperationGraph> build_conv_operations(const ConvPattern& p) {
   op(std::move(fwd));
 
   const int64_t k = p.y_dims[1];
-  for (size_t i = 0; i < p.epilogue.size(); ++i) {
-    const ConvEpilogueOp& e = p.epilogue[i];
-    const Descriptor& next = i + 1 == p.epilogue.size() ? y : virt();
-    const int64_t uid = kConvUidEpilogue + static_cast<int64_t>(i);
-    switch (e.kind) {
-      case ConvEpilogueOp::relu:
-        op(make_pointwise(CUDNN_POINTWISE_RELU_FWD, f32, *value, nullptr, nullptr, next));
-        break;
-      case ConvEpilogueOp::bias: {
-        const Descriptor& b = keep(make_tensor(uid, io, {1, k, 1, 1}, {k, 1, k, k}));
-        op(make_pointwise(CUDNN_POINTWISE_ADD, f32, *value, &b, nullptr, next));
-        break;
-      }
-      case ConvEpilogueOp::residual: {
-        const Descriptor& res = keep(make_tensor(uid, io, p.y_dims, p.y_strides));
-        op(make_pointwise(CUDNN_POINTWISE_ADD, f32, *value, &res, nullptr, next));
-        break;
-      }
-    }
-    value = &next;
-  }
+  append_epilogue(*out, p.epilogue, *value, y, p.dtype, p.y_dims, p.y_strides, {1, k, 1, 1}, {k, 1, k, k},
+                  kConvUidEpilogue);
   return out;
 }
 

@@ -45,46 +45,14 @@ ConvMatch match_conv(const Graph& g, const fuse::Region& r) {
   p.dilation = at.dilation;
   const TensorInfo& y = g.tensor(n.outputs[0]);
   if (y.dtype != x.dtype) return no("the conv's out_dtype differs from its inputs'");
-  const int64_t k = y.dims[3];
 
-  // The epilogue must be a chain from the conv output: each node reads the previous value.
-  TensorId value = n.outputs[0];
   p.summary = std::string(to_string(p.dtype)) + " " + std::to_string(w.dims[1]) + "x" +
               std::to_string(w.dims[2]) + " s" + std::to_string(at.stride[0]);
-  for (NodeId id : r.epilogue) {
-    const Node& e = g.node(id);
-    if (index_of(r.outputs, value) >= 0) return no("an intermediate epilogue value is stored");
-    const TensorInfo& out = g.tensor(e.outputs[0]);
-    if (out.dtype != p.dtype) return no("epilogue op '" + e.name + "' changes the dtype");
-    if (e.op == OpKind::relu && e.inputs[0] == value) {
-      p.epilogue.push_back({ConvEpilogueOp::relu, -1});
-      p.summary += "+relu";
-    } else if (e.op == OpKind::add && e.inputs.size() == 2 &&
-               (e.inputs[0] == value || e.inputs[1] == value) && e.inputs[0] != e.inputs[1]) {
-      const TensorId other = e.inputs[0] == value ? e.inputs[1] : e.inputs[0];
-      const TensorInfo& o = g.tensor(other);
-      const int in = index_of(r.inputs, other);
-      if (in < 0) return no("epilogue add '" + e.name + "' reads a value computed in the region");
-      if (o.dtype != p.dtype) return no("epilogue operand '" + o.name + "' has another dtype");
-      const int64_t numel = num_elements(o.dims);
-      if (numel == k && o.dims.back() == k && (o.strides.back() == 1 || k == 1)) {
-        p.epilogue.push_back({ConvEpilogueOp::bias, in});
-        p.summary += "+bias";
-      } else if (o.dims == y.dims && o.strides == contiguous_strides(y.dims)) {
-        p.epilogue.push_back({ConvEpilogueOp::residual, in});
-        p.summary += "+residual";
-      } else {
-        return no("epilogue operand '" + o.name + "' " + dims_to_string(o.dims) +
-                  " is neither a per-channel bias nor a contiguous residual of the output's shape");
-      }
-    } else {
-      return no("epilogue op '" + e.name + "' (" + std::string(to_string(e.op)) +
-                ") is not lowered: only add bias, relu, add residual in a chain");
-    }
-    value = e.outputs[0];
-  }
-  p.y_output = index_of(r.outputs, value);
-  if (p.y_output < 0 || r.outputs.size() != 1) return no("only the epilogue chain's last value may be stored");
+  const EpilogueChain chain = match_epilogue_chain(g, r, n.outputs[0], p.dtype);
+  if (chain.output < 0) return no(chain.reason);
+  p.epilogue = chain.steps;
+  p.y_output = chain.output;
+  p.summary += chain.summary;
   p.x_dims = nhwc_to_nchw_order(x.dims);
   p.x_strides = nhwc_to_nchw_order(x.strides);
   p.w_dims = nhwc_to_nchw_order(w.dims);

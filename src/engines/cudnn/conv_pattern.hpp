@@ -10,14 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "engines/cudnn/epilogue_chain.hpp"
 #include "fuse/region.hpp"
 
 namespace sinter::cudnn {
 
-struct ConvEpilogueOp {
-  enum Kind { bias, relu, residual } kind;
-  int input = -1;  // the region input it reads (bias, residual)
-};
+using ConvEpilogueOp = EpilogueStep;
 
 struct ConvPattern {
   DType dtype = DType::bf16;  // x, w, bias, residual and y
