@@ -43,7 +43,7 @@ StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOp
   EngineContext ctx{cache, cuda::device_properties(device_)};
   jit::JitEngine jit;
   cublaslt::CublasLtEngine cublaslt;
-  cudnn::CudnnEngine cudnn(4, /*lower_norms=*/options.engine == "cudnn");
+  cudnn::CudnnEngine cudnn(4, /*lower_secondary=*/options.engine == "cudnn");
   std::vector<const Engine*> engines;
   if (options.engine == "auto") {
     engines = {&cublaslt, &cudnn, &jit};

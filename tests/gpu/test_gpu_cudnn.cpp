@@ -1,7 +1,7 @@
 // The cuDNN engine on the GPU against the CPU reference: fused flash attention at odd lengths
 // (not multiples of any tile), GQA, decode (Sq = 1), both causal alignments, a bias, stored
 // statistics, strided (BSHD) views, f16 and bf16; conv with bias/relu/residual epilogues at odd
-// shapes, strides, padding and dilation; layernorm and rmsnorm. Every step must really run on
+// shapes, strides, padding and dilation; matmul with that chain; layernorm and rmsnorm. Every step must really run on
 // cuDNN.
 #include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/cudnn/cudnn_library.hpp"
@@ -165,6 +165,32 @@ TEST_F(GpuCudnn, ConvEpilogueOddShapes) {
     if (c.relu) y = g.relu(y);
     if (c.residual) y = g.add(y, g.input("res", DType::bf16, out_dims));
     g.output(y, "y");
+    check_on_cudnn(std::move(g));
+  }
+}
+
+// matmul with its epilogue chain (forced: auto leaves matmuls to cuBLASLt and jit): batched with
+// a broadcast column-major B, a residual, a single row.
+TEST_F(GpuCudnn, MatmulEpilogues) {
+  {
+    Graph g("cudnn_mm_batched_bias_relu");
+    auto a = g.input("a", DType::bf16, {3, 77, 304});
+    auto bt = g.input("bt", DType::bf16, {304, 136}, {1, 304});
+    auto bias = g.input("bias", DType::bf16, {136});
+    g.output(g.relu(g.add(g.matmul(a, bt), bias)), "y");
+    check_on_cudnn(std::move(g));
+  }
+  {
+    Graph g("cudnn_mm_residual");
+    auto a = g.input("a", DType::f16, {65, 128});
+    auto b = g.input("b", DType::f16, {128, 72});
+    auto res = g.input("res", DType::f16, {65, 72});
+    g.output(g.add(g.matmul(a, b), res), "y");
+    check_on_cudnn(std::move(g));
+  }
+  {
+    Graph g("cudnn_mm_row");
+    g.output(g.matmul(g.input("a", DType::bf16, {1, 64}), g.input("b", DType::bf16, {64, 8})), "y");
     check_on_cudnn(std::move(g));
   }
 }

@@ -74,7 +74,7 @@ TEST(CudnnNorm, ReasonsForRefusal) {
     // auto keeps norms on our kernels: the engine built that way says so
     auto f = partitioned(norm_graph(false, true));
     if (!cudnn::library().loaded) GTEST_SKIP() << cudnn::library().reason;
-    const cudnn::CudnnEngine auto_engine(4, /*lower_norms=*/false);
+    const cudnn::CudnnEngine auto_engine(4, /*lower_secondary=*/false);
     const Support s = auto_engine.supports(f->g, *f->rowwise);
     EXPECT_FALSE(s.ok);
     EXPECT_NE(s.reason.find("only when it is forced"), std::string::npos) << s.reason;

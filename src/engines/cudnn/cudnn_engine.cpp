@@ -7,6 +7,7 @@
 #include "engines/cudnn/conv_graph.hpp"
 #include "engines/cudnn/conv_pattern.hpp"
 #include "engines/cudnn/engine_configs.hpp"
+#include "engines/cudnn/matmul_lowering.hpp"
 #include "engines/cudnn/norm_lowering.hpp"
 #include "engines/cudnn/sdpa_graph.hpp"
 #include "engines/cudnn/sdpa_pattern.hpp"
@@ -32,7 +33,7 @@ struct Match {
   std::string reason;
 };
 
-Match match(const Graph& g, const fuse::Region& r, bool lower_norms) {
+Match match(const Graph& g, const fuse::Region& r, bool lower_secondary) {
   const Library& lib = library();
   if (!lib.loaded) return {std::nullopt, "cuDNN not found (" + lib.reason + ")"};
   if (r.kind == fuse::RegionKind::sdpa) {
@@ -63,10 +64,29 @@ Match match(const Graph& g, const fuse::Region& r, bool lower_norms) {
     l.build = [p] { return build_conv_operations(p); };
     return {std::move(l), {}};
   }
+  if (r.kind == fuse::RegionKind::matmul) {
+    MatmulLoweringMatch m = match_matmul_lowering(g, r);
+    if (!m.pattern) return {std::nullopt, m.reason};
+    if (!lower_secondary) {
+      return {std::nullopt, "matmuls go to cuDNN only when it is forced (--engine cudnn); auto "
+                            "leaves them to cuBLASLt and jit"};
+    }
+    const MatmulLoweringPattern p = *m.pattern;
+    Lowering l;
+    l.what = "matmul [" + p.summary + "]";
+    l.operands = {{kMatmulUidA, false, p.a_input}, {kMatmulUidB, false, p.b_input}, {kMatmulUidY, true, p.y_output}};
+    for (size_t i = 0; i < p.epilogue.size(); ++i) {
+      if (p.epilogue[i].input >= 0) {
+        l.operands.push_back({kMatmulUidEpilogue + static_cast<int64_t>(i), false, p.epilogue[i].input});
+      }
+    }
+    l.build = [p] { return build_matmul_operations(p); };
+    return {std::move(l), {}};
+  }
   if (r.kind == fuse::RegionKind::rowwise) {
     NormMatch m = match_norm(g, r);
     if (!m.pattern) return {std::nullopt, m.reason};
-    if (!lower_norms) {
+    if (!lower_secondary) {
       return {std::nullopt, "norms go to cuDNN only when it is forced (--engine cudnn); auto keeps "
                             "them on our row-wise kernels"};
     }
@@ -78,8 +98,8 @@ Match match(const Graph& g, const fuse::Region& r, bool lower_norms) {
     l.build = [p] { return build_norm_operations(p); };
     return {std::move(l), {}};
   }
-  return {std::nullopt, "cuDNN lowers sdpa, conv (+bias, relu, residual), layernorm and rmsnorm "
-                        "regions so far, not " + std::string(to_string(r.kind))};
+  return {std::nullopt, "cuDNN lowers sdpa, conv and matmul (+bias, relu, residual), layernorm "
+                        "and rmsnorm regions so far, not " + std::string(to_string(r.kind))};
 }
 
 std::string candidate_text(const Lowering& l, const std::string& config) {
@@ -150,13 +170,13 @@ std::unique_ptr<OperationGraph> build_graph(const Lowering& l) {
 std::string cudnn_version() { return version_string(); }
 
 Support CudnnEngine::supports(const Graph& g, const fuse::Region& r) const {
-  const Match m = match(g, r, lower_norms_);
+  const Match m = match(g, r, lower_secondary_);
   return m.lowering ? Support::yes() : Support::no(m.reason);
 }
 
 std::vector<Candidate> CudnnEngine::candidates(const Graph& g, const fuse::Region& r,
                                                const EngineContext&) const {
-  const Match m = match(g, r, lower_norms_);
+  const Match m = match(g, r, lower_secondary_);
   if (!m.lowering) return {};
   std::unique_ptr<OperationGraph> graph;
   ConfigList list;
@@ -183,7 +203,7 @@ std::vector<Candidate> CudnnEngine::candidates(const Graph& g, const fuse::Regio
 
 std::unique_ptr<PreparedStep> CudnnEngine::prepare(const Graph& g, const fuse::Region& r,
                                                    const Candidate& c, EngineContext&) const {
-  const Match m = match(g, r, lower_norms_);
+  const Match m = match(g, r, lower_secondary_);
   if (!m.lowering) throw Error(ErrorCode::unsupported, "cudnn: " + m.reason);
   auto graph = build_graph(*m.lowering);
   // Configs come in a deterministic order, so the first index + 1 planned are those listed;
