@@ -7,6 +7,7 @@
 #include "cuda/device.hpp"
 #include "cuda/event.hpp"
 #include "engines/cublaslt/cublaslt_engine.hpp"
+#include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/jit/jit_engine.hpp"
 #include "plan/memory_plan.hpp"
 #include "sinter/error.hpp"
@@ -42,16 +43,19 @@ StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOp
   EngineContext ctx{cache, cuda::device_properties(device_)};
   jit::JitEngine jit;
   cublaslt::CublasLtEngine cublaslt;
+  cudnn::CudnnEngine cudnn(4, /*lower_secondary=*/options.engine == "cudnn");
   std::vector<const Engine*> engines;
   if (options.engine == "auto") {
-    engines = {&cublaslt, &jit};
+    engines = {&cublaslt, &cudnn, &jit};
   } else if (options.engine == "jit") {
     engines = {&jit};
   } else if (options.engine == "cublaslt") {
     engines = {&cublaslt, &jit};
+  } else if (options.engine == "cudnn") {
+    engines = {&cudnn, &jit};
   } else {
     throw Error(ErrorCode::invalid_argument,
-                "unknown engine '" + options.engine + "'; engines: auto, jit, cublaslt");
+                "unknown engine '" + options.engine + "'; engines: auto, jit, cublaslt, cudnn");
   }
   tune::DeviceKey device_key;
   device_key.name = ctx.device.name;
@@ -59,6 +63,7 @@ StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOp
   device_key.arch = ctx.device.arch;
   device_key.driver_version = ctx.device.driver_version;
   device_key.cublaslt_version = cublaslt::cublaslt_version();
+  device_key.cudnn_version = cudnn::cudnn_version();
   device_key.sinter_version = "0.1.0";
   tune_report_ = tune::tune(graph_, partition_, engines, ctx, options.timing_cache, device_key,
                             options.tuning);

@@ -19,8 +19,9 @@ namespace sinter {
 struct ExecutorOptions {
   fuse::FusionOptions fusion;
   int device = 0;
-  // "auto": per region the first engine that supports it, in the order cublaslt, jit (cuBLASLt
-  // wins matmuls whose epilogue it has; our kernels take everything else). A named engine is
+  // "auto": per region the first engine that supports it, in the order cublaslt, cudnn, jit
+  // (cuBLASLt wins matmuls whose epilogue it has, cuDNN the sdpa it can fuse; our kernels take
+  // everything else). A named engine is
   // used wherever it supports a region; elsewhere the region falls back to jit and the step's
   // description says why.
   std::string engine = "auto";

@@ -6,6 +6,7 @@
 #include "cuda/device.hpp"
 #include "cuda/kernel_cache.hpp"
 #include "engines/cublaslt/cublaslt_engine.hpp"
+#include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/jit/jit_engine.hpp"
 #include "fuse/region.hpp"
 #include "sinter/json.hpp"
@@ -33,7 +34,8 @@ int cmd_engines(const EnginesOptions& o) {
   EngineContext ctx{cache, props};
   jit::JitEngine jit;
   cublaslt::CublasLtEngine cublaslt(o.max_candidates);
-  const Engine* engines[] = {&cublaslt, &jit};
+  cudnn::CudnnEngine cudnn(o.max_candidates);
+  const Engine* engines[] = {&cublaslt, &cudnn, &jit};
   std::printf("graph '%s': %zu regions\n", g.name().c_str(), p.regions.size());
   for (const fuse::Region& r : p.regions) {
     std::printf("\nregion %d: %s", r.id, std::string(to_string(r.kind)).c_str());

@@ -19,7 +19,7 @@ struct RunOptions {
   std::string device = "auto";  // auto | cpu | gpu
   std::string save_outputs;     // folder for NAME.npy files, empty: none
   int iters = 20;               // timed GPU runs
-  std::string engine = "auto";  // auto | jit | cublaslt
+  std::string engine = "auto";  // auto | jit | cublaslt | cudnn
   std::string tune = "heuristic";  // heuristic | fast | exhaustive
 };
 int cmd_run(const RunOptions& o);

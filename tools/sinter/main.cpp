@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   r->add_option("--device", run.device, "auto (the GPU when there is one), cpu or gpu")
       ->default_val("auto");
   r->add_option("--iters", run.iters, "timed GPU runs (median reported)")->default_val(20);
-  r->add_option("--engine", run.engine, "auto, jit or cublaslt (forced where it supports a region)")
+  r->add_option("--engine", run.engine, "auto, jit, cublaslt or cudnn (forced where it supports a region)")
       ->default_val("auto");
   r->add_option("--tune", run.tune,
                 "heuristic (engines' own ranking), fast (time each engine's top 3) or exhaustive "

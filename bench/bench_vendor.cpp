@@ -1,0 +1,128 @@
+// Vendor-engine benchmarks (issue 5): sdpa through cuDNN's fused flash attention (D128 causal
+// and not, D64, decode with GQA 32/8) and the conv3x3 + bias + relu of the issue's target, each
+// forced onto cuDNN (a region it refuses falls back to jit, and the step says why) and on our
+// own kernels (jit). One JSON object per
+// line, beside bench/torch_vendor_baselines.py measured in the same run.
+//
+//   sinter_bench_vendor [--quick]
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "cuda/device.hpp"
+#include "cuda/kernel_cache.hpp"
+#include "engines/cudnn/cudnn_library.hpp"
+#include "exec/stream_executor.hpp"
+#include "sinter/reference.hpp"
+
+using namespace sinter;
+
+namespace {
+
+struct SdpaCase {
+  const char* name;
+  int64_t b, h, hkv, sq, skv, d;
+  CausalMask causal;
+};
+
+Graph sdpa_graph(const SdpaCase& c) {
+  Graph g(c.name);
+  auto q = g.input("q", DType::bf16, {c.b, c.h, c.sq, c.d});
+  auto k = g.input("k", DType::bf16, {c.b, c.hkv, c.skv, c.d});
+  auto v = g.input("v", DType::bf16, {c.b, c.hkv, c.skv, c.d});
+  g.output(g.sdpa(q, k, v, SdpaAttrs{.causal = c.causal}).o, "o");
+  return g;
+}
+
+// FLOPs as FlashAttention and PyTorch count them: two matmuls, halved under a causal mask.
+double sdpa_flops(const SdpaCase& c) {
+  const double f = 4.0 * c.b * c.h * c.sq * c.skv * c.d;
+  return c.causal == CausalMask::none ? f : f / 2;
+}
+
+double sdpa_bytes(const SdpaCase& c) {
+  return 2.0 * (2.0 * c.b * c.h * c.sq * c.d + 2.0 * c.b * c.hkv * c.skv * c.d);
+}
+
+// NHWC x [N,H,W,C], KRSC w, pad 1: y = relu(conv(x, w) + bias)
+Graph conv_graph(int64_t n, int64_t c, int64_t hw, int64_t k) {
+  Graph g("conv3x3_bias_relu");
+  auto x = g.input("x", DType::bf16, {n, hw, hw, c});
+  auto w = g.input("w", DType::bf16, {k, 3, 3, c});
+  auto bias = g.input("bias", DType::bf16, {k});
+  auto y = g.conv2d(x, w, Conv2dAttrs{.pad_begin = {1, 1}, .pad_end = {1, 1}});
+  g.output(g.relu(g.add(y, bias)), "y");
+  return g;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    if (static_cast<unsigned char>(ch) >= 0x20) out += ch;
+  }
+  return out;
+}
+
+// Times `g` on `engine`; prints one line. Errors (an engine that refuses) become a line too.
+void run_case(const std::string& name, const Graph& g, const std::string& engine, double flops,
+              double bytes, cuda::KernelCache& cache, int iters) {
+  try {
+    ExecutorOptions opts;
+    opts.engine = engine;
+    StreamExecutor ex(g, cache, opts);
+    std::string desc;
+    std::string used;
+    for (const StepInfo& s : ex.steps()) {
+      desc += (desc.empty() ? "" : " | ") + s.description;
+      used += (used.empty() ? "" : "+") + s.engine;
+    }
+    ex.set_inputs(random_inputs(ex.graph(), 7));
+    const double ms = ex.time_ms(iters, 5);
+    std::printf("{\"case\": \"%s\", \"engine\": \"sinter-%s\", \"steps_on\": \"%s\", \"ms\": %.5f, "
+                "\"tflops\": %.2f, \"tbps\": %.3f, \"step\": \"%s\"}\n",
+                name.c_str(), engine.c_str(), used.c_str(), ms, flops / (ms * 1e-3) / 1e12,
+                bytes / (ms * 1e-3) / 1e12, json_escape(desc).c_str());
+  } catch (const std::exception& e) {
+    std::printf("{\"case\": \"%s\", \"engine\": \"sinter-%s\", \"error\": \"%s\"}\n", name.c_str(),
+                engine.c_str(), json_escape(e.what()).c_str());
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const cuda::GpuAvailability& gpu = cuda::gpu_availability();
+  if (!gpu.available) {
+    std::fprintf(stderr, "sinter_bench_vendor: no GPU: %s\n", gpu.reason.c_str());
+    return 1;
+  }
+  const cudnn::Library& lib = cudnn::library();
+  std::printf("{\"case\": \"cudnn_library\", \"version\": \"%s\", \"path\": \"%s\", \"reason\": \"%s\"}\n",
+              cudnn::version_string().c_str(), lib.path.c_str(), json_escape(lib.reason).c_str());
+  const int iters = quick ? 10 : 50;
+  cuda::KernelCache cache("");
+  const SdpaCase sdpa_cases[] = {
+      {"sdpa_d128", 4, 32, 32, 4096, 4096, 128, CausalMask::none},
+      {"sdpa_d128_causal", 4, 32, 32, 4096, 4096, 128, CausalMask::top_left},
+      {"sdpa_d64", 4, 32, 32, 4096, 4096, 64, CausalMask::none},
+      {"sdpa_d64_causal", 4, 32, 32, 4096, 4096, 64, CausalMask::top_left},
+      {"sdpa_decode_gqa", 32, 32, 8, 1, 4096, 128, CausalMask::none},
+  };
+  for (const SdpaCase& c : sdpa_cases) {
+    const Graph g = sdpa_graph(c);
+    run_case(c.name, g, "cudnn", sdpa_flops(c), sdpa_bytes(c), cache, iters);
+    run_case(c.name, g, "jit", sdpa_flops(c), sdpa_bytes(c), cache, quick ? 3 : 10);
+  }
+  {
+    const int64_t n = 32, c = 256, hw = 56, k = 256;
+    const Graph g = conv_graph(n, c, hw, k);
+    const double flops = 2.0 * n * hw * hw * k * c * 9;
+    const double bytes = 2.0 * (n * hw * hw * c + k * 9 * c + n * hw * hw * k);
+    run_case("conv3x3_bias_relu", g, "cudnn", flops, bytes, cache, iters);
+    run_case("conv3x3_bias_relu", g, "jit", flops, bytes, cache, iters);
+  }
+  return 0;
+}

@@ -1,0 +1,91 @@
+"""PyTorch baselines for bench/bench_vendor.cpp, measured on the same GPU in the same run.
+
+SDPA through PyTorch's cuDNN backend and its flash backend (torch.nn.attention.sdpa_kernel),
+and the conv3x3 (channels_last bf16) bare and with bias + relu. Prints one JSON object per
+line: {"case", "engine", "ms", "tflops", "tbps"}; a backend that refuses a case prints "error".
+Timing: CUDA events, warm-up, median of many (the same method as Sinter's time_ms).
+"""
+import json
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+ITERS = 10 if "--quick" in sys.argv else 50
+
+
+def median_ms(fn, iters=ITERS, warmup=5):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def emit(case, engine, ms, flops, nbytes):
+    print(json.dumps({"case": case, "engine": engine, "ms": round(ms, 5),
+                      "tflops": round(flops / (ms * 1e-3) / 1e12, 2),
+                      "tbps": round(nbytes / (ms * 1e-3) / 1e12, 3)}), flush=True)
+
+
+def sdpa_case(name, b, h, hkv, sq, skv, d, causal):
+    bf = torch.bfloat16
+    q = torch.randn(b, h, sq, d, device="cuda", dtype=bf)
+    k = torch.randn(b, hkv, skv, d, device="cuda", dtype=bf)
+    v = torch.randn(b, hkv, skv, d, device="cuda", dtype=bf)
+    flops = 4.0 * b * h * sq * skv * d / (2 if causal else 1)
+    nbytes = 2.0 * (2 * b * h * sq * d + 2 * b * hkv * skv * d)
+    gqa = h != hkv
+    for backend, label in ((SDPBackend.CUDNN_ATTENTION, "torch-cudnn"),
+                           (SDPBackend.FLASH_ATTENTION, "torch-flash")):
+        try:
+            with sdpa_kernel(backend):
+                def run():
+                    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+                run()
+                emit(name, label, median_ms(run), flops, nbytes)
+        except Exception as e:  # a backend that cannot run this case says so
+            print(json.dumps({"case": name, "engine": label, "error": str(e)[:300]}), flush=True)
+
+
+def conv_case():
+    n, c, hw, k = 32, 256, 56, 256
+    bf = torch.bfloat16
+    x = torch.randn(n, c, hw, hw, device="cuda", dtype=bf).to(memory_format=torch.channels_last)
+    w = (torch.randn(k, c, 3, 3, device="cuda", dtype=bf) / (9 * c) ** 0.5).to(
+        memory_format=torch.channels_last)
+    bias = torch.randn(k, device="cuda", dtype=bf)
+    flops = 2.0 * n * hw * hw * k * c * 9
+    nbytes = 2.0 * (n * hw * hw * c + k * 9 * c + n * hw * hw * k)
+    emit("conv3x3_bias_relu", "torch-conv-bare",
+         median_ms(lambda: F.conv2d(x, w, padding=1)), flops, nbytes)
+    emit("conv3x3_bias_relu", "torch-conv-bias-relu",
+         median_ms(lambda: F.relu(F.conv2d(x, w, bias, padding=1))), flops, nbytes)
+
+
+def main():
+    torch.manual_seed(0)
+    torch.backends.cudnn.benchmark = True
+    print(json.dumps({"case": "torch_versions", "torch": torch.__version__,
+                      "cudnn": torch.backends.cudnn.version(),
+                      "gpu": torch.cuda.get_device_name()}), flush=True)
+    sdpa_case("sdpa_d128", 4, 32, 32, 4096, 4096, 128, False)
+    sdpa_case("sdpa_d128_causal", 4, 32, 32, 4096, 4096, 128, True)
+    sdpa_case("sdpa_d64", 4, 32, 32, 4096, 4096, 64, False)
+    sdpa_case("sdpa_d64_causal", 4, 32, 32, 4096, 4096, 64, True)
+    sdpa_case("sdpa_decode_gqa", 32, 32, 8, 1, 4096, 128, False)
+    conv_case()
+
+
+if __name__ == "__main__":
+    main()

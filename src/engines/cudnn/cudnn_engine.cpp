@@ -1,0 +1,222 @@
+#include "engines/cudnn/cudnn_engine.hpp"
+
+#include <cstdio>
+#include <functional>
+#include <optional>
+
+#include "engines/cudnn/conv_graph.hpp"
+#include "engines/cudnn/conv_pattern.hpp"
+#include "engines/cudnn/engine_configs.hpp"
+#include "engines/cudnn/matmul_lowering.hpp"
+#include "engines/cudnn/norm_lowering.hpp"
+#include "engines/cudnn/sdpa_graph.hpp"
+#include "engines/cudnn/sdpa_pattern.hpp"
+#include "sinter/error.hpp"
+
+namespace sinter::cudnn {
+namespace {
+
+// A region lowered for cuDNN: what to build, and which region buffer each device uid binds.
+struct Lowering {
+  std::string what;  // "sdpa [bf16 d128 causal(top_left)]"
+  struct Operand {
+    int64_t uid;
+    bool output;
+    int index;  // among the region's inputs or outputs
+  };
+  std::vector<Operand> operands;
+  std::function<std::unique_ptr<OperationGraph>()> build;
+};
+
+struct Match {
+  std::optional<Lowering> lowering;
+  std::string reason;
+};
+
+Match match(const Graph& g, const fuse::Region& r, bool lower_secondary) {
+  const Library& lib = library();
+  if (!lib.loaded) return {std::nullopt, "cuDNN not found (" + lib.reason + ")"};
+  if (r.kind == fuse::RegionKind::sdpa) {
+    SdpaMatch m = match_sdpa(g, r, lib.version);
+    if (!m.pattern) return {std::nullopt, m.reason};
+    const SdpaPattern p = *m.pattern;
+    Lowering l;
+    l.what = "sdpa [" + p.summary + "]";
+    l.operands = {{kUidQ, false, p.q.input}, {kUidK, false, p.k.input}, {kUidV, false, p.v.input},
+                  {kUidO, true, p.o_output}};
+    if (p.stats_output >= 0) l.operands.push_back({kUidStats, true, p.stats_output});
+    if (p.bias) l.operands.push_back({kUidBias, false, p.bias->input});
+    l.build = [p] { return build_sdpa_operations(p); };
+    return {std::move(l), {}};
+  }
+  if (r.kind == fuse::RegionKind::conv) {
+    ConvMatch m = match_conv(g, r);
+    if (!m.pattern) return {std::nullopt, m.reason};
+    const ConvPattern p = *m.pattern;
+    Lowering l;
+    l.what = "conv [" + p.summary + "]";
+    l.operands = {{kConvUidX, false, p.x_input}, {kConvUidW, false, p.w_input}, {kConvUidY, true, p.y_output}};
+    for (size_t i = 0; i < p.epilogue.size(); ++i) {
+      if (p.epilogue[i].input >= 0) {
+        l.operands.push_back({kConvUidEpilogue + static_cast<int64_t>(i), false, p.epilogue[i].input});
+      }
+    }
+    l.build = [p] { return build_conv_operations(p); };
+    return {std::move(l), {}};
+  }
+  if (r.kind == fuse::RegionKind::matmul) {
+    MatmulLoweringMatch m = match_matmul_lowering(g, r);
+    if (!m.pattern) return {std::nullopt, m.reason};
+    if (!lower_secondary) {
+      return {std::nullopt, "matmuls go to cuDNN only when it is forced (--engine cudnn); auto "
+                            "leaves them to cuBLASLt and jit"};
+    }
+    const MatmulLoweringPattern p = *m.pattern;
+    Lowering l;
+    l.what = "matmul [" + p.summary + "]";
+    l.operands = {{kMatmulUidA, false, p.a_input}, {kMatmulUidB, false, p.b_input}, {kMatmulUidY, true, p.y_output}};
+    for (size_t i = 0; i < p.epilogue.size(); ++i) {
+      if (p.epilogue[i].input >= 0) {
+        l.operands.push_back({kMatmulUidEpilogue + static_cast<int64_t>(i), false, p.epilogue[i].input});
+      }
+    }
+    l.build = [p] { return build_matmul_operations(p); };
+    return {std::move(l), {}};
+  }
+  if (r.kind == fuse::RegionKind::rowwise) {
+    NormMatch m = match_norm(g, r);
+    if (!m.pattern) return {std::nullopt, m.reason};
+    if (!lower_secondary) {
+      return {std::nullopt, "norms go to cuDNN only when it is forced (--engine cudnn); auto keeps "
+                            "them on our row-wise kernels"};
+    }
+    const NormPattern p = *m.pattern;
+    Lowering l;
+    l.what = p.summary;
+    l.operands = {{kNormUidX, false, p.x_input}, {kNormUidScale, false, p.weight_input}, {kNormUidY, true, p.y_output}};
+    if (p.bias_input >= 0) l.operands.push_back({kNormUidBias, false, p.bias_input});
+    l.build = [p] { return build_norm_operations(p); };
+    return {std::move(l), {}};
+  }
+  return {std::nullopt, "cuDNN lowers sdpa, conv and matmul (+bias, relu, residual), layernorm "
+                        "and rmsnorm regions so far, not " + std::string(to_string(r.kind))};
+}
+
+std::string candidate_text(const Lowering& l, const std::string& config) {
+  return "cudnn " + version_string() + " " + l.what + " " + config;
+}
+
+class CudnnStep : public PreparedStep {
+ public:
+  CudnnStep(Lowering l, std::unique_ptr<OperationGraph> graph, PlannedConfig config)
+      : l_(std::move(l)), graph_(std::move(graph)), config_(std::move(config)) {}
+
+  void launch(const Binding& bind, cudaStream_t stream) override {
+    const Library& lib = library();
+    SINTER_CUDNN_CHECK(lib.SetStream(handle(), stream));
+    std::vector<int64_t> uids;
+    std::vector<void*> ptrs;
+    for (const Lowering::Operand& o : l_.operands) {
+      uids.push_back(o.uid);
+      ptrs.push_back(o.output ? bind.outputs.at(o.index) : const_cast<void*>(bind.inputs.at(o.index)));
+    }
+    // By-value scalars: cuDNN reads them from host memory through these pointers.
+    for (OperationGraph::Scalar& s : graph_->scalars) {
+      uids.push_back(s.uid);
+      ptrs.push_back(&s.value);
+    }
+    ptrs.push_back(bind.workspace);
+    // The variant pack is rebuilt only when a pointer changed: building one costs microseconds,
+    // as much as a decode-sized attention kernel.
+    if (!pack_ || ptrs != pack_ptrs_) {
+      pack_ = std::make_unique<Descriptor>(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+      pack_->set_array(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids)
+          .set_array(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
+                     std::vector<void*>(ptrs.begin(), ptrs.end() - 1))
+          .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, bind.workspace);
+      pack_->finalize();
+      pack_ptrs_ = ptrs;
+    }
+    SINTER_CUDNN_CHECK(lib.BackendExecute(handle(), config_.plan->get(), pack_->get()));
+    // cuDNN does not promise to leave its workspace zeroed; the executor's contract wants zero
+    // after each launch (our exit reductions share the workspace and rely on it).
+    if (config_.workspace > 0) {
+      const cudaError_t e = cudaMemsetAsync(bind.workspace, 0, static_cast<size_t>(config_.workspace), stream);
+      if (e != cudaSuccess) {
+        throw Error(ErrorCode::cuda, std::string("cudaMemsetAsync of the cuDNN workspace failed: ") +
+                                         cudaGetErrorString(e));
+      }
+    }
+  }
+  size_t workspace_bytes() const override { return static_cast<size_t>(config_.workspace); }
+  std::string describe() const override { return candidate_text(l_, config_.description); }
+
+ private:
+  Lowering l_;
+  std::unique_ptr<OperationGraph> graph_;
+  PlannedConfig config_;
+  DescriptorPtr pack_;
+  std::vector<void*> pack_ptrs_;  // the operand pointers, then the workspace, of pack_
+};
+
+std::unique_ptr<OperationGraph> build_graph(const Lowering& l) {
+  auto g = l.build();
+  finalize_graph(*g, handle());
+  return g;
+}
+
+}  // namespace
+
+std::string cudnn_version() { return version_string(); }
+
+Support CudnnEngine::supports(const Graph& g, const fuse::Region& r) const {
+  const Match m = match(g, r, lower_secondary_);
+  return m.lowering ? Support::yes() : Support::no(m.reason);
+}
+
+std::vector<Candidate> CudnnEngine::candidates(const Graph& g, const fuse::Region& r,
+                                               const EngineContext&) const {
+  const Match m = match(g, r, lower_secondary_);
+  if (!m.lowering) return {};
+  std::unique_ptr<OperationGraph> graph;
+  ConfigList list;
+  try {
+    graph = build_graph(*m.lowering);
+    list = plan_configs(*graph->graph, handle(), max_candidates_);
+  } catch (const Error& e) {
+    // The pattern matcher cannot foresee every limit of the loaded cuDNN; a refusal here leaves
+    // the region to the next engine, and is said aloud rather than hidden.
+    std::fprintf(stderr, "sinter: cudnn offers no candidate for region %d: %s\n", r.id, e.what());
+    return {};
+  }
+  if (list.configs.empty()) {
+    std::fprintf(stderr, "sinter: cudnn offers no candidate for region %d: %s\n", r.id,
+                 list.dropped.empty() ? "the heuristics returned no engine config" : list.dropped.c_str());
+  }
+  std::vector<Candidate> out;
+  int i = 0;
+  for (const PlannedConfig& c : list.configs) {
+    out.push_back({std::string(name()), i++, candidate_text(*m.lowering, c.description)});
+  }
+  return out;
+}
+
+std::unique_ptr<PreparedStep> CudnnEngine::prepare(const Graph& g, const fuse::Region& r,
+                                                   const Candidate& c, EngineContext&) const {
+  const Match m = match(g, r, lower_secondary_);
+  if (!m.lowering) throw Error(ErrorCode::unsupported, "cudnn: " + m.reason);
+  auto graph = build_graph(*m.lowering);
+  // Configs come in a deterministic order, so the first index + 1 planned are those listed;
+  // building no more than that spares plan finalizations (which may compile kernels).
+  ConfigList list = plan_configs(*graph->graph, handle(), c.index + 1);
+  if (c.index < 0 || static_cast<size_t>(c.index) >= list.configs.size()) {
+    throw Error(ErrorCode::unsupported,
+                "cudnn: candidate " + std::to_string(c.index) + " does not exist (" +
+                    std::to_string(list.configs.size()) + " engine configs built" +
+                    (list.dropped.empty() ? "" : "; " + list.dropped) + ")");
+  }
+  return std::make_unique<CudnnStep>(*m.lowering, std::move(graph),
+                                     std::move(list.configs[static_cast<size_t>(c.index)]));
+}
+
+}  // namespace sinter::cudnn

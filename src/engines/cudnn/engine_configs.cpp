@@ -1,0 +1,154 @@
+#include "engines/cudnn/engine_configs.hpp"
+
+#include <mutex>
+#include <set>
+
+#include "sinter/error.hpp"
+
+namespace sinter::cudnn {
+namespace {
+
+std::string numerical_note(cudnnBackendNumericalNote_t n) {
+  switch (n) {
+    case CUDNN_NUMERICAL_NOTE_TENSOR_CORE: return "tensor_core";
+    case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS: return "down_convert_inputs";
+    case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION: return "reduced_precision_reduction";
+    case CUDNN_NUMERICAL_NOTE_FFT: return "fft";
+    case CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC: return "nondeterministic";
+    case CUDNN_NUMERICAL_NOTE_WINOGRAD: return "winograd";
+    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4: return "winograd_4x4";
+    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6: return "winograd_6x6";
+    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13: return "winograd_13x13";
+    case CUDNN_NUMERICAL_NOTE_STRICT_NAN_PROP: return "strict_nan_prop";
+    default: return "numerical_note_" + std::to_string(static_cast<int>(n));
+  }
+}
+
+std::string behavior_note(cudnnBackendBehaviorNote_t n) {
+  switch (n) {
+    case CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION: return "runtime_compilation";
+    case CUDNN_BEHAVIOR_NOTE_REQUIRES_FILTER_INT8x32_REORDER: return "filter_int8x32_reorder";
+    case CUDNN_BEHAVIOR_NOTE_REQUIRES_BIAS_INT8x32_REORDER: return "bias_int8x32_reorder";
+    case CUDNN_BEHAVIOR_NOTE_SUPPORTS_CUDA_GRAPH_NATIVE_API: return "cuda_graph_native";
+    default: return "behavior_note_" + std::to_string(static_cast<int>(n));
+  }
+}
+
+// Reads `count` descriptors of `type` from an array attribute (the descriptors must exist
+// before cuDNN fills them).
+std::vector<DescriptorPtr> get_descriptors(const Descriptor& from, cudnnBackendAttributeName_t name,
+                                           cudnnBackendDescriptorType_t type, int64_t max) {
+  std::vector<DescriptorPtr> out;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < max; ++i) {
+    out.push_back(std::make_unique<Descriptor>(type));
+    raw.push_back(out.back()->get());
+  }
+  int64_t count = 0;
+  SINTER_CUDNN_CHECK(library().BackendGetAttribute(from.get(), name, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                                   max, &count, raw.data()));
+  out.resize(static_cast<size_t>(std::min(count, max)));
+  return out;
+}
+
+// "eng 8 knobs {t0=1 t2=4} notes: tensor_core, runtime_compilation", and a key for dedup.
+std::pair<std::string, std::string> describe(const Descriptor& cfg) {
+  const Library& lib = library();
+  std::string key;
+  Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  cudnnBackendDescriptor_t raw = engine.get();
+  int64_t n = 0;
+  SINTER_CUDNN_CHECK(lib.BackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE,
+                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &raw));
+  int64_t index = -1;
+  SINTER_CUDNN_CHECK(lib.BackendGetAttribute(raw, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64,
+                                             1, &n, &index));
+  std::string desc = "eng " + std::to_string(index);
+  key = desc;
+  std::string knobs;
+  for (const auto& kc : get_descriptors(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                        CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, CUDNN_KNOB_TYPE_COUNTS)) {
+    cudnnBackendKnobType_t type{};
+    int64_t value = 0;
+    SINTER_CUDNN_CHECK(lib.BackendGetAttribute(kc->get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+                                               CUDNN_TYPE_KNOB_TYPE, 1, &n, &type));
+    SINTER_CUDNN_CHECK(lib.BackendGetAttribute(kc->get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
+                                               CUDNN_TYPE_INT64, 1, &n, &value));
+    knobs += (knobs.empty() ? "" : " ") + std::to_string(static_cast<int>(type)) + "=" + std::to_string(value);
+  }
+  desc += " knobs {" + knobs + "}";
+  key += desc;
+  std::string notes;
+  cudnnBackendNumericalNote_t num[CUDNN_NUMERICAL_NOTE_TYPE_COUNT + 8];
+  if (lib.BackendGetAttribute(raw, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                              CUDNN_NUMERICAL_NOTE_TYPE_COUNT + 8, &n, num) == CUDNN_STATUS_SUCCESS) {
+    for (int64_t i = 0; i < n; ++i) notes += (notes.empty() ? "" : ", ") + numerical_note(num[i]);
+  }
+  cudnnBackendBehaviorNote_t beh[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT + 8];
+  if (lib.BackendGetAttribute(raw, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                              CUDNN_BEHAVIOR_NOTE_TYPE_COUNT + 8, &n, beh) == CUDNN_STATUS_SUCCESS) {
+    for (int64_t i = 0; i < n; ++i) notes += (notes.empty() ? "" : ", ") + behavior_note(beh[i]);
+  }
+  if (!notes.empty()) desc += " notes: " + notes;
+  return {desc, key};
+}
+
+}  // namespace
+
+cudnnHandle_t handle() {
+  static std::once_flag once;
+  static cudnnHandle_t h = nullptr;
+  std::call_once(once, [] { SINTER_CUDNN_CHECK(require_library().Create(&h)); });
+  return h;
+}
+
+ConfigList plan_configs(const Descriptor& op_graph, cudnnHandle_t h, int limit) {
+  ConfigList out;
+  std::set<std::string> seen;
+  const std::pair<cudnnBackendHeurMode_t, const char*> modes[] = {
+      {CUDNN_HEUR_MODE_A, "A"}, {CUDNN_HEUR_MODE_B, "B"}, {CUDNN_HEUR_MODE_FALLBACK, "fallback"}};
+  for (const auto& [mode, mode_name] : modes) {
+    if (static_cast<int>(out.configs.size()) >= limit) break;
+    Descriptor heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+    heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, op_graph)
+        .set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, mode);
+    if (const cudnnStatus_t s = heur.try_finalize(); s != CUDNN_STATUS_SUCCESS) {
+      out.dropped += std::string(out.dropped.empty() ? "" : "; ") + "heur " + mode_name + ": " + status_message(s);
+      continue;
+    }
+    int64_t count = 0;
+    SINTER_CUDNN_CHECK(library().BackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
+    int failed = 0;
+    std::string last_failure;
+    for (auto& cfg : get_descriptors(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                     CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, count)) {
+      if (static_cast<int>(out.configs.size()) >= limit) break;
+      auto [desc, key] = describe(*cfg);
+      if (!seen.insert(key).second) continue;
+      auto plan = std::make_unique<Descriptor>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+      plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, h);
+#pragma GCC diagnostic pop
+      plan->set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, *cfg);
+      if (const cudnnStatus_t s = plan->try_finalize(); s != CUDNN_STATUS_SUCCESS) {
+        ++failed;
+        last_failure = desc + ": " + status_message(s);
+        continue;
+      }
+      int64_t ws = 0, n = 0;
+      SINTER_CUDNN_CHECK(library().BackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                                       CUDNN_TYPE_INT64, 1, &n, &ws));
+      desc += std::string(" [heur ") + mode_name + "] ws " + std::to_string(ws >> 10) + " KiB";
+      out.configs.push_back({std::move(cfg), std::move(plan), ws, std::move(desc)});
+    }
+    if (failed) {
+      out.dropped += std::string(out.dropped.empty() ? "" : "; ") + "heur " + mode_name + ": " +
+                     std::to_string(failed) + " config(s) did not build, last " + last_failure;
+    }
+  }
+  return out;
+}
+
+}  // namespace sinter::cudnn

@@ -1,0 +1,34 @@
+// The engine configs cuDNN's heuristics offer for a finalized operation graph (modes A, then B,
+// then fallback; duplicates dropped), each finalized into an execution plan so that only configs
+// that really build become candidates, and described with their knobs and cuDNN's numerical and
+// behaviour notes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engines/cudnn/backend_descriptor.hpp"
+
+namespace sinter::cudnn {
+
+struct PlannedConfig {
+  DescriptorPtr config;  // the engine config
+  DescriptorPtr plan;    // its finalized execution plan
+  int64_t workspace = 0;
+  std::string description;  // "eng 8 [heur A] knobs {..} ws 0 KiB notes: tensor_core ..."
+};
+
+struct ConfigList {
+  std::vector<PlannedConfig> configs;
+  // Why configs were dropped ("heur B: 3 configs did not build: CUDNN_STATUS_NOT_SUPPORTED ..."),
+  // for the reason shown when no config remains.
+  std::string dropped;
+};
+
+// Up to `limit` planned configs, in heuristic order.
+ConfigList plan_configs(const Descriptor& op_graph, cudnnHandle_t handle, int limit);
+
+// The process-wide handle (created on first use on the current device).
+cudnnHandle_t handle();
+
+}  // namespace sinter::cudnn

@@ -1,0 +1,173 @@
+// Which sdpa regions the cuDNN engine takes, and the reasons it gives for the others (no GPU
+// needed: the matching is pure graph analysis); and the loader's answer when cuDNN is absent.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engines/cudnn/cudnn_engine.hpp"
+#include "engines/cudnn/cudnn_library.hpp"
+#include "engines/cudnn/sdpa_graph.hpp"
+#include "engines/cudnn/sdpa_pattern.hpp"
+
+using namespace sinter;
+
+namespace {
+
+constexpr size_t kVersion = 91400;  // the H200 machine's cuDNN
+
+struct SdpaCase {
+  DType dtype = DType::bf16;
+  int64_t b = 2, h = 4, hkv = 2, sq = 33, skv = 70, d = 64, dv = 64;
+  CausalMask causal = CausalMask::none;
+  std::optional<DType> bias;
+  bool stats = false;
+  Dims q_strides;  // empty: contiguous
+};
+
+cudnn::SdpaMatch match(const SdpaCase& c, size_t version = kVersion) {
+  Graph g("sdpa");
+  auto q = g.input("q", c.dtype, {c.b, c.h, c.sq, c.d}, c.q_strides);
+  auto k = g.input("k", c.dtype, {c.b, c.hkv, c.skv, c.d});
+  auto v = g.input("v", c.dtype, {c.b, c.hkv, c.skv, c.dv});
+  std::optional<Tensor> bias;
+  if (c.bias) bias = g.input("bias", *c.bias, {1, c.h, c.sq, c.skv});
+  auto r = g.sdpa(q, k, v, SdpaAttrs{.causal = c.causal, .emit_stats = c.stats}, bias);
+  g.output(r.o, "o");
+  if (c.stats) g.output(r.stats, "stats");
+  g.validate();
+  const fuse::Partition p = fuse::partition_graph(g);
+  for (const fuse::Region& region : p.regions) {
+    if (region.kind == fuse::RegionKind::sdpa) return cudnn::match_sdpa(g, region, version);
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST(CudnnSdpaPattern, GqaCausalStatsAndStrides) {
+  SdpaCase c;
+  c.causal = CausalMask::top_left;
+  c.stats = true;
+  // q as a view of a [B, Sq, H, D] buffer (the BSHD layout models use)
+  c.q_strides = {c.sq * c.h * c.d, c.d, c.h * c.d, 1};
+  const auto m = match(c);
+  ASSERT_TRUE(m.pattern) << m.reason;
+  const cudnn::SdpaPattern& p = *m.pattern;
+  EXPECT_EQ(p.h, 4);
+  EXPECT_EQ(p.h_kv, 2);
+  EXPECT_EQ(p.s_q, 33);
+  EXPECT_EQ(p.s_kv, 70);
+  EXPECT_EQ(p.q.strides, (std::vector<int64_t>{33 * 4 * 64, 64, 4 * 64, 1}));
+  EXPECT_GE(p.stats_output, 0);
+  EXPECT_FLOAT_EQ(p.scale, static_cast<float>(1.0 / std::sqrt(64.0)));
+  EXPECT_NE(p.summary.find("gqa 4/2"), std::string::npos) << p.summary;
+  EXPECT_NE(p.summary.find("causal(top_left)"), std::string::npos) << p.summary;
+}
+
+TEST(CudnnSdpaPattern, BiasOfQsDtype) {
+  SdpaCase c;
+  c.skv = 72;
+  c.bias = DType::bf16;
+  const auto m = match(c);
+  ASSERT_TRUE(m.pattern) << m.reason;
+  ASSERT_TRUE(m.pattern->bias);
+  EXPECT_EQ(m.pattern->bias->dims, (std::vector<int64_t>{1, 4, 33, 72}));
+}
+
+TEST(CudnnSdpaPattern, ReasonsForRefusal) {
+  auto reason = [](const SdpaCase& c, size_t version = kVersion) {
+    const auto m = match(c, version);
+    EXPECT_FALSE(m.pattern) << "expected a refusal";
+    return m.reason;
+  };
+  SdpaCase f32;
+  f32.dtype = DType::f32;
+  EXPECT_NE(reason(f32).find("f16 or bf16"), std::string::npos);
+  SdpaCase odd_d;
+  odd_d.d = odd_d.dv = 36;
+  EXPECT_NE(reason(odd_d).find("multiples of 8"), std::string::npos);
+  SdpaCase big_d;
+  big_d.d = big_d.dv = 512;
+  EXPECT_NE(reason(big_d).find("at most 256"), std::string::npos);
+  SdpaCase mask;
+  mask.bias = DType::boolean;
+  EXPECT_NE(reason(mask).find("bool keep-mask"), std::string::npos);
+  SdpaCase odd_bias;
+  odd_bias.bias = DType::bf16;  // Skv 70: the bias rows are not 16-byte aligned
+  EXPECT_NE(reason(odd_bias).find("not a multiple of 8 elements"), std::string::npos);
+  SdpaCase f32_bias;
+  f32_bias.bias = DType::f32;
+  EXPECT_NE(reason(f32_bias).find("q's dtype"), std::string::npos);
+  SdpaCase br_bias;
+  br_bias.causal = CausalMask::bottom_right;
+  br_bias.bias = DType::bf16;
+  br_bias.skv = 72;
+  EXPECT_NE(reason(br_bias).find("bottom-right causal mask together with a bias"), std::string::npos);
+  SdpaCase br_long_q;
+  br_long_q.causal = CausalMask::bottom_right;
+  br_long_q.sq = 100;
+  br_long_q.skv = 70;
+  EXPECT_NE(reason(br_long_q).find("Sq > Skv"), std::string::npos);
+  SdpaCase br_old;
+  br_old.causal = CausalMask::bottom_right;
+  EXPECT_NE(reason(br_old, 90500).find("multiples of 64 before cuDNN 9.6"), std::string::npos);
+  SdpaCase strided_d;
+  strided_d.q_strides = {4 * 33 * 64 * 2, 33 * 64 * 2, 64 * 2, 2};
+  EXPECT_NE(reason(strided_d).find("unit stride along the head dim"), std::string::npos);
+  SdpaCase misaligned;
+  misaligned.q_strides = {4 * 33 * 66, 33 * 66, 66, 1};
+  EXPECT_NE(reason(misaligned).find("not a multiple of 8"), std::string::npos);
+}
+
+TEST(CudnnSdpaPattern, NotSdpa) {
+  Graph g;
+  auto a = g.input("a", DType::bf16, {8, 8});
+  g.output(g.relu(a), "y");
+  g.validate();
+  const fuse::Partition p = fuse::partition_graph(g);
+  const auto m = cudnn::match_sdpa(g, p.regions.at(0), kVersion);
+  EXPECT_FALSE(m.pattern);
+  EXPECT_NE(m.reason.find("not an sdpa region"), std::string::npos);
+}
+
+TEST(CudnnLibrary, MissingLibraryIsAReasonNotACrash) {
+  const cudnn::Library lib = cudnn::load_library("/nonexistent/libcudnn.so.9");
+  EXPECT_FALSE(lib.loaded);
+  EXPECT_NE(lib.reason.find("/nonexistent/libcudnn.so.9"), std::string::npos) << lib.reason;
+}
+
+TEST(CudnnLibrary, LoadsTheInstalledLibraryWithoutAGpu) {
+  // The build machine has cuDNN 9.19; cudnnGetVersion needs no GPU.
+  const cudnn::Library lib = cudnn::load_library("libcudnn.so.9");
+  if (!lib.loaded) GTEST_SKIP() << "no cuDNN here: " << lib.reason;
+  EXPECT_GE(lib.version, 90000u);
+  EXPECT_LT(lib.version, 100000u);
+}
+
+// Every descriptor of the lowered graph (tensors, pointwise, reduction and matmul operations)
+// is finalized by the real library: attribute types, uids, dims and strides are checked by
+// cuDNN itself. Only the operation graph needs a handle, hence a GPU.
+TEST(CudnnSdpaGraph, OperationsFinalizeWithoutAGpu) {
+  if (!cudnn::library().loaded) GTEST_SKIP() << "no cuDNN here: " << cudnn::library().reason;
+  SdpaCase plain;
+  SdpaCase causal_stats;
+  causal_stats.causal = CausalMask::top_left;
+  causal_stats.stats = true;
+  SdpaCase bottom_right;
+  bottom_right.causal = CausalMask::bottom_right;
+  SdpaCase bias;
+  bias.bias = DType::bf16;
+  bias.skv = 72;
+  SdpaCase f16_bshd;
+  f16_bshd.dtype = DType::f16;
+  f16_bshd.q_strides = {f16_bshd.sq * f16_bshd.h * f16_bshd.d, f16_bshd.d, f16_bshd.h * f16_bshd.d, 1};
+  size_t expected_ops[] = {10, 14, 16, 11, 10};
+  int i = 0;
+  for (const SdpaCase& c : {plain, causal_stats, bottom_right, bias, f16_bshd}) {
+    const auto m = match(c, cudnn::library().version);
+    ASSERT_TRUE(m.pattern) << m.reason;
+    std::unique_ptr<cudnn::OperationGraph> g;
+    ASSERT_NO_THROW(g = cudnn::build_sdpa_operations(*m.pattern)) << m.pattern->summary;
+    EXPECT_EQ(g->ops.size(), expected_ops[i++]) << m.pattern->summary;
+  }
+}
