@@ -25,6 +25,9 @@ plan::Plan build_plan(const StreamExecutor& ex, const std::string& producer) {
     s.kind = regions.at(info.region).kind;
     s.engine = info.engine;
     s.description = info.description;
+    for (const tune::Choice& c : ex.tune_report().choices) {
+      if (c.region == info.region && c.engine) s.candidate = c.candidate.index;
+    }
     const PreparedStep* prepared = ex.prepared_step(i);
     if (!prepared) {  // a reshape sharing its input's memory
       p.steps.push_back(std::move(s));
