@@ -134,7 +134,10 @@ void PlanExecutor::set_inputs(const TensorMap& inputs) {
       for (int64_t e = 0; e < h.numel(); ++e) relaid.set(e, h.get(e));
       src = &relaid;
     }
-    SINTER_CUDA_CHECK(cudaMemcpy(pointer_of_[id], src->data(), src->storage_bytes(), cudaMemcpyHostToDevice));
+    // On the executor's stream, so the launches that follow are ordered after the copy (a plain
+    // cudaMemcpy goes to the legacy stream, which a non-blocking stream does not wait for). The
+    // host bytes are pageable: the call returns once they are staged, so they may go away.
+    SINTER_CUDA_CHECK(cudaMemcpyAsync(pointer_of_[id], src->data(), src->storage_bytes(), cudaMemcpyHostToDevice, stream_));
   }
 }
 
@@ -142,7 +145,8 @@ void PlanExecutor::poison() {
   cuda::DeviceGuard guard(device_);
   const Graph& g = plan_.graph;
   for (const plan::BufferAssignment& b : plan_.memory.buffers) {
-    SINTER_CUDA_CHECK(cudaMemset(pointer_of_[b.tensor], 0xFF, bound_[b.tensor] ? plan::storage_bytes(g.tensor(b.tensor)) : b.bytes));
+    SINTER_CUDA_CHECK(cudaMemsetAsync(pointer_of_[b.tensor], 0xFF,
+                                      bound_[b.tensor] ? plan::storage_bytes(g.tensor(b.tensor)) : b.bytes, stream_));
   }
 }
 
