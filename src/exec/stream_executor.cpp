@@ -24,7 +24,7 @@ bool is_contiguous(const TensorInfo& t) { return t.strides == contiguous_strides
 }  // namespace
 
 StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOptions options)
-    : graph_(std::move(graph)), device_(options.device) {
+    : graph_(std::move(graph)), fusion_(options.fusion), device_(options.device) {
   graph_.validate();
   cuda::DeviceGuard guard(device_);
   stream_ = cuda::Stream();
@@ -98,6 +98,8 @@ StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOp
   memory_ = plan::plan_memory(graph_, partition_, alias_of);
   plan::verify_memory_plan(graph_, memory_);
   const size_t workspace_base = align256(memory_.arena_bytes);
+  workspace_base_ = workspace_base;
+  workspace_bytes_ = workspace;
   arena_ = cuda::DeviceBuffer(std::max<size_t>(workspace_base + workspace, 256));
   arena_.memset(0);  // workspaces start zeroed; steps keep them so
   char* base = static_cast<char*>(arena_.data());

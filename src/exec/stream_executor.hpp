@@ -51,6 +51,14 @@ class StreamExecutor {
   const tune::TuneReport& tune_report() const { return tune_report_; }
   size_t arena_bytes() const { return arena_.size(); }
   const plan::MemoryPlan& memory_plan() const { return memory_; }
+  // For plans (exec/plan_builder): what was prepared per step (null for an alias), each step's
+  // workspace offset within the workspace area, and that area's place and size in the arena.
+  const fuse::FusionOptions& fusion() const { return fusion_; }
+  int device() const { return device_; }
+  const PreparedStep* prepared_step(size_t step) const { return steps_.at(step).prepared.get(); }
+  size_t step_workspace_offset(size_t step) const { return steps_.at(step).workspace_offset - workspace_base_; }
+  size_t workspace_base() const { return workspace_base_; }
+  size_t workspace_bytes() const { return workspace_bytes_; }
 
   void set_inputs(const TensorMap& inputs);
   // Fills every computed tensor with 0xFF bytes (NaN for floats), so an element a kernel fails to
@@ -72,6 +80,8 @@ class StreamExecutor {
 
   Graph graph_;
   fuse::Partition partition_;
+  fuse::FusionOptions fusion_;
+  size_t workspace_base_ = 0, workspace_bytes_ = 0;
   int device_;
   cuda::Stream stream_;
   std::vector<Step> steps_;

@@ -9,6 +9,7 @@
 #include "format.hpp"
 #include "gpu_run.hpp"
 #include "npy.hpp"
+#include "plan_source.hpp"
 #include "sinter/error.hpp"
 #include "sinter/json.hpp"
 #include "sinter/reference.hpp"
@@ -19,6 +20,12 @@ int cmd_run(const RunOptions& o) {
   if (o.device != "auto" && o.device != "cpu" && o.device != "gpu") {
     throw Error(ErrorCode::invalid_argument,
                 "--device must be auto, cpu or gpu; found '" + o.device + "'");
+  }
+  if (!o.executor.empty() || is_plan_bundle_file(o.file)) {
+    if (o.device == "cpu") throw Error(ErrorCode::invalid_argument, "a plan runs on the GPU; --device cpu takes a graph file without --executor");
+    RunOptions with = o;
+    if (with.executor.empty()) with.executor = "stream";
+    return cmd_run_plan(with);
   }
   const Graph g = load_graph_file(o.file);
   const cuda::GpuAvailability& gpu = cuda::gpu_availability();

@@ -21,8 +21,36 @@ struct RunOptions {
   int iters = 20;               // timed GPU runs
   std::string engine = "auto";  // auto | jit | cublaslt | cudnn
   std::string tune = "heuristic";  // heuristic | fast | exhaustive
+  std::string executor;            // "": the StreamExecutor on a graph; stream | graph: through a plan
 };
 int cmd_run(const RunOptions& o);
+int cmd_run_plan(const RunOptions& o);  // a bundle, or any file with --executor
+
+struct BuildOptions {
+  std::string file;
+  std::string output;
+  std::string tune = "heuristic";
+  std::string engine = "auto";
+  bool no_fusion = false;
+};
+int cmd_build(const BuildOptions& o);
+
+struct InspectOptions {
+  std::string file;
+};
+int cmd_inspect(const InspectOptions& o);
+
+struct BenchOptions {
+  std::string file;
+  std::string executor = "graph";
+  std::string tune = "heuristic";
+  std::string engine = "auto";
+  int iters = 200;
+  int warmup = 20;
+  uint64_t seed = 1;
+  bool json = false;
+};
+int cmd_bench(const BenchOptions& o);
 
 struct ExplainOptions {
   std::string file;

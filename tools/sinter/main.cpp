@@ -21,7 +21,10 @@ int main(int argc, char** argv) {
   RunOptions run;
   auto* r = app.add_subcommand("run", "Run a graph on seeded random inputs and print statistics "
                                       "of its outputs");
-  r->add_option("FILE", run.file, "graph file (.json)")->required();
+  r->add_option("FILE", run.file, "graph file (.json) or plan bundle (from sinter build)")->required();
+  r->add_option("--executor", run.executor,
+                "stream or graph: run through a plan (a bundle always is), launched step by step or "
+                "replayed as a CUDA graph");
   r->add_option("--seed", run.seed, "seed of the random inputs")->default_val(1);
   r->add_option("--device", run.device, "auto (the GPU when there is one), cpu or gpu")
       ->default_val("auto");
@@ -49,6 +52,30 @@ int main(int argc, char** argv) {
   en->add_option("FILE", engines.file, "graph file (.json)")->required();
   en->add_option("--max-candidates", engines.max_candidates, "per vendor engine")->default_val(8);
 
+  BuildOptions build;
+  auto* b = app.add_subcommand("build", "Prepare (and tune) a graph on the GPU and save the plan as "
+                                        "one bundle that run, inspect and bench load with no compilation");
+  b->add_option("FILE", build.file, "graph file (.json)")->required();
+  b->add_option("-o,--output", build.output, "plan bundle to write")->required();
+  b->add_option("--tune", build.tune, "heuristic, fast or exhaustive (timings kept in the timing cache)")
+      ->default_val("heuristic");
+  b->add_option("--engine", build.engine, "auto, jit or cublaslt")->default_val("auto");
+  b->add_flag("--no-fusion", build.no_fusion, "turn every fusion off (one step per op)");
+  InspectOptions inspect;
+  auto* in = app.add_subcommand("inspect", "Show what a plan bundle holds: steps, engines, candidates, "
+                                           "memory, kernels and their cache keys (no GPU needed)");
+  in->add_option("PLAN", inspect.file, "plan bundle")->required();
+  BenchOptions bench;
+  auto* be = app.add_subcommand("bench", "Time a plan (bundle, or a graph built now): latency "
+                                         "percentiles, throughput, per-step breakdown");
+  be->add_option("FILE", bench.file, "plan bundle or graph file (.json)")->required();
+  be->add_option("--executor", bench.executor, "stream or graph")->default_val("graph");
+  be->add_option("--iters", bench.iters, "timed runs")->default_val(200);
+  be->add_option("--warmup", bench.warmup, "untimed runs first")->default_val(20);
+  be->add_option("--tune", bench.tune, "for a graph file: heuristic, fast or exhaustive")->default_val("heuristic");
+  be->add_option("--engine", bench.engine, "for a graph file: auto, jit or cublaslt")->default_val("auto");
+  be->add_option("--seed", bench.seed, "seed of the random inputs")->default_val(1);
+  be->add_flag("--json", bench.json, "print one JSON object instead of text");
   DemoOptions demo;
   auto* d = app.add_subcommand("demo", "Run every example graph end to end on this machine "
                                        "(the GPU when there is one, else the CPU path)");
@@ -67,6 +94,9 @@ int main(int argc, char** argv) {
     if (*e) return cmd_explain(explain);
     if (*en) return cmd_engines(engines);
     if (*d) return cmd_demo(demo);
+    if (*b) return cmd_build(build);
+    if (*in) return cmd_inspect(inspect);
+    if (*be) return cmd_bench(bench);
   } catch (const sinter::Error& e) {
     std::fprintf(stderr, "sinter: %s\n", e.what());
     return 1;

@@ -157,6 +157,7 @@ class CublasLtStep : public PreparedStep {
   }
   size_t workspace_bytes() const override { return workspace_; }
   std::string describe() const override { return desc_; }
+  const cublasLtMatmulAlgo_t& algo() const { return algo_; }
 
  private:
   Problem problem_;
@@ -206,6 +207,46 @@ std::unique_ptr<PreparedStep> CublasLtEngine::prepare(const Graph& g, const fuse
   return std::make_unique<CublasLtStep>(*m.pattern, h.algo, h.workspaceSize,
                                         "cublaslt [" + m.pattern->epilogue_name + "] " +
                                             describe_algo(h.algo, h.workspaceSize));
+}
+
+std::optional<std::vector<char>> algo_config(const PreparedStep& step) {
+  const auto* s = dynamic_cast<const CublasLtStep*>(&step);
+  if (!s) return std::nullopt;
+  const char* bytes = reinterpret_cast<const char*>(&s->algo());
+  return std::vector<char>(bytes, bytes + sizeof(cublasLtMatmulAlgo_t));
+}
+
+std::unique_ptr<PreparedStep> load_cublaslt_step(const Graph& g, const fuse::Region& r,
+                                                 std::span<const char> config, size_t workspace) {
+  const MatchResult m = match_matmul(g, r);
+  if (!m.pattern) throw Error(ErrorCode::unsupported, "cublaslt, region " + std::to_string(r.id) + ": " + m.reason);
+  if (config.size() != sizeof(cublasLtMatmulAlgo_t)) {
+    throw Error(ErrorCode::corrupt_bundle, "cublaslt, region " + std::to_string(r.id) + ": a saved algo config has " +
+                                               std::to_string(sizeof(cublasLtMatmulAlgo_t)) + " bytes, found " +
+                                               std::to_string(config.size()));
+  }
+  cublasLtMatmulAlgo_t algo;
+  std::memcpy(&algo, config.data(), sizeof algo);
+  // The config came from another process (maybe another cuBLASLt): ask this library whether it
+  // still runs this problem, and with no more workspace than the plan reserved.
+  const Problem check(*m.pattern);
+  cublasLtMatmulHeuristicResult_t result{};
+  const cublasStatus_t status = cublasLtMatmulAlgoCheck(handle(), check.op, check.a, check.b, check.c, check.d,
+                                                        &algo, &result);
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    throw Error(ErrorCode::unsupported, "cublaslt, region " + std::to_string(r.id) + ": the saved algo config (" +
+                                            describe_algo(algo, workspace) + ") is rejected by cuBLASLt " +
+                                            cublaslt_version() + " (status " + std::to_string(int(status)) +
+                                            "); build the plan again");
+  }
+  if (result.workspaceSize > workspace) {
+    throw Error(ErrorCode::unsupported, "cublaslt, region " + std::to_string(r.id) + ": the saved algo needs " +
+                                            std::to_string(result.workspaceSize) + " workspace bytes, the plan has " +
+                                            std::to_string(workspace) + "; build the plan again");
+  }
+  return std::make_unique<CublasLtStep>(*m.pattern, algo, workspace,
+                                        "cublaslt [" + m.pattern->epilogue_name + "] " + describe_algo(algo, workspace) +
+                                            " (rebuilt from the plan's algo config)");
 }
 
 }  // namespace sinter::cublaslt

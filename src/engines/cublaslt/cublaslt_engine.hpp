@@ -2,6 +2,10 @@
 // algorithms its heuristic returns as candidates.
 #pragma once
 
+#include <optional>
+#include <span>
+#include <vector>
+
 #include "engines/engine.hpp"
 
 namespace sinter::cublaslt {
@@ -19,6 +23,14 @@ class CublasLtEngine : public Engine {
  private:
   int max_candidates_;
 };
+
+// For plans: a prepared cuBLASLt step's algorithm as bytes (a cublasLtMatmulAlgo_t), nullopt when
+// `step` is not a cuBLASLt step; and the step rebuilt from those bytes with no heuristic query.
+// The rebuild asks cuBLASLt (cublasLtMatmulAlgoCheck) whether the algo still fits this library and
+// GPU, and throws Error(unsupported) saying so when it does not.
+std::optional<std::vector<char>> algo_config(const PreparedStep& step);
+std::unique_ptr<PreparedStep> load_cublaslt_step(const Graph& g, const fuse::Region& r,
+                                                 std::span<const char> config, size_t workspace);
 
 // cuBLASLt's version as "13.0.0" (from the loaded library).
 std::string cublaslt_version();

@@ -6,6 +6,7 @@
 
 #include "cuda/check.hpp"
 #include "cuda/driver.hpp"
+#include "cuda/sha256.hpp"
 #include "engines/jit/codegen.hpp"
 #include "sinter/error.hpp"
 
@@ -51,6 +52,7 @@ class JitStep : public PreparedStep {
     KernelSpec spec;
     std::shared_ptr<const cuda::Library> library;
     cuda::Kernel kernel;
+    std::shared_ptr<const cuda::KernelBinary> binary;  // kept for plans; null when loaded from one
   };
   JitStep(std::vector<Loaded> kernels, size_t workspace)
       : kernels_(std::move(kernels)), workspace_(workspace) {}
@@ -79,6 +81,7 @@ class JitStep : public PreparedStep {
     for (const Loaded& k : kernels_) s += (s.empty() ? "" : "; ") + k.spec.description;
     return s;
   }
+  const std::vector<Loaded>& kernels() const { return kernels_; }
 
  private:
   std::vector<Loaded> kernels_;
@@ -133,6 +136,7 @@ std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Reg
     req.source = spec.source;
     req.options.arch = ctx.device.arch;
     auto lib = ctx.cache.get_library(req, ctx.device.ordinal);
+    auto binary = ctx.cache.get_binary(req);  // a memory hit now; a plan stores these bytes
     cuda::Kernel kernel = lib->get_kernel(spec.entry);
     if (spec.launch.dynamic_shared_memory > 48 * 1024) {
       kernel.set_max_dynamic_shared_memory(static_cast<int>(spec.launch.dynamic_shared_memory),
@@ -145,7 +149,7 @@ std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Reg
       spec.launch.grid = dim3(static_cast<unsigned>(balanced_grid(spec.persistent_work, resident)));
       spec.description += " grid" + std::to_string(spec.launch.grid.x);
     }
-    loaded.push_back({std::move(spec), std::move(lib), kernel});
+    loaded.push_back({std::move(spec), std::move(lib), kernel, std::move(binary)});
   }
   return std::make_unique<JitStep>(std::move(loaded), rk.workspace_bytes);
 }
@@ -191,6 +195,33 @@ std::vector<int> region_variants(const Graph& g, const fuse::Region& r,
     out.push_back(v);
   }
   return out;
+}
+
+std::vector<CompiledKernel> compiled_kernels(const PreparedStep& step) {
+  std::vector<CompiledKernel> out;
+  const auto* s = dynamic_cast<const JitStep*>(&step);
+  if (!s) return out;
+  for (const JitStep::Loaded& k : s->kernels()) {
+    if (!k.binary) throw Error(ErrorCode::internal, "jit step '" + k.spec.description + "' has no cubin to export");
+    out.push_back({&k.spec, std::span<const char>(k.binary->cubin), cuda::to_hex(k.binary->key)});
+  }
+  return out;
+}
+
+std::unique_ptr<PreparedStep> load_jit_step(std::vector<KernelSpec> specs, const std::vector<std::span<const char>>& cubins,
+                                            size_t workspace_bytes, int device) {
+  if (specs.size() != cubins.size()) throw Error(ErrorCode::internal, "load_jit_step: one cubin per kernel");
+  std::vector<JitStep::Loaded> loaded;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    // Loaded straight from the plan's bytes: no KernelCache, so no way to compile.
+    auto lib = std::make_shared<const cuda::Library>(cuda::Library::load(cubins[i]));
+    cuda::Kernel kernel = lib->get_kernel(specs[i].entry);
+    if (specs[i].launch.dynamic_shared_memory > 48 * 1024) {
+      kernel.set_max_dynamic_shared_memory(static_cast<int>(specs[i].launch.dynamic_shared_memory), device);
+    }
+    loaded.push_back({std::move(specs[i]), std::move(lib), kernel, nullptr});
+  }
+  return std::make_unique<JitStep>(std::move(loaded), workspace_bytes);
 }
 
 RegionKernels build_region(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,

@@ -2,7 +2,10 @@
 // NVRTC through the KernelCache.
 #pragma once
 
+#include <span>
+
 #include "engines/engine.hpp"
+#include "engines/jit/kernel_spec.hpp"
 
 namespace sinter::jit {
 
@@ -15,5 +18,19 @@ class JitEngine : public Engine {
   std::unique_ptr<PreparedStep> prepare(const Graph& g, const fuse::Region& r, const Candidate& c,
                                         EngineContext& ctx) const override;
 };
+
+// For plans: the kernels of a step that prepare() made, each with its final spec (persistent
+// grids already sized) and its cubin; empty when `step` is not a jit step.
+struct CompiledKernel {
+  const KernelSpec* spec;
+  std::span<const char> cubin;
+  std::string cache_key;  // the KernelCache key (hex) the cubin was compiled under
+};
+std::vector<CompiledKernel> compiled_kernels(const PreparedStep& step);
+
+// A jit step from compiled kernels (a plan's): each cubin is loaded on `device`; nothing is
+// generated or compiled.
+std::unique_ptr<PreparedStep> load_jit_step(std::vector<KernelSpec> specs, const std::vector<std::span<const char>>& cubins,
+                                            size_t workspace_bytes, int device);
 
 }  // namespace sinter::jit

@@ -1,0 +1,189 @@
+// Plan benchmarks (issue 6), on GPU 0:
+//   1. launch cost: a chain of 200 dependent pointwise ops over 1024 f32 values, unfused, so
+//      launch overhead dominates; microseconds per op through the stream executor (one launch per
+//      op) and the graph executor (one graph replay). Acceptance: graph <= 1.3 us per op.
+//   2. load to first result of the transformer-block example from a saved bundle: read + check
+//      the bundle, load the steps (cubins, cuBLASLt configs), copy inputs, run, copy outputs.
+//      Measured in a process whose CUDA context already exists. Acceptance: <= 10 ms.
+//   3. rebinding new input/output pointers in a graph executor: cudaGraphExecUpdate from a fresh
+//      recording versus capturing and instantiating again.
+// Every run's outputs are checked against the CPU reference once; a mismatch fails the program.
+//   sinter_bench_plan [--runs N]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "cuda/device.hpp"
+#include "cuda/event.hpp"
+#include "cuda/kernel_cache.hpp"
+#include "example_graphs.hpp"
+#include "exec/graph_executor.hpp"
+#include "exec/plan_builder.hpp"
+#include "exec/plan_executor.hpp"
+#include "gpu/plan_graphs.hpp"
+#include "plan/bundle.hpp"
+#include "sinter/error.hpp"
+#include "sinter/reference.hpp"
+
+using namespace sinter;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double wall_ms(const std::function<void()>& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+bool matches(const Graph& g, const TensorMap& inputs, const TensorMap& got, const char* label) {
+  const TensorMap want = run_reference(g, inputs);
+  bool ok = true;
+  for (TensorId id : g.outputs()) {
+    const TensorInfo& t = g.tensor(id);
+    const double err = relative_l2_error(got.at(t.name), want.at(t.name));
+    const bool pass = err <= relative_l2_bound(t.dtype);
+    ok = ok && pass;
+    std::printf("   check %-8s %-22s rel L2 %.3g %s\n", label, (g.name() + "." + t.name).c_str(), err, pass ? "ok" : "FAIL");
+  }
+  return ok;
+}
+
+plan::Plan make_plan(const Graph& g, const fuse::FusionOptions& fusion, cuda::KernelCache& cache) {
+  ExecutorOptions opts;
+  opts.fusion = fusion;
+  StreamExecutor ex(g, cache, opts);
+  return build_plan(ex, "sinter_bench_plan");
+}
+
+// Milliseconds of `batch` back-to-back runs between two events; the median of `runs` batches.
+double batch_ms(cudaStream_t s, int batch, int runs, const std::function<void()>& launch) {
+  cuda::Event start, stop;
+  for (int i = 0; i < 3; ++i) launch();
+  std::vector<double> t;
+  for (int r = 0; r < runs; ++r) {
+    start.record(s);
+    for (int i = 0; i < batch; ++i) launch();
+    stop.record(s);
+    stop.synchronize();
+    t.push_back(cuda::elapsed_ms(start, stop));
+  }
+  return median(t);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int runs = 21;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = std::max(3, std::atoi(argv[++i]));
+  }
+  try {
+    const cuda::GpuAvailability& gpu = cuda::gpu_availability();
+    if (!gpu.available) {
+      std::printf("sinter_bench_plan: no GPU (%s); nothing measured\n", gpu.reason.c_str());
+      return 0;
+    }
+    cuda::set_device(0);
+    std::printf("device: %s\n", cuda::describe(cuda::device_properties(0)).c_str());
+    cuda::KernelCache cache("");  // memory only: build-time compiles do not touch the disk cache
+    bool ok = true;
+
+    // 1. Launch cost of a 200-op unfused chain.
+    const int ops = 200;
+    const Graph chain = testing::pointwise_chain(ops, 1024);
+    PlanExecutor chain_ex(make_plan(chain, testing::no_fusion(), cache));
+    const TensorMap chain_in = random_inputs(chain, 7);
+    ok &= matches(chain, chain_in, chain_ex.run(chain_in), "stream");
+    GraphExecutor chain_graph(chain_ex);
+    chain_ex.poison();
+    chain_graph.replay();
+    ok &= matches(chain, chain_in, chain_ex.outputs(), "graph");
+    const int batch = 20;
+    const double stream_ms = batch_ms(chain_ex.stream(), batch, runs, [&] { chain_ex.launch(); });
+    const double graph_ms = batch_ms(chain_ex.stream(), batch, runs, [&] { chain_graph.replay(); });
+    std::printf("1. %d dependent pointwise ops x 1024 f32, unfused (%zu graph nodes), %d back-to-back runs, median of %d:\n",
+                ops, chain_graph.node_count(), batch, runs);
+    std::printf("   stream executor  %.3f us/op  (%.1f us per run)\n", stream_ms * 1e3 / (batch * ops), stream_ms * 1e3 / batch);
+    std::printf("   graph executor   %.3f us/op  (%.1f us per run)   acceptance <= 1.3 us/op: %s\n",
+                graph_ms * 1e3 / (batch * ops), graph_ms * 1e3 / batch, graph_ms * 1e3 / (batch * ops) <= 1.3 ? "met" : "NOT met");
+
+    // 2. Transformer block: load to first result from a bundle.
+    const Graph block = examples::transformer_block();
+    const std::string file = (std::filesystem::temp_directory_path() / ("sinter_bench_plan_" + std::to_string(::getpid()) + ".plan")).string();
+    plan::save_plan_bundle(make_plan(block, {}, cache), file);
+    const TensorMap block_in = random_inputs(block, 11);
+    const cuda::KernelCacheStats before = cache.stats();
+    std::vector<double> load_ms;
+    TensorMap first;
+    for (int r = 0; r < std::min(runs, 11); ++r) {
+      load_ms.push_back(wall_ms([&] {
+        PlanExecutor ex(plan::load_plan_bundle(file));
+        first = ex.run(block_in);
+      }));
+    }
+    const cuda::KernelCacheStats after = cache.stats();
+    const bool no_compiles = after.misses == before.misses && after.memory_hits == before.memory_hits && after.disk_hits == before.disk_hits;
+    ok &= matches(block, block_in, first, "loaded") && no_compiles;
+    std::printf("2. transformer block, bundle %s (%ju bytes): load to first result first %.2f ms, median %.2f ms of %zu; "
+                "kernel cache requests during loads: %s   acceptance <= 10 ms: %s\n",
+                file.c_str(), static_cast<uintmax_t>(std::filesystem::file_size(file)), load_ms.front(), median(load_ms),
+                load_ms.size(), no_compiles ? "none (0 compilations)" : "SOME", median(load_ms) <= 10 ? "met" : "NOT met");
+    std::filesystem::remove(file);
+
+    // 3. Rebinding: exec update versus capture + instantiate, for both graphs.
+    for (PlanExecutor* ex : {&chain_ex, static_cast<PlanExecutor*>(nullptr)}) {
+      std::unique_ptr<PlanExecutor> owned;
+      if (!ex) {
+        owned = std::make_unique<PlanExecutor>(make_plan(block, {}, cache));
+        ex = owned.get();
+      }
+      const Graph& g = ex->graph();
+      ex->set_inputs(g.name() == chain.name() ? chain_in : block_in);
+      GraphExecutor graph(*ex);
+      // Two sets of pointers: the executor's own, and fresh buffers holding the same inputs.
+      const std::vector<const void*> own_in = ex->input_pointers();
+      const std::vector<void*> own_out = ex->output_pointers();
+      std::vector<cuda::DeviceBuffer> bufs;
+      std::vector<const void*> new_in;
+      std::vector<void*> new_out;
+      for (size_t i = 0; i < own_in.size(); ++i) {
+        const size_t bytes = plan::storage_bytes(g.tensor(g.inputs()[i]));
+        bufs.emplace_back(bytes);
+        cudaMemcpy(bufs.back().data(), own_in[i], bytes, cudaMemcpyDeviceToDevice);
+        new_in.push_back(bufs.back().data());
+      }
+      for (size_t i = 0; i < own_out.size(); ++i) {
+        bufs.emplace_back(plan::storage_bytes(g.tensor(g.outputs()[i])));
+        new_out.push_back(bufs.back().data());
+      }
+      cudaDeviceSynchronize();  // the copies ran on the legacy stream; the executor's does not wait for it
+      std::vector<double> update, recapture;
+      for (int r = 0; r < runs; ++r) {
+        update.push_back(wall_ms([&] { r % 2 ? graph.rebind(own_in, own_out) : graph.rebind(new_in, new_out); }));
+        recapture.push_back(wall_ms([&] { graph.recapture(); }));
+      }
+      std::printf("3. rebind %-22s (%zu nodes): exec update %.1f us, capture + instantiate %.1f us (medians of %d); "
+                  "updates refused: %d\n",
+                  g.name().c_str(), graph.node_count(), median(update) * 1e3, median(recapture) * 1e3, runs,
+                  graph.stats().refused_updates);
+      ok &= graph.stats().refused_updates == 0;
+    }
+    std::printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
+    return ok ? 0 : 1;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "sinter_bench_plan: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,89 @@
+#include "plan/kernel_record.hpp"
+
+#include <cstring>
+
+#include "sinter/error.hpp"
+
+namespace sinter::plan {
+namespace {
+
+PointerSource to_plan(jit::PointerSlot::Source s) {
+  switch (s) {
+    case jit::PointerSlot::Source::input: return PointerSource::input;
+    case jit::PointerSlot::Source::output: return PointerSource::output;
+    case jit::PointerSlot::Source::workspace: return PointerSource::workspace;
+  }
+  throw Error(ErrorCode::internal, "kernel record: unknown pointer source");
+}
+
+jit::PointerSlot::Source to_jit(PointerSource s) {
+  switch (s) {
+    case PointerSource::input: return jit::PointerSlot::Source::input;
+    case PointerSource::output: return jit::PointerSlot::Source::output;
+    case PointerSource::workspace: return jit::PointerSlot::Source::workspace;
+  }
+  throw Error(ErrorCode::internal, "kernel record: unknown pointer source");
+}
+
+Dim3 to_dim3(const dim3& d) { return {d.x, d.y, d.z}; }
+dim3 from_dim3(const Dim3& d) { return dim3(d[0], d[1], d[2]); }
+
+}  // namespace
+
+KernelRecord add_kernel_record(Plan& plan, const jit::KernelSpec& spec, std::span<const char> cubin,
+                               std::string cache_key) {
+  KernelRecord r;
+  r.entry = spec.entry;
+  r.description = spec.description;
+  r.grid = to_dim3(spec.launch.grid);
+  r.block = to_dim3(spec.launch.block);
+  if (spec.launch.dynamic_shared_memory > UINT32_MAX) {
+    throw Error(ErrorCode::internal, "kernel '" + spec.description + "': dynamic shared memory " +
+                                         std::to_string(spec.launch.dynamic_shared_memory) +
+                                         " does not fit a plan record");
+  }
+  r.dynamic_shared_memory = static_cast<uint32_t>(spec.launch.dynamic_shared_memory);
+  if (spec.launch.cluster) r.cluster = to_dim3(*spec.launch.cluster);
+  r.cooperative = spec.launch.cooperative;
+  r.persistent_work = spec.persistent_work;
+  const auto* bytes = static_cast<const uint8_t*>(spec.args.data());
+  r.args.assign(bytes, bytes + spec.args.size());
+  for (const jit::PointerSlot& p : spec.pointers) {
+    if (p.arg_offset > r.args.size() || r.args.size() - p.arg_offset < sizeof(void*)) {
+      throw Error(ErrorCode::internal, "kernel '" + spec.description + "': a pointer slot at " +
+                                           std::to_string(p.arg_offset) + " is outside its " +
+                                           std::to_string(r.args.size()) + " argument bytes");
+    }
+    // Whatever a launch last bound there is an address of this process: never save it.
+    std::memset(r.args.data() + p.arg_offset, 0, sizeof(void*));
+    r.pointers.push_back({to_plan(p.source), p.index, p.workspace_offset, p.arg_offset,
+                          static_cast<uint32_t>(p.alignment), p.byte_offset});
+  }
+  r.cubin = add_blob(plan, BlobKind::cubin, cubin);
+  r.cache_key = std::move(cache_key);
+  return r;
+}
+
+jit::KernelSpec to_kernel_spec(const KernelRecord& r) {
+  jit::KernelSpec spec;
+  spec.entry = r.entry;
+  spec.source.clear();
+  spec.description = r.description;
+  spec.launch.grid = from_dim3(r.grid);
+  spec.launch.block = from_dim3(r.block);
+  spec.launch.dynamic_shared_memory = r.dynamic_shared_memory;
+  if (r.cluster) spec.launch.cluster = from_dim3(*r.cluster);
+  spec.launch.cooperative = r.cooperative;
+  spec.persistent_work = r.persistent_work;
+  // ArgPacker only appends typed fields; one-byte fields have alignment 1, so appending the bytes
+  // one at a time reproduces the struct exactly.
+  for (uint8_t b : r.args) spec.args.add(b);
+  for (const PointerSlot& p : r.pointers) {
+    spec.pointers.push_back({to_jit(p.source), p.index, static_cast<size_t>(p.workspace_offset),
+                             static_cast<size_t>(p.arg_offset), static_cast<int>(p.alignment),
+                             p.byte_offset});
+  }
+  return spec;
+}
+
+}  // namespace sinter::plan

@@ -1,0 +1,234 @@
+// Plan bundles (docs/plan-bundle.md): round trip, deterministic bytes, atomic save, and every
+// class of damage rejected as Error(corrupt_bundle) with a message that says what is wrong.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "plan/bundle_format.hpp"
+#include "plan_fixture.hpp"
+#include "sinter/json.hpp"
+
+using namespace sinter;
+using namespace sinter::plan;
+
+namespace {
+
+// Loads `bytes` expecting corrupt_bundle; returns the message.
+std::string rejection(const std::vector<char>& bytes) {
+  try {
+    (void)load_plan_bundle(bytes, "t.plan");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::corrupt_bundle) << e.message();
+    EXPECT_EQ(e.message().rfind("plan bundle t.plan: ", 0), 0u) << e.message();
+    return e.message();
+  }
+  ADD_FAILURE() << "a damaged bundle loaded (" << bytes.size() << " bytes)";
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// The manifest and blob area of a well-formed bundle.
+std::pair<std::string, std::vector<char>> split(const std::vector<char>& bytes) {
+  using namespace bundle_detail;
+  const uint64_t m_at = get_le(bytes.data() + kManifestOffsetAt, 8), m_size = get_le(bytes.data() + kManifestSizeAt, 8);
+  const uint64_t a_at = get_le(bytes.data() + kBlobAreaOffsetAt, 8);
+  return {std::string(bytes.data() + m_at, m_size), std::vector<char>(bytes.begin() + a_at, bytes.end())};
+}
+
+// Edits the manifest of a valid bundle as JSON and frames it again (checksum recomputed), so
+// the loader's semantic checks, not the checksum, have to catch the edit.
+std::vector<char> edited(const std::vector<char>& bytes, const std::function<void(nlohmann::ordered_json&)>& edit) {
+  auto [manifest, area] = split(bytes);
+  nlohmann::ordered_json m = nlohmann::ordered_json::parse(manifest);
+  edit(m);
+  return frame_plan_bundle(m.dump(2) + "\n", area);
+}
+
+bool same_plan(const Plan& a, const Plan& b) {
+  return a.producer == b.producer && save_graph_json(a.graph) == save_graph_json(b.graph) &&
+         a.target == b.target && a.memory.arena_bytes == b.memory.arena_bytes &&
+         a.memory.buffers.size() == b.memory.buffers.size() && a.workspace == b.workspace &&
+         a.steps == b.steps && a.blobs == b.blobs;
+}
+
+}  // namespace
+
+TEST(PlanBundle, RoundTripKeepsEveryField) {
+  const Plan p = test::make_fixture_plan();
+  ASSERT_EQ(p.steps.size(), 4u);
+  EXPECT_EQ(p.blobs.size(), 3u);  // relu and exp cubins (one shared by two steps), one config
+  const std::vector<char> bytes = plan_bundle_bytes(p);
+  const Plan q = load_plan_bundle(bytes, "t.plan");
+  EXPECT_TRUE(same_plan(p, q));
+  for (size_t b = 0; b < p.memory.buffers.size(); ++b) {
+    EXPECT_EQ(p.memory.buffers[b].tensor, q.memory.buffers[b].tensor);
+    EXPECT_EQ(p.memory.buffers[b].offset, q.memory.buffers[b].offset);
+  }
+}
+
+TEST(PlanBundle, BytesAreDeterministicAndAligned) {
+  const std::vector<char> a = plan_bundle_bytes(test::make_fixture_plan());
+  const std::vector<char> b = plan_bundle_bytes(test::make_fixture_plan());
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(plan_bundle_bytes(load_plan_bundle(a, "t.plan")), a);  // load + save is the identity
+  EXPECT_EQ(std::memcmp(a.data(), "SINTERPL", 8), 0);
+  const uint64_t area = bundle_detail::get_le(a.data() + bundle_detail::kBlobAreaOffsetAt, 8);
+  EXPECT_EQ(area % kBundleAlignment, 0u);
+  const auto manifest = nlohmann::json::parse(split(a).first);
+  for (const auto& blob : manifest["blobs"]) EXPECT_EQ(blob["offset"].get<uint64_t>() % kBundleAlignment, 0u);
+}
+
+TEST(PlanBundle, SaveIsAtomicAndLoadsBack) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("sinter-plan-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "m.plan").string();
+  const Plan p = test::make_fixture_plan();
+  save_plan_bundle(p, path);
+  save_plan_bundle(p, path);  // replacing an existing bundle
+  EXPECT_TRUE(same_plan(p, load_plan_bundle(path)));
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1u);  // no temporary left behind
+  std::filesystem::remove_all(dir);
+  try {
+    (void)load_plan_bundle((dir / "missing.plan").string());
+    ADD_FAILURE() << "a missing file loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::io);
+    EXPECT_TRUE(contains(e.message(), "missing.plan")) << e.message();
+  }
+}
+
+TEST(PlanBundle, TruncationAtAnyOffsetIsCorrupt) {
+  const std::vector<char> bytes = plan_bundle_bytes(test::make_fixture_plan());
+  for (size_t n = 0; n < bytes.size(); n += (n < 300 ? 1 : 97)) {
+    const std::string m = rejection(std::vector<char>(bytes.begin(), bytes.begin() + n));
+    if (n >= 8) {
+      EXPECT_TRUE(contains(m, "truncated")) << "at " << n << ": " << m;
+    }
+  }
+  std::vector<char> longer = bytes;
+  longer.push_back(0);
+  EXPECT_TRUE(contains(rejection(longer), "unexpected bytes after the end"));
+}
+
+TEST(PlanBundle, FlippedBytesAreCorrupt) {
+  const std::vector<char> bytes = plan_bundle_bytes(test::make_fixture_plan());
+  // Every header byte, then a spread over the manifest and the blob area.
+  std::vector<size_t> at;
+  for (size_t i = 0; i < kBundleHeaderSize; ++i) at.push_back(i);
+  for (size_t i = kBundleHeaderSize; i < bytes.size(); i += 31) at.push_back(i);
+  at.push_back(bytes.size() - 1);
+  for (size_t i : at) {
+    std::vector<char> bad = bytes;
+    bad[i] ^= 0x10;
+    SCOPED_TRACE("flipped byte " + std::to_string(i));
+    const std::string m = rejection(bad);
+    // Past the header: the checksum catches it (or, in the manifest's zero padding, the padding check).
+    if (i >= kBundleHeaderSize) {
+      EXPECT_TRUE(contains(m, "checksum mismatch") || contains(m, "padding")) << "at " << i << ": " << m;
+    }
+  }
+}
+
+TEST(PlanBundle, WrongMagicAndVersion) {
+  std::vector<char> bytes = plan_bundle_bytes(test::make_fixture_plan());
+  std::vector<char> magic = bytes;
+  magic[3] = 'X';
+  EXPECT_TRUE(contains(rejection(magic), "not a Sinter plan bundle"));
+  EXPECT_TRUE(contains(rejection(std::vector<char>{'{', '}'}), "not a Sinter plan bundle"));
+  std::vector<char> newer = bytes;
+  bundle_detail::put_le(newer.data() + bundle_detail::kVersionAt, kBundleVersion + 1, 4);
+  EXPECT_TRUE(contains(rejection(newer), "format version 2 is newer than this build reads (1)"));
+  newer.resize(20);  // a newer file says so even when its layout is unknown (truncated here)
+  EXPECT_TRUE(contains(rejection(newer), "newer"));
+  std::vector<char> zero = bytes;
+  bundle_detail::put_le(zero.data() + bundle_detail::kVersionAt, 0, 4);
+  EXPECT_TRUE(contains(rejection(zero), "version 0"));
+}
+
+TEST(PlanBundle, WrongGraphIsCorrupt) {
+  const std::vector<char> bytes = plan_bundle_bytes(test::make_fixture_plan(3));
+  // The graph of another model (a longer chain): the steps no longer match its partition.
+  const std::string other = save_graph_json(test::plan_fixture_graph(5));
+  EXPECT_TRUE(contains(rejection(edited(bytes, [&](auto& m) { m["graph"] = other; })), "another graph"));
+  // Same size, other ops (exp where relu was): the recorded region membership differs.
+  Graph swapped("plan_fixture");
+  Tensor x = swapped.input("x", DType::f32, {64, 32});
+  Tensor w = swapped.input("w", DType::f32, {32, 16});
+  Tensor h = swapped.exp(swapped.relu(swapped.exp(swapped.matmul(x, w))));
+  swapped.output(h, "y");
+  const std::string m = rejection(edited(bytes, [&](auto& j) { j["graph"] = save_graph_json(swapped); }));
+  // Its tensors have other names (exp1 where relu1 was): the memory plan names a missing tensor.
+  EXPECT_TRUE(contains(m, "another graph") || contains(m, "the graph has no tensor")) << m;
+  // Other fusion options partition the same graph differently.
+  EXPECT_TRUE(contains(rejection(edited(bytes, [](auto& j) { j["fusion"]["fuse_pointwise"] = true; })), "another graph"));
+}
+
+TEST(PlanBundle, WrongArchIsCorrupt) {
+  const Plan p = test::make_fixture_plan();
+  cuda::DeviceProperties a100;
+  a100.name = "NVIDIA A100-SXM4-80GB";
+  a100.arch = "sm_80";
+  a100.sm_count = 108;
+  try {
+    (void)check_plan_target(p, a100);
+    ADD_FAILURE() << "an sm_90a plan accepted an sm_80 GPU";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::corrupt_bundle);
+    EXPECT_TRUE(contains(e.message(), "built for sm_90a")) << e.message();
+    EXPECT_TRUE(contains(e.message(), "sm_80")) << e.message();
+  }
+  cuda::DeviceProperties smaller{};
+  smaller.name = "NVIDIA H100 PCIe";
+  smaller.arch = "sm_90a";
+  smaller.sm_count = 114;
+  EXPECT_TRUE(contains(check_plan_target(p, smaller), "114"));  // runs, with a note
+  const std::vector<char> bytes = plan_bundle_bytes(p);
+  EXPECT_TRUE(contains(rejection(edited(bytes, [](auto& m) { m["target"]["arch"] = "sm90"; })), "architecture"));
+}
+
+TEST(PlanBundle, SemanticDamageIsNamed) {
+  const std::vector<char> bytes = plan_bundle_bytes(test::make_fixture_plan());
+  struct Case {
+    const char* expect;
+    std::function<void(nlohmann::ordered_json&)> edit;
+  };
+  const std::vector<Case> cases = {
+      {"unknown engine", [](auto& m) { m["steps"][1]["engine"] = "tensorrt"; }},
+      {"inside the 24 argument bytes", [](auto& m) { m["steps"][1]["kernels"][0]["pointers"][0]["arg_offset"] = 24; }},
+      {"not zero (a bundle never stores addresses)", [](auto& m) { m["steps"][1]["kernels"][0]["args"] = "01" + std::string(46, '0'); }},
+      {"but the region has 1", [](auto& m) { m["steps"][1]["kernels"][0]["pointers"][0]["index"] = 1; }},
+      {"is not in the bundle", [](auto& m) { m["steps"][1]["kernels"][0]["cubin"] = std::string(64, 'a'); }},
+      {"not used by any step", [](auto& m) { m["steps"][2]["kernels"][0]["cubin"] = m["steps"][1]["kernels"][0]["cubin"]; }},
+      {"needs its algorithm config", [](auto& m) { m["steps"][0].erase("config"); m["steps"][0].erase("config_description"); }},
+      {"expected an integer", [](auto& m) { m["steps"][1]["kernels"][0]["grid"][1] = 0; }},
+      {"has no buffer", [](auto& m) { m["memory"]["buffers"].erase(size_t{0}); }},
+      {"the workspace area", [](auto& m) { m["workspace"]["bytes"] = 4096; }},
+      {"unknown", [](auto& m) { m["surprise"] = 1; }},
+      {"checksum mismatch", [](auto& m) { m["blobs"][0]["key"] = std::string(64, 'b'); }},
+  };
+  for (const Case& c : cases) {
+    const std::string m = rejection(edited(bytes, c.edit));
+    EXPECT_TRUE(contains(m, c.expect)) << "expected \"" << c.expect << "\" in: " << m;
+  }
+  // Not JSON at all, inside a well-framed bundle.
+  EXPECT_TRUE(contains(rejection(frame_plan_bundle("{\"format\": ", split(bytes).second)), "manifest"));
+}
+
+TEST(PlanBundle, WriterRefusesPlansTheLoaderWouldReject) {
+  Plan p = test::make_fixture_plan();
+  p.steps[1].kernels[0].pointers[0].arg_offset = 64;
+  try {
+    (void)plan_bundle_bytes(p);
+    ADD_FAILURE() << "a broken plan was written";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+    EXPECT_TRUE(contains(e.message(), "cannot save the plan")) << e.message();
+  }
+}
