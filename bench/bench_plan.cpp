@@ -63,6 +63,7 @@ bool matches(const Graph& g, const TensorMap& inputs, const TensorMap& got, cons
 plan::Plan make_plan(const Graph& g, const fuse::FusionOptions& fusion, cuda::KernelCache& cache) {
   ExecutorOptions opts;
   opts.fusion = fusion;
+  opts.for_plan = true;
   StreamExecutor ex(g, cache, opts);
   return build_plan(ex, "sinter_bench_plan");
 }

@@ -57,6 +57,13 @@ StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOp
     throw Error(ErrorCode::invalid_argument,
                 "unknown engine '" + options.engine + "'; engines: auto, jit, cublaslt, cudnn");
   }
+  if (options.for_plan) {
+    if (options.engine == "cudnn") {
+      throw Error(ErrorCode::unsupported,
+                  "engine 'cudnn' cannot be saved in a plan yet (plans store jit and cublaslt steps)");
+    }
+    engines.erase(std::remove(engines.begin(), engines.end(), &cudnn), engines.end());
+  }
   tune::DeviceKey device_key;
   device_key.name = ctx.device.name;
   device_key.sm_count = ctx.device.sm_count;

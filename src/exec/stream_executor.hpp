@@ -28,6 +28,10 @@ struct ExecutorOptions {
   // How each region's candidate is chosen; timing modes need `timing_cache` to remember results
   // (null: time everything, remember nothing).
   tune::TuneOptions tuning;
+  // The executor will be saved as a plan (build_plan): only engines whose steps a plan bundle
+  // can store take part (jit, cublaslt). cuDNN steps cannot be stored yet, so cuDNN is left out
+  // and its regions go to the next engine.
+  bool for_plan = false;
   tune::TimingCache* timing_cache = nullptr;
 };
 

@@ -146,7 +146,7 @@ TEST_F(GpuRegions, ExampleGraphsUnfused) {
 // Every jit candidate of the row-wise anchors (direct, and cp.async-staged where it applies),
 // forced one at a time, at shapes that are and are not multiples of the vector and thread tiles.
 TEST_F(GpuRegions, RowwiseCandidatesEachCorrect) {
-  for (int candidate : {0, 1, 2, 3, 4, 5}) {  // the jit engine's row-wise variants
+  for (int candidate : {0, 1, 2, 3, 4, 5, 6}) {  // the jit engine's row-wise variants
     SCOPED_TRACE("candidate " + std::to_string(candidate));
     ExecutorOptions opts;
     opts.engine = "jit";

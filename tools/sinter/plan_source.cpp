@@ -43,6 +43,7 @@ PlanSource build_plan_for_graph(const Graph& g, const BuildChoices& c) {
   tune::TimingCache timing(*mode == tune::TuneMode::heuristic ? std::filesystem::path{} : tune::TimingCache::default_file());
   if (const auto why = timing.load()) std::fprintf(stderr, "timing cache ignored: %s\n", why->c_str());
   opts.timing_cache = &timing;
+  opts.for_plan = true;
   StreamExecutor ex(g, cache, opts);
   PlanSource out;
   out.report = "   " + cuda::to_string(cache.stats()) + "\n";

@@ -41,6 +41,11 @@ class RowwiseGen {
   const TensorInfo& t(TensorId id) const { return g_.tensor(id); }
   std::string in_name(size_t i) const { return "in" + std::to_string(i); }
   void plan();
+  // Whether to stage the next row (RowwiseVariant::Stage; the heuristic follows measurements).
+  bool stage_rows() const {
+    if (variant_.stage != RowwiseVariant::Stage::heuristic) return variant_.stage == RowwiseVariant::Stage::on;
+    return anchor_ && (anchor_->op == OpKind::layernorm || anchor_->op == OpKind::softmax);
+  }
   std::string load_chunk(size_t i, const std::string& c0, const std::string& dst) const;
 
   const Graph& g_;
@@ -227,7 +232,7 @@ RegionKernels RowwiseGen::build() {
   // row sits in registers: the next row's bytes are in flight while this one reduces.
   staged_.assign(inputs_.size(), false);
   std::vector<int> staged_list;
-  if (variant_.staged && anchor_ && in_registers_ &&
+  if (stage_rows() && anchor_ && in_registers_ &&
       (aop == OpKind::layernorm || aop == OpKind::rmsnorm || aop == OpKind::softmax)) {
     for (TensorId id : pro_loads) {
       const int i = input_index(id);

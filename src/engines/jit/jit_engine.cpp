@@ -168,8 +168,10 @@ bool runs_rowwise(const fuse::Region& r) {
 namespace {
 
 // The variant tables: candidate number -> generator knobs. Index 0 is each generator's default.
+using Stage = RowwiseVariant::Stage;
 constexpr RowwiseVariant kRowwiseVariants[] = {
-    {false, 256}, {true, 256}, {false, 512}, {true, 512}, {false, 1024}, {true, 1024}};
+    {Stage::heuristic, 512}, {Stage::off, 256}, {Stage::on, 256}, {Stage::off, 512},
+    {Stage::on, 512},        {Stage::off, 1024}, {Stage::on, 1024}};
 constexpr PointwiseVariant kPointwiseVariants[] = {{4}, {8}, {2}};
 
 int variant_count(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
