@@ -35,6 +35,9 @@ void write_kernels(const Graph& g, const fuse::Partition& p, const std::string& 
   dev.sm_count = 132;
   dev.cc_major = 9;
   dev.arch = "sm_90a";
+  dev.max_shared_memory_per_block_optin = 232448;  // 227 KiB
+  dev.shared_memory_per_sm = 233472;               // 228 KiB
+  dev.l2_cache_bytes = 60 * 1024 * 1024;
   std::filesystem::create_directories(dir);
   for (const fuse::Region& r : p.regions) {
     for (int v : jit::region_variants(g, r, dev)) {
