@@ -28,6 +28,8 @@ cut -c1-200 "$out/torch_vendor.jsonl"
 echo "== plan"
 timeout 150 "$bin/sinter_bench_plan" > "$out/bench_plan.log" 2>&1; echo "exit $?"
 tail -25 "$out/bench_plan.log"
+timeout 120 python3 bench/torch_decode_stack.py $quick > "$out/torch_decode_stack.jsonl" 2>&1
+cat "$out/torch_decode_stack.jsonl"
 plan="$out/transformer_block.plan"
 timeout 60 "$bin/sinter" build examples/transformer_block.json -o "$plan" --tune fast > "$out/build1.log" 2>&1
 timeout 60 "$bin/sinter" build examples/transformer_block.json -o "$plan" --tune fast > "$out/build2.log" 2>&1

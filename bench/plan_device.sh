@@ -14,6 +14,7 @@ timeout 240 "$bin/sinter_gpu_tests" --gtest_filter='GpuPlan.*' > "$out/gpu_plan_
 grep -E "rel L2|load to first|note:|refused:|^\[  (PASSED|FAILED|SKIPPED)|^\[  FAILED" "$out/gpu_plan_tests.log" | head -60
 echo "== sinter_bench_plan"
 timeout 240 "$bin/sinter_bench_plan" 2>&1 | tee "$out/bench_plan.log" || status=1
+timeout 120 python3 bench/torch_decode_stack.py | tee "$out/torch_decode_stack.jsonl" || status=1
 echo "== CLI: build, inspect, run (stream, graph), bench"
 plan="$out/transformer_block.plan"
 timeout 120 "$bin/sinter" build examples/transformer_block.json -o "$plan" --tune fast || status=1

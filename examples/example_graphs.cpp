@@ -1,5 +1,9 @@
 #include "example_graphs.hpp"
 
+#include <string>
+
+#include "sinter/error.hpp"
+
 namespace sinter::examples {
 
 Graph mlp_layer() {
@@ -71,23 +75,26 @@ Graph transformer_block() {
   return g;
 }
 
-Graph llama_decode_layer() {
-  Graph g("llama_decode_layer");
-  const int64_t d = 512, heads = 8, kv_heads = 2, dh = 64, ff = 1408, past = 255;
-  auto x = g.input("x", DType::bf16, {1, 1, d});  // one new token
-  auto attn_norm = g.input("attn_norm_w", DType::bf16, {d});
-  auto wq = g.input("wq", DType::bf16, {d, heads * dh});
-  auto wk = g.input("wk", DType::bf16, {d, kv_heads * dh});
-  auto wv = g.input("wv", DType::bf16, {d, kv_heads * dh});
-  auto wo = g.input("wo", DType::bf16, {heads * dh, d});
-  auto ffn_norm = g.input("ffn_norm_w", DType::bf16, {d});
-  auto w_gate = g.input("w_gate", DType::bf16, {d, ff});
-  auto w_up = g.input("w_up", DType::bf16, {d, ff});
-  auto w_down = g.input("w_down", DType::bf16, {ff, d});
-  auto k_cache = g.input("k_cache", DType::bf16, {1, kv_heads, past, dh});
-  auto v_cache = g.input("v_cache", DType::bf16, {1, kv_heads, past, dh});
-  auto cos = g.input("cos", DType::f32, {1, dh / 2});  // this token's position
-  auto sin = g.input("sin", DType::f32, {1, dh / 2});
+namespace {
+
+// One Llama-style decoder layer for a decode step, added to `g`: reads x [1, 1, d], returns the
+// layer's output; its weights and KV cache are graph inputs named prefix + "wq" etc., and the
+// updated caches are graph outputs prefix + "k_cache_next" / "v_cache_next".
+Tensor add_llama_layer(Graph& g, Tensor x, const LlamaConfig& c, const std::string& prefix,
+                       Tensor cos, Tensor sin) {
+  const int64_t d = c.d_model, heads = c.heads, kv_heads = c.kv_heads, dh = c.head_dim, ff = c.ffn;
+  auto in = [&](const std::string& name, DType t, Dims dims) { return g.input(prefix + name, t, std::move(dims)); };
+  auto attn_norm = in("attn_norm_w", DType::bf16, {d});
+  auto wq = in("wq", DType::bf16, {d, heads * dh});
+  auto wk = in("wk", DType::bf16, {d, kv_heads * dh});
+  auto wv = in("wv", DType::bf16, {d, kv_heads * dh});
+  auto wo = in("wo", DType::bf16, {heads * dh, d});
+  auto ffn_norm = in("ffn_norm_w", DType::bf16, {d});
+  auto w_gate = in("w_gate", DType::bf16, {d, ff});
+  auto w_up = in("w_up", DType::bf16, {d, ff});
+  auto w_down = in("w_down", DType::bf16, {ff, d});
+  auto k_cache = in("k_cache", DType::bf16, {1, kv_heads, c.past, dh});
+  auto v_cache = in("v_cache", DType::bf16, {1, kv_heads, c.past, dh});
 
   auto h = g.rmsnorm(x, attn_norm, std::nullopt, 1e-5);
   auto to_heads = [&](Tensor t, int64_t n) {  // [1, 1, n*dh] -> [1, n, 1, dh]
@@ -107,9 +114,33 @@ Graph llama_decode_layer() {
   auto up = g.matmul(h2, w_up);
   auto swiglu = g.mul(gate, up);
   auto y = g.add(g.matmul(swiglu, w_down), x1);
-  g.output(y, "y");
-  g.output(k_all, "k_cache_next");
-  g.output(v_all, "v_cache_next");
+  g.output(k_all, prefix + "k_cache_next");
+  g.output(v_all, prefix + "v_cache_next");
+  return y;
+}
+
+}  // namespace
+
+Graph llama_decode_layer() {
+  Graph g("llama_decode_layer");
+  const LlamaConfig c{.layers = 1, .d_model = 512, .heads = 8, .kv_heads = 2, .head_dim = 64,
+                      .ffn = 1408, .past = 255};
+  auto x = g.input("x", DType::bf16, {1, 1, c.d_model});  // one new token
+  auto cos = g.input("cos", DType::f32, {1, c.head_dim / 2});  // this token's position
+  auto sin = g.input("sin", DType::f32, {1, c.head_dim / 2});
+  g.output(add_llama_layer(g, x, c, "", cos, sin), "y");
+  return g;
+}
+
+Graph llama_decode_stack(const LlamaConfig& c) {
+  if (c.layers < 1) throw Error(ErrorCode::invalid_argument, "llama_decode_stack: layers must be >= 1");
+  Graph g("llama_decode_stack");
+  Tensor x = g.input("x", DType::bf16, {1, 1, c.d_model});
+  auto cos = g.input("cos", DType::f32, {1, c.head_dim / 2});
+  auto sin = g.input("sin", DType::f32, {1, c.head_dim / 2});
+  for (int l = 0; l < c.layers; ++l) x = add_llama_layer(g, x, c, "l" + std::to_string(l) + ".", cos, sin);
+  auto final_norm = g.input("final_norm_w", DType::bf16, {c.d_model});
+  g.output(g.rmsnorm(x, final_norm, std::nullopt, 1e-5), "y");
   return g;
 }
 

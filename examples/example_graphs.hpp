@@ -22,6 +22,15 @@ Graph transformer_block();
 // residual. The updated cache is an output.
 Graph llama_decode_layer();
 
+// A stack of those layers (one decode step of a whole model, batch 1) with a final rmsnorm. The
+// defaults are the plan issue's benchmark model: 16 layers, d 2048, ffn 8192, GQA 32/8 heads of
+// 64, a KV cache of 1024 positions: about 1.98 GB of bf16 weights and cache.
+struct LlamaConfig {
+  int layers = 16;
+  int64_t d_model = 2048, heads = 32, kv_heads = 8, head_dim = 64, ffn = 8192, past = 1024;
+};
+Graph llama_decode_stack(const LlamaConfig& config = {});
+
 struct Example {
   std::string file;  // name of the JSON file in examples/
   Graph (*build)();

@@ -1,0 +1,111 @@
+"""PyTorch baseline for the plan issue's decode model, the same graph as
+examples::llama_decode_stack(): 16 Llama-style layers (rmsnorm, QKV projections, half-split rope,
+the new key/value appended to a KV cache of 1024 positions, GQA attention 32/8 heads of 64 with
+Sq=1, output projection + residual, rmsnorm, SwiGLU MLP + residual), a final rmsnorm, batch 1, bf16.
+Weights are stored [in, out] as in the Sinter graph. Measures one decode step eagerly and replayed
+as a CUDA graph (CUDA events, warm-up, median). Prints one JSON object per line.
+
+    python3 bench/torch_decode_stack.py [--quick]
+"""
+import json
+import sys
+
+import torch
+import torch.nn.functional as F
+
+LAYERS, D, HEADS, KV_HEADS, DH, FF, PAST = 16, 2048, 32, 8, 64, 8192, 1024
+ITERS = 20 if "--quick" in sys.argv else 100
+
+
+def median_ms(fn, iters=ITERS, warmup=5):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def rmsnorm(x, w, eps=1e-5):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * w.float()).to(x.dtype)
+
+
+def rope(x, cos, sin):  # half-split, x [1, H, 1, DH], cos/sin [1, DH/2] f32
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half].float(), x[..., half:].float()
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).to(x.dtype)
+
+
+def layer(x, p, cos, sin):
+    h = rmsnorm(x, p["attn_norm"])
+    q = (h @ p["wq"]).view(1, 1, HEADS, DH).transpose(1, 2)
+    k = (h @ p["wk"]).view(1, 1, KV_HEADS, DH).transpose(1, 2)
+    v = (h @ p["wv"]).view(1, 1, KV_HEADS, DH).transpose(1, 2)
+    q, k = rope(q, cos, sin), rope(k, cos, sin)
+    k_all = torch.cat([p["k_cache"], k], dim=2)
+    v_all = torch.cat([p["v_cache"], v], dim=2)
+    # Sq = 1 against the whole cache: bottom-right causal masks nothing.
+    o = F.scaled_dot_product_attention(q, k_all, v_all, enable_gqa=True)
+    x1 = o.transpose(1, 2).reshape(1, 1, HEADS * DH) @ p["wo"] + x
+    h2 = rmsnorm(x1, p["ffn_norm"])
+    y = (F.silu(h2 @ p["w_gate"]) * (h2 @ p["w_up"])) @ p["w_down"] + x1
+    return y, k_all, v_all
+
+
+def main():
+    torch.manual_seed(0)
+    dev, bf = "cuda", torch.bfloat16
+
+    def w(i, o):
+        return ((torch.rand(i, o, device=dev) * 2 - 1) / i ** 0.5).to(bf)
+
+    params = []
+    for _ in range(LAYERS):
+        params.append({
+            "attn_norm": torch.rand(D, device=dev).to(bf), "ffn_norm": torch.rand(D, device=dev).to(bf),
+            "wq": w(D, HEADS * DH), "wk": w(D, KV_HEADS * DH), "wv": w(D, KV_HEADS * DH), "wo": w(HEADS * DH, D),
+            "w_gate": w(D, FF), "w_up": w(D, FF), "w_down": w(FF, D),
+            "k_cache": torch.rand(1, KV_HEADS, PAST, DH, device=dev).to(bf),
+            "v_cache": torch.rand(1, KV_HEADS, PAST, DH, device=dev).to(bf),
+        })
+    final_norm = torch.rand(D, device=dev).to(bf)
+    x = (torch.rand(1, 1, D, device=dev) * 2 - 1).to(bf)
+    cos = torch.rand(1, DH // 2, device=dev)
+    sin = torch.rand(1, DH // 2, device=dev)
+    nbytes = sum(t.numel() * t.element_size() for p in params for t in p.values()) + final_norm.numel() * 2
+
+    def step():
+        h, caches = x, []
+        for p in params:
+            h, k, v = layer(h, p, cos, sin)
+            caches.append((k, v))
+        return rmsnorm(h, final_norm), caches
+
+    with torch.no_grad():
+        eager = median_ms(step)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                step()
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            step()
+        replay = median_ms(graph.replay)
+    for engine, ms in (("torch-eager", eager), ("torch-cuda-graph", replay)):
+        print(json.dumps({"case": "llama_decode_stack", "engine": engine, "ms": round(ms, 4),
+                          "bytes": nbytes, "tbps": round(nbytes / (ms * 1e-3) / 1e12, 3)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
