@@ -36,3 +36,5 @@ timeout 60 "$bin/sinter" build examples/transformer_block.json -o "$plan" --tune
 tail -3 "$out/build2.log"
 timeout 60 "$bin/sinter" run "$plan" --executor graph > "$out/run_graph.log" 2>&1; echo "run graph exit $?"
 tail -12 "$out/run_graph.log"
+echo "== picture"
+python3 bench/plot.py "$out/benchmarks.svg" "$out"/*.jsonl
