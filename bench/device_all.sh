@@ -8,7 +8,7 @@ bin="${1:-.device}"
 quick="${2:-}"
 out="${OUT:-/tmp/sinter_out}"
 mkdir -p "$out"
-export SINTER_CACHE_DIR="$out/kernel-cache"
+export SINTER_CACHE_DIR="${TMPDIR:-/tmp}/sinter-kernel-cache"  # outside $out: only results come back
 echo "== GPU tests"
 timeout 300 "$bin/sinter_gpu_tests" > "$out/gpu_tests.log" 2>&1
 echo "gpu tests exit code $?"
