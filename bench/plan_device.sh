@@ -7,7 +7,7 @@ set -uo pipefail
 bin="${1:-.device}"
 out="${OUT:-/tmp/sinter_out}"
 mkdir -p "$out"
-export SINTER_CACHE_DIR="$out/kernel-cache"
+export SINTER_CACHE_DIR="${TMPDIR:-/tmp}/sinter-kernel-cache"  # outside $out: only results come back
 status=0
 echo "== GpuPlan tests"
 timeout 240 "$bin/sinter_gpu_tests" --gtest_filter='GpuPlan.*' > "$out/gpu_plan_tests.log" 2>&1 || status=1
