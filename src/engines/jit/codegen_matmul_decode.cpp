@@ -100,6 +100,7 @@ std::string decode_gemv_unsupported(const Graph& g, const fuse::Region& r, const
   if (!r.prologue.empty()) return "the region has a prologue";
   const Decode d = describe_operands(g, r);
   if (d.m > kDecodeMaxM) return "M = " + std::to_string(d.m) + " is more than 16 rows";
+  if (d.m < 1 || d.n < 1 || d.k < 1 || d.batch.numel < 1) return "an empty dim (M, N, K or batch is 0)";
   if (d.dtype != d.dtype_b || (d.dtype != DType::bf16 && d.dtype != DType::f16)) {
     return std::string("operands are ") + std::string(to_string(d.dtype)) + " x " +
            std::string(to_string(d.dtype_b)) + ", not both bf16 or both f16";
