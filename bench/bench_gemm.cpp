@@ -3,10 +3,14 @@
 //   gemm_4096, gemm_8192           bf16 [M, K] x [K, N] with B k-contiguous (an [N, K] weight)
 //   gemm_bias_gelu_amax_4096       our fused epilogue vs bare cuBLASLt (target <= 1.05x)
 //   decode_m{1,8,16}               x [M, 4096] x a 4096x14336 weight: weight bytes per second
+//   decode_m{1,8,16}_gemv[_kn]     the same on the jit decode GEMV candidate (forced), with the
+//                                  [N, K] weight and with a row-major [K, N] one, vs cuBLASLt on
+//                                  the [N, K] weight; `of_peak` is the weight bandwidth over
+//                                  4.27 TB/s (the target is >= 0.85)
 // One JSON object per line; each names the kernels that ran (a fallback would show here) and
 // the relative L2 difference between our output and cuBLASLt's.
 //
-//   sinter_bench_gemm [--quick]
+//   sinter_bench_gemm [--quick] [--decode]      (--decode: only the decode cases)
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,17 +20,20 @@
 
 #include "cuda/device.hpp"
 #include "cuda/kernel_cache.hpp"
+#include "engines/jit/codegen.hpp"
 #include "exec/stream_executor.hpp"
+#include "fuse/region.hpp"
 #include "sinter/reference.hpp"
 
 using namespace sinter;
 
 namespace {
 
-Graph gemm(const std::string& name, int64_t m, int64_t n, int64_t k, bool epilogue) {
+Graph gemm(const std::string& name, int64_t m, int64_t n, int64_t k, bool epilogue, bool k_major = true) {
   Graph g(name);
   auto a = g.input("a", DType::bf16, {m, k});
-  auto b = g.input("b", DType::bf16, {k, n}, {1, k});  // an [N, K] weight seen as [K, N]
+  // an [N, K] weight seen as [K, N], or a row-major [K, N] one
+  auto b = k_major ? g.input("b", DType::bf16, {k, n}, {1, k}) : g.input("b", DType::bf16, {k, n});
   auto y = g.matmul(a, b);
   if (!epilogue) {
     g.output(y, "y");
@@ -55,9 +62,11 @@ struct Timed {
   TensorMap out;
 };
 
-Timed timed(const Graph& g, const std::string& engine, cuda::KernelCache& cache, int iters, const TensorMap& in) {
+Timed timed(const Graph& g, const std::string& engine, cuda::KernelCache& cache, int iters, const TensorMap& in,
+            int candidate = -1) {
   ExecutorOptions opts;
   opts.engine = engine;
+  opts.tuning.candidate = candidate;
   StreamExecutor ex(g, cache, opts);
   Timed t;
   t.out = ex.run(in);
@@ -85,10 +94,63 @@ void run_case(const std::string& name, const Graph& ours, const Graph& theirs, d
   std::fflush(stdout);
 }
 
+// The jit candidate number of the decode GEMV tile for g's matmul region (the last one), or -1.
+int decode_candidate(const Graph& g, const cuda::DeviceProperties& dev) {
+  const fuse::Partition p = fuse::partition_graph(g);
+  for (const fuse::Region& r : p.regions) {
+    if (r.kind != fuse::RegionKind::matmul) continue;
+    const std::string why = jit::decode_gemv_unsupported(g, r, dev);
+    if (!why.empty()) {
+      std::fprintf(stderr, "sinter_bench_gemm: %s: decode tile not offered: %s\n", g.name().c_str(), why.c_str());
+      return -1;
+    }
+    return jit::matmul_variants(g, r, dev) - 1;
+  }
+  return -1;
+}
+
+// The decode tile on `ours` (either weight layout) against cuBLASLt on the [N, K] weight `theirs`,
+// on the same logical values (a row-major [K, N] weight is copied from the [N, K] view).
+void run_decode_gemv(const std::string& name, const Graph& ours, const Graph& theirs, double bytes,
+                     cuda::KernelCache& cache, int iters) {
+  const int candidate = decode_candidate(ours, cuda::device_properties(0));
+  if (candidate < 0) return;
+  const TensorMap in = random_inputs(theirs, 7);
+  TensorMap in_ours = in;
+  const TensorInfo& b = ours.tensor(ours.inputs()[1]);
+  if (b.strides != theirs.tensor(theirs.inputs()[1]).strides) {
+    // the same logical [K, N] values in ours's storage order (element access is logical)
+    const HostTensor& src = in.at("b");
+    HostTensor dst(b.dtype, b.dims, b.strides);
+    for (int64_t i = 0; i < src.numel(); ++i) dst.set(i, src.get(i));
+    in_ours.insert_or_assign("b", std::move(dst));
+  }
+  const Timed s = timed(ours, "jit", cache, iters, in_ours, candidate);
+  const Timed c = timed(theirs, "cublaslt", cache, iters, in);
+  const double diff = relative_l2_error(s.out.at("y"), c.out.at("y"));
+  const double tbps = bytes / (s.ms * 1e9);
+  std::printf("{\"case\": \"%s\", \"sinter_ms\": %.5f, \"cublaslt_ms\": %.5f, \"ratio\": %.3f, "
+              "\"sinter_weight_tbps\": %.3f, \"cublaslt_weight_tbps\": %.3f, \"of_peak\": %.3f, "
+              "\"rel_l2_vs_cublaslt\": %.3g, \"sinter_kernels\": \"%s\", \"cublaslt_kernels\": \"%s\"}\n",
+              name.c_str(), s.ms, c.ms, s.ms / c.ms, tbps, bytes / (c.ms * 1e9), tbps / 4.27, diff,
+              s.kernels.c_str(), c.kernels.c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false, decode_only = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (std::strcmp(argv[i], "--decode") == 0) {
+      decode_only = true;
+    } else {
+      std::fprintf(stderr, "sinter_bench_gemm: unknown argument '%s' (expected --quick or --decode)\n", argv[i]);
+      return 2;
+    }
+  }
   const cuda::GpuAvailability& gpu = cuda::gpu_availability();
   if (!gpu.available) {
     std::fprintf(stderr, "sinter_bench_gemm: no GPU: %s\n", gpu.reason.c_str());
@@ -99,10 +161,11 @@ int main(int argc, char** argv) {
       std::filesystem::temp_directory_path() / ("sinter_bench_gemm_cache_" + std::to_string(::getpid()));
   cuda::KernelCache cache(cache_dir);
   for (int64_t s : {int64_t{4096}, int64_t{8192}}) {
+    if (decode_only) break;
     const Graph g = gemm("gemm_" + std::to_string(s), s, s, s, false);
     run_case(g.name(), g, g, 2.0 * s * s * s, 2.0 * s * s, cache, iters);
   }
-  {
+  if (!decode_only) {
     const int64_t s = 4096;
     run_case("gemm_bias_gelu_amax_4096", gemm("gemm_bias_gelu_amax_4096", s, s, s, true),
              gemm("gemm_4096", s, s, s, false), 2.0 * s * s * s, 2.0 * s * s, cache, iters);
@@ -111,6 +174,8 @@ int main(int argc, char** argv) {
     const int64_t k = 4096, n = 14336;
     const Graph g = gemm("decode_m" + std::to_string(m), m, n, k, false);
     run_case(g.name(), g, g, 2.0 * m * n * k, 2.0 * n * k, cache, iters);
+    run_decode_gemv(g.name() + "_gemv", g, g, 2.0 * n * k, cache, iters);
+    run_decode_gemv(g.name() + "_gemv_kn", gemm(g.name() + "_kn", m, n, k, false, false), g, 2.0 * n * k, cache, iters);
   }
   std::filesystem::remove_all(cache_dir);
   return 0;

@@ -42,13 +42,18 @@ RegionKernels build_sdpa(const Graph& g, const fuse::Region& r, const cuda::Devi
 
 // Matmul variants, best first: the Hopper warp-specialized TMA + wgmma kernel where it applies
 // (codegen_matmul_sm90.cpp), then the generic mma.sync tile. Where the Hopper kernel does not
-// apply, the one variant's description says why (the fallback is reported, never silent).
+// apply, the generic variant's description says why (the fallback is reported, never silent).
+// Last, for M <= 16, the decode GEMV tile (codegen_matmul_decode.cpp): never the default until it
+// is measured on a GPU, but offered for the tuner to time and for tests to force.
 int matmul_variants(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_matmul_variant(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                                    int variant);
 // Why the Hopper GEMM cannot run this region ("" when it can).
 std::string sm90_gemm_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// Why the decode GEMV tile cannot run this region ("" when it can), and the tile itself.
+std::string decode_gemv_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 
 // Dispatches on the region kind. `variant` numbers the jit engine's candidates for the region:
 // 0 is the generator's default; region_variants lists the numbers that give distinct kernels

@@ -23,6 +23,13 @@ void ArgsWriter::pointer(const std::string& type, const std::string& name,
   add(type, name, offset);
 }
 
+void ArgsWriter::workspace_pointer(const std::string& type, const std::string& name, size_t offset,
+                                   int alignment) {
+  const size_t arg = spec_.args.add_pointer(nullptr);
+  spec_.pointers.push_back({PointerSlot::Source::workspace, 0, offset, arg, alignment});
+  add(type, name, arg);
+}
+
 void ArgsWriter::reduce_slot(const ExitSlot& slot, const std::string& name) {
   const size_t first = spec_.pointers.size();
   pack_exit_slots(spec_, {slot});

@@ -24,6 +24,8 @@ class ArgsWriter {
   // A pointer bound at launch to a region input or output.
   void pointer(const std::string& type, const std::string& name, PointerSlot::Source source,
                int index, int alignment);
+  // A pointer bound at launch to the step's workspace, `offset` bytes in.
+  void workspace_pointer(const std::string& type, const std::string& name, size_t offset, int alignment);
   void reduce_slot(const ExitSlot& slot, const std::string& name);
   // A SinterTensorMap field (kernels/common/hopper.cuh), encoded at launch from `slot`.
   void tensor_map(const std::string& name, TensorMapSlot slot);

@@ -245,12 +245,15 @@ RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cud
 }
 
 int matmul_variants(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
-  return sm90_gemm_unsupported(g, r, dev).empty() ? 2 : 1;
+  const int base = sm90_gemm_unsupported(g, r, dev).empty() ? 2 : 1;
+  return base + (decode_gemv_unsupported(g, r, dev).empty() ? 1 : 0);
 }
 
 RegionKernels build_matmul_variant(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                                    int variant) {
   const std::string why_not = sm90_gemm_unsupported(g, r, dev);
+  // the decode tile comes after the existing variants (build_matmul_decode checks that it applies)
+  if (variant == (why_not.empty() ? 2 : 1)) return build_matmul_decode(g, r, dev);
   if (why_not.empty()) return variant == 0 ? build_matmul_sm90(g, r, dev) : build_matmul(g, r, dev);
   RegionKernels rk = build_matmul(g, r, dev);
   // the fallback is visible in explain/inspect and in the tuner's candidate list

@@ -1,0 +1,130 @@
+// The decode GEMV tile (kernels/gemm/decode_gemv.cuh), forced as the jit engine's matmul candidate,
+// against the CPU reference: M in {1, 3, 8, 16}, both weight layouts ([N, K] and [K, N]), N and K
+// odd and no tile multiples (element loads) or multiples of 8 only (16-byte loads with tails),
+// split-K with a short last chunk and without split-K, bias + GELU + amax, row and column sums,
+// batches with a broadcast weight, and a second run of the same executor on fresh inputs (the
+// split-K counters and exit accumulators must have been reset). Every case checks that the step
+// really ran the decode tile, so a silent fallback fails.
+#include "engines/jit/codegen.hpp"
+#include "fuse/region.hpp"
+#include "gpu/region_check.hpp"
+
+namespace sinter::testing {
+namespace {
+
+class GpuDecodeGemm : public GpuRegions {
+ protected:
+  // The jit candidate number of the decode tile for `g`'s matmul region (the last one).
+  int decode_candidate(const Graph& g) {
+    const fuse::Partition p = fuse::partition_graph(g);
+    for (const fuse::Region& r : p.regions) {
+      if (r.kind != fuse::RegionKind::matmul) continue;
+      const std::string why = jit::decode_gemv_unsupported(g, r, properties_);
+      EXPECT_EQ(why, "") << g.name();
+      return jit::matmul_variants(g, r, properties_) - 1;
+    }
+    ADD_FAILURE() << "no matmul region in " << g.name();
+    return -1;
+  }
+
+  ExecutorOptions forced(const Graph& g) {
+    ExecutorOptions opts;
+    opts.engine = "jit";
+    opts.tuning.candidate = decode_candidate(g);
+    return opts;
+  }
+
+  void expect_decode_step(const StreamExecutor& ex, const std::string& name) {
+    bool found = false;
+    for (const StepInfo& s : ex.steps()) {
+      if (s.kind != "matmul") continue;
+      found = true;
+      std::printf("  %s: %s\n", name.c_str(), s.description.c_str());
+      EXPECT_NE(s.description.find("decode gemv"), std::string::npos) << s.description;
+    }
+    EXPECT_TRUE(found) << "no matmul step in " << name;
+  }
+
+  // check() on the decode candidate, then the same executor twice on fresh inputs.
+  void check_decode(Graph g, double bound_scale = 1.0) {
+    const ExecutorOptions opts = forced(g);
+    const Graph copy = g;
+    check(std::move(g), bound_scale, opts);
+    StreamExecutor ex(copy, shared_cache(), opts);
+    expect_decode_step(ex, copy.name());
+    for (int run = 0; run < 2; ++run) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE("rerun " + std::to_string(run) + ", seed " + std::to_string(seed));
+      const TensorMap inputs = random_inputs(copy, seed);
+      const TensorMap want = run_reference(copy, inputs);
+      const TensorMap got = ex.run(inputs);
+      for (TensorId id : copy.outputs()) {
+        const TensorInfo& info = copy.tensor(id);
+        const double err = relative_l2_error(got.at(info.name), want.at(info.name));
+        EXPECT_LE(err, relative_l2_bound(copy, id) * bound_scale) << "output '" << info.name << "'";
+      }
+    }
+  }
+};
+
+Graph decode_graph(const std::string& name, DType t, int64_t m, int64_t n, int64_t k, bool k_major,
+                   bool epilogue) {
+  Graph g(name + (k_major ? "_nk_" : "_kn_") + std::to_string(m) + "x" + std::to_string(n) + "x" +
+          std::to_string(k));
+  auto a = g.input("a", t, {m, k});
+  auto b = k_major ? g.input("b", t, {k, n}, {1, k}) : g.input("b", t, {k, n});
+  auto y = g.matmul(a, b);
+  if (epilogue) {
+    auto pre = g.add(y, g.input("bias", t, {n}));
+    g.output(pre, "pre");
+    y = g.gelu(pre);
+    g.output(g.amax(y), "amax");
+  }
+  g.output(y, "y");
+  return g;
+}
+
+TEST_F(GpuDecodeGemm, OddShapesBothLayoutsBiasGeluAmax) {
+  struct Case { int64_t n, k; };
+  // 1001 x 777: element loads, 4 chunks (the last 9 long); 1000 x 1064: 16-byte loads, N and K
+  // tails inside a vector tile; 300 x 200: one chunk (no split-K)
+  for (bool k_major : {true, false}) {
+    for (int64_t m : {1, 3, 8, 16}) {
+      for (Case c : {Case{1001, 777}, Case{1000, 1064}, Case{300, 200}}) {
+        check_decode(decode_graph("decode", DType::bf16, m, c.n, c.k, k_major, true));
+      }
+    }
+  }
+}
+
+TEST_F(GpuDecodeGemm, BareLongKSplitAndTinyShapes) {
+  for (bool k_major : {true, false}) {
+    check_decode(decode_graph("decode_longk", DType::bf16, 5, 1000, 4104, k_major, false));
+    check_decode(decode_graph("decode_tiny", DType::bf16, 1, 1, 1, k_major, false));
+    check_decode(decode_graph("decode_f16", DType::f16, 16, 129, 65, k_major, true));
+  }
+}
+
+TEST_F(GpuDecodeGemm, RealDecodeShape) {
+  // the benchmark's weight: 4096 x 14336, split-K over 2 chunks
+  for (bool k_major : {true, false}) {
+    check_decode(decode_graph("decode_llm", DType::bf16, 8, 14336, 4096, k_major, true));
+  }
+}
+
+TEST_F(GpuDecodeGemm, BatchedBroadcastWeightRowAndColumnSums) {
+  for (bool k_major : {true, false}) {
+    Graph g(std::string("decode_batched_") + (k_major ? "nk" : "kn"));
+    auto a = g.input("a", DType::f16, {3, 4, 200});
+    auto b = k_major ? g.input("b", DType::f16, {200, 150}, {1, 200}) : g.input("b", DType::f16, {200, 150});
+    auto res = g.input("res", DType::f16, {3, 4, 150});
+    auto y = g.add(g.mul(g.matmul(a, b), 0.5), res);
+    g.output(y, "y");
+    g.output(g.sum(y, {-1}), "rows");
+    g.output(g.sum(y, {0, 1}), "cols");
+    check_decode(std::move(g), 2.0);
+  }
+}
+
+}  // namespace
+}  // namespace sinter::testing
