@@ -23,6 +23,9 @@ struct ConfigList {
   // Why configs were dropped ("heur B: 3 configs did not build: CUDNN_STATUS_NOT_SUPPORTED ..."),
   // for the reason shown when no config remains.
   std::string dropped;
+  // Each heuristic mode asked and what it answered ("A: 0 configs; B: 0 configs; fallback:
+  // CUDNN_STATUS_NOT_SUPPORTED"), then cuDNN's last error message if it left one.
+  std::string tried;
 };
 
 // Up to `limit` planned configs, in heuristic order.
