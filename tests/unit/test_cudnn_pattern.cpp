@@ -6,6 +6,7 @@
 
 #include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/cudnn/cudnn_library.hpp"
+#include "engines/cudnn/engine_configs.hpp"
 #include "engines/cudnn/sdpa_graph.hpp"
 #include "engines/cudnn/sdpa_pattern.hpp"
 
@@ -226,4 +227,26 @@ TEST(CudnnSdpaGraph, RecipeDescribesEveryOperation) {
   EXPECT_EQ(g->recipe.back(), "MATMUL(f32) P[bf16 2x4x33x70 virtual], V[bf16 2x2x70x64] -> O[bf16 2x4x33x64]");
   EXPECT_EQ(g->recipe[4], "ADD(i32) row[i32 2x4x33x70 virtual], Skv[i32 1x1x1x1 by-value 70] -> "
                           "row+Skv[i32 2x4x33x70 virtual]");
+}
+
+// The refusal printed when the heuristics find nothing names every mode asked and its answer,
+// numbers the operations, and ends with the command line for cuDNN's own log.
+TEST(CudnnRefusal, NamesModesOperationsAndTheLogCommand) {
+  cudnn::ConfigList none;
+  none.tried = "A: 0 config(s) (cuDNN: no engine); B: 0 config(s); fallback: 0 config(s)";
+  const std::string why = cudnn::no_config_reason("sdpa [bf16 d128]", {"MATMUL(f32) a -> b", "DIV(f32) c -> d"}, none);
+  EXPECT_EQ(why.rfind("the heuristics returned no engine config [cuDNN ", 0), 0u) << why;
+  EXPECT_NE(why.find("sdpa [bf16 d128]; heuristic modes tried: A: 0 config(s) (cuDNN: no engine); B: 0 "
+                     "config(s); fallback: 0 config(s)]"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("\n    0. MATMUL(f32) a -> b\n    1. DIV(f32) c -> d\n"), std::string::npos) << why;
+  EXPECT_NE(why.find("CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG="), std::string::npos) << why;
+
+  cudnn::ConfigList dropped;
+  dropped.dropped = "heur A: 2 config(s) did not build, last eng 8: CUDNN_STATUS_NOT_SUPPORTED";
+  const std::string why2 = cudnn::no_config_reason("conv [x]", {}, dropped);
+  EXPECT_EQ(why2.rfind(dropped.dropped, 0), 0u) << why2;
+  EXPECT_NE(why2.find("heuristic modes tried: none]"), std::string::npos) << why2;
+  EXPECT_EQ(why2.find("operation graph given"), std::string::npos) << why2;
 }

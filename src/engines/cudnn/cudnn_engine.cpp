@@ -159,19 +159,6 @@ class CudnnStep : public PreparedStep {
   std::vector<void*> pack_ptrs_;  // the operand pointers, then the workspace, of pack_
 };
 
-// Why a graph cuDNN accepted got no engine config: the heuristic modes asked and their answers
-// (with cuDNN's last error message), the operations as lowered, and how to get cuDNN's own log.
-std::string no_config_reason(const Lowering& l, const OperationGraph& g, const ConfigList& list) {
-  std::string why = list.dropped.empty() ? "the heuristics returned no engine config" : list.dropped;
-  why += " [cuDNN " + version_string() + ", " + l.what + "; heuristic modes tried: " +
-         (list.tried.empty() ? "none" : list.tried) + "]";
-  if (!g.recipe.empty()) {
-    why += "\n  the operation graph given to cuDNN:";
-    for (size_t i = 0; i < g.recipe.size(); ++i) why += "\n    " + std::to_string(i) + ". " + g.recipe[i];
-  }
-  return why + "\n  " + kCudnnLogHint;
-}
-
 std::unique_ptr<OperationGraph> build_graph(const Lowering& l) {
   auto g = l.build();
   finalize_graph(*g, handle());
@@ -204,7 +191,7 @@ std::vector<Candidate> CudnnEngine::candidates(const Graph& g, const fuse::Regio
   }
   if (list.configs.empty()) {
     std::fprintf(stderr, "sinter: cudnn offers no candidate for region %d: %s\n", r.id,
-                 no_config_reason(*m.lowering, *graph, list).c_str());
+                 no_config_reason(m.lowering->what, graph->recipe, list).c_str());
   }
   std::vector<Candidate> out;
   int i = 0;

@@ -102,6 +102,18 @@ cudnnHandle_t handle() {
   return h;
 }
 
+std::string no_config_reason(const std::string& what, const std::vector<std::string>& recipe,
+                             const ConfigList& list) {
+  std::string why = list.dropped.empty() ? "the heuristics returned no engine config" : list.dropped;
+  why += " [cuDNN " + version_string() + ", " + what + "; heuristic modes tried: " +
+         (list.tried.empty() ? "none" : list.tried) + "]";
+  if (!recipe.empty()) {
+    why += "\n  the operation graph given to cuDNN:";
+    for (size_t i = 0; i < recipe.size(); ++i) why += "\n    " + std::to_string(i) + ". " + recipe[i];
+  }
+  return why + "\n  " + kCudnnLogHint;
+}
+
 ConfigList plan_configs(const Descriptor& op_graph, cudnnHandle_t h, int limit) {
   ConfigList out;
   std::set<std::string> seen;

@@ -28,6 +28,13 @@ struct ConfigList {
   std::string tried;
 };
 
+// Why a graph cuDNN accepted got no engine config, for the refusal message: the configs dropped
+// or "the heuristics returned no engine config", the loaded version and `what` was lowered, each
+// heuristic mode asked with its answer, the operation graph (`recipe`, one line per operation;
+// may be empty), and how to get cuDNN's own log.
+std::string no_config_reason(const std::string& what, const std::vector<std::string>& recipe,
+                             const ConfigList& list);
+
 // Up to `limit` planned configs, in heuristic order.
 ConfigList plan_configs(const Descriptor& op_graph, cudnnHandle_t handle, int limit);
 
