@@ -9,7 +9,14 @@ out="${OUT:-/tmp/sinter_out}"
 mkdir -p "$out"
 echo "== GpuCudnn tests"
 "$bin/sinter_gpu_tests" --gtest_filter='GpuCudnn*' > "$out/gpu_cudnn.log" 2>&1
-grep -E "cuDNN [0-9]|rel L2|step .*\[cudnn\]|sinter: cudnn|Failure|^\[  (PASSED|FAILED|SKIPPED|  OK) " "$out/gpu_cudnn.log" | head -80
+grep -E "cuDNN [0-9]|rel L2|step .*\[cudnn\]|sinter: cudnn|candidate\(s\)|operation graph given|^    [0-9]+\. |Failure|^\[  (PASSED|FAILED|SKIPPED|  OK) " "$out/gpu_cudnn.log" | head -150
+# A refusal: rerun the model-shape heuristics test with cuDNN's own warnings and errors logged.
+if grep -q "cudnn offers no candidate" "$out/gpu_cudnn.log"; then
+  echo "== cuDNN log (CUDNN_LOGLEVEL_DBG=2) of GpuCudnn.SdpaHeuristicsOfferConfigsAtModelShapes"
+  CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG="$out/cudnn_log.txt" timeout 120 "$bin/sinter_gpu_tests" \
+    --gtest_filter='GpuCudnn.SdpaHeuristicsOfferConfigsAtModelShapes' > "$out/gpu_cudnn_logged.log" 2>&1
+  grep -E "^[EW]! |CUDNN_STATUS|Reason|reason" "$out/cudnn_log.txt" | sort | uniq -c | sort -rn | head -40
+fi
 echo "== benchmarks"
 "$bin/sinter_bench_vendor" $quick | tee "$out/vendor.jsonl"
 python3 bench/torch_vendor_baselines.py $quick | tee "$out/torch_vendor.jsonl"

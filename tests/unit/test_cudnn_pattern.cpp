@@ -6,6 +6,7 @@
 
 #include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/cudnn/cudnn_library.hpp"
+#include "engines/cudnn/engine_configs.hpp"
 #include "engines/cudnn/sdpa_graph.hpp"
 #include "engines/cudnn/sdpa_pattern.hpp"
 
@@ -170,4 +171,82 @@ TEST(CudnnSdpaGraph, OperationsFinalizeWithoutAGpu) {
     ASSERT_NO_THROW(g = cudnn::build_sdpa_operations(*m.pattern)) << m.pattern->summary;
     EXPECT_EQ(g->ops.size(), expected_ops[i++]) << m.pattern->summary;
   }
+}
+
+namespace {
+
+// The data type of the tensor an operation holds under `attr`, read back from cuDNN itself.
+cudnnDataType_t operand_type(cudnnBackendDescriptor_t op, cudnnBackendAttributeName_t attr) {
+  const cudnn::Library& lib = cudnn::library();
+  cudnn::Descriptor t(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  cudnnBackendDescriptor_t raw = t.get();
+  int64_t n = 0;
+  SINTER_CUDNN_CHECK(lib.BackendGetAttribute(op, attr, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &raw));
+  cudnnDataType_t type{};
+  SINTER_CUDNN_CHECK(lib.BackendGetAttribute(raw, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &n, &type));
+  return type;
+}
+
+}  // namespace
+
+// cuDNN's fused attention takes the second matmul's A operand (P) only in q's dtype; a float P
+// is why cuDNN 9.14 found no engine for any sdpa graph. Checked on the finalized descriptors:
+// the first matmul writes float scores, the second reads P in the io type and writes O in it.
+TEST(CudnnSdpaGraph, SecondMatmulReadsPInTheIoType) {
+  if (!cudnn::library().loaded) GTEST_SKIP() << "no cuDNN here: " << cudnn::library().reason;
+  SdpaCase bf16_causal;
+  bf16_causal.causal = CausalMask::top_left;
+  SdpaCase f16_stats;
+  f16_stats.dtype = DType::f16;
+  f16_stats.stats = true;
+  for (const SdpaCase& c : {bf16_causal, f16_stats}) {
+    const auto m = match(c, cudnn::library().version);
+    ASSERT_TRUE(m.pattern) << m.reason;
+    const auto g = cudnn::build_sdpa_operations(*m.pattern);
+    const cudnnDataType_t io = c.dtype == DType::f16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
+    const cudnnBackendDescriptor_t bmm1 = g->ops.front(), bmm2 = g->ops.back();
+    EXPECT_EQ(operand_type(bmm1, CUDNN_ATTR_OPERATION_MATMUL_ADESC), io);
+    EXPECT_EQ(operand_type(bmm1, CUDNN_ATTR_OPERATION_MATMUL_CDESC), CUDNN_DATA_FLOAT);
+    EXPECT_EQ(operand_type(bmm2, CUDNN_ATTR_OPERATION_MATMUL_ADESC), io) << m.pattern->summary;
+    EXPECT_EQ(operand_type(bmm2, CUDNN_ATTR_OPERATION_MATMUL_BDESC), io);
+    EXPECT_EQ(operand_type(bmm2, CUDNN_ATTR_OPERATION_MATMUL_CDESC), io);
+  }
+}
+
+// The recipe (shown when cuDNN finds no engine) has one line per operation, in order, naming
+// each tensor's type and dims.
+TEST(CudnnSdpaGraph, RecipeDescribesEveryOperation) {
+  if (!cudnn::library().loaded) GTEST_SKIP() << "no cuDNN here: " << cudnn::library().reason;
+  SdpaCase c;
+  c.causal = CausalMask::bottom_right;
+  const auto m = match(c, cudnn::library().version);
+  ASSERT_TRUE(m.pattern) << m.reason;
+  const auto g = cudnn::build_sdpa_operations(*m.pattern);
+  ASSERT_EQ(g->recipe.size(), g->ops.size());
+  EXPECT_EQ(g->recipe.front(), "MATMUL(f32) Q[bf16 2x4x33x64], K^T[bf16 2x2x64x70] -> S[f32 2x4x33x70 virtual]");
+  EXPECT_EQ(g->recipe.back(), "MATMUL(f32) P[bf16 2x4x33x70 virtual], V[bf16 2x2x70x64] -> O[bf16 2x4x33x64]");
+  EXPECT_EQ(g->recipe[4], "ADD(i32) row[i32 2x4x33x70 virtual], Skv[i32 1x1x1x1 by-value 70] -> "
+                          "row+Skv[i32 2x4x33x70 virtual]");
+}
+
+// The refusal printed when the heuristics find nothing names every mode asked and its answer,
+// numbers the operations, and ends with the command line for cuDNN's own log.
+TEST(CudnnRefusal, NamesModesOperationsAndTheLogCommand) {
+  cudnn::ConfigList none;
+  none.tried = "A: 0 config(s) (cuDNN: no engine); B: 0 config(s); fallback: 0 config(s)";
+  const std::string why = cudnn::no_config_reason("sdpa [bf16 d128]", {"MATMUL(f32) a -> b", "DIV(f32) c -> d"}, none);
+  EXPECT_EQ(why.rfind("the heuristics returned no engine config [cuDNN ", 0), 0u) << why;
+  EXPECT_NE(why.find("sdpa [bf16 d128]; heuristic modes tried: A: 0 config(s) (cuDNN: no engine); B: 0 "
+                     "config(s); fallback: 0 config(s)]"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("\n    0. MATMUL(f32) a -> b\n    1. DIV(f32) c -> d\n"), std::string::npos) << why;
+  EXPECT_NE(why.find("CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG="), std::string::npos) << why;
+
+  cudnn::ConfigList dropped;
+  dropped.dropped = "heur A: 2 config(s) did not build, last eng 8: CUDNN_STATUS_NOT_SUPPORTED";
+  const std::string why2 = cudnn::no_config_reason("conv [x]", {}, dropped);
+  EXPECT_EQ(why2.rfind(dropped.dropped, 0), 0u) << why2;
+  EXPECT_NE(why2.find("heuristic modes tried: none]"), std::string::npos) << why2;
+  EXPECT_EQ(why2.find("operation graph given"), std::string::npos) << why2;
 }

@@ -76,6 +76,11 @@ DescriptorPtr make_reduction(cudnnReduceTensorOp_t op_kind, const Descriptor& x,
   Descriptor red(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
   red.set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, op_kind)
       .set(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
+  // Said explicitly, as cudnn-frontend does from 9.11 (libraries before it lack the attribute):
+  // a deterministic reduction would narrow the engines that may take the graph.
+  if (library().version >= 91100) {
+    red.set(CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC, CUDNN_TYPE_BOOLEAN, false);
+  }
   red.finalize();
   auto op = std::make_unique<Descriptor>(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
   op->set_desc(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x)

@@ -191,7 +191,7 @@ std::vector<Candidate> CudnnEngine::candidates(const Graph& g, const fuse::Regio
   }
   if (list.configs.empty()) {
     std::fprintf(stderr, "sinter: cudnn offers no candidate for region %d: %s\n", r.id,
-                 list.dropped.empty() ? "the heuristics returned no engine config" : list.dropped.c_str());
+                 no_config_reason(m.lowering->what, graph->recipe, list).c_str());
   }
   std::vector<Candidate> out;
   int i = 0;
@@ -213,7 +213,8 @@ std::unique_ptr<PreparedStep> CudnnEngine::prepare(const Graph& g, const fuse::R
     throw Error(ErrorCode::unsupported,
                 "cudnn: candidate " + std::to_string(c.index) + " does not exist (" +
                     std::to_string(list.configs.size()) + " engine configs built" +
-                    (list.dropped.empty() ? "" : "; " + list.dropped) + ")");
+                    (list.dropped.empty() ? "" : "; " + list.dropped) + "; heuristic modes tried: " +
+                    list.tried + "; " + kCudnnLogHint + ")");
   }
   return std::make_unique<CudnnStep>(*m.lowering, std::move(graph),
                                      std::move(list.configs[static_cast<size_t>(c.index)]));

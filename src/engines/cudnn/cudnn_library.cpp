@@ -69,13 +69,19 @@ const Library& require_library() {
   return lib;
 }
 
+std::string last_error() {
+  const Library& lib = library();
+  if (!lib.loaded) return {};
+  char last[1024] = {};
+  lib.GetLastErrorString(last, sizeof last);
+  return last;
+}
+
 std::string status_message(cudnnStatus_t s) {
   const Library& lib = library();
   if (!lib.loaded) return "status " + std::to_string(static_cast<int>(s));
   std::string msg = lib.GetErrorString(s);
-  char last[512] = {};
-  lib.GetLastErrorString(last, sizeof last);
-  if (last[0]) msg += std::string(": ") + last;
+  if (const std::string last = last_error(); !last.empty()) msg += ": " + last;
   return msg;
 }
 

@@ -52,4 +52,13 @@ void check(cudnnStatus_t s, const char* call, const char* file, int line);
 // The status's name and cuDNN's last error message, for reasons shown to users.
 std::string status_message(cudnnStatus_t s);
 
+// cuDNN's last error message on this thread (cudnnGetLastErrorString), "" when there is none.
+// Reading it clears it. Heuristics that find no engine return success; the message may still
+// say why.
+std::string last_error();
+
+// How to get cuDNN's own log of a run, for messages that end in "cuDNN found nothing".
+inline constexpr const char* kCudnnLogHint =
+    "for cuDNN's own log rerun with CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=cudnn_log.txt";
+
 }  // namespace sinter::cudnn

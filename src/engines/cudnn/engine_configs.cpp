@@ -102,9 +102,24 @@ cudnnHandle_t handle() {
   return h;
 }
 
+std::string no_config_reason(const std::string& what, const std::vector<std::string>& recipe,
+                             const ConfigList& list) {
+  std::string why = list.dropped.empty() ? "the heuristics returned no engine config" : list.dropped;
+  why += " [cuDNN " + version_string() + ", " + what + "; heuristic modes tried: " +
+         (list.tried.empty() ? "none" : list.tried) + "]";
+  if (!recipe.empty()) {
+    why += "\n  the operation graph given to cuDNN:";
+    for (size_t i = 0; i < recipe.size(); ++i) why += "\n    " + std::to_string(i) + ". " + recipe[i];
+  }
+  return why + "\n  " + kCudnnLogHint;
+}
+
 ConfigList plan_configs(const Descriptor& op_graph, cudnnHandle_t h, int limit) {
   ConfigList out;
   std::set<std::string> seen;
+  auto note_tried = [&out](const std::string& text) {
+    out.tried += (out.tried.empty() ? "" : "; ") + text;
+  };
   const std::pair<cudnnBackendHeurMode_t, const char*> modes[] = {
       {CUDNN_HEUR_MODE_A, "A"}, {CUDNN_HEUR_MODE_B, "B"}, {CUDNN_HEUR_MODE_FALLBACK, "fallback"}};
   for (const auto& [mode, mode_name] : modes) {
@@ -112,13 +127,24 @@ ConfigList plan_configs(const Descriptor& op_graph, cudnnHandle_t h, int limit) 
     Descriptor heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
     heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, op_graph)
         .set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, mode);
+    // Reading cuDNN's last error clears it (seen with 9.19): drop any stale message, so that a
+    // message read after this query is this query's.
+    (void)last_error();
     if (const cudnnStatus_t s = heur.try_finalize(); s != CUDNN_STATUS_SUCCESS) {
-      out.dropped += std::string(out.dropped.empty() ? "" : "; ") + "heur " + mode_name + ": " + status_message(s);
+      const std::string why = status_message(s);
+      out.dropped += std::string(out.dropped.empty() ? "" : "; ") + "heur " + mode_name + ": " + why;
+      note_tried(std::string(mode_name) + ": " + why);
       continue;
     }
     int64_t count = 0;
     SINTER_CUDNN_CHECK(library().BackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
+    std::string answer = std::string(mode_name) + ": " + std::to_string(count) + " config(s)";
+    // An empty answer is a success status; cuDNN may still have written down why.
+    if (count == 0) {
+      if (const std::string last = last_error(); !last.empty()) answer += " (cuDNN: " + last + ")";
+    }
+    note_tried(answer);
     int failed = 0;
     std::string last_failure;
     for (auto& cfg : get_descriptors(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,

@@ -23,7 +23,17 @@ struct ConfigList {
   // Why configs were dropped ("heur B: 3 configs did not build: CUDNN_STATUS_NOT_SUPPORTED ..."),
   // for the reason shown when no config remains.
   std::string dropped;
+  // Each heuristic mode asked and what it answered ("A: 0 configs; B: 0 configs; fallback:
+  // CUDNN_STATUS_NOT_SUPPORTED"), then cuDNN's last error message if it left one.
+  std::string tried;
 };
+
+// Why a graph cuDNN accepted got no engine config, for the refusal message: the configs dropped
+// or "the heuristics returned no engine config", the loaded version and `what` was lowered, each
+// heuristic mode asked with its answer, the operation graph (`recipe`, one line per operation;
+// may be empty), and how to get cuDNN's own log.
+std::string no_config_reason(const std::string& what, const std::vector<std::string>& recipe,
+                             const ConfigList& list);
 
 // Up to `limit` planned configs, in heuristic order.
 ConfigList plan_configs(const Descriptor& op_graph, cudnnHandle_t handle, int limit);

@@ -4,11 +4,13 @@
 //   S *= scale (a by-value scalar); S += bias
 //   causal: row/col GEN_INDEX, row (+ Skv - Sq for bottom-right) >= col, BINARY_SELECT(S, -inf)
 //   softmax: M = max(S), E = exp(S - M), Z = sum(E), stats = M + log(Z), P = E / Z
+//   (P stored in q's dtype: the second matmul takes its A operand only in the io type)
 //   O = P V
-// Virtual tensors are float; the statistics are virtual when the region does not store them.
+// Other virtual tensors are float; the statistics are virtual when the region does not store them.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engines/cudnn/backend_descriptor.hpp"
@@ -34,6 +36,10 @@ struct OperationGraph {
   };
   std::vector<Scalar> scalars;
   std::vector<cudnnBackendDescriptor_t> ops;  // the operations, in order
+  // One line per operation with its tensors' names, types, dims and flags, in order
+  // ("DIV(f32) E[f32 1x2x3x4 virtual], Z[...] -> P[bf16 1x2x3x4 virtual]"); empty for lowerings
+  // that do not write one. Shown when cuDNN finds no engine for the graph.
+  std::vector<std::string> recipe;
 };
 
 // The finalized operations (no handle needed, so this runs without a GPU), then the graph.
