@@ -68,10 +68,50 @@ struct RegionBuffers {
   }
 };
 
+// The region's outputs as they are in `buffers` now.
+std::vector<HostTensor> read_outputs(const Graph& g, const fuse::Region& r, const RegionBuffers& buffers) {
+  std::vector<HostTensor> out;
+  for (size_t i = 0; i < r.outputs.size(); ++i) {
+    const TensorInfo& info = g.tensor(r.outputs[i]);
+    HostTensor h(info.dtype, info.dims, info.strides);
+    buffers.outputs[i].copy_to_host(h.data(), std::min(h.storage_bytes(), buffers.outputs[i].size()));
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string output_disagreement(const Graph& g, const std::vector<TensorId>& tensors,
+                                const std::vector<HostTensor>& got, const std::vector<HostTensor>& want,
+                                const std::string& want_name) {
+  if (got.size() != want.size() || got.size() != tensors.size()) {
+    throw Error(ErrorCode::internal, "output_disagreement: output counts differ");
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i].storage_bytes() == want[i].storage_bytes() &&
+        std::equal(got[i].data(), got[i].data() + got[i].storage_bytes(), want[i].data())) {
+      continue;
+    }
+    const double err = relative_l2_error(got[i], want[i]);
+    const double tol = 2 * relative_l2_bound(g, tensors[i]);
+    if (!(err <= tol)) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "rel L2 %.3g > %.3g", err, tol);
+      return "its output '" + g.tensor(tensors[i]).name + "' differs from " + want_name + "'s (" + buf + ")";
+    }
+  }
+  return "";
+}
+
+namespace {
+
 // Times one candidate: the median of `repeats` launches, or the reason it could not be timed.
+// With `outputs`, also runs it once on the first input copy and returns what it wrote.
 CandidateTime time_candidate(const Graph& g, const fuse::Region& r, const Engine& e,
                              const Candidate& c, EngineContext& ctx, const RegionBuffers& buffers,
-                             const cuda::Stream& stream, const TuneOptions& o) {
+                             const cuda::Stream& stream, const TuneOptions& o,
+                             std::vector<HostTensor>* outputs) {
   CandidateTime t{std::string(e.name()), c.index, c.description, -1, ""};
   try {
     auto step = e.prepare(g, r, c, ctx);
@@ -96,6 +136,11 @@ CandidateTime time_candidate(const Graph& g, const fuse::Region& r, const Engine
     }
     std::sort(times.begin(), times.end());
     t.median_ms = times[times.size() / 2];
+    if (outputs) {
+      step->launch(buffers.binding(0, workspace.data()), stream);
+      stream.synchronize();
+      *outputs = read_outputs(g, r, buffers);
+    }
   } catch (const Error& err) {
     t.skipped = err.message();
   }
@@ -171,10 +216,25 @@ TuneReport tune(const Graph& g, const fuse::Partition& p, const std::vector<cons
     const RegionBuffers buffers(g, r, ctx.device.l2_cache_bytes);
     double best = -1;
     std::string best_desc;
+    std::vector<HostTensor> first_outputs;  // of the first candidate that ran
+    std::string first_name;
     for (size_t i = 0; i < all.size(); ++i) {
       const auto& [e, c] = all[i];
-      CandidateTime t = time_candidate(g, r, *e, c, ctx, buffers, *stream, o);
+      std::vector<HostTensor> outputs;
+      CandidateTime t = time_candidate(g, r, *e, c, ctx, buffers, *stream, o, o.check_outputs ? &outputs : nullptr);
       ++report.timings;
+      if (o.check_outputs && t.median_ms >= 0) {
+        if (first_name.empty()) {
+          first_outputs = std::move(outputs);
+          first_name = t.engine + "[" + std::to_string(t.index) + "]";
+        } else if (const std::string why = output_disagreement(g, r.outputs, outputs, first_outputs, first_name);
+                   !why.empty()) {
+          char ms[32];
+          std::snprintf(ms, sizeof ms, "%.4f ms", t.median_ms);
+          t.skipped = "wrong result: " + why + "; timed at " + ms;
+          t.median_ms = -1;
+        }
+      }
       // Strictly faster wins, so ties keep the earlier engine and the lower index.
       if (t.median_ms >= 0 && (best < 0 || t.median_ms < best)) {
         best = t.median_ms;

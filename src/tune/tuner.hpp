@@ -3,6 +3,8 @@
 // remembered in a TimingCache so a second build of the same graph times nothing.
 #pragma once
 
+#include "sinter/host_tensor.hpp"
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -27,6 +29,11 @@ struct TuneOptions {
   int repeats = 20;           // the median of these
   double time_limit_ms = 2000;  // per candidate: stop timing it once a launch takes this long
   size_t max_workspace = size_t{256} << 20;  // candidates needing more are skipped
+  // Every timed candidate's outputs (one launch on the same inputs) must agree with those of the
+  // first candidate that ran (the preferred engine's best-ranked), within twice the outputs'
+  // error bound; one that disagrees is skipped with the figures. A wrong kernel must never win
+  // on speed. Costs a copy of the outputs to the host per candidate.
+  bool check_outputs = true;
   // Called after each candidate: (regions done, regions, candidates done in this region,
   // candidates in this region, best so far or "").
   std::function<void(int, int, int, int, const std::string&)> progress;
@@ -46,6 +53,14 @@ struct TuneReport {
   int timings = 0;              // candidates timed on the GPU in this run
   int cache_hits = 0;
 };
+
+// Why the outputs `got` (of `tensors`, in order) disagree with `want` (the outputs of candidate
+// `want_name`), or "" when they agree: bit-identical, or within twice each output's error bound
+// (relative_l2_bound(g, tensor); each may be that far from the exact result). A NaN where the
+// other has a different value disagrees.
+std::string output_disagreement(const Graph& g, const std::vector<TensorId>& tensors,
+                                const std::vector<HostTensor>& got, const std::vector<HostTensor>& want,
+                                const std::string& want_name);
 
 // `engines` in preference order (ties in time go to the earlier engine, then the lower index).
 // `cache` may be null. Timing needs a GPU; heuristic mode does not time.
