@@ -91,8 +91,14 @@ StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOp
       info.description = step.prepared->describe();
       if (options.engine != "auto" && choice.engine->name() != options.engine) {
         const Support s = engines.front()->supports(graph_, r);
+        const bool timed = std::any_of(choice.tried.begin(), choice.tried.end(), [&](const tune::CandidateTime& t) {
+          return t.engine == options.engine;
+        });
         info.description += " (fallback from " + options.engine + ": " +
-                            (s.ok ? "its candidates were slower or failed" : s.reason) + ")";
+                            (!s.ok  ? s.reason
+                             : timed ? "its candidates were slower, failed or gave wrong results (see the tuner's report)"
+                                     : "it offered no candidate for this region; its reason is on stderr") +
+                            ")";
       }
       if (step.prepared->workspace_bytes() > 0) {
         step.workspace_offset = workspace = align256(workspace);
