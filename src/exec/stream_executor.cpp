@@ -6,6 +6,8 @@
 #include "cuda/check.hpp"
 #include "cuda/device.hpp"
 #include "cuda/event.hpp"
+#include "cuda/kernel_sources.hpp"
+#include "cuda/sha256.hpp"
 #include "engines/cublaslt/cublaslt_engine.hpp"
 #include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/jit/jit_engine.hpp"
@@ -71,7 +73,8 @@ StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOp
   device_key.driver_version = ctx.device.driver_version;
   device_key.cublaslt_version = cublaslt::cublaslt_version();
   device_key.cudnn_version = cudnn::cudnn_version();
-  device_key.sinter_version = "0.1.0";
+  // Times measured with other kernel sources do not carry over (the digest of kernels/).
+  device_key.sinter_version = "0.1.0+kernels." + cuda::to_hex(cuda::kernel_sources_digest()).substr(0, 16);
   tune_report_ = tune::tune(graph_, partition_, engines, ctx, options.timing_cache, device_key,
                             options.tuning);
 

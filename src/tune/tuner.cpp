@@ -198,7 +198,8 @@ TuneReport tune(const Graph& g, const fuse::Partition& p, const std::vector<cons
     const std::string key = region_key(g, r, device);
     if (const TimingEntry* hit = cache ? cache->find(key) : nullptr) {
       for (const auto& [e, c] : all) {
-        if (e->name() == hit->engine && c.index == hit->index) {
+        // The description too: candidate numbers of a newer Sinter may name other kernels.
+        if (e->name() == hit->engine && c.index == hit->index && c.description == hit->description) {
           choice.engine = e;
           choice.candidate = c;
           choice.median_ms = hit->median_ms;
