@@ -64,6 +64,18 @@ std::string arch_for_compute_capability(int major, int minor) {
   return arch;
 }
 
+DeviceProperties assumed_h200() {
+  DeviceProperties d;
+  d.name = "NVIDIA H200 (assumed)";
+  d.sm_count = 132;
+  d.cc_major = 9;
+  d.arch = "sm_90a";
+  d.max_shared_memory_per_block_optin = 232448;  // 227 KiB
+  d.shared_memory_per_sm = 233472;               // 228 KiB
+  d.l2_cache_bytes = 60 * 1024 * 1024;
+  return d;
+}
+
 DeviceProperties device_properties(int device) {
   DeviceProperties p;
   p.ordinal = device;

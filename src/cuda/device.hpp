@@ -37,6 +37,11 @@ struct DeviceProperties {
 // Throws ErrorCode::cuda (with the availability reason when there is no GPU).
 DeviceProperties device_properties(int device);
 
+// An H200 as the code generators see it (sm_90a, 132 SMs, 227 KiB of shared memory per block,
+// 60 MB of L2), for generating and compiling kernels where there is no GPU: `sinter explain
+// --kernels`, CI's NVRTC tests. Named "NVIDIA H200 (assumed)".
+DeviceProperties assumed_h200();
+
 // "sm_90a" for 9.0: the arch-specific target unlocks wgmma and setmaxnreg, which our Hopper
 // kernels need; other capabilities get the portable "sm_XY".
 std::string arch_for_compute_capability(int major, int minor);

@@ -17,15 +17,7 @@
 namespace sinter::jit {
 namespace {
 
-cuda::DeviceProperties h200() {
-  cuda::DeviceProperties d;
-  d.name = "H200 (assumed)";
-  d.sm_count = 132;
-  d.cc_major = 9;
-  d.arch = "sm_90a";
-  d.max_shared_memory_per_block_optin = 232448;
-  return d;
-}
+cuda::DeviceProperties h200() { return cuda::assumed_h200(); }
 
 const fuse::Region& matmul_region(const Graph& g, const fuse::Partition& p) {
   for (const fuse::Region& r : p.regions) {

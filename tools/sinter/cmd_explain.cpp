@@ -30,14 +30,7 @@ std::string node_list(const Graph& g, const std::vector<NodeId>& ids) {
 // The generated source of every region, for an assumed H200: the code generators only need the
 // architecture and the SM count, so this works without a GPU.
 void write_kernels(const Graph& g, const fuse::Partition& p, const std::string& dir) {
-  cuda::DeviceProperties dev;
-  dev.name = "NVIDIA H200 (assumed)";
-  dev.sm_count = 132;
-  dev.cc_major = 9;
-  dev.arch = "sm_90a";
-  dev.max_shared_memory_per_block_optin = 232448;  // 227 KiB
-  dev.shared_memory_per_sm = 233472;               // 228 KiB
-  dev.l2_cache_bytes = 60 * 1024 * 1024;
+  const cuda::DeviceProperties dev = cuda::assumed_h200();
   std::filesystem::create_directories(dir);
   for (const fuse::Region& r : p.regions) {
     for (int v : jit::region_variants(g, r, dev)) {
