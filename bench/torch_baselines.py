@@ -7,6 +7,7 @@ import json
 import sys
 
 import torch
+from torch_timing import median_ms as _median_ms
 import torch.nn.functional as F
 
 
@@ -14,21 +15,7 @@ ITERS = 20 if "--quick" in sys.argv else 50
 
 
 def median_ms(fn, iters=None, warmup=5):
-    iters = iters or ITERS
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2]
+    return _median_ms(fn, iters or ITERS, warmup)
 
 
 def emit(case, engine, ms, nbytes=None, flops=None):

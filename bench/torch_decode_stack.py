@@ -11,6 +11,7 @@ import json
 import sys
 
 import torch
+from torch_timing import median_ms as _median_ms
 import torch.nn.functional as F
 
 LAYERS, D, HEADS, KV_HEADS, DH, FF, PAST = 16, 2048, 32, 8, 64, 8192, 1024
@@ -18,20 +19,7 @@ ITERS = 20 if "--quick" in sys.argv else 100
 
 
 def median_ms(fn, iters=ITERS, warmup=5):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2]
+    return _median_ms(fn, iters, warmup)
 
 
 def rmsnorm(x, w, eps=1e-5):

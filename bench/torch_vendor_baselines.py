@@ -9,6 +9,7 @@ import json
 import sys
 
 import torch
+from torch_timing import median_ms as _median_ms
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -16,20 +17,7 @@ ITERS = 10 if "--quick" in sys.argv else 50
 
 
 def median_ms(fn, iters=ITERS, warmup=5):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2]
+    return _median_ms(fn, iters, warmup)
 
 
 def emit(case, engine, ms, flops, nbytes):

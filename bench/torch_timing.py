@@ -1,0 +1,21 @@
+"""How every PyTorch baseline script times a call: CUDA events around each call after a warm-up,
+the median of `iters` calls, in milliseconds. Imported by the bench/torch_*.py scripts (they run
+as `python3 bench/NAME.py`, so this folder is on the import path)."""
+import torch
+
+
+def median_ms(fn, iters, warmup=5):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    times.sort()
+    return times[len(times) // 2]
