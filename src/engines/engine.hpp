@@ -60,6 +60,9 @@ class Engine {
                                             const EngineContext& ctx) const = 0;
   virtual std::unique_ptr<PreparedStep> prepare(const Graph& g, const fuse::Region& r,
                                                 const Candidate& c, EngineContext& ctx) const = 0;
+  // Whether a plan bundle can store this engine's steps (src/exec/plan_builder.cpp); a build
+  // for a plan leaves the others out.
+  virtual bool steps_can_be_saved() const { return true; }
 };
 
 }  // namespace sinter

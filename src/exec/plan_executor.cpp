@@ -71,6 +71,14 @@ void PlanExecutor::resolve_pointers() {
     while (alias_of_[root] >= 0) root = alias_of_[root];
     if (root != static_cast<TensorId>(t)) pointer_of_[t] = pointer_of_[root];
   }
+  bindings_.assign(plan_.steps.size(), Binding{});
+  for (size_t step = 0; step < plan_.steps.size(); ++step) {
+    const fuse::Region& r = partition_.regions[plan_.steps[step].region];
+    Binding& b = bindings_[step];
+    for (TensorId t : r.inputs) b.inputs.push_back(pointer_of_[t]);
+    for (TensorId t : r.outputs) b.outputs.push_back(pointer_of_[t]);
+    b.workspace = static_cast<char*>(arena_.data()) + plan_.workspace.offset + plan_.steps[step].workspace_offset;
+  }
 }
 
 void PlanExecutor::bind(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
@@ -148,15 +156,6 @@ void PlanExecutor::poison() {
     SINTER_CUDA_CHECK(cudaMemsetAsync(pointer_of_[b.tensor], 0xFF,
                                       bound_[b.tensor] ? plan::storage_bytes(g.tensor(b.tensor)) : b.bytes, stream_));
   }
-}
-
-Binding PlanExecutor::binding(size_t step) const {
-  const fuse::Region& r = partition_.regions[plan_.steps[step].region];
-  Binding b;
-  for (TensorId t : r.inputs) b.inputs.push_back(pointer_of_[t]);
-  for (TensorId t : r.outputs) b.outputs.push_back(pointer_of_[t]);
-  b.workspace = static_cast<char*>(arena_.data()) + plan_.workspace.offset + plan_.steps[step].workspace_offset;
-  return b;
 }
 
 void PlanExecutor::launch_step(size_t step, cudaStream_t stream) {

@@ -51,7 +51,7 @@ class PlanExecutor {
 
  private:
   void resolve_pointers();
-  Binding binding(size_t step) const;
+  const Binding& binding(size_t step) const { return bindings_[step]; }
 
   plan::Plan plan_;
   fuse::Partition partition_;
@@ -66,6 +66,7 @@ class PlanExecutor {
   std::vector<void*> own_pointer_;       // by tensor id: the executor's memory
   std::vector<void*> bound_;             // by tensor id: caller memory, nullptr: none
   std::vector<void*> pointer_of_;        // by tensor id: what launches use
+  std::vector<Binding> bindings_;        // by step, from pointer_of_: launches allocate nothing
 };
 
 }  // namespace sinter

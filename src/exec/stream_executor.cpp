@@ -60,11 +60,11 @@ StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOp
                 "unknown engine '" + options.engine + "'; engines: auto, jit, cublaslt, cudnn");
   }
   if (options.for_plan) {
-    if (options.engine == "cudnn") {
-      throw Error(ErrorCode::unsupported,
-                  "engine 'cudnn' cannot be saved in a plan yet (plans store jit and cublaslt steps)");
+    if (!engines.front()->steps_can_be_saved() && options.engine != "auto") {
+      throw Error(ErrorCode::unsupported, "engine '" + options.engine +
+                                              "' cannot be saved in a plan yet (plans store jit and cublaslt steps)");
     }
-    engines.erase(std::remove(engines.begin(), engines.end(), &cudnn), engines.end());
+    std::erase_if(engines, [](const Engine* e) { return !e->steps_can_be_saved(); });
   }
   tune::DeviceKey device_key;
   device_key.name = ctx.device.name;
@@ -130,6 +130,12 @@ StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOp
     while (alias_of[root] >= 0) root = alias_of[root];
     if (root != static_cast<TensorId>(t)) pointer_of_[t] = pointer_of_[root];
   }
+  for (Step& st : steps_) {
+    const fuse::Region& r = partition_.regions[st.region];
+    for (TensorId t : r.inputs) st.binding.inputs.push_back(pointer_of_[t]);
+    for (TensorId t : r.outputs) st.binding.outputs.push_back(pointer_of_[t]);
+    st.binding.workspace = static_cast<char*>(arena_.data()) + st.workspace_offset;
+  }
 }
 
 StreamExecutor::~StreamExecutor() = default;
@@ -167,13 +173,7 @@ void StreamExecutor::poison() {
 void StreamExecutor::launch() {
   cuda::DeviceGuard guard(device_);
   for (size_t s = 0; s < steps_.size(); ++s) {
-    if (!steps_[s].prepared) continue;
-    const fuse::Region& r = partition_.regions[steps_[s].region];
-    Binding b;
-    for (TensorId t : r.inputs) b.inputs.push_back(pointer_of_[t]);
-    for (TensorId t : r.outputs) b.outputs.push_back(pointer_of_[t]);
-    b.workspace = static_cast<char*>(arena_.data()) + steps_[s].workspace_offset;
-    steps_[s].prepared->launch(b, stream_);
+    if (steps_[s].prepared) steps_[s].prepared->launch(steps_[s].binding, stream_);
   }
 }
 

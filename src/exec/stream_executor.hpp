@@ -29,8 +29,8 @@ struct ExecutorOptions {
   // (null: time everything, remember nothing).
   tune::TuneOptions tuning;
   // The executor will be saved as a plan (build_plan): only engines whose steps a plan bundle
-  // can store take part (jit, cublaslt). cuDNN steps cannot be stored yet, so cuDNN is left out
-  // and its regions go to the next engine.
+  // can store take part (Engine::steps_can_be_saved; cuDNN's cannot yet), and their regions go
+  // to the next engine.
   bool for_plan = false;
   tune::TimingCache* timing_cache = nullptr;
 };
@@ -80,6 +80,7 @@ class StreamExecutor {
     int region;
     std::unique_ptr<PreparedStep> prepared;  // null for an alias
     size_t workspace_offset = 0;
+    Binding binding;  // the step's pointers, fixed once memory is laid out
   };
 
   Graph graph_;

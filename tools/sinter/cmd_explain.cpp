@@ -33,8 +33,7 @@ void write_kernels(const Graph& g, const fuse::Partition& p, const std::string& 
   const cuda::DeviceProperties dev = cuda::assumed_h200();
   std::filesystem::create_directories(dir);
   for (const fuse::Region& r : p.regions) {
-    for (int v : jit::region_variants(g, r, dev)) {
-    const jit::RegionKernels rk = jit::build_region(g, r, dev, v);
+    for (const auto& [v, rk] : jit::distinct_variants(g, r, dev)) {
     for (size_t k = 0; k < rk.kernels.size(); ++k) {
       const std::string path = dir + "/region" + std::to_string(r.id) + "_v" + std::to_string(v) +
                                "_" + std::to_string(k) + ".cu";

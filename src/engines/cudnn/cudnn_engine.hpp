@@ -20,6 +20,7 @@ class CudnnEngine : public Engine {
   explicit CudnnEngine(int max_candidates = 4, bool lower_secondary = true)
       : max_candidates_(max_candidates), lower_secondary_(lower_secondary) {}
   std::string_view name() const override { return "cudnn"; }
+  bool steps_can_be_saved() const override { return false; }  // not yet: plans store jit and cuBLASLt steps
   Support supports(const Graph& g, const fuse::Region& r) const override;
   std::vector<Candidate> candidates(const Graph& g, const fuse::Region& r,
                                     const EngineContext& ctx) const override;

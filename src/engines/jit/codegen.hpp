@@ -3,6 +3,7 @@
 // launch shape and arguments from the actual sizes.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "cuda/device.hpp"
@@ -62,5 +63,8 @@ RegionKernels build_region(const Graph& g, const fuse::Region& r, const cuda::De
                            int variant = 0);
 std::vector<int> region_variants(const Graph& g, const fuse::Region& r,
                                  const cuda::DeviceProperties& dev);
+// The same, with each variant's kernels (built once).
+std::vector<std::pair<int, RegionKernels>> distinct_variants(const Graph& g, const fuse::Region& r,
+                                                             const cuda::DeviceProperties& dev);
 
 }  // namespace sinter::jit

@@ -93,11 +93,13 @@ class JitStep : public PreparedStep {
 // The grid of a persistent kernel: at most `resident` CTAs, each taking the same number of work
 // items (up to one), so no last round runs on a few CTAs while the rest of the GPU idles:
 // 16384 rows on 528 resident CTAs are 32 rounds for 512 CTAs, not 31 rounds plus 16 rows.
+namespace {
 int64_t balanced_grid(int64_t work, int64_t resident) {
   if (work <= 0) return 1;
   const int64_t rounds = (work + resident - 1) / resident;
   return std::clamp<int64_t>((work + rounds - 1) / rounds, 1, resident);
 }
+}  // namespace
 
 Support JitEngine::supports(const Graph& g, const fuse::Region& r) const {
   for (const fuse::ExitReduce& e : r.reductions) {
@@ -114,8 +116,7 @@ std::vector<Candidate> JitEngine::candidates(const Graph& g, const fuse::Region&
                                              const EngineContext& ctx) const {
   if (!supports(g, r).ok) return {};
   std::vector<Candidate> out;
-  for (int v : region_variants(g, r, ctx.device)) {
-    const RegionKernels rk = build_region(g, r, ctx.device, v);
+  for (const auto& [v, rk] : distinct_variants(g, r, ctx.device)) {
     std::string desc;
     for (const KernelSpec& k : rk.kernels) desc += (desc.empty() ? "" : "; ") + k.description;
     out.push_back(Candidate{std::string(name()), v, desc});
@@ -183,19 +184,26 @@ int variant_count(const Graph& g, const fuse::Region& r, const cuda::DevicePrope
 
 }  // namespace
 
-std::vector<int> region_variants(const Graph& g, const fuse::Region& r,
-                                 const cuda::DeviceProperties& dev) {
+std::vector<std::pair<int, RegionKernels>> distinct_variants(const Graph& g, const fuse::Region& r,
+                                                             const cuda::DeviceProperties& dev) {
   // Knobs that do not apply to a region give the same kernel as a lower number: keep the first.
-  std::vector<int> out;
+  std::vector<std::pair<int, RegionKernels>> out;
   std::vector<std::string> seen;
   for (int v = 0; v < variant_count(g, r, dev); ++v) {
-    const RegionKernels rk = build_region(g, r, dev, v);
+    RegionKernels rk = build_region(g, r, dev, v);
     std::string key;
     for (const KernelSpec& k : rk.kernels) key += k.source + "\n" + k.description;
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
     seen.push_back(std::move(key));
-    out.push_back(v);
+    out.emplace_back(v, std::move(rk));
   }
+  return out;
+}
+
+std::vector<int> region_variants(const Graph& g, const fuse::Region& r,
+                                 const cuda::DeviceProperties& dev) {
+  std::vector<int> out;
+  for (const auto& [v, rk] : distinct_variants(g, r, dev)) out.push_back(v);
   return out;
 }
 
