@@ -94,7 +94,7 @@ void run_case(const std::string& name, const Graph& ours, const Graph& theirs, d
   std::fflush(stdout);
 }
 
-// The jit candidate number of the decode GEMV tile for g's matmul region (the last one), or -1.
+// The jit candidate number of the decode GEMV tile for g's matmul region, or -1.
 int decode_candidate(const Graph& g, const cuda::DeviceProperties& dev) {
   const fuse::Partition p = fuse::partition_graph(g);
   for (const fuse::Region& r : p.regions) {
@@ -104,7 +104,7 @@ int decode_candidate(const Graph& g, const cuda::DeviceProperties& dev) {
       std::fprintf(stderr, "sinter_bench_gemm: %s: decode tile not offered: %s\n", g.name().c_str(), why.c_str());
       return -1;
     }
-    return jit::matmul_variants(g, r, dev) - 1;
+    return jit::matmul_variant_of(g, r, dev, jit::MatmulTile::decode_gemv);
   }
   return -1;
 }

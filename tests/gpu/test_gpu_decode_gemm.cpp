@@ -14,14 +14,14 @@ namespace {
 
 class GpuDecodeGemm : public GpuRegions {
  protected:
-  // The jit candidate number of the decode tile for `g`'s matmul region (the last one).
+  // The jit candidate number of the decode tile for `g`'s matmul region.
   int decode_candidate(const Graph& g) {
     const fuse::Partition p = fuse::partition_graph(g);
     for (const fuse::Region& r : p.regions) {
       if (r.kind != fuse::RegionKind::matmul) continue;
       const std::string why = jit::decode_gemv_unsupported(g, r, properties_);
       EXPECT_EQ(why, "") << g.name();
-      return jit::matmul_variants(g, r, properties_) - 1;
+      return jit::matmul_variant_of(g, r, properties_, jit::MatmulTile::decode_gemv);
     }
     ADD_FAILURE() << "no matmul region in " << g.name();
     return -1;

@@ -3,6 +3,8 @@
 // (bias, GELU, stored pre-activation, global amax, row and column sums), and the fallback to the
 // generic tile when TMA cannot read an operand. Every case also checks which kernel ran, so a
 // silent fallback fails the test.
+#include "engines/jit/codegen.hpp"
+#include "fuse/region.hpp"
 #include "gpu/region_check.hpp"
 
 namespace sinter::testing {
@@ -15,6 +17,14 @@ class GpuHopperGemm : public GpuRegions {
   void check_on(Graph g, bool expect_sm90, double bound_scale = 1.0) {
     ExecutorOptions opts;
     opts.engine = "jit";
+    // Force the tile under test: for M <= 16 the decode tile would be the default.
+    const fuse::Partition p = fuse::partition_graph(g);
+    for (const fuse::Region& r : p.regions) {
+      if (r.kind != fuse::RegionKind::matmul) continue;
+      const jit::MatmulTile tile = expect_sm90 ? jit::MatmulTile::sm90 : jit::MatmulTile::generic;
+      opts.tuning.candidate = jit::matmul_variant_of(g, r, properties_, tile);
+      ASSERT_GE(opts.tuning.candidate, 0) << g.name();
+    }
     const Graph copy = g;
     check(std::move(g), bound_scale, opts);
     StreamExecutor ex(copy, shared_cache(), opts);
@@ -51,7 +61,10 @@ TEST_F(GpuHopperGemm, OddShapesBiasGeluAmax) {
     auto y = g.gelu(pre);
     g.output(y, "y");
     g.output(g.amax(y), "amax");
-    check_on(std::move(g), true);
+    // 2x bound: the reference rounds to bf16 after the matmul, the bias add and the GELU, the
+    // fused kernel once at the end; a scalar amax gets no averaging from the L2 norm, so three
+    // chained bf16 roundings (up to ~1.2% on one value) can exceed the 1% bound (seen at 7x13x8).
+    check_on(std::move(g), true, 2.0);
   }
 }
 

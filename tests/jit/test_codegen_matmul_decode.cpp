@@ -44,47 +44,50 @@ Graph decode(DType t, int64_t m, int64_t n, int64_t k, bool k_major, bool epilog
 struct Built {
   int variants = 0;
   std::string why_not;
-  RegionKernels rk;  // the last variant
+  RegionKernels rk;  // variant 0: the decode tile wherever it applies
 };
 
-Built build_last(const Graph& g, const cuda::DeviceProperties& dev = h200()) {
+Built build_first(const Graph& g, const cuda::DeviceProperties& dev = h200()) {
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
   Built b;
   b.variants = matmul_variants(g, r, dev);
   b.why_not = decode_gemv_unsupported(g, r, dev);
-  b.rk = build_matmul_variant(g, r, dev, b.variants - 1);
+  b.rk = build_matmul_variant(g, r, dev, 0);
   return b;
 }
 
-TEST(JitMatmulDecode, OfferedLastForUpToSixteenRows) {
-  // with the Hopper GEMM: sm90, generic, decode
-  Built b = build_last(decode(DType::bf16, 16, 14336, 4096, true, false));
+TEST(JitMatmulDecode, OfferedFirstForUpToSixteenRows) {
+  // with the Hopper GEMM: decode, sm90, generic
+  Built b = build_first(decode(DType::bf16, 16, 14336, 4096, true, false));
   EXPECT_EQ(b.why_not, "");
   EXPECT_EQ(b.variants, 3);
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv"), std::string::npos) << b.rk.kernels.at(0).description;
-  // without it (n-major weight): generic, decode
-  b = build_last(decode(DType::bf16, 1, 14336, 4096, false, false));
+  // without it (n-major weight): decode, generic
+  b = build_first(decode(DType::bf16, 1, 14336, 4096, false, false));
   EXPECT_EQ(b.variants, 2);
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv"), std::string::npos);
-  // variant 0 stays the default kernel
+  // the other tiles stay available to the tuner, in their order
   const Graph g = decode(DType::bf16, 8, 1000, 1000, true, false);
   const fuse::Partition p = fuse::partition_graph(g);
-  EXPECT_EQ(build_matmul_variant(g, matmul_region(g, p), h200(), 0).kernels.at(0).description.find("decode"),
-            std::string::npos);
+  const fuse::Region& r = matmul_region(g, p);
+  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_gemv), 0);
+  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90), 1);
+  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::generic), 2);
+  EXPECT_NE(build_matmul_variant(g, r, h200(), 1).kernels.at(0).description.find("sm90 wgmma"), std::string::npos);
 }
 
 TEST(JitMatmulDecode, DeclinesWithAReason) {
-  Built b = build_last(decode(DType::bf16, 17, 256, 256, true, false));
+  Built b = build_first(decode(DType::bf16, 17, 256, 256, true, false));
   EXPECT_NE(b.why_not.find("M = 17 is more than 16 rows"), std::string::npos) << b.why_not;
   EXPECT_EQ(b.variants, 2);
   EXPECT_EQ(b.rk.kernels.at(0).description.find("decode"), std::string::npos);
-  b = build_last(decode(DType::f32, 4, 256, 256, true, false));
+  b = build_first(decode(DType::f32, 4, 256, 256, true, false));
   EXPECT_NE(b.why_not.find("not both bf16 or both f16"), std::string::npos) << b.why_not;
   cuda::DeviceProperties turing = h200();
   turing.cc_major = 7;
   turing.arch = "sm_75";
-  b = build_last(decode(DType::bf16, 4, 256, 256, true, false), turing);
+  b = build_first(decode(DType::bf16, 4, 256, 256, true, false), turing);
   EXPECT_NE(b.why_not.find("sm_80 or newer"), std::string::npos) << b.why_not;
   // forcing it where it does not apply is a generator bug, reported as such
   const Graph g = decode(DType::bf16, 17, 256, 256, true, false);
@@ -103,7 +106,7 @@ TEST(JitMatmulDecode, MappingVectorsAndSplit) {
                         Case{3, 1001, 777, true, "m8x128 w:[N,K]-scalar x:scalar"},
                         Case{3, 1001, 777, false, "m8x128 w:[K,N]-scalar x:scalar"},
                         Case{9, 1000, 1064, false, "m16x128 w:[K,N]-vec8 x:vec8"}}) {
-    const Built b = build_last(decode(DType::bf16, c.m, c.n, c.k, c.k_major, false));
+    const Built b = build_first(decode(DType::bf16, c.m, c.n, c.k, c.k_major, false));
     const KernelSpec& k = b.rk.kernels.at(0);
     EXPECT_NE(k.description.find(c.expect), std::string::npos) << k.description << " (want " << c.expect << ")";
     // the grid is (column tiles) x (splits); the workspace holds the partials and counters
@@ -113,11 +116,11 @@ TEST(JitMatmulDecode, MappingVectorsAndSplit) {
   }
   // split-K at 4096 x 14336: 112 column tiles x 2 chunks (one wave of two CTAs per SM);
   // partials of 8 rows x 128 floats
-  const Built b = build_last(decode(DType::bf16, 1, 14336, 4096, true, false));
+  const Built b = build_first(decode(DType::bf16, 1, 14336, 4096, true, false));
   EXPECT_EQ(b.rk.kernels.at(0).launch.grid.x, 112u * 2);
   EXPECT_GE(b.rk.workspace_bytes, size_t{112} * 2 * 8 * 128 * 4);
   // no split when the column tiles alone fill the wave
-  const Built wide = build_last(decode(DType::bf16, 4, 40000, 512, true, false));
+  const Built wide = build_first(decode(DType::bf16, 4, 40000, 512, true, false));
   EXPECT_NE(wide.rk.kernels.at(0).description.find("splitk1x512"), std::string::npos)
       << wide.rk.kernels.at(0).description;
 }
@@ -127,7 +130,7 @@ TEST(JitMatmulDecode, BatchedAndBroadcastWeight) {
   auto a = g.input("a", DType::f16, {4, 2, 96});
   auto b = g.input("b", DType::f16, {96, 200});  // one weight for every batch
   g.output(g.matmul(a, b), "y");
-  const Built built = build_last(g);
+  const Built built = build_first(g);
   EXPECT_EQ(built.why_not, "");
   const int64_t tiles = 4 * 2;  // batches x column tiles
   EXPECT_EQ(built.rk.kernels.at(0).launch.grid.x % tiles, 0u);
@@ -143,7 +146,7 @@ TEST(JitMatmulDecode, CompilesWithoutSpills) {
                         Case{DType::bf16, 8, 14336, 4096, false, false}, Case{DType::f16, 16, 4096, 4096, false, true},
                         Case{DType::bf16, 3, 1001, 777, true, true}, Case{DType::f16, 13, 1001, 777, false, true}}) {
     const Graph g = decode(c.t, c.m, c.n, c.k, c.k_major, c.epilogue);
-    const Built b = build_last(g);
+    const Built b = build_first(g);
     const KernelSpec& k = b.rk.kernels.at(0);
     ASSERT_NE(k.description.find("decode gemv"), std::string::npos) << k.description;
     cuda::CompileOptions opts;

@@ -58,6 +58,12 @@ TEST(CudnnSdpaPattern, GqaCausalStatsAndStrides) {
   EXPECT_EQ(p.h_kv, 2);
   EXPECT_EQ(p.s_q, 33);
   EXPECT_EQ(p.s_kv, 70);
+  // Every operand names a region input or output: launch binds cuDNN's uids through these.
+  EXPECT_EQ(p.q.input, 0);
+  EXPECT_EQ(p.k.input, 1);
+  EXPECT_EQ(p.v.input, 2);
+  EXPECT_EQ(p.o_output, 0);
+  EXPECT_EQ(p.stats_output, 1);
   EXPECT_EQ(p.q.strides, (std::vector<int64_t>{33 * 4 * 64, 64, 4 * 64, 1}));
   EXPECT_GE(p.stats_output, 0);
   EXPECT_FLOAT_EQ(p.scale, static_cast<float>(1.0 / std::sqrt(64.0)));

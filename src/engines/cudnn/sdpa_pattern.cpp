@@ -42,6 +42,7 @@ SdpaMatch match_sdpa(const Graph& g, const fuse::Region& r, size_t cudnn_version
 
   SdpaPattern p;
   p.dtype = q.dtype;
+  p.o_output = o_out;
   p.b = q.dims[0];
   p.h = q.dims[1];
   p.s_q = q.dims[2];
