@@ -21,7 +21,6 @@ using plan::storage_bytes;
 
 size_t align256(size_t v) { return (v + 255) / 256 * 256; }
 
-bool is_contiguous(const TensorInfo& t) { return t.strides == contiguous_strides(t.dims); }
 
 }  // namespace
 

@@ -1,9 +1,12 @@
 // SHA-256 against the FIPS 180-4 example vectors: the cache's keys and checksums rest on it.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
+#include <vector>
 
 #include "cuda/sha256.hpp"
+#include "cuda/sha256_blocks.hpp"
 
 namespace sinter::cuda {
 namespace {
@@ -40,6 +43,22 @@ TEST(JitSha256, FieldsAreLengthPrefixed) {
   b.update_field("a");
   b.update_field("bc");
   EXPECT_NE(a.finish(), b.finish());
+}
+
+// The SHA-NI blocks against the portable loop, state word for state word, over random blocks
+// and chained states (the vectors above already pass through whichever one this CPU uses).
+TEST(JitSha256, ShaExtensionsMatchThePortableLoop) {
+  if (!sha256_detail::sha_ni_available()) GTEST_SKIP() << "this CPU has no SHA extensions (portable loop only)";
+  std::mt19937 rng(5);
+  for (std::size_t blocks : {1, 2, 3, 17, 100}) {
+    std::vector<std::uint8_t> data(64 * blocks);
+    for (std::uint8_t& byte : data) byte = static_cast<std::uint8_t>(rng());
+    std::uint32_t portable[8], extensions[8];
+    for (int i = 0; i < 8; ++i) portable[i] = extensions[i] = static_cast<std::uint32_t>(rng());
+    sha256_detail::compress_portable(portable, data.data(), blocks);
+    sha256_detail::compress_sha_ni(extensions, data.data(), blocks);
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(extensions[i], portable[i]) << blocks << " blocks, word " << i;
+  }
 }
 
 }  // namespace
