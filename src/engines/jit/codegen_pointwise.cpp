@@ -114,7 +114,7 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   // ---- source -------------------------------------------------------------------------------
   std::ostringstream src;
   src << "// pointwise region " << r.id << " of graph '" << g.name() << "'\n";
-  src << kernel_includes();
+  src << (variant.stream ? kernel_includes({"common/stream_memory.cuh"}) : kernel_includes());
   src << "constexpr int kVec = " << vec << ", kUnroll = " << kUnroll << ", kBlock = " << kBlock
       << ";\nconstexpr bool kIndex64 = " << (index64 ? "true" : "false") << ";\n"
       << "typedef IndexType<kIndex64>::type Index;\n"
@@ -195,7 +195,9 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
     const std::string in = "a.in" + std::to_string(i);
     const std::string view = "a.view" + std::to_string(i);
     switch (access[i]) {
-      case Access::full: src << "      load_raw(" << in << " + base[u], " << x << ");\n"; break;
+      case Access::full:
+        src << (variant.stream ? "      load_raw_stream(" : "      load_raw(") << in << " + base[u], " << x << ");\n";
+        break;
       case Access::strided_vector:
         src << "      load_raw(" << in << " + offset_of<kIndex64, kRank>(a.shape, " << view
             << ", base[u]), " << x << ");\n";
@@ -235,6 +237,13 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   for (size_t k = 0; k < outs.size(); ++k) {
     src << "    " << compute_type(g.tensor(outs[k]).dtype) << " y" << k << "[kVec];\n";
   }
+  // Whole vectors convert at once (convert_vec: bf16 pairs from their 32-bit word).
+  for (size_t i = 0; i < ni; ++i) {
+    if (access[i] == Access::scalar || access[i] == Access::splat) continue;
+    const std::string x = "x" + std::to_string(i);
+    src << "    " << compute_type(g.tensor(r.inputs[i]).dtype) << " " << x << "f[kVec];\n"
+        << "    convert_vec(" << x << (late[i] ? "l" : "[u]") << ", " << x << "f);\n";
+  }
   src << "#pragma unroll\n    for (int j = 0; j < kVec; ++j) {\n";
   for (size_t i = 0; i < ni; ++i) {
     const std::string ct = compute_type(g.tensor(r.inputs[i]).dtype);
@@ -243,10 +252,7 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
     switch (access[i]) {
       case Access::scalar: src << "s" << i << ";\n"; break;
       case Access::splat: src << x << (late[i] ? "l" : "[u]") << ";\n"; break;
-      default:
-        src << "load_as_compute<" << storage_type(g.tensor(r.inputs[i]).dtype) << ">(" << x
-            << (late[i] ? "l[j]" : "[u][j]") << ");\n";
-        break;
+      default: src << x << "f[j];\n"; break;
     }
   }
   src << body.constants() << body_code;
@@ -261,7 +267,7 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   }
   src << "    }\n";
   for (size_t k = 0; k < outs.size(); ++k) {
-    src << "    store_vec(a.out" << k << " + base[u], y" << k << ");\n";
+    src << (variant.stream ? "    store_vec_stream(a.out" : "    store_vec(a.out") << k << " + base[u], y" << k << ");\n";
   }
   src << "  }\n}\n\n";
 
@@ -292,6 +298,7 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   KernelSpec spec;
   spec.source = src.str();
   std::string desc = "pointwise vec" + std::to_string(vec) + " unroll" + std::to_string(kUnroll) +
+                     (variant.stream ? " stream-hints" : "") +
                      " block" + std::to_string(kBlock) + (index64 ? " idx64" : "");
   for (size_t i = 0; i < ni; ++i) desc += std::string(i ? "," : " [") + access_name(access[i]);
   if (ni) desc += "]";
