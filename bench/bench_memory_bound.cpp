@@ -5,13 +5,18 @@
 //
 //   sinter_bench_memory [--quick]
 //   sinter_bench_memory --save-graphs DIR   (writes the benchmark graphs as JSON, no GPU needed)
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
+#include "cuda/buffer.hpp"
+#include "cuda/check.hpp"
 #include "cuda/device.hpp"
+#include "cuda/event.hpp"
 #include "cuda/kernel_cache.hpp"
 #include "exec/stream_executor.hpp"
 #include "sinter/json.hpp"
@@ -64,6 +69,32 @@ Graph chain(int64_t rows, int64_t cols) {
   h = g.max(h, 0.0625);       // 10
   g.output(h, "y");
   return g;
+}
+
+// A plain copy through our pointwise kernel style (identity: load a vector, store it): the
+// ceiling of the chain's kernel shape, next to cudaMemcpy of the same bytes in the same process.
+Graph copy_region(int64_t rows, int64_t cols) {
+  Graph g("copy_bf16");
+  auto x = g.input("x", DType::bf16, {rows, cols});
+  g.output(g.identity(x), "y");
+  return g;
+}
+
+// Median milliseconds of a device-to-device cudaMemcpy of `bytes` (read + written: 2 * bytes).
+double memcpy_ms(size_t bytes, int iters) {
+  cuda::DeviceBuffer a(bytes), b(bytes);
+  SINTER_CUDA_CHECK(cudaMemset(a.data(), 1, bytes));
+  std::vector<double> ms;
+  for (int i = -3; i < iters; ++i) {
+    cuda::Event start, end;
+    start.record();
+    SINTER_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice, nullptr));
+    end.record();
+    const double t = cuda::elapsed_ms(start, end);
+    if (i >= 0) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
 }
 
 void report(const char* name, const Graph& g, double ms, const std::string& extra = "") {
@@ -149,6 +180,17 @@ int main(int argc, char** argv) {
     const Graph copy = g;
     report("pointwise_chain10", copy, timed(Graph(g), cache, iters));
     report("pointwise_chain10/tuned", copy, tuned("pointwise_chain10", std::move(g), cache, iters));
+  }
+  {
+    // Diagnostics: our pointwise kernel style as a plain copy, and cudaMemcpy, at the chain's size.
+    Graph g = copy_region(16384, 16384);
+    const Graph copy = g;
+    report("copy_pointwise", copy, timed(Graph(g), cache, iters));
+    report("copy_pointwise/tuned", copy, tuned("copy_pointwise", std::move(g), cache, iters));
+    const size_t bytes = size_t{16384} * 16384 * 2;
+    const double ms = memcpy_ms(bytes, iters);
+    std::printf("{\"case\": \"copy_cudaMemcpy\", \"engine\": \"cuda\", \"ms\": %.5f, \"bytes\": %.0f, "
+                "\"tbps\": %.4f}\n", ms, 2.0 * bytes, 2.0 * bytes / (ms * 1e-3) / 1e12);
   }
   // The same regions at new shapes: the kernel cache must serve them with no compilation.
   {
