@@ -3,7 +3,9 @@
 // (0 compilations at a new shape) and one cold compile. Prints one JSON object per line for
 // bench/report.py, which puts them beside PyTorch measured in the same run.
 //
-//   sinter_bench_memory [--quick]
+//   sinter_bench_memory [--quick] [--cases NAME,NAME,...]
+//     --cases: only these (add_layernorm, add_layernorm+sum, add_rmsnorm, add_rmsnorm+sum,
+//     softmax, pointwise_chain10, copy), for a device call short of time
 //   sinter_bench_memory --save-graphs DIR   (writes the benchmark graphs as JSON, no GPU needed)
 #include <algorithm>
 #include <chrono>
@@ -147,7 +149,20 @@ int main(int argc, char** argv) {
     save_graph_file(chain(16384, 16384), dir + "/pointwise_chain10.json");
     return 0;
   }
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false;
+  std::string cases;  // comma-separated; empty: all
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc) {
+      cases = "," + std::string(argv[++i]) + ",";
+    } else {
+      std::fprintf(stderr, "sinter_bench_memory: unknown argument '%s' (expected --quick, --cases LIST, "
+                           "--save-graphs DIR)\n", argv[i]);
+      return 2;
+    }
+  }
+  auto wanted = [&](const std::string& name) { return cases.empty() || cases.find("," + name + ",") != std::string::npos; };
   const cuda::GpuAvailability& gpu = cuda::gpu_availability();
   if (!gpu.available) {
     std::fprintf(stderr, "sinter_bench_memory: no GPU: %s\n", gpu.reason.c_str());
@@ -164,24 +179,25 @@ int main(int argc, char** argv) {
       Graph g = add_norm(rows, cols, rms, store_sum);
       const std::string name = std::string(rms ? "add_rmsnorm" : "add_layernorm") +
                                (store_sum ? "+sum" : "");
+      if (!wanted(name)) continue;
       const Graph copy = g;
       report(name.c_str(), copy, timed(Graph(g), cache, iters));
       report((name + "/tuned").c_str(), copy, tuned(name.c_str(), std::move(g), cache, iters));
     }
   }
-  {
+  if (wanted("softmax")) {
     Graph g = softmax(rows, cols);
     const Graph copy = g;
     report("softmax", copy, timed(Graph(g), cache, iters));
     report("softmax/tuned", copy, tuned("softmax", std::move(g), cache, iters));
   }
-  {
+  if (wanted("pointwise_chain10")) {
     Graph g = chain(16384, 16384);  // 2^28 elements
     const Graph copy = g;
     report("pointwise_chain10", copy, timed(Graph(g), cache, iters));
     report("pointwise_chain10/tuned", copy, tuned("pointwise_chain10", std::move(g), cache, iters));
   }
-  {
+  if (wanted("copy")) {
     // Diagnostics: our pointwise kernel style as a plain copy, and cudaMemcpy, at the chain's size.
     Graph g = copy_region(16384, 16384);
     const Graph copy = g;
