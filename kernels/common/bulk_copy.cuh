@@ -19,3 +19,15 @@ __device__ __forceinline__ void bulk_copy_g2s(void* smem, const void* gmem, u32 
       "l"(gmem), "r"(bytes), "r"(smem_addr(bar))
       : "memory");
 }
+
+// The same, with an L2 evict-first policy: for rows read exactly once, so they leave L2 before
+// data that is reused (a norm's weights) does.
+__device__ __forceinline__ void bulk_copy_g2s_evict_first(void* smem, const void* gmem, u32 bytes, u64* bar) {
+  u64 policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+          smem_addr(smem)),
+      "l"(gmem), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
+      : "memory");
+}

@@ -443,7 +443,8 @@ RegionKernels RowwiseGen::build() {
     for (int i : staged_list) {
       const std::string ty = storage_type(t(inputs_[i].tensor).dtype);
       src << "  { const i64 ro = offset_of<kIndex64, kLeadRank>(a.lead, a.rows" << i << ", row);\n"
-          << "    bulk_copy_g2s(smem_ + stage_ * " << stage_size << " + " << stage_off[i] << ", a." << in_name(i)
+          << (variant_.stream ? "    bulk_copy_g2s_evict_first(smem_ + stage_ * " : "    bulk_copy_g2s(smem_ + stage_ * ")
+          << stage_size << " + " << stage_off[i] << ", a." << in_name(i)
           << " + ro, static_cast<u32>(a.cols * static_cast<i64>(sizeof(" << ty << "))), &bars_[stage_]); }\n";
     }
     src << "}\n\n";
