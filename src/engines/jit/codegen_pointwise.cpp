@@ -111,6 +111,16 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
               std::any_of(s.begin(), s.end(), [](int64_t v) { return v == 0; });
   }
 
+  // offset_of's template arguments for operand i: the dims with a nonzero stride, known here
+  // (broadcast structure is part of the region's structure), so broadcast dims cost no multiply.
+  auto offset_targs = [&](size_t i) {
+    unsigned mask = 0;
+    for (size_t d = 0; d < cs.strides[i].size() && d < 32; ++d) {
+      if (cs.strides[i][d] != 0) mask |= 1u << d;
+    }
+    return "<kIndex64, kRank, " + std::to_string(mask) + "u>";
+  };
+
   // ---- source -------------------------------------------------------------------------------
   std::ostringstream src;
   src << "// pointwise region " << r.id << " of graph '" << g.name() << "'\n";
@@ -151,7 +161,7 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
       case Access::full: src << "load_one(" << in << " + i);\n"; break;
       case Access::scalar: src << "load_one(" << in << ");\n"; break;
       default:
-        src << "load_one(" << in << " + offset_of<kIndex64, kRank>(a.shape, a.view" << i << ", i));\n";
+        src << "load_one(" << in << " + offset_of" << offset_targs(i) << "(a.shape, a.view" << i << ", i));\n";
         break;
     }
   }
@@ -199,16 +209,16 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
         src << (variant.stream ? "      load_raw_stream(" : "      load_raw(") << in << " + base[u], " << x << ");\n";
         break;
       case Access::strided_vector:
-        src << "      load_raw(" << in << " + offset_of<kIndex64, kRank>(a.shape, " << view
+        src << "      load_raw(" << in << " + offset_of" << offset_targs(i) << "(a.shape, " << view
             << ", base[u]), " << x << ");\n";
         break;
       case Access::strided_gather:
-        src << "      { const i64 o = offset_of<kIndex64, kRank>(a.shape, " << view << ", base[u]);\n"
+        src << "      { const i64 o = offset_of" << offset_targs(i) << "(a.shape, " << view << ", base[u]);\n"
             << "#pragma unroll\n        for (int j = 0; j < kVec; ++j) " << x << "[j] = "
             << in << "[o + j * " << view << ".stride[0]]; }\n";
         break;
       case Access::splat:
-        src << "      " << x << " = load_one(" << in << " + offset_of<kIndex64, kRank>(a.shape, " << view
+        src << "      " << x << " = load_one(" << in << " + offset_of" << offset_targs(i) << "(a.shape, " << view
             << ", base[u]));\n";
         break;
       case Access::scalar: break;
