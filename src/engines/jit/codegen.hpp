@@ -43,6 +43,9 @@ struct RowwiseVariant {
   bool stream = false;
   // Inputs broadcast over the rows (weight, bias) loaded into registers once per CTA.
   bool resident_weights = false;
+  // > 0: __launch_bounds__ asks for this many resident CTAs per SM (caps registers per thread),
+  // for rings whose shared memory would allow more CTAs than the registers do.
+  int min_blocks = 0;
 };
 
 // How many variants the jit engine's tables hold (candidate numbers 0 .. count - 1), for tests

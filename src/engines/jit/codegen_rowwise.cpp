@@ -463,7 +463,8 @@ RegionKernels RowwiseGen::build() {
     }
     src << "}\n\n";
   }
-  src << "extern \"C\" __global__ void __launch_bounds__(kThreads) sinter_region(const __grid_constant__ Args a) {\n"
+  const std::string bounds = variant_.min_blocks > 0 ? "kThreads, " + std::to_string(variant_.min_blocks) : "kThreads";
+  src << "extern \"C\" __global__ void __launch_bounds__(" << bounds << ") sinter_region(const __grid_constant__ Args a) {\n"
       << "  __shared__ float scratch[33];\n";
   if (bulk_staged) {
     // The ring starts kStages - 1 rows ahead. Buffer s holds this CTA's rows it_ = s, s + kStages,
@@ -695,7 +696,7 @@ RegionKernels RowwiseGen::build() {
                                   : stage_bytes_ > 0 ? " cp.async-staged" : "") +
                      (text.find("_stream(") != std::string::npos ? " stream-hints" : "") +
                      (std::find(resident_.begin(), resident_.end(), true) != resident_.end() ? " resident-weights" : "") +
-                     " threads" +
+                     (variant_.min_blocks > 0 ? " min-ctas" + std::to_string(variant_.min_blocks) : "") + " threads" +
                      std::to_string(threads_) + " vec" + std::to_string(vec_) + " items" +
                      std::to_string(items_);
   spec.args.add(rows_);

@@ -181,7 +181,10 @@ constexpr RowwiseVariant kRowwiseVariants[] = {
     {Stage::off, 512, 2, true}, {Stage::on, 512, 2, true}, {Stage::bulk, 512, 3, true},
     // 13-15: weights and biases held in registers across rows (with the bulk ring, little L1 is
     // left to keep them in cache)
-    {Stage::bulk, 512, 3, false, true}, {Stage::bulk, 256, 3, false, true}, {Stage::on, 512, 2, false, true}};
+    {Stage::bulk, 512, 3, false, true}, {Stage::bulk, 256, 3, false, true}, {Stage::on, 512, 2, false, true},
+    // 16: a 2-buffer bulk ring at 3 CTAs of 512 per SM (registers capped at 42): an add+layernorm
+    // row pair is 32 KB, so 3 x 64 KB of rings fit where 46 registers allowed only 2 CTAs
+    {Stage::bulk, 512, 2, false, false, 3}};
 constexpr PointwiseVariant kPointwiseVariants[] = {{4}, {8}, {2}, {4, true}, {8, true}};
 
 int variant_count(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
