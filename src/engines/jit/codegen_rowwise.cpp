@@ -463,7 +463,9 @@ RegionKernels RowwiseGen::build() {
     }
     src << "}\n\n";
   }
-  const std::string bounds = variant_.min_blocks > 0 ? "kThreads, " + std::to_string(variant_.min_blocks) : "kThreads";
+  // A CTA count the SM cannot hold (2048 threads) would only starve registers: then no request.
+  const int min_blocks = variant_.min_blocks > 0 && threads_ * variant_.min_blocks <= 2048 ? variant_.min_blocks : 0;
+  const std::string bounds = min_blocks > 0 ? "kThreads, " + std::to_string(min_blocks) : "kThreads";
   src << "extern \"C\" __global__ void __launch_bounds__(" << bounds << ") sinter_region(const __grid_constant__ Args a) {\n"
       << "  __shared__ float scratch[33];\n";
   if (bulk_staged) {
@@ -696,7 +698,7 @@ RegionKernels RowwiseGen::build() {
                                   : stage_bytes_ > 0 ? " cp.async-staged" : "") +
                      (text.find("_stream(") != std::string::npos ? " stream-hints" : "") +
                      (std::find(resident_.begin(), resident_.end(), true) != resident_.end() ? " resident-weights" : "") +
-                     (variant_.min_blocks > 0 ? " min-ctas" + std::to_string(variant_.min_blocks) : "") + " threads" +
+                     (min_blocks > 0 ? " min-ctas" + std::to_string(min_blocks) : "") + " threads" +
                      std::to_string(threads_) + " vec" + std::to_string(vec_) + " items" +
                      std::to_string(items_);
   spec.args.add(rows_);
