@@ -253,15 +253,17 @@ TEST_F(GpuRegions, RowwiseCandidatesEdgeCases) {
   }
 }
 
-// Every pointwise candidate (unrolls, streaming hints) on the chain the benchmark times, at odd
-// shapes: a partial last vector, one element, rows that are not vector multiples.
+// Every pointwise candidate (unrolls, streaming hints, pipelined tiles) on the chain the benchmark
+// times, with an amax exit, at odd shapes: a partial last vector, one element, rows that are not
+// vector multiples, and [2999, 4104]: thousands of tiles, several per CTA (the pipelined kernel's
+// second tile buffer), the last one partial.
 TEST_F(GpuRegions, PointwiseCandidatesEachCorrect) {
   for (int candidate = 0; candidate < jit::pointwise_variant_count(); ++candidate) {
     SCOPED_TRACE("candidate " + std::to_string(candidate));
     ExecutorOptions opts;
     opts.engine = "jit";
     opts.tuning.candidate = candidate;
-    for (auto shape : {Dims{33, 1024}, Dims{7, 1001}, Dims{1, 1}, Dims{1000, 8}}) {
+    for (auto shape : {Dims{33, 1024}, Dims{7, 1001}, Dims{1, 1}, Dims{1000, 8}, Dims{2999, 4104}}) {
       SCOPED_TRACE("shape " + dims_to_string(shape));
       Graph g("pw_chain10");
       auto x = g.input("x", DType::bf16, shape);
@@ -270,6 +272,7 @@ TEST_F(GpuRegions, PointwiseCandidatesEachCorrect) {
       auto h = g.max(g.abs(g.sub(g.min(g.square(g.relu(g.add(g.mul(g.mul(g.add(x, bias), scale), 0.5), 1.0))), 4.0), 0.25)),
                      0.0625);
       g.output(h, "y");
+      g.output(g.amax(h), "amax");
       check(std::move(g), 1.0, opts);
     }
   }

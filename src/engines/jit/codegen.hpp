@@ -19,6 +19,8 @@ struct PointwiseVariant {
   // Streaming cache hints (kernels/common/stream_memory.cuh) on the operands read once and on
   // the stores: L1 no-allocate loads, evict-first stores.
   bool stream = false;
+  // The next tile's loads are issued before this tile computes (two tiles of registers).
+  bool pipelined = false;
 };
 
 // How a row-wise kernel is shaped. `stage`: whether the next row's prologue inputs are fetched

@@ -177,24 +177,37 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   }
   src << "}\n\n";
 
-  src << "__device__ __forceinline__ void region_tile(const Args& a, i64 tile";
-  for (size_t m = 0; m < r.reductions.size(); ++m) src << ", float& acc" << m;
+  // A tile's loaded state: element indices and the streamed operands' vectors. Loading and
+  // computing are separate functions so a pipelined kernel can load the next tile into a second
+  // Tile while it computes this one; the Tile lives in registers (all indices are static after
+  // unrolling).
   // 32-bit element indices while they fit (kIndex64 false): fewer registers per unrolled vector.
-  src << ") {\n  const Index n = static_cast<Index>(a.shape.numel);\n  Index base[kUnroll];\n";
+  src << "struct Tile {\n  Index base[kUnroll];\n";
   for (size_t i = 0; i < ni; ++i) {
     const std::string ct = compute_type(g.tensor(r.inputs[i]).dtype);
     // Vectors stay in their storage type until the compute loop converts them: a bf16 vector
     // of 8 holds 4 registers instead of 8, which keeps the unrolled tile's loads in flight at
     // a reasonable register count (127 -> ~60 for a chain with two broadcast operands).
-    if (late[i]) continue;
-    if (access[i] == Access::scalar) {
-      src << "  const " << ct << " s" << i << " = load_one(a.in" << i << ");\n";
-    } else if (access[i] == Access::splat) {
+    if (late[i] || access[i] == Access::scalar) continue;
+    if (access[i] == Access::splat) {
       src << "  " << ct << " x" << i << "[kUnroll];\n";
     } else {
       src << "  " << storage_type(g.tensor(r.inputs[i]).dtype) << " x" << i << "[kUnroll][kVec];\n";
     }
   }
+  src << "};\n\n";
+  // Names inside tile_load / tile_compute: base and x<i> refer to the Tile's members.
+  auto tile_refs = [&](bool mut) {
+    std::string out = std::string("  ") + (mut ? "" : "const ") + "Index (&base)[kUnroll] = T.base;\n";
+    for (size_t i = 0; i < ni; ++i) {
+      if (late[i] || access[i] == Access::scalar) continue;
+      out += std::string("  ") + (mut ? "auto& x" : "const auto& x") + std::to_string(i) + " = T.x" +
+             std::to_string(i) + ";\n";
+    }
+    return out;
+  };
+  src << "__device__ __forceinline__ void tile_load(const Args& a, i64 tile, Tile& T) {\n"
+      << "  const Index n = static_cast<Index>(a.shape.numel);\n" << tile_refs(true);
   // All loads of the tile first, so they are in flight together; then compute and store.
   src << "#pragma unroll\n  for (int u = 0; u < kUnroll; ++u) {\n"
          "    base[u] = static_cast<Index>(((tile * kUnroll + u) * kBlock + threadIdx.x) * static_cast<i64>(kVec));\n"
@@ -227,7 +240,14 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   for (size_t i = 0; i < ni; ++i) {
     if (!late[i]) emit_load(i, "x" + std::to_string(i) + "[u]");
   }
-  src << "    }\n  }\n";
+  src << "    }\n  }\n}\n\n";
+  src << "__device__ __forceinline__ void tile_compute(const Args& a, const Tile& T";
+  for (size_t m = 0; m < r.reductions.size(); ++m) src << ", float& acc" << m;
+  src << ") {\n  const Index n = static_cast<Index>(a.shape.numel);\n" << tile_refs(false);
+  for (size_t i = 0; i < ni; ++i) {
+    if (access[i] != Access::scalar) continue;
+    src << "  const " << compute_type(g.tensor(r.inputs[i]).dtype) << " s" << i << " = load_one(a.in" << i << ");\n";
+  }
   src << "#pragma unroll\n  for (int u = 0; u < kUnroll; ++u) {\n"
          "    if (base[u] + kVec > n) {\n"
          "#pragma unroll 1\n      for (i64 i = base[u]; i < static_cast<i64>(n); ++i) region_element(a, i";
@@ -286,11 +306,26 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
     src << "  float acc" << m << " = reduce_identity<" << reduce_kind(g.node(r.reductions[m].node).op)
         << ">();\n";
   }
+  std::string accs;
+  for (size_t m = 0; m < r.reductions.size(); ++m) accs += ", acc" + std::to_string(m);
   src << "  const i64 tile_elems = static_cast<i64>(kBlock) * kUnroll * kVec;\n"
-         "  const i64 tiles = (a.shape.numel + tile_elems - 1) / tile_elems;\n"
-         "  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) region_tile(a, t";
-  for (size_t m = 0; m < r.reductions.size(); ++m) src << ", acc" << m;
-  src << ");\n";
+         "  const i64 tiles = (a.shape.numel + tile_elems - 1) / tile_elems;\n";
+  if (variant.pipelined) {
+    // Two Tiles: the next tile's loads are issued before this tile computes and stores, so a
+    // warp never sits with no loads in flight between tiles.
+    src << "  Tile A, B;\n  const i64 step = gridDim.x;\n  i64 t = blockIdx.x;\n"
+           "  if (t < tiles) tile_load(a, t, A);\n"
+           "  for (; t < tiles; t += 2 * step) {\n"
+           "    if (t + step < tiles) tile_load(a, t + step, B);\n"
+           "    tile_compute(a, A" << accs << ");\n"
+           "    if (t + step >= tiles) break;\n"
+           "    if (t + 2 * step < tiles) tile_load(a, t + 2 * step, A);\n"
+           "    tile_compute(a, B" << accs << ");\n"
+           "  }\n";
+  } else {
+    src << "  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {\n"
+           "    Tile T;\n    tile_load(a, t, T);\n    tile_compute(a, T" << accs << ");\n  }\n";
+  }
   if (!r.reductions.empty()) src << "  __shared__ float scratch[33];\n";
   for (size_t m = 0; m < r.reductions.size(); ++m) {
     const Node& rn = g.node(r.reductions[m].node);
@@ -308,7 +343,7 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   KernelSpec spec;
   spec.source = src.str();
   std::string desc = "pointwise vec" + std::to_string(vec) + " unroll" + std::to_string(kUnroll) +
-                     (variant.stream ? " stream-hints" : "") +
+                     (variant.stream ? " stream-hints" : "") + (variant.pipelined ? " pipelined" : "") +
                      " block" + std::to_string(kBlock) + (index64 ? " idx64" : "");
   for (size_t i = 0; i < ni; ++i) desc += std::string(i ? "," : " [") + access_name(access[i]);
   if (ni) desc += "]";

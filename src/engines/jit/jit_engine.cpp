@@ -185,7 +185,8 @@ constexpr RowwiseVariant kRowwiseVariants[] = {
     // 16: a 2-buffer bulk ring at 3 CTAs of 512 per SM (registers capped at 42): an add+layernorm
     // row pair is 32 KB, so 3 x 64 KB of rings fit where 46 registers allowed only 2 CTAs
     {Stage::bulk, 512, 2, false, false, 3}};
-constexpr PointwiseVariant kPointwiseVariants[] = {{4}, {8}, {2}, {4, true}, {8, true}};
+constexpr PointwiseVariant kPointwiseVariants[] = {{4}, {8}, {2}, {4, true}, {8, true},
+                                                   {2, false, true}, {4, false, true}};
 
 int variant_count(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
   if (r.kind == fuse::RegionKind::matmul) return matmul_variants(g, r, dev);
