@@ -3,15 +3,22 @@
 // (0 compilations at a new shape) and one cold compile. Prints one JSON object per line for
 // bench/report.py, which puts them beside PyTorch measured in the same run.
 //
-//   sinter_bench_memory [--quick]
+//   sinter_bench_memory [--quick] [--cases NAME,NAME,...]
+//     --cases: only these (add_layernorm, add_layernorm+sum, add_rmsnorm, add_rmsnorm+sum,
+//     softmax, pointwise_chain10, copy), for a device call short of time
 //   sinter_bench_memory --save-graphs DIR   (writes the benchmark graphs as JSON, no GPU needed)
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
+#include "cuda/buffer.hpp"
+#include "cuda/check.hpp"
 #include "cuda/device.hpp"
+#include "cuda/event.hpp"
 #include "cuda/kernel_cache.hpp"
 #include "exec/stream_executor.hpp"
 #include "sinter/json.hpp"
@@ -66,6 +73,32 @@ Graph chain(int64_t rows, int64_t cols) {
   return g;
 }
 
+// A plain copy through our pointwise kernel style (identity: load a vector, store it): the
+// ceiling of the chain's kernel shape, next to cudaMemcpy of the same bytes in the same process.
+Graph copy_region(int64_t rows, int64_t cols) {
+  Graph g("copy_bf16");
+  auto x = g.input("x", DType::bf16, {rows, cols});
+  g.output(g.identity(x), "y");
+  return g;
+}
+
+// Median milliseconds of a device-to-device cudaMemcpy of `bytes` (read + written: 2 * bytes).
+double memcpy_ms(size_t bytes, int iters) {
+  cuda::DeviceBuffer a(bytes), b(bytes);
+  SINTER_CUDA_CHECK(cudaMemset(a.data(), 1, bytes));
+  std::vector<double> ms;
+  for (int i = -3; i < iters; ++i) {
+    cuda::Event start, end;
+    start.record();
+    SINTER_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice, nullptr));
+    end.record();
+    const double t = cuda::elapsed_ms(start, end);
+    if (i >= 0) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
 void report(const char* name, const Graph& g, double ms, const std::string& extra = "") {
   const double tbps = min_bytes(g) / (ms * 1e-3) / 1e12;
   std::printf("{\"case\": \"%s\", \"engine\": \"sinter\", \"ms\": %.5f, \"bytes\": %.0f, \"tbps\": %.4f%s}\n",
@@ -75,16 +108,18 @@ void report(const char* name, const Graph& g, double ms, const std::string& extr
 
 // Median milliseconds of the whole graph on fresh random inputs (correctness of these regions is
 // the GPU tests' job, at shapes the CPU reference can check).
-double timed(Graph g, cuda::KernelCache& cache, int iters) {
+// `inputs`: generated once per case and shared by its runs (filling 2^28 elements on the host
+// takes seconds, and the device call has a time limit).
+double timed(Graph g, cuda::KernelCache& cache, int iters, const TensorMap& inputs) {
   StreamExecutor ex(std::move(g), cache);
-  ex.set_inputs(random_inputs(ex.graph(), 11));
+  ex.set_inputs(inputs);
   return ex.time_ms(iters, 3);
 }
 
 // Times every candidate of every region (exhaustive tuning) and prints one line per candidate,
 // so the table shows what the heuristic default leaves on the table; returns the tuned graph's
 // median time.
-double tuned(const char* name, Graph g, cuda::KernelCache& cache, int iters) {
+double tuned(const char* name, Graph g, cuda::KernelCache& cache, int iters, const TensorMap& inputs) {
   ExecutorOptions opts;
   opts.tuning.mode = tune::TuneMode::exhaustive;
   opts.tuning.repeats = iters;
@@ -100,8 +135,14 @@ double tuned(const char* name, Graph g, cuda::KernelCache& cache, int iters) {
                   t.skipped.empty() ? "" : (", \"skipped\": \"" + t.skipped + "\"").c_str());
     }
   }
-  ex.set_inputs(random_inputs(ex.graph(), 11));
+  ex.set_inputs(inputs);
   return ex.time_ms(iters, 3);
+}
+
+// The short runs at new shapes and the cold compile need their own inputs.
+double timed(Graph g, cuda::KernelCache& cache, int iters) {
+  const TensorMap inputs = random_inputs(g, 11);
+  return timed(std::move(g), cache, iters, inputs);
 }
 
 }  // namespace
@@ -116,7 +157,20 @@ int main(int argc, char** argv) {
     save_graph_file(chain(16384, 16384), dir + "/pointwise_chain10.json");
     return 0;
   }
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false;
+  std::string cases;  // comma-separated; empty: all
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc) {
+      cases = "," + std::string(argv[++i]) + ",";
+    } else {
+      std::fprintf(stderr, "sinter_bench_memory: unknown argument '%s' (expected --quick, --cases LIST, "
+                           "--save-graphs DIR)\n", argv[i]);
+      return 2;
+    }
+  }
+  auto wanted = [&](const std::string& name) { return cases.empty() || cases.find("," + name + ",") != std::string::npos; };
   const cuda::GpuAvailability& gpu = cuda::gpu_availability();
   if (!gpu.available) {
     std::fprintf(stderr, "sinter_bench_memory: no GPU: %s\n", gpu.reason.c_str());
@@ -128,30 +182,49 @@ int main(int argc, char** argv) {
   cuda::KernelCache cache(cache_dir);
   const int64_t rows = 16384, cols = 8192;
 
-  for (bool rms : {false, true}) {
-    for (bool store_sum : {false, true}) {
-      Graph g = add_norm(rows, cols, rms, store_sum);
-      const std::string name = std::string(rms ? "add_rmsnorm" : "add_layernorm") +
-                               (store_sum ? "+sum" : "");
-      const Graph copy = g;
-      report(name.c_str(), copy, timed(Graph(g), cache, iters));
-      report((name + "/tuned").c_str(), copy, tuned(name.c_str(), std::move(g), cache, iters));
-    }
-  }
-  {
+  // The targets first (a time-limited device call keeps what ran), the +sum forms last.
+  auto norm_case = [&](bool rms, bool store_sum) {
+    const std::string name = std::string(rms ? "add_rmsnorm" : "add_layernorm") + (store_sum ? "+sum" : "");
+    if (!wanted(name)) return;
+    Graph g = add_norm(rows, cols, rms, store_sum);
+    const Graph copy = g;
+    const TensorMap inputs = random_inputs(g, 11);
+    report(name.c_str(), copy, timed(Graph(g), cache, iters, inputs));
+    report((name + "/tuned").c_str(), copy, tuned(name.c_str(), std::move(g), cache, iters, inputs));
+  };
+  norm_case(false, false);
+  norm_case(true, false);
+  if (wanted("softmax")) {
     Graph g = softmax(rows, cols);
     const Graph copy = g;
-    report("softmax", copy, timed(Graph(g), cache, iters));
-    report("softmax/tuned", copy, tuned("softmax", std::move(g), cache, iters));
+    const TensorMap inputs = random_inputs(g, 11);
+    report("softmax", copy, timed(Graph(g), cache, iters, inputs));
+    report("softmax/tuned", copy, tuned("softmax", std::move(g), cache, iters, inputs));
   }
-  {
+  if (wanted("pointwise_chain10")) {
     Graph g = chain(16384, 16384);  // 2^28 elements
     const Graph copy = g;
-    report("pointwise_chain10", copy, timed(Graph(g), cache, iters));
-    report("pointwise_chain10/tuned", copy, tuned("pointwise_chain10", std::move(g), cache, iters));
+    const TensorMap inputs = random_inputs(g, 11);
+    report("pointwise_chain10", copy, timed(Graph(g), cache, iters, inputs));
+    report("pointwise_chain10/tuned", copy, tuned("pointwise_chain10", std::move(g), cache, iters, inputs));
   }
-  // The same regions at new shapes: the kernel cache must serve them with no compilation.
-  {
+  if (wanted("copy")) {
+    // Diagnostics: our pointwise kernel style as a plain copy, and cudaMemcpy, at the chain's size.
+    Graph g = copy_region(16384, 16384);
+    const Graph copy = g;
+    const TensorMap inputs = random_inputs(g, 11);
+    report("copy_pointwise", copy, timed(Graph(g), cache, iters, inputs));
+    report("copy_pointwise/tuned", copy, tuned("copy_pointwise", std::move(g), cache, iters, inputs));
+    const size_t bytes = size_t{16384} * 16384 * 2;
+    const double ms = memcpy_ms(bytes, iters);
+    std::printf("{\"case\": \"copy_cudaMemcpy\", \"engine\": \"cuda\", \"ms\": %.5f, \"bytes\": %.0f, "
+                "\"tbps\": %.4f}\n", ms, 2.0 * bytes, 2.0 * bytes / (ms * 1e-3) / 1e12);
+  }
+  norm_case(false, true);
+  norm_case(true, true);
+  // The same regions at new shapes: the kernel cache must serve them with no compilation (only
+  // meaningful when every case ran first).
+  if (cases.empty()) {
     const auto before = cache.stats().misses;
     Graph a = add_norm(4096, 8192, false, true);
     Graph b = chain(3000, 5000);

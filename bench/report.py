@@ -51,6 +51,9 @@ def main():
             "%.3f (%.2f TB/s)" % (comp["ms"], comp["tbps"]) if comp else "", ratio, target))
     if copy_tbps:
         print("\ncopy bandwidth (torch, bytes read + written): %.2f TB/s" % copy_tbps)
+    memcpy = by.get("copy_cudaMemcpy", {}).get("cuda")
+    if memcpy:
+        print("cudaMemcpy in sinter_bench_memory's process: %.4f ms, %.2f TB/s" % (memcpy["ms"], memcpy["tbps"]))
     if candidates:
         print("\nevery candidate, timed by the tuner (exhaustive):\n")
         print("| case | region | candidate | ms |")

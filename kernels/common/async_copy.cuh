@@ -39,6 +39,5 @@ __device__ __forceinline__ void load_vec_shared(const T* p, typename ComputeOf<T
   const C* src = reinterpret_cast<const C*>(p);
 #pragma unroll
   for (int i = 0; i < kChunks; ++i) u.c[i] = src[i];
-#pragma unroll
-  for (int i = 0; i < N; ++i) v[i] = load_as_compute<T>(u.t[i]);
+  convert_vec(u.t, v);
 }

@@ -17,7 +17,10 @@ template <> struct IndexType<false> { typedef u32 type; };
 // Offset, in elements, of the element with row-major index `linear` of shape `s` in `v`.
 // kRank >= 0 is the shape's rank known when the kernel is generated (the loop is then exactly
 // that long, with no per-dimension predicate); -1 reads it from `s` at run time.
-template <bool kIndex64, int kRank = -1>
+// kStrided (with kRank >= 0): bit i set when the view's stride of dimension i may be nonzero;
+// a clear bit is a broadcast dimension, known when the kernel is generated, whose coordinate
+// contributes nothing and needs no multiply (a row bias, a column scale).
+template <bool kIndex64, int kRank = -1, unsigned kStrided = ~0u>
 __device__ __forceinline__ i64 offset_of(const SinterIterShape& s, const SinterStridedView& v,
                                          i64 linear) {
   constexpr int kLoop = kRank >= 0 ? kRank : SINTER_MAX_RANK;
@@ -27,7 +30,7 @@ __device__ __forceinline__ i64 offset_of(const SinterIterShape& s, const SinterS
     for (int i = 0; i < kLoop; ++i) {
       if (kRank >= 0 || i < s.rank) {
         const i64 q = linear / s.size[i];
-        off += (linear - q * s.size[i]) * v.stride[i];
+        if ((kStrided >> i) & 1u) off += (linear - q * s.size[i]) * v.stride[i];
         linear = q;
       }
     }
@@ -38,7 +41,7 @@ __device__ __forceinline__ i64 offset_of(const SinterIterShape& s, const SinterS
       if (kRank >= 0 || i < s.rank) {
         // the outermost dimension needs no division: what is left of the index is its coordinate
         const u32 q = (kRank >= 0 && i == kLoop - 1) ? 0u : fast_div(s.dim[i], n);
-        off += static_cast<i64>(n - q * s.dim[i].d) * v.stride[i];
+        if ((kStrided >> i) & 1u) off += static_cast<i64>(n - q * s.dim[i].d) * v.stride[i];
         n = q;
       }
     }

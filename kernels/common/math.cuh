@@ -12,8 +12,26 @@ __device__ __forceinline__ float op_gelu_tanh(float x) {
 __device__ __forceinline__ float op_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 __device__ __forceinline__ float op_silu(float x) { return x / (1.0f + expf(-x)); }
 __device__ __forceinline__ float op_rsqrt(float x) { return 1.0f / sqrtf(x); }
-__device__ __forceinline__ float op_max(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
-__device__ __forceinline__ float op_min(float a, float b) { return (a != a || b != b) ? a + b : fminf(a, b); }
+// NaN-propagating max/min: one FMNMX.NAN on sm_80+ (max.NaN / min.NaN return the canonical NaN
+// when either input is NaN) where the portable form costs a NaN test, a select and an add.
+__device__ __forceinline__ float op_max(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || b != b) ? a + b : fmaxf(a, b);
+#endif
+}
+__device__ __forceinline__ float op_min(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || b != b) ? a + b : fminf(a, b);
+#endif
+}
 __device__ __forceinline__ int op_max(int a, int b) { return a > b ? a : b; }
 __device__ __forceinline__ int op_min(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ i64 op_max(i64 a, i64 b) { return a > b ? a : b; }

@@ -9,6 +9,7 @@
 #include "example_graphs.hpp"
 #include "exec/stream_executor.hpp"
 #include "gpu/gpu_test.hpp"
+#include "engines/jit/codegen.hpp"
 #include "gpu/region_check.hpp"
 #include "sinter/reference.hpp"
 
@@ -143,10 +144,11 @@ TEST_F(GpuRegions, ExampleGraphsUnfused) {
 }
 
 
-// Every jit candidate of the row-wise anchors (direct, and cp.async-staged where it applies),
-// forced one at a time, at shapes that are and are not multiples of the vector and thread tiles.
+// Every jit candidate of the row-wise anchors (direct, cp.async- and cp.async.bulk-staged,
+// streaming hints), forced one at a time, at shapes that are and are not multiples of the
+// vector and thread tiles.
 TEST_F(GpuRegions, RowwiseCandidatesEachCorrect) {
-  for (int candidate : {0, 1, 2, 3, 4, 5, 6}) {  // the jit engine's row-wise variants
+  for (int candidate = 0; candidate < jit::rowwise_variant_count(); ++candidate) {
     SCOPED_TRACE("candidate " + std::to_string(candidate));
     ExecutorOptions opts;
     opts.engine = "jit";
@@ -176,6 +178,102 @@ TEST_F(GpuRegions, RowwiseCandidatesEachCorrect) {
         g.output(g.softmax(g.mul(x, 8.0)), "y");
         check(std::move(g), 1.0, opts);
       }
+    }
+  }
+}
+
+// Every row-wise candidate at the edges of staging: rows that do not fit the shared-memory ring
+// (staging falls back to registers or to streaming passes), inputs whose rows are not
+// contiguous -- aligned row starts (staged by bulk copies row by row) and unaligned ones (vector
+// loads fall back to gathers, no staging) --, -inf-masked softmax rows, and layernorm rows whose
+// mean dwarfs their spread.
+TEST_F(GpuRegions, RowwiseCandidatesEdgeCases) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int candidate = 0; candidate < jit::rowwise_variant_count(); ++candidate) {
+    SCOPED_TRACE("candidate " + std::to_string(candidate));
+    ExecutorOptions opts;
+    opts.engine = "jit";
+    opts.tuning.candidate = candidate;
+    for (auto shape : {Dims{3, 40000}, Dims{2, 70000}}) {  // 80 and 140 KB rows: no ring fits
+      SCOPED_TRACE("shape " + dims_to_string(shape));
+      Graph g("add_ln_long");
+      auto x = g.input("x", DType::bf16, shape);
+      auto r = g.input("res", DType::bf16, shape);
+      const Dims row{shape.back()};
+      g.output(g.layernorm(g.add(x, r), g.input("w", DType::bf16, row), g.input("b", DType::bf16, row)), "y");
+      check(std::move(g), 1.0, opts);
+    }
+    for (int64_t pitch : {int64_t{1008}, int64_t{1003}}) {  // row starts 16-byte aligned, then not
+      SCOPED_TRACE("row pitch " + std::to_string(pitch));
+      Graph g("strided_rows");
+      auto x = g.input("x", DType::bf16, {6, 1000}, {pitch, 1});
+      auto r = g.input("res", DType::bf16, {6, 1000});
+      auto s = g.add(x, r);
+      g.output(g.rmsnorm(s, g.input("w", DType::bf16, {1000})), "rms");
+      Graph h("strided_softmax");
+      auto hx = h.input("x", DType::bf16, {6, 1000}, {pitch, 1});
+      h.output(h.softmax(h.mul(hx, 4.0)), "y");
+      check(std::move(g), 1.0, opts);
+      check(std::move(h), 1.0, opts);
+    }
+    for (int64_t cols : {int64_t{8192}, int64_t{3000}, int64_t{64}}) {
+      Graph g("softmax_masked");
+      auto x = g.input("x", DType::bf16, {5, cols});
+      auto mask = g.input("mask", DType::bf16, {5, cols});
+      g.output(g.softmax(g.add(x, mask)), "y");
+      check(std::move(g), 1.0, opts, [cols, inf](TensorMap& in) {
+        HostTensor& m = in.at("mask");
+        for (int64_t c = 0; c < cols; ++c) {
+          m.set(0 * cols + c, c < cols / 2 ? -inf : 0.0);
+          m.set(1 * cols + c, c % 3 == 0 ? 0.0 : -inf);
+          m.set(2 * cols + c, c == cols - 1 ? 0.0 : -inf);
+          m.set(3 * cols + c, 0.0);
+          m.set(4 * cols + c, c >= 8 ? -inf : 0.0);  // only the first thread's vector left
+        }
+      });
+    }
+    {
+      // x is read by the prologue and again by the epilogue: a bulk ring must not stage it
+      Graph g("ln_plus_x");
+      auto x = g.input("x", DType::bf16, {9, 2048});
+      auto r = g.input("res", DType::bf16, {9, 2048});
+      auto w = g.input("w", DType::bf16, {2048});
+      g.output(g.add(g.layernorm(g.add(x, r), w), x), "y");
+      check(std::move(g), 1.0, opts);
+    }
+    {
+      // f32, as LayerNormLargeOffsetRows (the bound's reasoning is there); staged rows too
+      Graph g("ln_offset");
+      auto x = g.input("x", DType::f32, {7, 4096});
+      auto r = g.input("res", DType::f32, {7, 4096});
+      auto w = g.input("w", DType::f32, {4096});
+      g.output(g.layernorm(g.add(g.add(x, r), 1000.0), w), "y");
+      check(std::move(g), 10.0, opts);
+    }
+  }
+}
+
+// Every pointwise candidate (unrolls, streaming hints, pipelined tiles) on the chain the benchmark
+// times, with an amax exit, at odd shapes: a partial last vector, one element, rows that are not
+// vector multiples, and [2999, 4104]: thousands of tiles, several per CTA (the pipelined kernel's
+// second tile buffer), the last one partial.
+TEST_F(GpuRegions, PointwiseCandidatesEachCorrect) {
+  for (int candidate = 0; candidate < jit::pointwise_variant_count(); ++candidate) {
+    SCOPED_TRACE("candidate " + std::to_string(candidate));
+    ExecutorOptions opts;
+    opts.engine = "jit";
+    opts.tuning.candidate = candidate;
+    for (auto shape : {Dims{33, 1024}, Dims{7, 1001}, Dims{1, 1}, Dims{1000, 8}, Dims{2999, 4104}}) {
+      SCOPED_TRACE("shape " + dims_to_string(shape));
+      Graph g("pw_chain10");
+      auto x = g.input("x", DType::bf16, shape);
+      auto bias = g.input("bias", DType::bf16, {shape.back()});
+      auto scale = g.input("scale", DType::bf16, {shape[0], 1});
+      auto h = g.max(g.abs(g.sub(g.min(g.square(g.relu(g.add(g.mul(g.mul(g.add(x, bias), scale), 0.5), 1.0))), 4.0), 0.25)),
+                     0.0625);
+      g.output(h, "y");
+      g.output(g.amax(h), "amax");
+      check(std::move(g), 1.0, opts);
     }
   }
 }

@@ -2,6 +2,7 @@
 // compiles for sm_90a, for every access class; and the fast division they rely on is exact.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "cuda/nvrtc.hpp"
@@ -97,7 +98,16 @@ TEST(JitCodegen, RowwiseVariantsCompile) {
     g.output(g.softmax(x), "sm");
     g.output(g.rmsnorm(r, w), "rms");
     g.output(g.sum(g.mul(x, x), {-1}), "rowsum");
-    compile_all(g);
+    const std::vector<std::string> descs = compile_all(g);
+    auto any = [&](const std::string& what) {
+      return std::any_of(descs.begin(), descs.end(),
+                         [&](const std::string& d) { return d.find(what) != std::string::npos; });
+    };
+    // The bulk ring and the streaming hints are real candidates where rows fit shared memory;
+    // a 200 KB row (100000 bf16) fits no ring, so no candidate may claim one.
+    EXPECT_EQ(any("bulk-staged x2"), cols != 100000) << cols;
+    EXPECT_EQ(any("bulk-staged x3"), cols != 100000) << cols;
+    EXPECT_TRUE(any("stream-hints")) << cols;
   }
   for (bool inter : {false, true}) {
     Graph g("rope");

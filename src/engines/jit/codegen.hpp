@@ -16,20 +16,44 @@ namespace sinter::jit {
 // bytes each thread keeps in flight).
 struct PointwiseVariant {
   int unroll = 4;
+  // Streaming cache hints (kernels/common/stream_memory.cuh) on the operands read once and on
+  // the stores: L1 no-allocate loads, evict-first stores.
+  bool stream = false;
+  // The next tile's loads are issued before this tile computes (two tiles of registers).
+  bool pipelined = false;
 };
 
 // How a row-wise kernel is shaped. `stage`: whether the next row's prologue inputs are fetched
 // into shared memory with cp.async while this row reduces (applies to register-resident norm
 // and softmax rows); `heuristic` stages layernorm and softmax rows but not rmsnorm rows, as
 // measured on the H200 (16384x8192 bf16 with a residual add, 512 threads: layernorm 0.216 vs
-// 0.234 ms staged vs direct, softmax 0.158 vs 0.171, rmsnorm 0.220 vs 0.197). `max_threads`: a
+// 0.234 ms staged vs direct, softmax 0.158 vs 0.171, rmsnorm 0.220 vs 0.197); since the bulk
+// ring exists the heuristic stages them with it, 3 buffers deep (a prediction, not yet timed:
+// cp.async staging already won for those two, and the ring keeps twice as many bytes in flight
+// at one instruction per row). `max_threads`: a
 // register-resident row is split over at most this many threads (fewer, longer per-thread slices
-// below it). The jit engine offers the distinct variants as candidates and the tuner times them.
+// below it). `bulk` stages rows with cp.async.bulk (kernels/common/bulk_copy.cuh): one thread
+// copies each staged row into a ring of `stages` row buffers, `stages - 1` rows ahead, counted
+// on an mbarrier per buffer. `stream`: streaming cache hints on the loads of per-row inputs that
+// are not staged and on the stores (kernels/common/stream_memory.cuh). The jit engine offers the
+// distinct variants as candidates and the tuner times them.
 struct RowwiseVariant {
-  enum class Stage { heuristic, off, on };
+  enum class Stage { heuristic, off, on, bulk };
   Stage stage = Stage::heuristic;
   int max_threads = 512;
+  int stages = 2;  // row buffers of the bulk ring (cp.async staging always uses 2)
+  bool stream = false;
+  // Inputs broadcast over the rows (weight, bias) loaded into registers once per CTA.
+  bool resident_weights = false;
+  // > 0: __launch_bounds__ asks for this many resident CTAs per SM (caps registers per thread),
+  // for rings whose shared memory would allow more CTAs than the registers do.
+  int min_blocks = 0;
 };
+
+// How many variants the jit engine's tables hold (candidate numbers 0 .. count - 1), for tests
+// that force each one.
+int rowwise_variant_count();
+int pointwise_variant_count();
 
 RegionKernels build_pointwise(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                               PointwiseVariant variant = {});

@@ -111,10 +111,20 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
               std::any_of(s.begin(), s.end(), [](int64_t v) { return v == 0; });
   }
 
+  // offset_of's template arguments for operand i: the dims with a nonzero stride, known here
+  // (broadcast structure is part of the region's structure), so broadcast dims cost no multiply.
+  auto offset_targs = [&](size_t i) {
+    unsigned mask = 0;
+    for (size_t d = 0; d < cs.strides[i].size() && d < 32; ++d) {
+      if (cs.strides[i][d] != 0) mask |= 1u << d;
+    }
+    return "<kIndex64, kRank, " + std::to_string(mask) + "u>";
+  };
+
   // ---- source -------------------------------------------------------------------------------
   std::ostringstream src;
   src << "// pointwise region " << r.id << " of graph '" << g.name() << "'\n";
-  src << kernel_includes();
+  src << (variant.stream ? kernel_includes({"common/stream_memory.cuh"}) : kernel_includes());
   src << "constexpr int kVec = " << vec << ", kUnroll = " << kUnroll << ", kBlock = " << kBlock
       << ";\nconstexpr bool kIndex64 = " << (index64 ? "true" : "false") << ";\n"
       << "typedef IndexType<kIndex64>::type Index;\n"
@@ -151,7 +161,7 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
       case Access::full: src << "load_one(" << in << " + i);\n"; break;
       case Access::scalar: src << "load_one(" << in << ");\n"; break;
       default:
-        src << "load_one(" << in << " + offset_of<kIndex64, kRank>(a.shape, a.view" << i << ", i));\n";
+        src << "load_one(" << in << " + offset_of" << offset_targs(i) << "(a.shape, a.view" << i << ", i));\n";
         break;
     }
   }
@@ -167,24 +177,37 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   }
   src << "}\n\n";
 
-  src << "__device__ __forceinline__ void region_tile(const Args& a, i64 tile";
-  for (size_t m = 0; m < r.reductions.size(); ++m) src << ", float& acc" << m;
+  // A tile's loaded state: element indices and the streamed operands' vectors. Loading and
+  // computing are separate functions so a pipelined kernel can load the next tile into a second
+  // Tile while it computes this one; the Tile lives in registers (all indices are static after
+  // unrolling).
   // 32-bit element indices while they fit (kIndex64 false): fewer registers per unrolled vector.
-  src << ") {\n  const Index n = static_cast<Index>(a.shape.numel);\n  Index base[kUnroll];\n";
+  src << "struct Tile {\n  Index base[kUnroll];\n";
   for (size_t i = 0; i < ni; ++i) {
     const std::string ct = compute_type(g.tensor(r.inputs[i]).dtype);
     // Vectors stay in their storage type until the compute loop converts them: a bf16 vector
     // of 8 holds 4 registers instead of 8, which keeps the unrolled tile's loads in flight at
     // a reasonable register count (127 -> ~60 for a chain with two broadcast operands).
-    if (late[i]) continue;
-    if (access[i] == Access::scalar) {
-      src << "  const " << ct << " s" << i << " = load_one(a.in" << i << ");\n";
-    } else if (access[i] == Access::splat) {
+    if (late[i] || access[i] == Access::scalar) continue;
+    if (access[i] == Access::splat) {
       src << "  " << ct << " x" << i << "[kUnroll];\n";
     } else {
       src << "  " << storage_type(g.tensor(r.inputs[i]).dtype) << " x" << i << "[kUnroll][kVec];\n";
     }
   }
+  src << "};\n\n";
+  // Names inside tile_load / tile_compute: base and x<i> refer to the Tile's members.
+  auto tile_refs = [&](bool mut) {
+    std::string out = std::string("  ") + (mut ? "" : "const ") + "Index (&base)[kUnroll] = T.base;\n";
+    for (size_t i = 0; i < ni; ++i) {
+      if (late[i] || access[i] == Access::scalar) continue;
+      out += std::string("  ") + (mut ? "auto& x" : "const auto& x") + std::to_string(i) + " = T.x" +
+             std::to_string(i) + ";\n";
+    }
+    return out;
+  };
+  src << "__device__ __forceinline__ void tile_load(const Args& a, i64 tile, Tile& T) {\n"
+      << "  const Index n = static_cast<Index>(a.shape.numel);\n" << tile_refs(true);
   // All loads of the tile first, so they are in flight together; then compute and store.
   src << "#pragma unroll\n  for (int u = 0; u < kUnroll; ++u) {\n"
          "    base[u] = static_cast<Index>(((tile * kUnroll + u) * kBlock + threadIdx.x) * static_cast<i64>(kVec));\n"
@@ -195,18 +218,20 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
     const std::string in = "a.in" + std::to_string(i);
     const std::string view = "a.view" + std::to_string(i);
     switch (access[i]) {
-      case Access::full: src << "      load_raw(" << in << " + base[u], " << x << ");\n"; break;
+      case Access::full:
+        src << (variant.stream ? "      load_raw_stream(" : "      load_raw(") << in << " + base[u], " << x << ");\n";
+        break;
       case Access::strided_vector:
-        src << "      load_raw(" << in << " + offset_of<kIndex64, kRank>(a.shape, " << view
+        src << "      load_raw(" << in << " + offset_of" << offset_targs(i) << "(a.shape, " << view
             << ", base[u]), " << x << ");\n";
         break;
       case Access::strided_gather:
-        src << "      { const i64 o = offset_of<kIndex64, kRank>(a.shape, " << view << ", base[u]);\n"
+        src << "      { const i64 o = offset_of" << offset_targs(i) << "(a.shape, " << view << ", base[u]);\n"
             << "#pragma unroll\n        for (int j = 0; j < kVec; ++j) " << x << "[j] = "
             << in << "[o + j * " << view << ".stride[0]]; }\n";
         break;
       case Access::splat:
-        src << "      " << x << " = load_one(" << in << " + offset_of<kIndex64, kRank>(a.shape, " << view
+        src << "      " << x << " = load_one(" << in << " + offset_of" << offset_targs(i) << "(a.shape, " << view
             << ", base[u]));\n";
         break;
       case Access::scalar: break;
@@ -215,7 +240,14 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   for (size_t i = 0; i < ni; ++i) {
     if (!late[i]) emit_load(i, "x" + std::to_string(i) + "[u]");
   }
-  src << "    }\n  }\n";
+  src << "    }\n  }\n}\n\n";
+  src << "__device__ __forceinline__ void tile_compute(const Args& a, const Tile& T";
+  for (size_t m = 0; m < r.reductions.size(); ++m) src << ", float& acc" << m;
+  src << ") {\n  const Index n = static_cast<Index>(a.shape.numel);\n" << tile_refs(false);
+  for (size_t i = 0; i < ni; ++i) {
+    if (access[i] != Access::scalar) continue;
+    src << "  const " << compute_type(g.tensor(r.inputs[i]).dtype) << " s" << i << " = load_one(a.in" << i << ");\n";
+  }
   src << "#pragma unroll\n  for (int u = 0; u < kUnroll; ++u) {\n"
          "    if (base[u] + kVec > n) {\n"
          "#pragma unroll 1\n      for (i64 i = base[u]; i < static_cast<i64>(n); ++i) region_element(a, i";
@@ -235,6 +267,13 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   for (size_t k = 0; k < outs.size(); ++k) {
     src << "    " << compute_type(g.tensor(outs[k]).dtype) << " y" << k << "[kVec];\n";
   }
+  // Whole vectors convert at once (convert_vec: bf16 pairs from their 32-bit word).
+  for (size_t i = 0; i < ni; ++i) {
+    if (access[i] == Access::scalar || access[i] == Access::splat) continue;
+    const std::string x = "x" + std::to_string(i);
+    src << "    " << compute_type(g.tensor(r.inputs[i]).dtype) << " " << x << "f[kVec];\n"
+        << "    convert_vec(" << x << (late[i] ? "l" : "[u]") << ", " << x << "f);\n";
+  }
   src << "#pragma unroll\n    for (int j = 0; j < kVec; ++j) {\n";
   for (size_t i = 0; i < ni; ++i) {
     const std::string ct = compute_type(g.tensor(r.inputs[i]).dtype);
@@ -243,10 +282,7 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
     switch (access[i]) {
       case Access::scalar: src << "s" << i << ";\n"; break;
       case Access::splat: src << x << (late[i] ? "l" : "[u]") << ";\n"; break;
-      default:
-        src << "load_as_compute<" << storage_type(g.tensor(r.inputs[i]).dtype) << ">(" << x
-            << (late[i] ? "l[j]" : "[u][j]") << ");\n";
-        break;
+      default: src << x << "f[j];\n"; break;
     }
   }
   src << body.constants() << body_code;
@@ -261,7 +297,7 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   }
   src << "    }\n";
   for (size_t k = 0; k < outs.size(); ++k) {
-    src << "    store_vec(a.out" << k << " + base[u], y" << k << ");\n";
+    src << (variant.stream ? "    store_vec_stream(a.out" : "    store_vec(a.out") << k << " + base[u], y" << k << ");\n";
   }
   src << "  }\n}\n\n";
 
@@ -270,11 +306,26 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
     src << "  float acc" << m << " = reduce_identity<" << reduce_kind(g.node(r.reductions[m].node).op)
         << ">();\n";
   }
+  std::string accs;
+  for (size_t m = 0; m < r.reductions.size(); ++m) accs += ", acc" + std::to_string(m);
   src << "  const i64 tile_elems = static_cast<i64>(kBlock) * kUnroll * kVec;\n"
-         "  const i64 tiles = (a.shape.numel + tile_elems - 1) / tile_elems;\n"
-         "  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) region_tile(a, t";
-  for (size_t m = 0; m < r.reductions.size(); ++m) src << ", acc" << m;
-  src << ");\n";
+         "  const i64 tiles = (a.shape.numel + tile_elems - 1) / tile_elems;\n";
+  if (variant.pipelined) {
+    // Two Tiles: the next tile's loads are issued before this tile computes and stores, so a
+    // warp never sits with no loads in flight between tiles.
+    src << "  Tile A, B;\n  const i64 step = gridDim.x;\n  i64 t = blockIdx.x;\n"
+           "  if (t < tiles) tile_load(a, t, A);\n"
+           "  for (; t < tiles; t += 2 * step) {\n"
+           "    if (t + step < tiles) tile_load(a, t + step, B);\n"
+           "    tile_compute(a, A" << accs << ");\n"
+           "    if (t + step >= tiles) break;\n"
+           "    if (t + 2 * step < tiles) tile_load(a, t + 2 * step, A);\n"
+           "    tile_compute(a, B" << accs << ");\n"
+           "  }\n";
+  } else {
+    src << "  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {\n"
+           "    Tile T;\n    tile_load(a, t, T);\n    tile_compute(a, T" << accs << ");\n  }\n";
+  }
   if (!r.reductions.empty()) src << "  __shared__ float scratch[33];\n";
   for (size_t m = 0; m < r.reductions.size(); ++m) {
     const Node& rn = g.node(r.reductions[m].node);
@@ -292,6 +343,7 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   KernelSpec spec;
   spec.source = src.str();
   std::string desc = "pointwise vec" + std::to_string(vec) + " unroll" + std::to_string(kUnroll) +
+                     (variant.stream ? " stream-hints" : "") + (variant.pipelined ? " pipelined" : "") +
                      " block" + std::to_string(kBlock) + (index64 ? " idx64" : "");
   for (size_t i = 0; i < ni; ++i) desc += std::string(i ? "," : " [") + access_name(access[i]);
   if (ni) desc += "]";

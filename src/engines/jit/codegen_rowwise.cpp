@@ -43,10 +43,26 @@ class RowwiseGen {
   void plan();
   // Whether to stage the next row (RowwiseVariant::Stage; the heuristic follows measurements).
   bool stage_rows() const {
-    if (variant_.stage != RowwiseVariant::Stage::heuristic) return variant_.stage == RowwiseVariant::Stage::on;
+    if (variant_.stage != RowwiseVariant::Stage::heuristic) return variant_.stage != RowwiseVariant::Stage::off;
     return anchor_ && (anchor_->op == OpKind::layernorm || anchor_->op == OpKind::softmax);
   }
+  // The heuristic stages with the bulk ring, 3 buffers deep (see RowwiseVariant): it keeps two
+  // rows in flight per CTA where cp.async kept one, for one instruction per row and input.
+  bool bulk() const {
+    return variant_.stage == RowwiseVariant::Stage::bulk || variant_.stage == RowwiseVariant::Stage::heuristic;
+  }
+  // Row buffers in shared memory: the bulk ring's depth, or cp.async's double buffer.
+  int stages() const {
+    if (variant_.stage == RowwiseVariant::Stage::heuristic) return 3;
+    return bulk() ? std::clamp(variant_.stages, 2, 4) : 2;
+  }
+  // Global accesses of data touched once: with streaming hints when the variant asks for them.
+  std::string store_fn() const { return variant_.stream ? "store_vec_stream" : "store_vec"; }
   std::string load_chunk(size_t i, const std::string& c0, const std::string& dst) const;
+  // Inputs that are one row broadcast over all rows (a norm's weight and bias), vector-read:
+  // with RowwiseVariant::resident_weights they are loaded once per CTA into registers (storage
+  // type) instead of once per row, which matters when a shared-memory ring leaves little L1.
+  void plan_resident();
 
   const Graph& g_;
   const fuse::Region& r_;
@@ -65,6 +81,7 @@ class RowwiseGen {
   size_t workspace_ = 0;
   // Prologue inputs fetched one row ahead into shared memory with cp.async (by input index).
   std::vector<bool> staged_;
+  std::vector<bool> resident_;  // by input index: held in registers across rows (wr<i>[k])
   size_t stage_bytes_ = 0;  // per stage, at the actual row length (host side)
 };
 
@@ -153,12 +170,21 @@ void RowwiseGen::plan() {
 
 std::string RowwiseGen::load_chunk(size_t i, const std::string& c0, const std::string& dst) const {
   const RowInput& in = inputs_[i];
+  if (i < resident_.size() && resident_[i]) {
+    return "convert_vec(wr" + std::to_string(i) + "[k], " + dst + ");";
+  }
   if (i < staged_.size() && staged_[i]) {
     return "load_vec_shared(st" + std::to_string(i) + " + " + c0 + ", " + dst + ");";
   }
   const std::string p = "a." + in_name(i) + " + ro" + std::to_string(i);
   switch (in.col) {
-    case ColAccess::vector: return "load_vec(" + p + " + " + c0 + ", " + dst + ");";
+    case ColAccess::vector: {
+      // per-row data is read once; a broadcast row (a norm's weight) is reused from cache
+      const bool per_row = std::any_of(in.row_strides.begin(), in.row_strides.end(),
+                                       [](int64_t v) { return v != 0; });
+      const char* fn = variant_.stream && per_row ? "load_vec_stream(" : "load_vec(";
+      return fn + p + " + " + c0 + ", " + dst + ");";
+    }
     case ColAccess::broadcast:
       return "{ const auto s_ = load_one(" + p + "); for (int j = 0; j < kVec; ++j) " + dst +
              "[j] = s_; }";
@@ -169,11 +195,23 @@ std::string RowwiseGen::load_chunk(size_t i, const std::string& c0, const std::s
   return "";
 }
 
+void RowwiseGen::plan_resident() {
+  resident_.assign(inputs_.size(), false);
+  // Only register-resident norm/softmax rows run their loads inside the k loop that names wr[k].
+  if (!variant_.resident_weights || !anchor_ || !in_registers_ || anchor_->op == OpKind::rope) return;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const RowInput& in = inputs_[i];
+    const bool broadcast_row = std::all_of(in.row_strides.begin(), in.row_strides.end(),
+                                           [](int64_t v) { return v == 0; });
+    resident_[i] = in.col == ColAccess::vector && broadcast_row;
+  }
+}
+
 RegionKernels RowwiseGen::build() {
   plan();
+  plan_resident();
   std::ostringstream src;
-  src << "// row-wise region " << r_.id << " of graph '" << g_.name() << "'\n"
-      << kernel_includes({"common/async_copy.cuh", "common/row_stats.cuh"});
+  // The includes go in front once the plan below knows which helpers the kernel uses.
   src << "constexpr int kThreads = " << threads_ << ", kVec = " << vec_ << ", kItems = " << items_
       << ";\nconstexpr bool kIndex64 = " << (index64_ ? "true" : "false") << ";\n"
       << "constexpr int kLeadRank = " << lead_sizes_.size() << ";  // collapsed dims above the row\n";
@@ -230,11 +268,17 @@ RegionKernels RowwiseGen::build() {
   if (x_is_input) pro_loads.insert(x_tensor);
   // Stage the per-row prologue inputs through shared memory, one row ahead (cp.async), when the
   // row sits in registers: the next row's bytes are in flight while this one reduces.
+  // A bulk ring refills the previous row's buffer at the top of each iteration, once thread 0 has
+  // passed that row's block reduction -- other threads may still be in its epilogue. So an input
+  // the epilogue reads too (y = norm(x) + x) is not bulk-staged: it is read from global there.
+  std::set<TensorId> epi_reads = needed_loads(r_.epilogue, {});
+  if (anchor_) epi_reads.insert(anchor_->inputs.begin() + 1, anchor_->inputs.end());
   staged_.assign(inputs_.size(), false);
   std::vector<int> staged_list;
   if (stage_rows() && anchor_ && in_registers_ &&
       (aop == OpKind::layernorm || aop == OpKind::rmsnorm || aop == OpKind::softmax)) {
     for (TensorId id : pro_loads) {
+      if (bulk() && epi_reads.count(id)) continue;
       const int i = input_index(id);
       const RowInput& in = inputs_[i];
       const int64_t es = dtype_size(t(id).dtype);
@@ -246,7 +290,7 @@ RegionKernels RowwiseGen::build() {
         stage_bytes_ += static_cast<size_t>((cols_ * es + 15) / 16 * 16);
       }
     }
-    if (2 * stage_bytes_ > 96 * 1024) {  // keep two CTAs per SM
+    if (static_cast<size_t>(stages()) * stage_bytes_ > 96 * 1024) {  // keep two CTAs per SM
       staged_.assign(inputs_.size(), false);
       staged_list.clear();
       stage_bytes_ = 0;
@@ -304,7 +348,7 @@ RegionKernels RowwiseGen::build() {
   auto pro_out_stores = [&](const std::string& c0, const std::string& indent) {
     std::string s;
     for (size_t k : pro_outs) {
-      s += indent + "store_vec(a.out" + std::to_string(k) + " + row * a.cols + " + c0 + ", po" +
+      s += indent + store_fn() + "(a.out" + std::to_string(k) + " + row * a.cols + " + c0 + ", po" +
            std::to_string(k) + ");\n";
     }
     return s;
@@ -376,14 +420,35 @@ RegionKernels RowwiseGen::build() {
     s << indent << "}\n";
     for (size_t k = 0; k < elem_outs_.size(); ++k) {
       if (std::find(pro_outs.begin(), pro_outs.end(), k) != pro_outs.end()) continue;
-      s << indent << "if (" << c0 << " < a.cols) store_vec(a.out" << k << " + row * a.cols + " << c0
+      s << indent << "if (" << c0 << " < a.cols) " << store_fn() << "(a.out" << k << " + row * a.cols + " << c0
         << ", eo" << k << ");\n";
     }
     return s.str();
   };
 
   // ---- kernel ------------------------------------------------------------------------------
-  if (!staged_list.empty()) {
+  const bool bulk_staged = !staged_list.empty() && bulk();
+  if (bulk_staged) {
+    // One thread copies each staged input's whole row: rows are contiguous (vector access) and
+    // their bytes a multiple of 16 (staging requires kVec * size == 16 and cols % kVec == 0).
+    src << "constexpr int kStages = " << stages() << ";  // row buffers in the ring\n"
+        << "// Thread 0 only: starts the copies of `row` into ring buffer `stage_`, counted on bars_[stage_].\n"
+        << "__device__ __forceinline__ void issue_row(const Args& a, i64 row, int stage_, char* smem_, u64* bars_) {\n"
+        << "  u32 bytes_ = 0;\n";
+    for (int i : staged_list) {
+      src << "  bytes_ += static_cast<u32>(a.cols * static_cast<i64>(sizeof(" << storage_type(t(inputs_[i].tensor).dtype)
+          << ")));\n";
+    }
+    src << "  mbarrier_arrive_expect_tx(&bars_[stage_], bytes_);\n";
+    for (int i : staged_list) {
+      const std::string ty = storage_type(t(inputs_[i].tensor).dtype);
+      src << "  { const i64 ro = offset_of<kIndex64, kLeadRank>(a.lead, a.rows" << i << ", row);\n"
+          << (variant_.stream ? "    bulk_copy_g2s_evict_first(smem_ + stage_ * " : "    bulk_copy_g2s(smem_ + stage_ * ")
+          << stage_size << " + " << stage_off[i] << ", a." << in_name(i)
+          << " + ro, static_cast<u32>(a.cols * static_cast<i64>(sizeof(" << ty << "))), &bars_[stage_]); }\n";
+    }
+    src << "}\n\n";
+  } else if (!staged_list.empty()) {
     src << "// Fetches this thread's chunks of `row` for the staged inputs into stage `stage_`.\n"
         << "__device__ __forceinline__ void issue_row(const Args& a, i64 row, int stage_, char* smem_) {\n";
     for (int i : staged_list) {
@@ -398,9 +463,26 @@ RegionKernels RowwiseGen::build() {
     }
     src << "}\n\n";
   }
-  src << "extern \"C\" __global__ void __launch_bounds__(kThreads) sinter_region(const __grid_constant__ Args a) {\n"
+  // A CTA count the SM cannot hold (2048 threads) would only starve registers: then no request.
+  const int min_blocks = variant_.min_blocks > 0 && threads_ * variant_.min_blocks <= 2048 ? variant_.min_blocks : 0;
+  const std::string bounds = min_blocks > 0 ? "kThreads, " + std::to_string(min_blocks) : "kThreads";
+  src << "extern \"C\" __global__ void __launch_bounds__(" << bounds << ") sinter_region(const __grid_constant__ Args a) {\n"
       << "  __shared__ float scratch[33];\n";
-  if (!staged_list.empty()) {
+  if (bulk_staged) {
+    // The ring starts kStages - 1 rows ahead. Buffer s holds this CTA's rows it_ = s, s + kStages,
+    // ...; the k-th of them completes phase k of bars_[s], so its wait parity is (it_ / kStages) & 1.
+    src << "  extern __shared__ __align__(128) char smem_[];\n"
+        << "  __shared__ __align__(8) u64 bars_[kStages];\n"
+        << "  if (threadIdx.x == 0) {\n"
+        << "    for (int s_ = 0; s_ < kStages; ++s_) mbarrier_init(&bars_[s_], 1);\n"
+        << "    fence_barrier_init();\n"
+        << "  }\n  __syncthreads();\n"
+        << "  if (threadIdx.x == 0) {\n"
+        << "    for (int s_ = 0; s_ < kStages - 1; ++s_) {\n"
+        << "      const i64 r_ = blockIdx.x + static_cast<i64>(s_) * gridDim.x;\n"
+        << "      if (r_ < a.rows) issue_row(a, r_, s_, smem_, bars_);\n"
+        << "    }\n  }\n";
+  } else if (!staged_list.empty()) {
     src << "  extern __shared__ __align__(16) char smem_[];\n"
         << "  if (blockIdx.x < a.rows) issue_row(a, blockIdx.x, 0, smem_);\n"
         << "  cp_async_commit();\n";
@@ -409,8 +491,29 @@ RegionKernels RowwiseGen::build() {
     src << "  float gacc" << m << " = reduce_identity<"
         << reduce_kind(g_.node(global_exits_[m].exit.node).op) << ">();\n";
   }
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (!resident_[i]) continue;
+    // Chunks past the row's end are never read (every use sits under c0 < a.cols).
+    const std::string ty = storage_type(t(inputs_[i].tensor).dtype);
+    src << "  " << ty << " wr" << i << "[kItems][kVec];\n"
+        << "  { const i64 ro = offset_of<kIndex64, kLeadRank>(a.lead, a.rows" << i << ", 0);\n"
+        << "#pragma unroll\n    for (int k = 0; k < kItems; ++k) {\n"
+        << "      const i64 c0 = (static_cast<i64>(k) * kThreads + threadIdx.x) * kVec;\n"
+        << "      if (c0 < a.cols) load_raw(a." << in_name(i) << " + ro + c0, wr" << i << "[k]);\n"
+        << "    }\n  }\n";
+  }
   src << "  i64 it_ = 0;\n  for (i64 row = blockIdx.x; row < a.rows; row += gridDim.x, ++it_) {\n";
-  if (!staged_list.empty()) {
+  if (bulk_staged) {
+    // Refilling buffer (it_ - 1) % kStages is safe: every thread finished reading it before the
+    // block reduction of row it_ - 1, whose barrier thread 0 has passed to get here.
+    src << "    const int stage_ = static_cast<int>(it_ % kStages);\n"
+        << "    if (threadIdx.x == 0) {\n"
+        << "      const i64 next_ = row + static_cast<i64>(kStages - 1) * gridDim.x;\n"
+        << "      if (next_ < a.rows) issue_row(a, next_, static_cast<int>((it_ + kStages - 1) % kStages), smem_, bars_);\n"
+        << "    }\n"
+        << "    mbarrier_wait(&bars_[stage_], static_cast<u32>((it_ / kStages) & 1));  // this row has landed\n"
+        << staged_pointers("    ");
+  } else if (!staged_list.empty()) {
     src << "    const int stage_ = static_cast<int>(it_ & 1);\n"
         << "    { const i64 next_ = row + gridDim.x;\n"
         << "      if (next_ < a.rows) issue_row(a, next_, stage_ ^ 1, smem_);\n"
@@ -575,7 +678,14 @@ RegionKernels RowwiseGen::build() {
         << ">(a.red" << m << "); }\n";
   }
   src << "}\n";
-  const std::string text = src.str();
+  std::vector<std::string> includes = {"common/async_copy.cuh", "common/row_stats.cuh"};
+  if (bulk_staged) includes.push_back("common/bulk_copy.cuh");
+  // The streaming helpers only where a hinted access was emitted (else the kernel is the
+  // unhinted variant's, and the engine keeps one of the two).
+  const std::string body_text = src.str();
+  if (body_text.find("_stream(") != std::string::npos) includes.push_back("common/stream_memory.cuh");
+  const std::string text = "// row-wise region " + std::to_string(r_.id) + " of graph '" + g_.name() + "'\n" +
+                           kernel_includes(includes) + body_text;
 
   // ---- arguments ----------------------------------------------------------------------------
   RegionKernels rk;
@@ -584,7 +694,11 @@ RegionKernels RowwiseGen::build() {
   spec.source = text;
   spec.description = "rowwise " + std::string(anchor_ ? to_string(aop) : "pointwise") +
                      (in_registers_ && aop != OpKind::rope ? " registers" : " streaming") +
-                     (stage_bytes_ > 0 ? " cp.async-staged" : "") + " threads" +
+                     (bulk_staged ? " bulk-staged x" + std::to_string(stages())
+                                  : stage_bytes_ > 0 ? " cp.async-staged" : "") +
+                     (text.find("_stream(") != std::string::npos ? " stream-hints" : "") +
+                     (std::find(resident_.begin(), resident_.end(), true) != resident_.end() ? " resident-weights" : "") +
+                     (min_blocks > 0 ? " min-ctas" + std::to_string(min_blocks) : "") + " threads" +
                      std::to_string(threads_) + " vec" + std::to_string(vec_) + " items" +
                      std::to_string(items_);
   spec.args.add(rows_);
@@ -619,7 +733,7 @@ RegionKernels RowwiseGen::build() {
   const int64_t max_grid = int64_t{dev_.sm_count > 0 ? dev_.sm_count : 132} * per_sm;
   spec.launch.grid = dim3(static_cast<unsigned>(std::clamp<int64_t>(rows_, 1, max_grid)));
   spec.launch.block = dim3(threads_);
-  spec.launch.dynamic_shared_memory = 2 * stage_bytes_;
+  spec.launch.dynamic_shared_memory = static_cast<size_t>(stages()) * stage_bytes_;
   spec.persistent_work = rows_;
   rk.kernels.push_back(std::move(spec));
   return rk;
