@@ -41,8 +41,9 @@ RegionKernels build_matmul(const Graph& g, const fuse::Region& r, const cuda::De
 RegionKernels build_conv(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_sdpa(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 
-// Matmul variants, best first: the Hopper warp-specialized TMA + wgmma kernel where it applies
-// (codegen_matmul_sm90.cpp), then the generic mma.sync tile. Where the Hopper kernel does not
+// Matmul variants, best first: where the Hopper GEMMs apply, the direct-epilogue configs
+// (codegen_matmul_sm90_direct.cpp; 128x256 cooperative first, then the same in CTA pairs sharing B,
+// when its tiles fill the GPU, else 128x128 first) and the C-tile kernel (codegen_matmul_sm90.cpp), then the generic mma.sync tile. Where the Hopper kernel does not
 // apply, the generic variant's description says why (the fallback is reported, never silent).
 // Last, for M <= 16, the decode GEMV tile (codegen_matmul_decode.cpp): never the default until it
 // is measured on a GPU, but offered for the tuner to time and for tests to force.
@@ -52,6 +53,19 @@ RegionKernels build_matmul_variant(const Graph& g, const fuse::Region& r, const 
 // Why the Hopper GEMM cannot run this region ("" when it can).
 std::string sm90_gemm_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// A tile config of the direct-epilogue Hopper GEMM (kernels/gemm/sm90_gemm_direct.cuh):
+// bm x bn x 64 tiles through a `stages`-deep ring; cooperative (bm 128: both consumers on one
+// tile) or ping-pong (bm 64: a tile per consumer, one's epilogue under the other's main loop).
+// cluster 2: CTA pairs share B through TMA multicast (cooperative only).
+struct Sm90DirectConfig {
+  int bm = 128, bn = 256, stages = 4;
+  bool ping_pong = false;
+  int cluster = 1;
+};
+int sm90_direct_smem_bytes(const Sm90DirectConfig& c);
+std::string sm90_direct_name(const Sm90DirectConfig& c);
+RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                                       const Sm90DirectConfig& c);
 // Why the decode GEMV tile cannot run this region ("" when it can), and the tile itself.
 std::string decode_gemv_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
