@@ -14,10 +14,11 @@
 // order (kGroupM M tiles walk down one N column together) so co-running CTAs share A and B in L2.
 // The producer never waits on an epilogue: a stage is released as soon as its wgmma retire, so
 // the next tile's k-blocks are already loading while the consumers run the epilogue.
-//   clustered (kCluster 2, cooperative only): CTA pairs of a cluster take vertically adjacent
+//   clustered (kCluster 2, either of the above): CTA pairs of a cluster take vertically adjacent
 //     tiles (M tiles 2 p and 2 p + 1, same N tile), and each loads half of the shared B tile with
 //     a TMA multicast into both CTAs' shared memory: B's L2 -> SM traffic halves. A stage is
-//     free only when the consumers of both CTAs have released it (4 arrivals on "empty").
+//     free only when the consumers of both CTAs have released it (2 x its consumers arrivals
+//     on "empty"), so the pair runs in lockstep.
 // Operands are K-major 16-bit matrices read through 3D tensor maps {K, rows, batch} with
 // 128-byte swizzle and boxes {64, kBM} (A) and {64, kBN} (B); TMA zero-fills rows and k outside
 // the matrix, so any M, N, K works without predication in the main loop.
@@ -47,7 +48,7 @@ struct HopperDirectConfig {
   static_assert(kBK * 2 == 128, "a k-block row must be exactly one 128-byte swizzle row");
   static_assert(kPingPong ? kBM == 64 : kBM == 128, "64 rows per consumer warpgroup");
   static_assert(kBN == 128 || kBN == 256, "wgmma n of 128 or 256");
-  static_assert(kCluster == 1 || (kCluster == 2 && !kPingPong), "clusters of 2, cooperative only");
+  static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
   static_assert((kBLoadRows * kBK * 2) % 1024 == 0, "a multicast half of B must keep the swizzle alignment");
   static_assert(kTileA % 1024 == 0 && kTileB % 1024 == 0, "stage tiles must stay 1024-byte aligned");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");

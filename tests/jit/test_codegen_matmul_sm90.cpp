@@ -84,9 +84,9 @@ TEST(JitMatmulSm90, BatchedTensorMaps) {
   g.output(g.matmul(a, b), "y");
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
-  // 4 direct-epilogue configs (128x128 first: 6 tiles of 128x256 do not fill the GPU), the
+  // 5 direct-epilogue configs (128x128 first: 6 tiles of 128x256 do not fill the GPU), the
   // C-tile kernel, the generic tile
-  ASSERT_EQ(matmul_variants(g, r, h200()), 6);
+  ASSERT_EQ(matmul_variants(g, r, h200()), 7);
   const RegionKernels rk = build_matmul_variant(g, r, h200(), 0);
   const KernelSpec& k = rk.kernels.at(0);
   ASSERT_EQ(k.tensor_maps.size(), 2u);
@@ -106,23 +106,26 @@ TEST(JitMatmulSm90, BatchedTensorMaps) {
   EXPECT_EQ(k.launch.block.x, 384u);
   EXPECT_NE(k.description.find("128x128x64 stages6 coop"), std::string::npos) << k.description;
   EXPECT_EQ(tb.box[1], 128u);
-  EXPECT_NE(build_matmul_variant(g, r, h200(), 4).kernels.at(0).description.find("stages4 tma warpspec"), std::string::npos);
-  // variant 5 is the generic tile, for the tuner to time against
-  EXPECT_EQ(build_matmul_variant(g, r, h200(), 5).kernels.at(0).description.find("sm90"), std::string::npos);
+  EXPECT_NE(build_matmul_variant(g, r, h200(), 5).kernels.at(0).description.find("stages4 tma warpspec"), std::string::npos);
+  // variant 6 is the generic tile, for the tuner to time against
+  EXPECT_EQ(build_matmul_variant(g, r, h200(), 6).kernels.at(0).description.find("sm90"), std::string::npos);
 }
 
 TEST(JitMatmulSm90, LargeShapesTake128x256First) {
   const Graph g = mm(DType::bf16, 4096, 4096, 4096, true, false);
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
-  ASSERT_EQ(matmul_variants(g, r, h200()), 6);
-  const std::string want[] = {"128x256x64 stages4 coop(1p+2c, 64 rows each) tma", "128x256x64 stages4 coop(1p+2c, 64 rows each) cluster2x1 multicast-b",
-                              "64x256x64 stages5 pingpong", "128x128x64 stages6 coop", "128x128x64 stages4 tma"};
-  for (int v = 0; v < 5; ++v) {
+  ASSERT_EQ(matmul_variants(g, r, h200()), 7);
+  const std::string want[] = {"128x256x64 stages4 coop(1p+2c, 64 rows each) tma",
+                              "128x256x64 stages4 coop(1p+2c, 64 rows each) cluster2x1 multicast-b",
+                              "64x256x64 stages5 pingpong(1p+2c, a tile each) cluster2x1 multicast-b",
+                              "64x256x64 stages5 pingpong(1p+2c, a tile each) tma", "128x128x64 stages6 coop",
+                              "128x128x64 stages4 tma"};
+  for (int v = 0; v < 6; ++v) {
     const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
     EXPECT_NE(k.description.find(want[v]), std::string::npos) << v << ": " << k.description;
   }
-  const KernelSpec k = build_matmul_variant(g, r, h200(), 2).kernels.at(0);
+  const KernelSpec k = build_matmul_variant(g, r, h200(), 3).kernels.at(0);
   EXPECT_EQ(k.tensor_maps.at(0).box[1], 64u);   // ping-pong: 64-row A tiles
   EXPECT_EQ(k.tensor_maps.at(1).box[1], 256u);
   EXPECT_EQ(k.launch.grid.x, 132u);  // 1024 tiles, two per CTA at a time
@@ -133,11 +136,15 @@ TEST(JitMatmulSm90, LargeShapesTake128x256First) {
   EXPECT_EQ(pair.launch.cluster->x, 2u);
   EXPECT_EQ(pair.launch.grid.x % 2, 0u);
   EXPECT_EQ(pair.persistent_work, 16 * 16);  // tile pairs
+  const KernelSpec ping_pair = build_matmul_variant(g, r, h200(), 2).kernels.at(0);
+  EXPECT_EQ(ping_pair.persistent_work, 32 * 16 / 2);  // 64-row tile pairs, two per CTA pair at a time
+  EXPECT_EQ(ping_pair.tensor_maps.at(0).box[1], 64u);
+  EXPECT_EQ(ping_pair.tensor_maps.at(1).box[1], 128u);
 }
 
 TEST(JitMatmulSm90, CompilesWithoutSpills) {
-  // every Hopper variant (4 direct-epilogue configs, the C-tile kernel)
-  for (int v = 0; v < 5; ++v) {
+  // every Hopper variant (5 direct-epilogue configs, the C-tile kernel)
+  for (int v = 0; v < 6; ++v) {
   for (bool epilogue : {false, true}) {
     for (DType t : {DType::bf16, DType::f16}) {
       const Graph g = mm(t, 333, 257, 136, true, epilogue);

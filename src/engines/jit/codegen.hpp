@@ -42,7 +42,7 @@ RegionKernels build_conv(const Graph& g, const fuse::Region& r, const cuda::Devi
 RegionKernels build_sdpa(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 
 // Matmul variants, best first: where the Hopper GEMMs apply, the direct-epilogue configs
-// (codegen_matmul_sm90_direct.cpp; 128x256 cooperative first, then the same in CTA pairs sharing B,
+// (codegen_matmul_sm90_direct.cpp; 128x256 cooperative first, then in CTA pairs sharing B,
 // when its tiles fill the GPU, else 128x128 first) and the C-tile kernel (codegen_matmul_sm90.cpp), then the generic mma.sync tile. Where the Hopper kernel does not
 // apply, the generic variant's description says why (the fallback is reported, never silent).
 // Last, for M <= 16, the decode GEMV tile (codegen_matmul_decode.cpp): never the default until it
@@ -56,7 +56,7 @@ RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cud
 // A tile config of the direct-epilogue Hopper GEMM (kernels/gemm/sm90_gemm_direct.cuh):
 // bm x bn x 64 tiles through a `stages`-deep ring; cooperative (bm 128: both consumers on one
 // tile) or ping-pong (bm 64: a tile per consumer, one's epilogue under the other's main loop).
-// cluster 2: CTA pairs share B through TMA multicast (cooperative only).
+// cluster 2: CTA pairs share B through TMA multicast.
 struct Sm90DirectConfig {
   int bm = 128, bn = 256, stages = 4;
   bool ping_pong = false;

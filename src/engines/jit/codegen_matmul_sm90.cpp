@@ -184,14 +184,14 @@ namespace {
 std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Region& r,
                                                   const cuda::DeviceProperties& dev) {
   const Sm90DirectConfig coop256{128, 256, 4, false, 1}, ping256{64, 256, 5, true, 1},
-      coop128{128, 128, 6, false, 1}, coop256_pair{128, 256, 4, false, 2};
+      coop128{128, 128, 6, false, 1}, coop256_pair{128, 256, 4, false, 2}, ping256_pair{64, 256, 5, true, 2};
   std::vector<Sm90DirectConfig> all;
   const Sm90Operands o = sm90_operands(g, r);
   const int64_t tiles256 = o.batch.numel * ((o.m + 127) / 128) * ((o.n + 255) / 256);
   if (tiles256 >= (dev.sm_count > 0 ? dev.sm_count : 132)) {
-    all = {coop256, coop256_pair, ping256, coop128};
+    all = {coop256, coop256_pair, ping256_pair, ping256, coop128};
   } else {
-    all = {coop128, coop256, ping256, coop256_pair};
+    all = {coop128, coop256, ping256, coop256_pair, ping256_pair};
   }
   std::vector<Sm90DirectConfig> out;
   for (const Sm90DirectConfig& c : all) {
