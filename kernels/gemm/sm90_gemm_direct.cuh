@@ -97,7 +97,8 @@ __device__ __forceinline__ HopperDirectTile hopper_direct_tile(i64 t, int tiles_
 // rank r takes M tile 2 p + r of pair row p; a tile past the matrix computes zeros and stores
 // nothing, but still takes part in the multicasts).
 struct HopperDirectWork {
-  i64 first, stride, count;  // items first, first + stride, ... below count
+  int first, stride;  // items first, first + stride, ... below count (int: fewer live registers)
+  i64 count;
   int rank;                  // in the cluster
   int item_rows;             // M extent of the item grid (tiles_m, or pair rows)
 };
@@ -106,8 +107,8 @@ __device__ __forceinline__ HopperDirectWork hopper_direct_work(i64 batches, int 
   HopperDirectWork w;
   w.rank = C::kCluster == 1 ? 0 : static_cast<int>(cluster_cta_rank());
   w.item_rows = (tiles_m + C::kCluster - 1) / C::kCluster;
-  w.first = blockIdx.x / C::kCluster;
-  w.stride = gridDim.x / C::kCluster;
+  w.first = static_cast<int>(blockIdx.x) / C::kCluster;
+  w.stride = static_cast<int>(gridDim.x) / C::kCluster;
   w.count = batches * w.item_rows * tiles_n;
   return w;
 }

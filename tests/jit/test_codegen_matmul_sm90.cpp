@@ -142,6 +142,30 @@ TEST(JitMatmulSm90, LargeShapesTake128x256First) {
   EXPECT_EQ(ping_pair.tensor_maps.at(1).box[1], 128u);
 }
 
+TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
+  // the shape and epilogue of sinter_bench_gemm's fused case (bias + GELU + global amax) on every
+  // Hopper variant: the 128x256 configs keep 128 accumulators per thread under the 168-register
+  // launch budget
+  Graph g("bench_fused");
+  auto a = g.input("a", DType::bf16, {4096, 4096});
+  auto b = g.input("b", DType::bf16, {4096, 4096}, {1, 4096});
+  auto y = g.gelu(g.add(g.matmul(a, b), g.input("bias", DType::bf16, {4096})));
+  g.output(y, "y");
+  g.output(g.amax(y), "amax");
+  const fuse::Partition p = fuse::partition_graph(g);
+  const fuse::Region& r = matmul_region(g, p);
+  for (int v = 0; v < 6; ++v) {
+    const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+    ASSERT_NE(k.description.find("sm90 wgmma"), std::string::npos) << k.description;
+    cuda::CompileOptions opts;
+    opts.arch = "sm_90a";
+    opts.extra_options = {"--ptxas-options=-v"};
+    const cuda::CompileResult res = cuda::compile_cuda("sm90_bench_fused.cu", k.source, opts);
+    std::printf("  %s\n%s", k.description.c_str(), res.log.c_str());
+    EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
+  }
+}
+
 TEST(JitMatmulSm90, CompilesWithoutSpills) {
   // every Hopper variant (5 direct-epilogue configs, the C-tile kernel)
   for (int v = 0; v < 6; ++v) {
