@@ -197,8 +197,14 @@ std::string AnchorEpilogue::element_impl(const std::string& value, const std::st
       case fuse::ExitReduction::columns: acc = "cacc" + n + col_acc; break;
       case fuse::ExitReduction::global: acc = "gacc" + n; break;
     }
-    s << indent << "if (valid) " << acc << " = reduce_combine<" << kind << ">(" << acc
-      << ", reduce_input<" << kind << ">(static_cast<float>(" << b.name_of(rn.inputs[0]) << ")));\n";
+    const std::string in = "reduce_input<" + kind + ">(static_cast<float>(" + b.name_of(rn.inputs[0]) + "))";
+    if (out_suffix.empty()) {
+      s << indent << "if (valid) " << acc << " = reduce_combine<" << kind << ">(" << acc << ", " << in << ");\n";
+    } else {
+      // unrolled fragment epilogues: a select instead of a branch around every element
+      s << indent << acc << " = reduce_combine<" << kind << ">(" << acc << ", valid ? " << in << " : reduce_identity<"
+        << kind << ">());\n";
+    }
   }
   return s.str();
 }
