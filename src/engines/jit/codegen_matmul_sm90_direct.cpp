@@ -108,7 +108,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
     src << "    for (i64 j = c, n = 0;; j += 2, ++n) {\n"
         << "      const i64 t = w.first + j * w.stride;\n"
         << "      if (t >= w.count) break;\n"
-        << "      // tile j - 1 is the other consumer's (n - c)-th: wait until it has issued its wgmma\n"
+        << "      // tile j - 1 is the other consumer's (n - 1 + c)-th: wait until it has issued its wgmma\n"
         << "      if (j > 0) mbarrier_wait(&sm.order[1 - c], static_cast<u32>((n - 1 + c) & 1));\n"
         << "      const i64 seq = j * k_blocks;\n"
         << "      int stage = static_cast<int>(seq % Cfg::kStages);\n"
