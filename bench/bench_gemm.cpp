@@ -2,6 +2,7 @@
 // this process on the same inputs (StreamExecutor::time_ms: CUDA events, warm-up, median):
 //   gemm_4096, gemm_8192           bf16 [M, K] x [K, N] with B k-contiguous (an [N, K] weight)
 //   gemm_bias_gelu_amax_4096       our fused epilogue vs bare cuBLASLt (target <= 1.05x)
+//   (these three also print one line per Hopper candidate, forced: "candidate": its number)
 //   decode_m{1,8,16}               x [M, 4096] x a 4096x14336 weight: weight bytes per second
 //   decode_m{1,8,16}_gemv[_kn]     the same on the jit decode GEMV candidate (forced), with the
 //                                  [N, K] weight and with a row-major [K, N] one, vs cuBLASLt on
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "cuda/device.hpp"
 #include "cuda/kernel_cache.hpp"
@@ -75,8 +77,21 @@ Timed timed(const Graph& g, const std::string& engine, cuda::KernelCache& cache,
   return t;
 }
 
+// The jit candidate numbers of g's matmul region that run a Hopper GEMM (sm90 wgmma).
+std::vector<int> hopper_candidates(const Graph& g, const cuda::DeviceProperties& dev) {
+  std::vector<int> out;
+  const fuse::Partition p = fuse::partition_graph(g);
+  for (const fuse::Region& r : p.regions) {
+    if (r.kind != fuse::RegionKind::matmul) continue;
+    for (const auto& [v, rk] : jit::distinct_variants(g, r, dev)) {
+      if (rk.kernels.at(0).description.find("sm90 wgmma") != std::string::npos) out.push_back(v);
+    }
+  }
+  return out;
+}
+
 void run_case(const std::string& name, const Graph& ours, const Graph& theirs, double flops, double bytes,
-              cuda::KernelCache& cache, int iters) {
+              cuda::KernelCache& cache, int iters, bool each_candidate = false) {
   const TensorMap in = random_inputs(ours, 7);
   TensorMap in_theirs;
   for (TensorId id : theirs.inputs()) {
@@ -92,6 +107,16 @@ void run_case(const std::string& name, const Graph& ours, const Graph& theirs, d
               name.c_str(), s.ms, c.ms, s.ms / c.ms, flops / (s.ms * 1e9), flops / (c.ms * 1e9),
               bytes / (s.ms * 1e9), diff, s.kernels.c_str(), c.kernels.c_str());
   std::fflush(stdout);
+  if (!each_candidate) return;
+  // every Hopper config forced, against the cuBLASLt time above: which one should be the default
+  for (int v : hopper_candidates(ours, cuda::device_properties(0))) {
+    const Timed f = timed(ours, "jit", cache, iters, in, v);
+    std::printf("{\"case\": \"%s\", \"candidate\": %d, \"sinter_ms\": %.5f, \"cublaslt_ms\": %.5f, "
+                "\"ratio\": %.3f, \"sinter_tflops\": %.1f, \"rel_l2_vs_cublaslt\": %.3g, \"sinter_kernels\": \"%s\"}\n",
+                name.c_str(), v, f.ms, c.ms, f.ms / c.ms, flops / (f.ms * 1e9),
+                relative_l2_error(f.out.at("y"), c.out.at("y")), f.kernels.c_str());
+    std::fflush(stdout);
+  }
 }
 
 // The jit candidate number of the decode GEMV tile for g's matmul region, or -1.
@@ -163,12 +188,12 @@ int main(int argc, char** argv) {
   for (int64_t s : {int64_t{4096}, int64_t{8192}}) {
     if (decode_only) break;
     const Graph g = gemm("gemm_" + std::to_string(s), s, s, s, false);
-    run_case(g.name(), g, g, 2.0 * s * s * s, 2.0 * s * s, cache, iters);
+    run_case(g.name(), g, g, 2.0 * s * s * s, 2.0 * s * s, cache, iters, true);
   }
   if (!decode_only) {
     const int64_t s = 4096;
     run_case("gemm_bias_gelu_amax_4096", gemm("gemm_bias_gelu_amax_4096", s, s, s, true),
-             gemm("gemm_4096", s, s, s, false), 2.0 * s * s * s, 2.0 * s * s, cache, iters);
+             gemm("gemm_4096", s, s, s, false), 2.0 * s * s * s, 2.0 * s * s, cache, iters, true);
   }
   for (int64_t m : {int64_t{1}, int64_t{8}, int64_t{16}}) {
     const int64_t k = 4096, n = 14336;

@@ -9,9 +9,9 @@ quick="${2:-}"
 out="${OUT:-/tmp/sinter_out}"
 mkdir -p "$out"
 echo "== GpuHopperGemm"
-timeout 300 "$bin/sinter_gpu_tests" --gtest_filter='GpuHopperGemm.*' > "$out/gpu_hopper_gemm.log" 2>&1
+timeout 600 "$bin/sinter_gpu_tests" --gtest_filter='GpuHopperGemm.*' > "$out/gpu_hopper_gemm.log" 2>&1
 echo "gpu tests exit code $?"
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|rel L2|sm90|Failure|Error" "$out/gpu_hopper_gemm.log" | head -80
 echo "== sinter_bench_gemm"
-timeout 280 "$bin/sinter_bench_gemm" $quick | tee "$out/gemm.jsonl"
+timeout 540 "$bin/sinter_bench_gemm" $quick | tee "$out/gemm.jsonl"
 echo "bench exit code ${PIPESTATUS[0]}"

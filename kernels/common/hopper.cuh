@@ -52,6 +52,41 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const SinterTensorMap* ma
       ::"r"(smem_addr(dst)), "l"(reinterpret_cast<u64>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
 }
+// The same box written to the same shared-memory offset in every CTA of `cta_mask` (cluster
+// ranks), completing each destination CTA's barrier at `bar`'s offset.
+__device__ __forceinline__ void tma_load_3d_multicast(void* dst, const SinterTensorMap* map, u64* bar, int c0, int c1,
+                                                      int c2, u16 cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4, %5}], [%2], %6;"
+      ::"r"(smem_addr(dst)), "l"(reinterpret_cast<u64>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2),
+      "h"(cta_mask)
+      : "memory");
+}
+
+// ---- cluster --------------------------------------------------------------------------------------
+__device__ __forceinline__ u32 cluster_cta_rank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// Every thread of every CTA of the cluster; orders shared-memory writes (barrier inits) before
+// the other CTAs' accesses to them.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// Arrives on the mbarrier at `bar`'s offset in the shared memory of cluster CTA `rank`. Default
+// (CTA-scope) semantics: a ".release.cluster" arrive costs a GPU-wide fence (MEMBAR.ALL.GPU in
+// SASS) per call, and what it publishes here (our wgmma are done reading a stage) needs none.
+__device__ __forceinline__ void mbarrier_arrive_cluster(u64* bar, u32 rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n"
+      ::"r"(smem_addr(bar)), "r"(rank)
+      : "memory");
+}
+
 __device__ __forceinline__ void tma_prefetch_descriptor(const SinterTensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(map)) : "memory");
 }
@@ -124,6 +159,52 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 desc_a, u64
         "%64, %65, p, 1, 1, 0, 0;\n}\n"
         : SINTER_WGMMA_D8(0), SINTER_WGMMA_D8(8), SINTER_WGMMA_D8(16), SINTER_WGMMA_D8(24),
           SINTER_WGMMA_D8(32), SINTER_WGMMA_D8(40), SINTER_WGMMA_D8(48), SINTER_WGMMA_D8(56)
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  }
+}
+// D[64x256] (+)= A[64x16] * B[16x256]^T, both K-major in shared memory, f32 accumulate. The
+// fragment layout is that of m64n128k16 continued: d[j] is row 16 w + l/4 + 8 ((j/2) % 2),
+// column 8 (j/4) + 2 (l%4) + j%2, for j < 128.
+template <bool kBf16>
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 desc_a, u64 desc_b, bool accumulate) {
+  const int scale_d = accumulate ? 1 : 0;
+  if constexpr (kBf16) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127 "
+        "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+        : SINTER_WGMMA_D8(0), SINTER_WGMMA_D8(8), SINTER_WGMMA_D8(16), SINTER_WGMMA_D8(24),
+          SINTER_WGMMA_D8(32), SINTER_WGMMA_D8(40), SINTER_WGMMA_D8(48), SINTER_WGMMA_D8(56),
+          SINTER_WGMMA_D8(64), SINTER_WGMMA_D8(72), SINTER_WGMMA_D8(80), SINTER_WGMMA_D8(88),
+          SINTER_WGMMA_D8(96), SINTER_WGMMA_D8(104), SINTER_WGMMA_D8(112), SINTER_WGMMA_D8(120)
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127 "
+        "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+        : SINTER_WGMMA_D8(0), SINTER_WGMMA_D8(8), SINTER_WGMMA_D8(16), SINTER_WGMMA_D8(24),
+          SINTER_WGMMA_D8(32), SINTER_WGMMA_D8(40), SINTER_WGMMA_D8(48), SINTER_WGMMA_D8(56),
+          SINTER_WGMMA_D8(64), SINTER_WGMMA_D8(72), SINTER_WGMMA_D8(80), SINTER_WGMMA_D8(88),
+          SINTER_WGMMA_D8(96), SINTER_WGMMA_D8(104), SINTER_WGMMA_D8(112), SINTER_WGMMA_D8(120)
         : "l"(desc_a), "l"(desc_b), "r"(scale_d));
   }
 }

@@ -36,6 +36,28 @@ int Kernel::max_active_blocks_per_sm(int block_threads, std::size_t dynamic_shar
   return blocks;
 }
 
+int Kernel::max_active_clusters(dim3 cluster, int block_threads, std::size_t dynamic_shared_memory) const {
+  cudaLaunchConfig_t config{};
+  config.gridDim = cluster;  // any grid that is a multiple of the cluster
+  config.blockDim = dim3(static_cast<unsigned>(block_threads));
+  config.dynamicSmemBytes = dynamic_shared_memory;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = cluster.x;
+  attribute.val.clusterDim.y = cluster.y;
+  attribute.val.clusterDim.z = cluster.z;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  int clusters = 0;
+  check_runtime(cudaOccupancyMaxActiveClusters(&clusters, reinterpret_cast<const void*>(handle_), &config),
+                "cudaOccupancyMaxActiveClusters(" + name_ + ", cluster " + std::to_string(cluster.x) + "x" +
+                    std::to_string(cluster.y) + "x" + std::to_string(cluster.z) + ", " +
+                    std::to_string(block_threads) + " threads, " + std::to_string(dynamic_shared_memory) +
+                    " bytes)",
+                __FILE__, __LINE__);
+  return clusters;
+}
+
 cudaFuncAttributes Kernel::attributes() const {
   cudaFuncAttributes result{};
   check_runtime(cudaFuncGetAttributes(&result, reinterpret_cast<const void*>(handle_)),

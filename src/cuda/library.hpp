@@ -36,6 +36,9 @@ class Kernel {
   void set_max_dynamic_shared_memory(int bytes, int device) const;
   // How many blocks of this kernel fit on one SM at once (0: the configuration cannot run).
   int max_active_blocks_per_sm(int block_threads, std::size_t dynamic_shared_memory) const;
+  // How many clusters of `cluster` blocks can be resident on the device at once (0: none fit).
+  // Below blocks-per-SM x SMs / cluster size where the SMs of a GPC do not divide into clusters.
+  int max_active_clusters(dim3 cluster, int block_threads, std::size_t dynamic_shared_memory) const;
   cudaFuncAttributes attributes() const;
 
   // `args` points at one pointer per kernel parameter, each to that argument's value, as

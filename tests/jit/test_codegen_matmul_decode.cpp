@@ -58,10 +58,10 @@ Built build_first(const Graph& g, const cuda::DeviceProperties& dev = h200()) {
 }
 
 TEST(JitMatmulDecode, OfferedFirstForUpToSixteenRows) {
-  // with the Hopper GEMM: decode, sm90, generic
+  // with the Hopper GEMM: decode, the C-tile kernel, 5 direct-epilogue configs, generic
   Built b = build_first(decode(DType::bf16, 16, 14336, 4096, true, false));
   EXPECT_EQ(b.why_not, "");
-  EXPECT_EQ(b.variants, 3);
+  EXPECT_EQ(b.variants, 8);
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv"), std::string::npos) << b.rk.kernels.at(0).description;
   // without it (n-major weight): decode, generic
   b = build_first(decode(DType::bf16, 1, 14336, 4096, false, false));
@@ -72,15 +72,16 @@ TEST(JitMatmulDecode, OfferedFirstForUpToSixteenRows) {
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_gemv), 0);
-  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90), 1);
-  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::generic), 2);
+  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_ctile), 1);
+  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_direct), 2);
+  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::generic), matmul_variants(g, r, h200()) - 1);
   EXPECT_NE(build_matmul_variant(g, r, h200(), 1).kernels.at(0).description.find("sm90 wgmma"), std::string::npos);
 }
 
 TEST(JitMatmulDecode, DeclinesWithAReason) {
   Built b = build_first(decode(DType::bf16, 17, 256, 256, true, false));
   EXPECT_NE(b.why_not.find("M = 17 is more than 16 rows"), std::string::npos) << b.why_not;
-  EXPECT_EQ(b.variants, 2);
+  EXPECT_EQ(b.variants, 7);
   EXPECT_EQ(b.rk.kernels.at(0).description.find("decode"), std::string::npos);
   b = build_first(decode(DType::f32, 4, 256, 256, true, false));
   EXPECT_NE(b.why_not.find("not both bf16 or both f16"), std::string::npos) << b.why_not;

@@ -84,8 +84,12 @@ TEST(JitMatmulSm90, BatchedTensorMaps) {
   g.output(g.matmul(a, b), "y");
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
-  ASSERT_EQ(matmul_variants(g, r, h200()), 2);
-  const RegionKernels rk = build_matmul_variant(g, r, h200(), 0);
+  // the C-tile kernel, 5 direct-epilogue configs (128x128 first: 6 tiles of 128x256 do not fill
+  // the GPU), the generic tile
+  ASSERT_EQ(matmul_variants(g, r, h200()), 7);
+  const int direct = matmul_variant_of(g, r, h200(), MatmulTile::sm90_direct);
+  ASSERT_EQ(direct, 1);
+  const RegionKernels rk = build_matmul_variant(g, r, h200(), direct);
   const KernelSpec& k = rk.kernels.at(0);
   ASSERT_EQ(k.tensor_maps.size(), 2u);
   const TensorMapSlot& ta = k.tensor_maps[0];
@@ -102,16 +106,76 @@ TEST(JitMatmulSm90, BatchedTensorMaps) {
   EXPECT_EQ(tb.arg_offset % 64, 0u);
   EXPECT_EQ(k.args.size() % 64, 0u);
   EXPECT_EQ(k.launch.block.x, 384u);
-  // variant 1 is the generic tile, for the tuner to time against
-  EXPECT_EQ(build_matmul_variant(g, r, h200(), 1).kernels.at(0).description.find("sm90"), std::string::npos);
+  EXPECT_NE(k.description.find("128x128x64 stages6 coop"), std::string::npos) << k.description;
+  EXPECT_EQ(tb.box[1], 128u);
+  EXPECT_NE(build_matmul_variant(g, r, h200(), 0).kernels.at(0).description.find("stages4 tma warpspec"), std::string::npos);
+  // variant 6 is the generic tile, for the tuner to time against
+  EXPECT_EQ(build_matmul_variant(g, r, h200(), 6).kernels.at(0).description.find("sm90"), std::string::npos);
+}
+
+TEST(JitMatmulSm90, LargeShapesTake128x256First) {
+  const Graph g = mm(DType::bf16, 4096, 4096, 4096, true, false);
+  const fuse::Partition p = fuse::partition_graph(g);
+  const fuse::Region& r = matmul_region(g, p);
+  ASSERT_EQ(matmul_variants(g, r, h200()), 7);
+  // the C-tile kernel first (measured), then the direct-epilogue configs
+  const std::string want[] = {"128x128x64 stages4 tma", "128x256x64 stages4 coop(1p+2c, 64 rows each) tma",
+                              "128x256x64 stages4 coop(1p+2c, 64 rows each) cluster2x1 multicast-b",
+                              "64x256x64 stages5 pingpong(1p+2c, a tile each) cluster2x1 multicast-b",
+                              "64x256x64 stages5 pingpong(1p+2c, a tile each) tma", "128x128x64 stages6 coop"};
+  for (int v = 0; v < 6; ++v) {
+    const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+    EXPECT_NE(k.description.find(want[v]), std::string::npos) << v << ": " << k.description;
+  }
+  const KernelSpec k = build_matmul_variant(g, r, h200(), 4).kernels.at(0);
+  EXPECT_EQ(k.tensor_maps.at(0).box[1], 64u);   // ping-pong: 64-row A tiles
+  EXPECT_EQ(k.tensor_maps.at(1).box[1], 256u);
+  EXPECT_EQ(k.launch.grid.x, 132u);  // 1024 tiles, two per CTA at a time
+  EXPECT_FALSE(k.launch.cluster.has_value());
+  const KernelSpec pair = build_matmul_variant(g, r, h200(), 2).kernels.at(0);
+  EXPECT_EQ(pair.tensor_maps.at(1).box[1], 128u);  // each CTA of the pair loads half of B
+  ASSERT_TRUE(pair.launch.cluster.has_value());
+  EXPECT_EQ(pair.launch.cluster->x, 2u);
+  EXPECT_EQ(pair.launch.grid.x % 2, 0u);
+  EXPECT_EQ(pair.persistent_work, 16 * 16);  // tile pairs
+  const KernelSpec ping_pair = build_matmul_variant(g, r, h200(), 3).kernels.at(0);
+  EXPECT_EQ(ping_pair.persistent_work, 32 * 16 / 2);  // 64-row tile pairs, two per CTA pair at a time
+  EXPECT_EQ(ping_pair.tensor_maps.at(0).box[1], 64u);
+  EXPECT_EQ(ping_pair.tensor_maps.at(1).box[1], 128u);
+}
+
+TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
+  // the shape and epilogue of sinter_bench_gemm's fused case (bias + GELU + global amax) on every
+  // Hopper variant: the 128x256 configs keep 128 accumulators per thread under the 168-register
+  // launch budget
+  Graph g("bench_fused");
+  auto a = g.input("a", DType::bf16, {4096, 4096});
+  auto b = g.input("b", DType::bf16, {4096, 4096}, {1, 4096});
+  auto y = g.gelu(g.add(g.matmul(a, b), g.input("bias", DType::bf16, {4096})));
+  g.output(y, "y");
+  g.output(g.amax(y), "amax");
+  const fuse::Partition p = fuse::partition_graph(g);
+  const fuse::Region& r = matmul_region(g, p);
+  for (int v = 0; v < 6; ++v) {
+    const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+    ASSERT_NE(k.description.find("sm90 wgmma"), std::string::npos) << k.description;
+    cuda::CompileOptions opts;
+    opts.arch = "sm_90a";
+    opts.extra_options = {"--ptxas-options=-v"};
+    const cuda::CompileResult res = cuda::compile_cuda("sm90_bench_fused.cu", k.source, opts);
+    std::printf("  %s\n%s", k.description.c_str(), res.log.c_str());
+    EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
+  }
 }
 
 TEST(JitMatmulSm90, CompilesWithoutSpills) {
+  // every Hopper variant (5 direct-epilogue configs, the C-tile kernel)
+  for (int v = 0; v < 6; ++v) {
   for (bool epilogue : {false, true}) {
     for (DType t : {DType::bf16, DType::f16}) {
       const Graph g = mm(t, 333, 257, 136, true, epilogue);
       const fuse::Partition p = fuse::partition_graph(g);
-      const RegionKernels rk = build_matmul_variant(g, matmul_region(g, p), h200(), 0);
+      const RegionKernels rk = build_matmul_variant(g, matmul_region(g, p), h200(), v);
       const KernelSpec& k = rk.kernels.at(0);
       ASSERT_NE(k.description.find("sm90 wgmma"), std::string::npos) << k.description;
       cuda::CompileOptions opts;
@@ -127,7 +191,7 @@ TEST(JitMatmulSm90, CompilesWithoutSpills) {
       std::printf("  %s\n%s", k.description.c_str(), res.log.c_str());
       EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
       if (const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR")) {
-        const std::string name = std::string("sm90_gemm_") + (t == DType::bf16 ? "bf16" : "f16") +
+        const std::string name = "sm90_gemm_v" + std::to_string(v) + "_" + (t == DType::bf16 ? "bf16" : "f16") +
                                  (epilogue ? "_epilogue" : "") + ".cubin";
         std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
             .write(res.cubin.data(), static_cast<std::streamsize>(res.cubin.size()));
@@ -135,6 +199,7 @@ TEST(JitMatmulSm90, CompilesWithoutSpills) {
       }
     }
   }
+}
 }
 
 }  // namespace

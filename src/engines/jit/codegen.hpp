@@ -65,24 +65,46 @@ RegionKernels build_matmul(const Graph& g, const fuse::Region& r, const cuda::De
 RegionKernels build_conv(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_sdpa(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 
-// Matmul variants, best first. For M <= 16 the decode GEMV tile (codegen_matmul_decode.cpp)
-// comes first: measured on the H200 it streams weights 1.5x faster than the Hopper GEMM there.
-// Then the Hopper warp-specialized TMA + wgmma kernel where it applies (codegen_matmul_sm90.cpp),
-// then the generic mma.sync tile. Where the Hopper kernel does not apply, the generic variant's
-// description says why (the fallback is reported, never silent).
-enum class MatmulTile { decode_gemv, sm90, generic };
-std::vector<MatmulTile> matmul_tiles(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-int matmul_variants(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-// The variant number of `tile` for this region, or -1 where that tile does not apply.
-int matmul_variant_of(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev, MatmulTile tile);
-RegionKernels build_matmul_variant(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-                                   int variant);
 // Why the Hopper GEMM cannot run this region ("" when it can).
 std::string sm90_gemm_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// A tile config of the direct-epilogue Hopper GEMM (kernels/gemm/sm90_gemm_direct.cuh):
+// bm x bn x 64 tiles through a `stages`-deep ring; cooperative (bm 128: both consumers on one
+// tile) or ping-pong (bm 64: a tile per consumer, one's epilogue under the other's main loop).
+// cluster 2: CTA pairs share B through TMA multicast.
+struct Sm90DirectConfig {
+  int bm = 128, bn = 256, stages = 4;
+  bool ping_pong = false;
+  int cluster = 1;
+};
+int sm90_direct_smem_bytes(const Sm90DirectConfig& c);
+std::string sm90_direct_name(const Sm90DirectConfig& c);
+RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                                       const Sm90DirectConfig& c);
 // Why the decode GEMV tile cannot run this region ("" when it can), and the tile itself.
 std::string decode_gemv_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+
+// The matmul candidates of a region, best expected first (matmul_tiles, codegen_matmul_sm90.cpp):
+//   - decode_gemv: for M <= 16, the GEMV tile (measured on the H200: weights streamed 1.5x faster
+//     than by the Hopper GEMM at M = 1, 8, 16);
+//   - sm90_ctile: the Hopper TMA + wgmma kernel whose epilogue reads a C tile in shared memory
+//     (measured: 80-85% of cuBLASLt);
+//   - sm90_direct: the direct-epilogue Hopper configs (128x256, ping-pong, CTA pairs), after the
+//     C-tile kernel until the GPU has timed them;
+//   - generic: the mma.sync tile; where the Hopper kernels do not apply its description says why
+//     (the fallback is reported, never silent).
+enum class MatmulTile { decode_gemv, sm90_ctile, sm90_direct, generic };
+struct MatmulVariant {
+  MatmulTile tile = MatmulTile::generic;
+  Sm90DirectConfig direct;  // sm90_direct only
+};
+std::vector<MatmulVariant> matmul_tiles(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+int matmul_variants(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// The first variant number of `tile` for this region, or -1 where that tile does not apply.
+int matmul_variant_of(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev, MatmulTile tile);
+RegionKernels build_matmul_variant(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                                   int variant);
 
 // Dispatches on the region kind. `variant` numbers the jit engine's candidates for the region:
 // 0 is the generator's default; region_variants lists the numbers that give distinct kernels

@@ -149,10 +149,25 @@ std::string AnchorEpilogue::row_offsets(const std::string& indent) const {
 }
 
 std::string AnchorEpilogue::element(const std::string& value, const std::string& indent) const {
+  return element_impl(value, indent, "", "[j]");
+}
+
+bool AnchorEpilogue::row_invariant(size_t i) const {
+  return std::all_of(operands_[i].lead_strides.begin(), operands_[i].lead_strides.end(),
+                     [](int64_t st) { return st == 0; });
+}
+
+std::string AnchorEpilogue::element_impl(const std::string& value, const std::string& indent,
+                                         const std::string& out_suffix, const std::string& col_acc,
+                                         const std::string& preload_suffix) const {
   std::ostringstream s;
   for (size_t i = 0; i < operands_.size(); ++i) {
     const std::string n = std::to_string(i);
     const std::string ct = compute_type(g_.tensor(operands_[i].tensor).dtype);
+    if (!preload_suffix.empty() && row_invariant(i)) {
+      s << indent << "const " << ct << " l" << n << " = pl" << n << preload_suffix << ";\n";
+      continue;
+    }
     // never read past an operand for columns outside the tile's valid range
     s << indent << "const " << ct << " l" << n << " = valid ? load_one(a.ein" << n << " + ro" << n
       << " + col * a.ecs" << n << ") : static_cast<" << ct << ">(0);\n";
@@ -164,7 +179,9 @@ std::string AnchorEpilogue::element(const std::string& value, const std::string&
   b.bind(value_, "y_");
   for (size_t i = 0; i < operands_.size(); ++i) b.bind(operands_[i].tensor, "l" + std::to_string(i));
   s << b.constants() << b.emit(r_.epilogue);
-  if (!outs_.empty()) {
+  if (!out_suffix.empty()) {
+    for (size_t k = 0; k < outs_.size(); ++k) s << indent << "so" << k << out_suffix << " = " << b.name_of(outs_[k]) << ";\n";
+  } else if (!outs_.empty()) {
     s << indent << "if (valid) {\n";
     for (size_t k = 0; k < outs_.size(); ++k) {
       s << indent << "  store_one(a.out" << k << " + grow * a.ecols + col, " << b.name_of(outs_[k]) << ");\n";
@@ -177,11 +194,17 @@ std::string AnchorEpilogue::element(const std::string& value, const std::string&
     std::string acc;
     switch (exits_[m].exit.pattern) {
       case fuse::ExitReduction::rows: acc = "racc" + n; break;
-      case fuse::ExitReduction::columns: acc = "cacc" + n + "[j]"; break;
+      case fuse::ExitReduction::columns: acc = "cacc" + n + col_acc; break;
       case fuse::ExitReduction::global: acc = "gacc" + n; break;
     }
-    s << indent << "if (valid) " << acc << " = reduce_combine<" << kind << ">(" << acc
-      << ", reduce_input<" << kind << ">(static_cast<float>(" << b.name_of(rn.inputs[0]) << ")));\n";
+    const std::string in = "reduce_input<" + kind + ">(static_cast<float>(" + b.name_of(rn.inputs[0]) + "))";
+    if (out_suffix.empty()) {
+      s << indent << "if (valid) " << acc << " = reduce_combine<" << kind << ">(" << acc << ", " << in << ");\n";
+    } else {
+      // unrolled fragment epilogues: a select instead of a branch around every element
+      s << indent << acc << " = reduce_combine<" << kind << ">(" << acc << ", valid ? " << in << " : reduce_identity<"
+        << kind << ">());\n";
+    }
   }
   return s.str();
 }

@@ -80,6 +80,13 @@ class AnchorEpilogue {
   std::string gemm_tile(const std::string& grow0, const std::string& rows_valid,
                         const std::string& gcol0, const std::string& cols_valid,
                         const GemmTileScope& scope = {}) const;
+  // The epilogue of one Hopper consumer warpgroup's wgmma accumulator `d` (64 rows x `bn`
+  // columns in the fragment layout of kernels/common/hopper.cuh), run straight from registers:
+  // no C tile, two adjacent columns per store, row sums reduced over the 4 lanes of a row and
+  // column sums over the 8 rows of a warp before their atomics. Needs in scope: a, d, grow0 (i64,
+  // the matrix row of the warpgroup's first row), rows_valid (int, may be <= 0), gcol0 (i64),
+  // cols_valid (int) and the global partials gacc<m>. (codegen_anchor_fragment.cpp)
+  std::string fragment_tile(int bn) const;
   // ", float& gacc0, ..." and ", gacc0, ..." for threading global partials through tile calls.
   std::string global_params() const;
   std::string global_args() const;
@@ -89,6 +96,14 @@ class AnchorEpilogue {
   std::string kernel_end(const std::string& indent) const;
 
  private:
+  // element() with choices: `out_suffix` "" stores each output, else assigns it to
+  // so<k><out_suffix> (declared by the caller); column partials accumulate into
+  // cacc<m><col_acc>; with `preload_suffix`, row-invariant operands are read from
+  // pl<i><preload_suffix> (loaded by the caller once per column) instead of memory.
+  std::string element_impl(const std::string& value, const std::string& indent, const std::string& out_suffix,
+                           const std::string& col_acc, const std::string& preload_suffix = "") const;
+  // Whether operand i is the same for every row (a bias): its row offset is always 0.
+  bool row_invariant(size_t i) const;
   struct Operand {
     TensorId tensor;
     Dims lead_strides;   // collapsed, innermost first

@@ -11,10 +11,12 @@
 
 #include <algorithm>
 #include <sstream>
+#include <vector>
 
 #include "engines/jit/codegen.hpp"
 #include "engines/jit/codegen_anchor.hpp"
 #include "engines/jit/codegen_gemm.hpp"
+#include "engines/jit/sm90_operands.hpp"
 #include "gemm/gemm_abi.h"
 #include "sinter/error.hpp"
 
@@ -28,53 +30,9 @@ constexpr int kHopperSmemBytesHost =
     1024 + kHopperStagesHost * (kHopperBMHost + kHopperBNHost) * kHopperBKHost * 2 +
     kHopperBMHost * (kHopperBNHost + 4) * 4 + 2 * kHopperStagesHost * 8;
 
-// The operands of a matmul region, seen as GEMM operands over one collapsed batch dim.
-struct Operands {
-  const Node* mm = nullptr;
-  DType dtype = DType::f32, dtype_b = DType::f32;
-  int64_t m = 0, n = 0, k = 0;
-  int64_t a_stride_m = 0, a_stride_k = 0, b_stride_k = 0, b_stride_n = 0;
-  CollapsedShape batch;
-};
-
-Operands operands(const Graph& g, const fuse::Region& r) {
-  Operands o;
-  o.mm = &g.node(r.anchor);
-  const TensorInfo& ta = g.tensor(o.mm->inputs[0]);
-  const TensorInfo& tb = g.tensor(o.mm->inputs[1]);
-  const TensorInfo& ty = g.tensor(o.mm->outputs[0]);
-  const size_t ra = ta.dims.size(), rb = tb.dims.size();
-  o.dtype = ta.dtype;
-  o.dtype_b = tb.dtype;
-  o.m = ta.dims[ra - 2];
-  o.k = ta.dims[ra - 1];
-  o.n = tb.dims[rb - 1];
-  o.a_stride_m = ta.strides[ra - 2];
-  o.a_stride_k = ta.strides[ra - 1];
-  o.b_stride_k = tb.strides[rb - 2];
-  o.b_stride_n = tb.strides[rb - 1];
-  const Dims batch(ty.dims.begin(), ty.dims.end() - 2);
-  const Dims a_batch = broadcast_strides(Dims(ta.dims.begin(), ta.dims.end() - 2),
-                                         Dims(ta.strides.begin(), ta.strides.end() - 2), batch);
-  const Dims b_batch = broadcast_strides(Dims(tb.dims.begin(), tb.dims.end() - 2),
-                                         Dims(tb.strides.begin(), tb.strides.end() - 2), batch);
-  o.batch = collapse(batch, {a_batch, b_batch});
-  return o;
-}
-
-// A TMA stride over a dim of size 1 is never used; any valid one (the packed size) will do.
-int64_t tma_stride(int64_t size, int64_t stride, int64_t packed) { return size == 1 ? packed : stride; }
-
-// Byte strides {rows, batch} of one operand, as the tensor map will have them.
-std::pair<int64_t, int64_t> operand_strides(const Operands& o, bool is_a) {
-  const int64_t es = static_cast<int64_t>(dtype_size(o.dtype));
-  const int64_t rows = is_a ? o.m : o.n;
-  const int64_t row_packed = (o.k * es + 15) / 16 * 16;
-  const int64_t row = tma_stride(rows, (is_a ? o.a_stride_m : o.b_stride_n) * es, row_packed);
-  const int64_t batch_packed = row * rows;
-  const int64_t batch = o.batch.numel == 1 ? batch_packed : o.batch.strides[is_a ? 0 : 1][0] * es;
-  return {row, batch};
-}
+using Operands = Sm90Operands;
+Operands operands(const Graph& g, const fuse::Region& r) { return sm90_operands(g, r); }
+std::pair<int64_t, int64_t> operand_strides(const Operands& o, bool is_a) { return sm90_operand_strides(o, is_a); }
 
 }  // namespace
 
@@ -122,7 +80,6 @@ std::string sm90_gemm_unsupported(const Graph& g, const fuse::Region& r, const c
 }
 
 RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
-  using Src = PointerSlot::Source;
   const std::string why_not = sm90_gemm_unsupported(g, r, dev);
   if (!why_not.empty()) {
     throw Error(ErrorCode::internal, "build_matmul_sm90: region " + std::to_string(r.id) + ": " + why_not);
@@ -131,39 +88,15 @@ RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cud
   const Node& mm = *o.mm;
   const bool bf16 = o.dtype == DType::bf16;
 
-  SinterGemmShape shape{};
-  shape.m = o.m;
-  shape.n = o.n;
-  shape.k = o.k;
-  shape.batches = o.batch.numel;
-  shape.a_stride_m = o.a_stride_m;
-  shape.a_stride_k = o.a_stride_k;
-  shape.b_stride_k = o.b_stride_k;
-  shape.b_stride_n = o.b_stride_n;
-  shape.batch = make_iter_shape(o.batch);
-  shape.a_batch = make_view(o.batch.strides[0]);
-  shape.b_batch = make_view(o.batch.strides[1]);
+  const SinterGemmShape shape = sm90_gemm_shape(o);
 
   RegionKernels rk;
   KernelSpec spec;
   AnchorEpilogue epi(g, r, mm.outputs[0]);
   ArgsWriter w(spec);
   for (bool is_a : {true, false}) {
-    const auto [row, batch] = operand_strides(o, is_a);
-    TensorMapSlot t;
-    t.source = Src::input;
-    t.index = region_input_index(r, mm.inputs[is_a ? 0 : 1]);
-    t.data_type = bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-    t.dims[0] = static_cast<uint64_t>(o.k);
-    t.dims[1] = static_cast<uint64_t>(is_a ? o.m : o.n);
-    t.dims[2] = static_cast<uint64_t>(o.batch.numel);
-    t.strides[0] = static_cast<uint64_t>(row);
-    t.strides[1] = static_cast<uint64_t>(batch);
-    t.box[0] = kHopperBKHost;
-    t.box[1] = is_a ? kHopperBMHost : kHopperBNHost;
-    t.box[2] = 1;
-    if (t.index < 0) throw Error(ErrorCode::internal, "build_matmul_sm90: an operand is not a region input");
-    w.tensor_map(is_a ? "tma_a" : "tma_b", t);
+    w.tensor_map(is_a ? "tma_a" : "tma_b",
+                 sm90_tensor_map(r, o, is_a, static_cast<uint32_t>(is_a ? kHopperBMHost : kHopperBNHost)));
   }
   w.field("SinterGemmShape", "shape", shape);
   epi.declare(w);
@@ -244,13 +177,39 @@ RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cud
   return rk;
 }
 
-std::vector<MatmulTile> matmul_tiles(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
-  std::vector<MatmulTile> tiles;
-  // For M <= 16 the decode tile comes first: on the H200 it streamed a 4096x14336 weight at
-  // 2.3-2.7 TB/s against 1.6-1.8 TB/s for the sm90 tile (M = 1, 8, 16).
-  if (decode_gemv_unsupported(g, r, dev).empty()) tiles.push_back(MatmulTile::decode_gemv);
-  if (sm90_gemm_unsupported(g, r, dev).empty()) tiles.push_back(MatmulTile::sm90);
-  tiles.push_back(MatmulTile::generic);
+namespace {
+
+// The direct-epilogue Hopper configs, best expected first. 128x256 tiles halve the operand bytes
+// per flop of 128x128 but need enough tiles to fill every SM; below that the smaller tile goes first.
+std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Region& r,
+                                                  const cuda::DeviceProperties& dev) {
+  const Sm90DirectConfig coop256{128, 256, 4, false, 1}, ping256{64, 256, 5, true, 1},
+      coop128{128, 128, 6, false, 1}, coop256_pair{128, 256, 4, false, 2}, ping256_pair{64, 256, 5, true, 2};
+  std::vector<Sm90DirectConfig> all;
+  const Sm90Operands o = sm90_operands(g, r);
+  const int64_t tiles256 = o.batch.numel * ((o.m + 127) / 128) * ((o.n + 255) / 256);
+  if (tiles256 >= (dev.sm_count > 0 ? dev.sm_count : 132)) {
+    all = {coop256, coop256_pair, ping256_pair, ping256, coop128};
+  } else {
+    all = {coop128, coop256, ping256, coop256_pair, ping256_pair};
+  }
+  std::vector<Sm90DirectConfig> out;
+  for (const Sm90DirectConfig& c : all) {
+    if (dev.max_shared_memory_per_block_optin >= static_cast<size_t>(sm90_direct_smem_bytes(c))) out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<MatmulVariant> matmul_tiles(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+  std::vector<MatmulVariant> tiles;
+  if (decode_gemv_unsupported(g, r, dev).empty()) tiles.push_back({MatmulTile::decode_gemv, {}});
+  if (sm90_gemm_unsupported(g, r, dev).empty()) {
+    tiles.push_back({MatmulTile::sm90_ctile, {}});
+    for (const Sm90DirectConfig& c : sm90_direct_configs(g, r, dev)) tiles.push_back({MatmulTile::sm90_direct, c});
+  }
+  tiles.push_back({MatmulTile::generic, {}});
   return tiles;
 }
 
@@ -259,16 +218,20 @@ int matmul_variants(const Graph& g, const fuse::Region& r, const cuda::DevicePro
 }
 
 int matmul_variant_of(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev, MatmulTile tile) {
-  const std::vector<MatmulTile> tiles = matmul_tiles(g, r, dev);
-  const auto it = std::find(tiles.begin(), tiles.end(), tile);
-  return it == tiles.end() ? -1 : static_cast<int>(it - tiles.begin());
+  const std::vector<MatmulVariant> tiles = matmul_tiles(g, r, dev);
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    if (tiles[i].tile == tile) return static_cast<int>(i);
+  }
+  return -1;
 }
 
 RegionKernels build_matmul_variant(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                                    int variant) {
-  switch (matmul_tiles(g, r, dev).at(static_cast<size_t>(variant))) {
+  const MatmulVariant v = matmul_tiles(g, r, dev).at(static_cast<size_t>(variant));
+  switch (v.tile) {
     case MatmulTile::decode_gemv: return build_matmul_decode(g, r, dev);
-    case MatmulTile::sm90: return build_matmul_sm90(g, r, dev);
+    case MatmulTile::sm90_ctile: return build_matmul_sm90(g, r, dev);
+    case MatmulTile::sm90_direct: return build_matmul_sm90_direct(g, r, dev, v.direct);
     case MatmulTile::generic: break;
   }
   RegionKernels rk = build_matmul(g, r, dev);

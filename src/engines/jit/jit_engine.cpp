@@ -147,7 +147,16 @@ std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Reg
       const int per_sm = kernel.max_active_blocks_per_sm(static_cast<int>(spec.launch.block.x),
                                                          spec.launch.dynamic_shared_memory);
       const int64_t resident = int64_t{std::max(per_sm, 1)} * ctx.device.sm_count;
-      spec.launch.grid = dim3(static_cast<unsigned>(balanced_grid(spec.persistent_work, resident)));
+      // with clusters, work items are per cluster and the grid a multiple of the cluster; the
+      // resident clusters can be fewer than resident CTAs / cluster size (GPCs with odd SMs)
+      const int64_t cx = spec.launch.cluster ? int64_t{spec.launch.cluster->x} : 1;
+      int64_t units = std::max<int64_t>(resident / cx, 1);
+      if (spec.launch.cluster) {
+        const int clusters = kernel.max_active_clusters(*spec.launch.cluster, static_cast<int>(spec.launch.block.x),
+                                                        spec.launch.dynamic_shared_memory);
+        if (clusters > 0) units = std::min<int64_t>(units, clusters);
+      }
+      spec.launch.grid = dim3(static_cast<unsigned>(cx * balanced_grid(spec.persistent_work, units)));
       spec.description += " grid" + std::to_string(spec.launch.grid.x);
     }
     loaded.push_back({std::move(spec), std::move(lib), kernel, std::move(binary)});

@@ -1,0 +1,225 @@
+// Hopper GEMM with the epilogue run straight from the wgmma accumulators (no C tile in shared
+// memory), in configurations the tuner times:
+//   cooperative (kPingPong false): a kBM = 128 tile; consumer warpgroup c owns rows 64 c .. 64 c
+//     + 63 of every tile, both run the main loop of the same tile, then both run its epilogue.
+//   ping-pong (kPingPong true): a kBM = 64 tile; consumer c takes every other tile of the CTA, so
+//     one consumer's epilogue runs while the other's wgmma keep the tensor cores busy. Consumer c
+//     starts the main loop of tile j only after the other one has issued all of tile j - 1's
+//     (an "order" mbarrier each): that alternates their main loops, and it keeps every ring
+//     wait within one lap of the producer, which parity waits need.
+// CTA = 3 warpgroups: warpgroup 0 produces (one thread issues TMA loads into a kStages ring,
+// "full"/"empty" mbarriers per stage), warpgroups 1 and 2 consume with wgmma m64n{kBN}k16. The
+// producer gives its registers to the consumers (setmaxnreg), which hold kBN / 2 f32
+// accumulators per thread. Persistent: a CTA walks tiles blockIdx.x, + gridDim.x, ... in grouped
+// order (kGroupM M tiles walk down one N column together) so co-running CTAs share A and B in L2.
+// The producer never waits on an epilogue: a stage is released as soon as its wgmma retire, so
+// the next tile's k-blocks are already loading while the consumers run the epilogue.
+//   clustered (kCluster 2, either of the above): CTA pairs of a cluster take vertically adjacent
+//     tiles (M tiles 2 p and 2 p + 1, same N tile), and each loads half of the shared B tile with
+//     a TMA multicast into both CTAs' shared memory: B's L2 -> SM traffic halves. A stage is
+//     free only when the consumers of both CTAs have released it (2 x its consumers arrivals
+//     on "empty"), so the pair runs in lockstep.
+// Operands are K-major 16-bit matrices read through 3D tensor maps {K, rows, batch} with
+// 128-byte swizzle and boxes {64, kBM} (A) and {64, kBN} (B); TMA zero-fills rows and k outside
+// the matrix, so any M, N, K works without predication in the main loop.
+#pragma once
+
+#include "common/hopper.cuh"
+#include "common/memory.cuh"
+#include "common/types.cuh"
+
+template <int kBM_, int kBN_, int kStages_, bool kPingPong_, int kCluster_ = 1>
+struct HopperDirectConfig {
+  static constexpr int kBM = kBM_, kBN = kBN_, kBK = 64, kStages = kStages_;
+  static constexpr bool kPingPong = kPingPong_;
+  static constexpr int kCluster = kCluster_;
+  static constexpr int kThreads = 384;
+  static constexpr int kTileA = kBM * kBK * 2, kTileB = kBN * kBK * 2;  // bytes per stage
+  static constexpr int kStageBytes = kTileA + kTileB;
+  static constexpr int kOffBars = kStages * kStageBytes;
+  static constexpr int kSmemBytes = 1024 + kOffBars + 2 * kStages * 8 + 2 * 8;  // + 2 order barriers
+  static constexpr int kGroupM = 1024 / kBM;  // 1024 rows of A per raster group
+  static constexpr int kAcc = kBN / 2;        // a 64 x kBN accumulator over 128 threads
+  static constexpr int kEmptyArrivals = (kPingPong ? 1 : 2) * kCluster;
+  static constexpr int kBLoadRows = kBN / kCluster;  // rows of B each CTA of a cluster loads
+  // Registers per thread: 168 at launch (384 threads, 1 CTA/SM), then 40 for the producer and
+  // 232 for the consumers: 128 x 40 + 256 x 232 = 64512 <= 65536.
+  static constexpr int kEntryRegs = 168, kProducerRegs = 40, kConsumerRegs = 232;
+  static_assert(kBK * 2 == 128, "a k-block row must be exactly one 128-byte swizzle row");
+  static_assert(kPingPong ? kBM == 64 : kBM == 128, "64 rows per consumer warpgroup");
+  static_assert(kBN == 128 || kBN == 256, "wgmma n of 128 or 256");
+  static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
+  static_assert((kBLoadRows * kBK * 2) % 1024 == 0, "a multicast half of B must keep the swizzle alignment");
+  static_assert(kTileA % 1024 == 0 && kTileB % 1024 == 0, "stage tiles must stay 1024-byte aligned");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
+  static_assert(kThreads * kEntryRegs <= 65536 && 128 * kProducerRegs + 256 * kConsumerRegs <= 65536,
+                "register file over budget");
+};
+
+struct HopperDirectSmem {
+  char* stages;
+  u64* full;
+  u64* empty;
+  u64* order;  // ping-pong: order[c] completes a phase when consumer c has issued a tile's wgmma
+};
+
+template <class C>
+__device__ __forceinline__ HopperDirectSmem hopper_direct_smem(char* raw) {
+  char* base = reinterpret_cast<char*>((reinterpret_cast<u64>(raw) + 1023) & ~u64{1023});
+  HopperDirectSmem s;
+  s.stages = base;
+  s.full = reinterpret_cast<u64*>(base + C::kOffBars);
+  s.empty = s.full + C::kStages;
+  s.order = s.empty + C::kStages;
+  return s;
+}
+
+struct HopperDirectTile {
+  int batch, mt, nt;
+};
+// Tile t of [batch][tiles_m][tiles_n] in grouped order.
+template <class C>
+__device__ __forceinline__ HopperDirectTile hopper_direct_tile(i64 t, int tiles_m, int tiles_n) {
+  const i64 per_batch = i64{tiles_m} * tiles_n;
+  HopperDirectTile r;
+  r.batch = static_cast<int>(t / per_batch);
+  const int local = static_cast<int>(t - r.batch * per_batch);
+  const int per_group = C::kGroupM * tiles_n;
+  const int group = local / per_group, first_m = group * C::kGroupM;
+  const int group_m = min(tiles_m - first_m, C::kGroupM);
+  const int in_group = local - group * per_group;
+  r.mt = first_m + in_group % group_m;
+  r.nt = in_group / group_m;
+  return r;
+}
+
+// The work items of one CTA: tiles, or with clusters, tile pairs (the cluster walks pairs; CTA
+// rank r takes M tile 2 p + r of pair row p; a tile past the matrix computes zeros and stores
+// nothing, but still takes part in the multicasts).
+struct HopperDirectWork {
+  int first, stride;  // items first, first + stride, ... below count (int: fewer live registers)
+  i64 count;
+  int rank;                  // in the cluster
+  int item_rows;             // M extent of the item grid (tiles_m, or pair rows)
+};
+template <class C>
+__device__ __forceinline__ HopperDirectWork hopper_direct_work(i64 batches, int tiles_m, int tiles_n) {
+  HopperDirectWork w;
+  w.rank = C::kCluster == 1 ? 0 : static_cast<int>(cluster_cta_rank());
+  w.item_rows = (tiles_m + C::kCluster - 1) / C::kCluster;
+  w.first = static_cast<int>(blockIdx.x) / C::kCluster;
+  w.stride = static_cast<int>(gridDim.x) / C::kCluster;
+  w.count = batches * w.item_rows * tiles_n;
+  return w;
+}
+template <class C>
+__device__ __forceinline__ HopperDirectTile hopper_direct_item(const HopperDirectWork& w, i64 t, int tiles_n) {
+  HopperDirectTile tile = hopper_direct_tile<C>(t, w.item_rows, tiles_n);
+  tile.mt = tile.mt * C::kCluster + w.rank;
+  return tile;
+}
+
+// Producer (one thread): every k-block of this CTA's tiles, in tile order, into the ring.
+template <class C>
+__device__ __forceinline__ void hopper_direct_produce(const SinterTensorMap* map_a, const SinterTensorMap* map_b,
+                                                      const HopperDirectSmem& sm, const HopperDirectWork& w,
+                                                      int tiles_n, int k_blocks) {
+  int stage = 0;
+  u32 phase = 0;
+  for (i64 t = w.first; t < w.count; t += w.stride) {
+    const HopperDirectTile tile = hopper_direct_item<C>(w, t, tiles_n);
+    for (int kb = 0; kb < k_blocks; ++kb) {
+      mbarrier_wait(&sm.empty[stage], phase ^ 1u);
+      char* dst = sm.stages + stage * C::kStageBytes;
+      mbarrier_arrive_expect_tx(&sm.full[stage], C::kStageBytes);
+      tma_load_3d(dst, map_a, &sm.full[stage], kb * C::kBK, tile.mt * C::kBM, tile.batch);
+      if constexpr (C::kCluster == 1) {
+        tma_load_3d(dst + C::kTileA, map_b, &sm.full[stage], kb * C::kBK, tile.nt * C::kBN, tile.batch);
+      } else {
+        // this CTA's half of B, into the same place in both CTAs
+        const int half = w.rank * C::kBLoadRows;
+        tma_load_3d_multicast(dst + C::kTileA + half * C::kBK * 2, map_b, &sm.full[stage], kb * C::kBK,
+                              tile.nt * C::kBN + half, tile.batch, static_cast<u16>(0x3));
+      }
+      if (++stage == C::kStages) {
+        stage = 0;
+        phase ^= 1u;
+      }
+    }
+  }
+}
+
+template <int kBN, bool kBf16>
+__device__ __forceinline__ void hopper_direct_wgmma(float (&d)[kBN / 2], u64 da, u64 db) {
+  if constexpr (kBN == 256) {
+    wgmma_m64n256k16<kBf16>(d, da, db, true);
+  } else {
+    wgmma_m64n128k16<kBf16>(d, da, db, true);
+  }
+}
+
+// A consumer is done with a stage: with clusters, the peer's producer writes into it too, so
+// both CTAs' "empty" barriers hear of it.
+template <class C>
+__device__ __forceinline__ void hopper_direct_release(u64* empty) {
+  if constexpr (C::kCluster == 1) {
+    mbarrier_arrive(empty);
+  } else {
+#pragma unroll
+    for (u32 r = 0; r < C::kCluster; ++r) mbarrier_arrive_cluster(empty, r);
+  }
+}
+
+// One consumer warpgroup's 64 x kBN accumulator over all k-blocks of one tile, starting at ring
+// position (stage, phase), which it advances. `a_rows` is the byte offset of its 64 rows inside
+// the stage's A tile. A stage is released once the wgmma reading it has retired (wait_group 1
+// keeps one k-block in flight). `issued`, if not null, is arrived on once every wgmma is issued.
+template <class C, bool kBf16>
+__device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], const HopperDirectSmem& sm, int a_rows,
+                                                       int k_blocks, int& stage, u32& phase, u64* issued) {
+#pragma unroll
+  for (int i = 0; i < C::kAcc; ++i) d[i] = 0.0f;
+  int prev = -1;
+  for (int kb = 0; kb < k_blocks; ++kb) {
+    mbarrier_wait(&sm.full[stage], phase);
+    const char* a = sm.stages + stage * C::kStageBytes + a_rows;
+    const char* b = sm.stages + stage * C::kStageBytes + C::kTileA;
+#pragma unroll
+    for (int i = 0; i < C::kAcc; ++i) wgmma_fence_operand(d[i]);
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < C::kBK / 16; ++k) {
+      // k step of 16 elements = 32 bytes inside the swizzled 128-byte row
+      hopper_direct_wgmma<C::kBN, kBf16>(d, wgmma_desc_k_sw128(a + 32 * k), wgmma_desc_k_sw128(b + 32 * k));
+    }
+    wgmma_commit();
+    wgmma_wait<1>();
+#pragma unroll
+    for (int i = 0; i < C::kAcc; ++i) wgmma_fence_operand(d[i]);
+    if (prev >= 0 && threadIdx.x % 128 == 0) hopper_direct_release<C>(&sm.empty[prev]);
+    prev = stage;
+    if (++stage == C::kStages) {
+      stage = 0;
+      phase ^= 1u;
+    }
+  }
+  if (issued != nullptr && threadIdx.x % 128 == 0) mbarrier_arrive(issued);
+  wgmma_wait<0>();
+#pragma unroll
+  for (int i = 0; i < C::kAcc; ++i) wgmma_fence_operand(d[i]);
+  if (prev >= 0 && threadIdx.x % 128 == 0) hopper_direct_release<C>(&sm.empty[prev]);
+}
+
+// Stores two consecutive elements of row `p` (columns c, c + 1): one vector store when both are
+// in range and the address allows it, else one scalar store per element in range.
+template <typename T>
+__device__ __forceinline__ void store_pair(T* p, typename ComputeOf<T>::type v0, typename ComputeOf<T>::type v1,
+                                           bool ok0, bool ok1) {
+  if (ok0 && ok1 && (reinterpret_cast<u64>(p) & (2 * sizeof(T) - 1)) == 0) {
+    const typename ComputeOf<T>::type v[2] = {v0, v1};
+    store_vec<T, 2>(p, v);
+    return;
+  }
+  if (ok0) store_one(p, v0);
+  if (ok1) store_one(p + 1, v1);
+}

@@ -1,0 +1,33 @@
+// The operands of a matmul region as the Hopper GEMMs (kernels/gemm/sm90_gemm*.cuh) read them:
+// GEMM operands over one collapsed batch dim, the byte strides of their TMA tensor maps, and the
+// tensor map slots themselves. Shared by the C-tile kernel (codegen_matmul_sm90.cpp) and the
+// direct-epilogue kernels (codegen_matmul_sm90_direct.cpp).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "engines/jit/codegen_common.hpp"
+#include "engines/jit/kernel_args.hpp"
+#include "engines/jit/kernel_spec.hpp"
+#include "gemm/gemm_abi.h"
+
+namespace sinter::jit {
+
+struct Sm90Operands {
+  const Node* mm = nullptr;
+  DType dtype = DType::f32, dtype_b = DType::f32;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t a_stride_m = 0, a_stride_k = 0, b_stride_k = 0, b_stride_n = 0;
+  CollapsedShape batch;
+};
+
+Sm90Operands sm90_operands(const Graph& g, const fuse::Region& r);
+// Byte strides {rows, batch} of one operand, as the tensor map will have them.
+std::pair<int64_t, int64_t> sm90_operand_strides(const Sm90Operands& o, bool is_a);
+// The tensor map of A (box {64, box_rows}) or B over region `r`'s input.
+TensorMapSlot sm90_tensor_map(const fuse::Region& r, const Sm90Operands& o, bool is_a, uint32_t box_rows);
+// The SinterGemmShape argument of the kernels.
+SinterGemmShape sm90_gemm_shape(const Sm90Operands& o);
+
+}  // namespace sinter::jit
