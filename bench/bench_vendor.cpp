@@ -4,7 +4,7 @@
 // own kernels (jit). One JSON object per
 // line, beside bench/torch_vendor_baselines.py measured in the same run.
 //
-//   sinter_bench_vendor [--quick]
+//   sinter_bench_vendor [--quick] [--only=SUBSTRING]   (--only: the cases whose name contains it)
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -97,7 +97,19 @@ void run_case(const std::string& name, const Graph& g, const std::string& engine
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (std::strncmp(argv[i], "--only=", 7) == 0) {
+      only = argv[i] + 7;
+    } else {
+      std::fprintf(stderr, "sinter_bench_vendor: unknown argument '%s' (want --quick, --only=SUBSTRING)\n", argv[i]);
+      return 2;
+    }
+  }
+  auto wanted = [&](const std::string& name) { return only.empty() || name.find(only) != std::string::npos; };
   const cuda::GpuAvailability& gpu = cuda::gpu_availability();
   if (!gpu.available) {
     std::fprintf(stderr, "sinter_bench_vendor: no GPU: %s\n", gpu.reason.c_str());
@@ -119,6 +131,7 @@ int main(int argc, char** argv) {
       {"sdpa_decode_b1_skv1025", 1, 32, 8, 1, 1025, 128, CausalMask::bottom_right},
   };
   for (const SdpaCase& c : sdpa_cases) {
+    if (!wanted(c.name)) continue;
     const Graph g = sdpa_graph(c);
     run_case(c.name, g, "cudnn", sdpa_flops(c), sdpa_bytes(c), cache, iters);
     if (c.sq > 16) {
@@ -129,7 +142,7 @@ int main(int argc, char** argv) {
     run_case(c.name, g, "jit", sdpa_flops(c), sdpa_bytes(c), cache, iters, 0, "jit-flash-decode");
     run_case(c.name, g, "jit", sdpa_flops(c), sdpa_bytes(c), cache, quick ? 3 : 10, 1, "jit-flash-simple");
   }
-  {
+  if (wanted("conv3x3_bias_relu")) {
     const int64_t n = 32, c = 256, hw = 56, k = 256;
     const Graph g = conv_graph(n, c, hw, k);
     const double flops = 2.0 * n * hw * hw * k * c * 9;

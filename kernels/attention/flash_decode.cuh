@@ -24,15 +24,19 @@ constexpr int kDecodeAttnWarps = 4, kDecodeAttnThreads = 32 * kDecodeAttnWarps;
 __device__ __forceinline__ float dattn_neg_inf() { return -__int_as_float(0x7f800000); }
 
 // Eight 16-bit elements p[0], p[step], ... of which the first `valid` exist (none when <= 0); the
-// rest read as zero. kVec: step is 1 and 16-byte aligned (the host checked strides and the launch
-// the base), so a whole row slice is one load that skips L1 (nothing re-reads K or V).
+// rest read as zero. kVec: step is 1, p is 16-byte aligned and `valid` is a multiple of 8 (the
+// host checked strides and head dims, the launch the base), so a row slice is one predicated
+// load (no branch between the loads of a tile) that skips L1: nothing re-reads K or V.
 template <bool kVec>
 __device__ __forceinline__ uint4 dattn_load8(const u16* p, i64 step, int valid) {
-  if (kVec && valid >= 8) {
+  if (kVec) {
     uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
+    asm volatile(
+        "{\n .reg .pred p;\n setp.gt.s32 p, %5, 0;\n"
+        " mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n mov.b32 %3, 0;\n"
+        " @p ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n}"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p), "r"(valid));
     return v;
   }
   u32 w[4];

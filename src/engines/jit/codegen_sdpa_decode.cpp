@@ -35,10 +35,12 @@ struct DecodePlan {
   bool vec_q = false, vec_k = false, vec_v = false;
 };
 
-// 16-byte vectors need a contiguous head dim and 16-byte aligned rows (the base is checked at
-// launch through the pointer's alignment).
+// 16-byte vectors need a contiguous head dim of whole vectors and 16-byte aligned rows (the base
+// is checked at launch through the pointer's alignment); the kernel then never loads a partial
+// vector, so a load is one predicated instruction.
 bool vectorizable(const TensorInfo& t) {
-  return t.strides[3] == 1 && t.strides[0] % 8 == 0 && t.strides[1] % 8 == 0 && t.strides[2] % 8 == 0;
+  return t.dims[3] % 8 == 0 && t.strides[3] == 1 && t.strides[0] % 8 == 0 && t.strides[1] % 8 == 0 &&
+         t.strides[2] % 8 == 0;
 }
 
 DecodePlan plan_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
