@@ -24,3 +24,9 @@ timeout 200 "$bin/sinter_bench_vendor" --only=sdpa_decode $quick | tee "$out/dec
 echo "bench exit code ${PIPESTATUS[0]}"
 echo "== PyTorch"
 timeout 200 python3 bench/torch_vendor_baselines.py $quick | grep -E "versions|sdpa_decode" | tee "$out/torch_decattn.jsonl"
+echo "== the decode stack (sinter_bench_plan part 4) and its PyTorch baseline"
+export SINTER_CACHE_DIR="${TMPDIR:-/tmp}/sinter-kernel-cache"
+timeout 300 "$bin/sinter_bench_plan" > "$out/bench_plan_decattn.log" 2>&1
+echo "bench_plan exit code $?"
+grep -E "llama decode stack|checks|WRONG" "$out/bench_plan_decattn.log" | cut -c1-600
+timeout 120 python3 bench/torch_decode_stack.py | tee "$out/torch_decode_stack.jsonl"
