@@ -4,7 +4,7 @@
 // own kernels (jit). One JSON object per
 // line, beside bench/torch_vendor_baselines.py measured in the same run.
 //
-//   sinter_bench_vendor [--quick]
+//   sinter_bench_vendor [--quick] [--only=SUBSTRING]   (--only: the cases whose name contains it)
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -65,11 +65,15 @@ std::string json_escape(const std::string& s) {
 }
 
 // Times `g` on `engine`; prints one line. Errors (an engine that refuses) become a line too.
+// `candidate` >= 0 forces that candidate of the engine; `label` names the line's engine.
 void run_case(const std::string& name, const Graph& g, const std::string& engine, double flops,
-              double bytes, cuda::KernelCache& cache, int iters) {
+              double bytes, cuda::KernelCache& cache, int iters, int candidate = -1,
+              const std::string& label = "") {
+  const std::string shown = label.empty() ? engine : label;
   try {
     ExecutorOptions opts;
     opts.engine = engine;
+    opts.tuning.candidate = candidate;
     StreamExecutor ex(g, cache, opts);
     std::string desc;
     std::string used;
@@ -81,11 +85,11 @@ void run_case(const std::string& name, const Graph& g, const std::string& engine
     const double ms = ex.time_ms(iters, 5);
     std::printf("{\"case\": \"%s\", \"engine\": \"sinter-%s\", \"steps_on\": \"%s\", \"ms\": %.5f, "
                 "\"tflops\": %.2f, \"tbps\": %.3f, \"step\": \"%s\"}\n",
-                name.c_str(), engine.c_str(), used.c_str(), ms, flops / (ms * 1e-3) / 1e12,
+                name.c_str(), shown.c_str(), used.c_str(), ms, flops / (ms * 1e-3) / 1e12,
                 bytes / (ms * 1e-3) / 1e12, json_escape(desc).c_str());
   } catch (const std::exception& e) {
     std::printf("{\"case\": \"%s\", \"engine\": \"sinter-%s\", \"error\": \"%s\"}\n", name.c_str(),
-                engine.c_str(), json_escape(e.what()).c_str());
+                shown.c_str(), json_escape(e.what()).c_str());
   }
   std::fflush(stdout);
 }
@@ -93,7 +97,19 @@ void run_case(const std::string& name, const Graph& g, const std::string& engine
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (std::strncmp(argv[i], "--only=", 7) == 0) {
+      only = argv[i] + 7;
+    } else {
+      std::fprintf(stderr, "sinter_bench_vendor: unknown argument '%s' (want --quick, --only=SUBSTRING)\n", argv[i]);
+      return 2;
+    }
+  }
+  auto wanted = [&](const std::string& name) { return only.empty() || name.find(only) != std::string::npos; };
   const cuda::GpuAvailability& gpu = cuda::gpu_availability();
   if (!gpu.available) {
     std::fprintf(stderr, "sinter_bench_vendor: no GPU: %s\n", gpu.reason.c_str());
@@ -110,13 +126,23 @@ int main(int argc, char** argv) {
       {"sdpa_d64", 4, 32, 32, 4096, 4096, 64, CausalMask::none},
       {"sdpa_d64_causal", 4, 32, 32, 4096, 4096, 64, CausalMask::top_left},
       {"sdpa_decode_gqa", 32, 32, 8, 1, 4096, 128, CausalMask::none},
+      // one layer of the Llama decode stack (examples/example_graphs.cpp): batch 1, KV cache 1024
+      // + the new token; bottom-right causal at Sq = 1 sees every key
+      {"sdpa_decode_b1_skv1025", 1, 32, 8, 1, 1025, 128, CausalMask::bottom_right},
   };
   for (const SdpaCase& c : sdpa_cases) {
+    if (!wanted(c.name)) continue;
     const Graph g = sdpa_graph(c);
     run_case(c.name, g, "cudnn", sdpa_flops(c), sdpa_bytes(c), cache, iters);
-    run_case(c.name, g, "jit", sdpa_flops(c), sdpa_bytes(c), cache, quick ? 3 : 10);
+    if (c.sq > 16) {
+      run_case(c.name, g, "jit", sdpa_flops(c), sdpa_bytes(c), cache, quick ? 3 : 10);
+      continue;
+    }
+    // decode: the flash-decode kernels (jit candidate 0) and flash-simple (candidate 1) side by side
+    run_case(c.name, g, "jit", sdpa_flops(c), sdpa_bytes(c), cache, iters, 0, "jit-flash-decode");
+    run_case(c.name, g, "jit", sdpa_flops(c), sdpa_bytes(c), cache, quick ? 3 : 10, 1, "jit-flash-simple");
   }
-  {
+  if (wanted("conv3x3_bias_relu")) {
     const int64_t n = 32, c = 256, hw = 56, k = 256;
     const Graph g = conv_graph(n, c, hw, k);
     const double flops = 2.0 * n * hw * hw * k * c * 9;

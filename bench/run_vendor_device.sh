@@ -33,7 +33,8 @@ for case, e in by.items():
     if not ours:
         continue
     line = f"{case:22s} sinter-cudnn {ours['ms']:.4f} ms {ours.get('tflops', 0):7.1f} TFLOP/s on {ours.get('steps_on')}"
-    for ref in ("torch-cudnn", "torch-flash", "torch-conv-bare", "torch-conv-bias-relu", "sinter-jit"):
+    for ref in ("torch-cudnn", "torch-flash", "torch-conv-bare", "torch-conv-bias-relu", "sinter-jit",
+                "sinter-jit-flash-decode", "sinter-jit-flash-simple"):
         if ref in e:
             line += f" | {ref} {e[ref]['ms']:.4f} ms (x{ours['ms'] / e[ref]['ms']:.3f})"
     print(line)

@@ -72,6 +72,7 @@ def main():
     sdpa_case("sdpa_d64", 4, 32, 32, 4096, 4096, 64, False)
     sdpa_case("sdpa_d64_causal", 4, 32, 32, 4096, 4096, 64, True)
     sdpa_case("sdpa_decode_gqa", 32, 32, 8, 1, 4096, 128, False)
+    sdpa_case("sdpa_decode_b1_skv1025", 1, 32, 8, 1, 1025, 128, False)  # Sq 1: every key visible
     conv_case()
 
 

@@ -64,6 +64,15 @@ RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::De
 RegionKernels build_matmul(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_conv(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_sdpa(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// The flash-decoding sdpa kernels (codegen_sdpa_decode.cpp) for Sq <= 16: the jit engine's sdpa
+// candidate 0 where they apply, flash-simple (build_sdpa) the other. Why they cannot run a
+// region ("" when they can), and the split + combine kernels themselves.
+std::string sdpa_decode_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+RegionKernels build_sdpa_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// Sdpa variants: 0 the decode kernels where they apply, else flash-simple; 1 flash-simple.
+int sdpa_variants(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+RegionKernels build_sdpa_variant(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                                 int variant);
 
 // Why the Hopper GEMM cannot run this region ("" when it can).
 std::string sm90_gemm_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);

@@ -199,6 +199,7 @@ constexpr PointwiseVariant kPointwiseVariants[] = {{4}, {8}, {2}, {4, true}, {8,
 
 int variant_count(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
   if (r.kind == fuse::RegionKind::matmul) return matmul_variants(g, r, dev);
+  if (r.kind == fuse::RegionKind::sdpa) return sdpa_variants(g, r, dev);
   if (runs_rowwise(r)) return static_cast<int>(std::size(kRowwiseVariants));
   if (r.kind == fuse::RegionKind::pointwise) return static_cast<int>(std::size(kPointwiseVariants));
   return 1;
@@ -275,7 +276,7 @@ RegionKernels build_region(const Graph& g, const fuse::Region& r, const cuda::De
     case fuse::RegionKind::alias: return build_layout(g, r, dev);
     case fuse::RegionKind::matmul: return build_matmul_variant(g, r, dev, variant);
     case fuse::RegionKind::conv: return build_conv(g, r, dev);
-    case fuse::RegionKind::sdpa: return build_sdpa(g, r, dev);
+    case fuse::RegionKind::sdpa: return build_sdpa_variant(g, r, dev, variant);
   }
   throw Error(ErrorCode::internal, "build_region: unknown region kind");
 }

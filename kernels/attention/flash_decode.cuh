@@ -1,0 +1,263 @@
+// Decode attention (small Sq), flash-decoding style: the keys of one kv head are split across
+// warps all over the GPU, and a second kernel merges the partial softmaxes. At decode sizes
+// (B * H_kv of 8..256, Sq of 1..16) one CTA per head leaves most SMs idle and walks thousands of
+// keys serially; here every key range is a separate work item, so the kernel streams K and V once
+// at close to memory bandwidth.
+//
+// Split kernel (decode_split_warp): a warp owns one kv head (b, hkv), kR query rows of that head's
+// GQA group (row rho = g * Sq + i, query head hkv * group + g), and one range of keys. K and V
+// rows are read straight into registers with 16-byte loads (kLk = kD / 8 lanes per K row, so a
+// load instruction covers 32 / kLk keys), all loads of a tile issued before any math. Scores are
+// dot products reduced over the kLk lanes of a key with shuffles; the tile's p values go through
+// a small per-warp shared buffer because V rows map to lanes differently when Dv != D. Each
+// warp writes its (row max, row sum, unnormalized o) per row to the workspace.
+// Combine kernel (decode_combine_row): one warp per output row rescales and sums the partials.
+// Masked scores are -inf; a partial that saw no visible key has m = -inf, l = 0, o = 0, and a
+// row with no visible key at all gets o = 0 and stats -inf (never exp(-inf - -inf)).
+#pragma once
+
+#include "attention/sdpa_abi.h"
+#include "common/types.cuh"
+
+constexpr int kDecodeAttnWarps = 4, kDecodeAttnThreads = 32 * kDecodeAttnWarps;
+
+__device__ __forceinline__ float dattn_neg_inf() { return -__int_as_float(0x7f800000); }
+
+// Eight 16-bit elements p[0], p[step], ... of which the first `valid` exist (none when <= 0); the
+// rest read as zero. kVec: step is 1, p is 16-byte aligned and `valid` is a multiple of 8 (the
+// host checked strides and head dims, the launch the base), so a row slice is one predicated
+// load (no branch between the loads of a tile) that skips L1: nothing re-reads K or V.
+template <bool kVec>
+__device__ __forceinline__ uint4 dattn_load8(const u16* p, i64 step, int valid) {
+  if (kVec) {
+    uint4 v;
+    asm volatile(
+        "{\n .reg .pred p;\n setp.gt.s32 p, %5, 0;\n"
+        " mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n mov.b32 %3, 0;\n"
+        " @p ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n}"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p), "r"(valid));
+    return v;
+  }
+  u32 w[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const u32 lo = 2 * j < valid ? static_cast<u32>(p[2 * j * step]) : 0u;
+    const u32 hi = 2 * j + 1 < valid ? static_cast<u32>(p[(2 * j + 1) * step]) : 0u;
+    w[j] = lo | (hi << 16);
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// Element e (0..7) of a loaded vector as f32.
+template <typename T>
+__device__ __forceinline__ float dattn_elem(const uint4& v, int e) {
+  const u32 w = (e >> 1) == 0 ? v.x : (e >> 1) == 1 ? v.y : (e >> 1) == 2 ? v.z : v.w;
+  return to_float(T{static_cast<u16>((e & 1) ? (w >> 16) : (w & 0xffffu))});
+}
+
+// One warp's partial for `unit` = (b * H_kv + hkv) * row_blocks + row block, keys [key_lo,
+// key_hi). Partial index: (output row) * nsplit + split; part_ml holds (m, l) pairs, part_o kDV
+// floats per partial. ps: this warp's kR * kTK floats of shared memory.
+// kBias: 0 none, 1 additive, 2 keep-mask. kCausal: 0 none, else keys j <= i + causal_offset.
+template <typename T, typename BiasT, int kBias, int kCausal, int kR, int kD, int kDV, int kTK, bool kVecQ,
+          bool kVecK, bool kVecV>
+__device__ __forceinline__ void decode_split_warp(const SinterSdpaShape& s, const T* q, const T* k, const T* v,
+                                                  const BiasT* bias, i64 unit, int row_blocks, i64 key_lo,
+                                                  i64 key_hi, int split, int nsplit, float* part_ml,
+                                                  float* part_o, float* ps) {
+  constexpr int kLk = kD / 8, kKPI = 32 / kLk;    // lanes per K row, keys per K load
+  constexpr int kLv = kDV / 8, kKPIv = 32 / kLv;  // the same for V
+  constexpr int kLoadsK = kTK / kKPI, kLoadsV = kTK / kKPIv;
+  static_assert(kD >= 32 && kD <= 256 && (kD & (kD - 1)) == 0, "kD: a power of two in [32, 256]");
+  static_assert(kDV >= 32 && kDV <= 256 && (kDV & (kDV - 1)) == 0, "kDV: a power of two in [32, 256]");
+  static_assert(kTK % kKPI == 0 && kTK % kKPIv == 0 && kLoadsK >= 1 && kLoadsV >= 1, "whole loads per tile");
+  const int lane = threadIdx.x & 31;
+  const int kslot = lane / kLk, kl = lane % kLk, vslot = lane / kLv, vl = lane % kLv;
+  const int sq = static_cast<int>(s.sq), group = static_cast<int>(s.group);
+  const i64 bhkv = unit / row_blocks;
+  const int rb = static_cast<int>(unit - bhkv * row_blocks);
+  const i64 b = bhkv / s.kv_heads, hkv = bhkv - b * s.kv_heads;
+
+  // the warp's rows: query position qi (-1 past the group's rows) and query head qh
+  int qi[kR], qh[kR];
+  int max_i = -1;
+#pragma unroll
+  for (int r = 0; r < kR; ++r) {
+    const int rho = rb * kR + r;
+    const bool ok = rho < group * sq;
+    const int g = ok ? rho / sq : 0;
+    qi[r] = ok ? rho - g * sq : -1;
+    qh[r] = static_cast<int>(hkv) * group + g;
+    max_i = max(max_i, qi[r]);
+  }
+  // q rows, scaled, as f32: lane (kslot, kl) holds elements 8 kl .. 8 kl + 7 of each row
+  float qf[kR][8];
+#pragma unroll
+  for (int r = 0; r < kR; ++r) {
+    const int valid = qi[r] >= 0 ? static_cast<int>(s.d) - 8 * kl : 0;
+    const u16* p = reinterpret_cast<const u16*>(q + b * s.q_stride[0] + qh[r] * s.q_stride[1] +
+                                                qi[r] * s.q_stride[2] + 8 * kl * s.q_stride[3]);
+    const uint4 x = dattn_load8<kVecQ>(p, s.q_stride[3], valid);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) qf[r][e] = dattn_elem<T>(x, e) * s.scale;
+  }
+
+  // keys past the rows' last visible one are never loaded
+  i64 hi = key_hi < s.skv ? key_hi : s.skv;
+  if (kCausal != 0) {
+    const i64 e = static_cast<i64>(max_i) + s.causal_offset + 1;
+    hi = e < hi ? e : hi;
+  }
+  const u16* kb = reinterpret_cast<const u16*>(k + b * s.k_stride[0] + hkv * s.k_stride[1]) + 8 * kl * s.k_stride[3];
+  const u16* vb = reinterpret_cast<const u16*>(v + b * s.v_stride[0] + hkv * s.v_stride[1]) + 8 * vl * s.v_stride[3];
+  const int kvalid = static_cast<int>(s.d) - 8 * kl, vvalid = static_cast<int>(s.dv) - 8 * vl;
+
+  float m[kR], l[kR], o[kR][8];
+#pragma unroll
+  for (int r = 0; r < kR; ++r) {
+    m[r] = dattn_neg_inf();
+    l[r] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) o[r][e] = 0.0f;
+  }
+
+  for (i64 t0 = key_lo; t0 < hi; t0 += kTK) {
+    uint4 kv[kLoadsK], vv[kLoadsV];
+#pragma unroll
+    for (int j = 0; j < kLoadsK; ++j) {
+      const i64 key = t0 + j * kKPI + kslot;
+      kv[j] = dattn_load8<kVecK>(kb + key * s.k_stride[2], s.k_stride[3], key < hi ? kvalid : 0);
+    }
+#pragma unroll
+    for (int j = 0; j < kLoadsV; ++j) {
+      const i64 key = t0 + j * kKPIv + vslot;
+      // zeros past Dv and the range: p = 0 there, and 0 * garbage could be NaN
+      vv[j] = dattn_load8<kVecV>(vb + key * s.v_stride[2], s.v_stride[3], key < hi ? vvalid : 0);
+    }
+
+    float sc[kLoadsK][kR];
+#pragma unroll
+    for (int j = 0; j < kLoadsK; ++j) {
+      float kf[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) kf[e] = dattn_elem<T>(kv[j], e);
+      const i64 key = t0 + j * kKPI + kslot;
+#pragma unroll
+      for (int r = 0; r < kR; ++r) {
+        float x = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) x = fmaf(qf[r][e], kf[e], x);
+#pragma unroll
+        for (int off = kLk / 2; off > 0; off >>= 1) x += __shfl_xor_sync(0xffffffffu, x, off);
+        bool keep = key < hi && qi[r] >= 0;
+        if (kCausal != 0) keep = keep && key <= qi[r] + s.causal_offset;
+        if constexpr (kBias != 0) {
+          if (keep) {
+            const BiasT bv = bias[b * s.bias_stride[0] + qh[r] * s.bias_stride[1] + qi[r] * s.bias_stride[2] +
+                                  key * s.bias_stride[3]];
+            if constexpr (kBias == 1) {
+              x += to_float(bv);
+            } else {
+              keep = static_cast<bool>(bv);
+            }
+          }
+        }
+        sc[j][r] = keep ? x : dattn_neg_inf();
+      }
+    }
+
+    // online softmax per row over the tile; lanes of one key hold equal values, so only kl == 0
+    // counts towards l and writes p
+#pragma unroll
+    for (int r = 0; r < kR; ++r) {
+      float mt = sc[0][r];
+#pragma unroll
+      for (int j = 1; j < kLoadsK; ++j) mt = fmaxf(mt, sc[j][r]);
+#pragma unroll
+      for (int off = kLk; off < 32; off <<= 1) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, off));
+      const float m_new = fmaxf(m[r], mt);
+      const bool none = m_new == dattn_neg_inf();  // nothing visible yet
+      const float alpha = none ? 1.0f : expf(m[r] - m_new);
+      float psum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kLoadsK; ++j) {
+        const float p = none ? 0.0f : expf(sc[j][r] - m_new);  // masked: exp(-inf) = 0
+        psum += p;
+        if (kl == 0) ps[r * kTK + j * kKPI + kslot] = p;
+      }
+      l[r] = l[r] * alpha + (kl == 0 ? psum : 0.0f);
+      m[r] = m_new;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[r][e] *= alpha;
+    }
+    __syncwarp();
+#pragma unroll
+    for (int j = 0; j < kLoadsV; ++j) {
+      float vf[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) vf[e] = dattn_elem<T>(vv[j], e);
+#pragma unroll
+      for (int r = 0; r < kR; ++r) {
+        const float p = ps[r * kTK + j * kKPIv + vslot];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) o[r][e] = fmaf(p, vf[e], o[r][e]);
+      }
+    }
+    __syncwarp();  // ps is rewritten by the next tile
+  }
+
+#pragma unroll
+  for (int r = 0; r < kR; ++r) {
+    float lsum = l[r];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) lsum += __shfl_xor_sync(0xffffffffu, lsum, off);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+#pragma unroll
+      for (int off = kLv; off < 32; off <<= 1) o[r][e] += __shfl_xor_sync(0xffffffffu, o[r][e], off);
+    }
+    if (qi[r] < 0) continue;
+    const i64 idx = ((b * s.heads + qh[r]) * s.sq + qi[r]) * nsplit + split;
+    if (lane == 0) {
+      part_ml[2 * idx] = m[r];
+      part_ml[2 * idx + 1] = lsum;
+    }
+    if (vslot == 0) {
+      float4* dst = reinterpret_cast<float4*>(part_o + idx * kDV + 8 * vl);
+      dst[0] = make_float4(o[r][0], o[r][1], o[r][2], o[r][3]);
+      dst[1] = make_float4(o[r][4], o[r][5], o[r][6], o[r][7]);
+    }
+  }
+}
+
+// The merged, normalized output row `grow` (= (b * H + h) * Sq + i): lane holds columns
+// lane + 32 c. Writes stats[grow] when stats is not null. Every lane of the warp calls it.
+template <int kDV>
+__device__ __forceinline__ void decode_combine_row(const float* part_ml, const float* part_o, int nsplit, i64 grow,
+                                                   float* stats, float (&o)[kDV / 32]) {
+  const int lane = threadIdx.x & 31;
+  const float* ml = part_ml + 2 * grow * nsplit;
+  float mx = dattn_neg_inf();
+  for (int sp = lane; sp < nsplit; sp += 32) mx = fmaxf(mx, ml[2 * sp]);
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+  const bool none = mx == dattn_neg_inf();
+#pragma unroll
+  for (int c = 0; c < kDV / 32; ++c) o[c] = 0.0f;
+  float lsum = 0.0f;
+  if (!none) {
+    const float* po = part_o + grow * nsplit * kDV;
+    for (int sp = 0; sp < nsplit; ++sp) {
+      const float ms = ml[2 * sp];
+      const float w = ms == dattn_neg_inf() ? 0.0f : expf(ms - mx);
+      lsum = fmaf(w, ml[2 * sp + 1], lsum);
+#pragma unroll
+      for (int c = 0; c < kDV / 32; ++c) o[c] = fmaf(w, po[sp * kDV + lane + 32 * c], o[c]);
+    }
+  }
+  const float inv = none ? 0.0f : 1.0f / lsum;
+#pragma unroll
+  for (int c = 0; c < kDV / 32; ++c) o[c] *= inv;
+  if (stats != nullptr && lane == 0) stats[grow] = none ? dattn_neg_inf() : mx + logf(lsum);
+}
