@@ -41,12 +41,13 @@ RegionKernels build_matmul(const Graph& g, const fuse::Region& r, const cuda::De
 RegionKernels build_conv(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_sdpa(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 
-// Matmul variants, best first. For M <= 16 the decode GEMV tile (codegen_matmul_decode.cpp)
-// comes first: measured on the H200 it streams weights 1.5x faster than the Hopper GEMM there.
+// Matmul variants, best first. For M <= 16 the decode GEMV tiles (codegen_matmul_decode.cpp)
+// come first: measured on the H200 the mma one streams weights 1.5x faster than the Hopper GEMM
+// there; for M <= 4 with an [N, K] weight the ffma tile (whole 512-byte W runs per load) before it.
 // Then the Hopper warp-specialized TMA + wgmma kernel where it applies (codegen_matmul_sm90.cpp),
 // then the generic mma.sync tile. Where the Hopper kernel does not apply, the generic variant's
 // description says why (the fallback is reported, never silent).
-enum class MatmulTile { decode_gemv, sm90, generic };
+enum class MatmulTile { decode_ffma, decode_gemv, sm90, generic };
 std::vector<MatmulTile> matmul_tiles(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 int matmul_variants(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 // The variant number of `tile` for this region, or -1 where that tile does not apply.
@@ -59,6 +60,9 @@ RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cud
 // Why the decode GEMV tile cannot run this region ("" when it can), and the tile itself.
 std::string decode_gemv_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// The same for the ffma decode tile (M <= 4, [N, K] weight).
+std::string decode_ffma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+RegionKernels build_matmul_decode_ffma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 
 // Dispatches on the region kind. `variant` numbers the jit engine's candidates for the region:
 // 0 is the generator's default; region_variants lists the numbers that give distinct kernels

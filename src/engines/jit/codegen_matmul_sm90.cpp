@@ -248,6 +248,7 @@ std::vector<MatmulTile> matmul_tiles(const Graph& g, const fuse::Region& r, cons
   std::vector<MatmulTile> tiles;
   // For M <= 16 the decode tile comes first: on the H200 it streamed a 4096x14336 weight at
   // 2.3-2.7 TB/s against 1.6-1.8 TB/s for the sm90 tile (M = 1, 8, 16).
+  if (decode_ffma_unsupported(g, r, dev).empty()) tiles.push_back(MatmulTile::decode_ffma);
   if (decode_gemv_unsupported(g, r, dev).empty()) tiles.push_back(MatmulTile::decode_gemv);
   if (sm90_gemm_unsupported(g, r, dev).empty()) tiles.push_back(MatmulTile::sm90);
   tiles.push_back(MatmulTile::generic);
@@ -267,6 +268,7 @@ int matmul_variant_of(const Graph& g, const fuse::Region& r, const cuda::DeviceP
 RegionKernels build_matmul_variant(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                                    int variant) {
   switch (matmul_tiles(g, r, dev).at(static_cast<size_t>(variant))) {
+    case MatmulTile::decode_ffma: return build_matmul_decode_ffma(g, r, dev);
     case MatmulTile::decode_gemv: return build_matmul_decode(g, r, dev);
     case MatmulTile::sm90: return build_matmul_sm90(g, r, dev);
     case MatmulTile::generic: break;
