@@ -43,7 +43,7 @@ RegionKernels build_sdpa(const Graph& g, const fuse::Region& r, const cuda::Devi
 
 // Matmul variants, best first. For M <= 16 the decode GEMV tiles (codegen_matmul_decode.cpp)
 // come first: measured on the H200 the mma one streams weights 1.5x faster than the Hopper GEMM
-// there; for M <= 4 with an [N, K] weight the ffma tile (whole 512-byte W runs per load) before it.
+// there; for M <= 4 the ffma tile (whole 512-byte W runs per load) before it.
 // Then the Hopper warp-specialized TMA + wgmma kernel where it applies (codegen_matmul_sm90.cpp),
 // then the generic mma.sync tile. Where the Hopper kernel does not apply, the generic variant's
 // description says why (the fallback is reported, never silent).

@@ -4,8 +4,9 @@
 // over the C tile). Two tiles, two candidates:
 //  - mma (kernels/gemm/decode_gemv.cuh): M <= 16, either weight layout; mma.sync with x as the
 //    padded A operand; C tile 16 x 128.
-//  - ffma (kernels/gemm/decode_gemv_ffma.cuh): M <= 4, [N, K] weight only; a warp streams whole
-//    512-byte runs of 4 W rows with a 3- or 4-deep register ring; C tile (1, 2 or 4) x 32.
+//  - ffma (kernels/gemm/decode_gemv_ffma.cuh): M <= 4; every warp load is a whole 512-byte run
+//    of one W row, 3 or 4 steps deep in a register ring; C tile (1, 2 or 4) x 32 for an [N, K]
+//    weight (a warp takes 4 rows of W), x 256 for a [K, N] one (lanes along n, warps split k).
 //
 // Compile-time: dtype, W's layout (k-major [N, K] or n-major [K, N] weight), whether W and x
 // allow 16-byte vectors, the M tile and the epilogue. Run-time: every size and stride, and the
@@ -27,13 +28,16 @@ constexpr int kDecodeThreadsHost = 256, kDecodeBNHost = 128, kDecodeKIterHost = 
 constexpr int64_t kDecodeMaxM = 16;
 // Mirrors kernels/gemm/decode_gemv_ffma.cuh.
 constexpr int kFfmaBNHost = 32, kFfmaKIterHost = 256, kFfmaXElemsHost = 16384;
+constexpr int kFfmaKnBNHost = 256, kFfmaKnKIterHost = 32;  // [K, N] weights
 constexpr int64_t kFfmaMaxM = 4;
 
 int x_pad(bool k_major) { return k_major ? 32 : 16; }
 int smem_bytes(bool k_major, int m_tile) {
   return m_tile * (kDecodeXElemsHost / m_tile + x_pad(k_major)) * 2 + 16 * kDecodeBNHost * 4;
 }
-int ffma_smem_bytes(int m_tile) { return kFfmaXElemsHost * 2 + m_tile * kFfmaBNHost * 4; }
+int ffma_bn(bool k_major) { return k_major ? kFfmaBNHost : kFfmaKnBNHost; }
+int ffma_kiter(bool k_major) { return k_major ? kFfmaKIterHost : kFfmaKnKIterHost; }
+int ffma_smem_bytes(bool k_major, int m_tile) { return kFfmaXElemsHost * 2 + m_tile * ffma_bn(k_major) * 4; }
 int ffma_m_tile(int64_t m) { return m <= 1 ? 1 : m <= 2 ? 2 : 4; }
 // W steps in flight per lane (a register ring of 16 registers per step): 4 for M tiles of 1 and
 // 2 (110 and 126 registers under the 128 of two CTAs per SM); 3 at 4 rows, whose accumulators and
@@ -106,18 +110,19 @@ Split plan_split(const Decode& d, const cuda::DeviceProperties& dev) {
   return s;
 }
 
-// The ffma tile's split of K. Its CTAs are short (4 W rows per warp) and many, so the choice is
-// about the last wave: with `slots` CTAs resident (two per SM: __launch_bounds__(256, 2)), the
-// time goes as waves x steps per CTA; take the chunk (in whole 256-wide steps, one or more, and
-// within the x stage) with the fewest, the longer chunk on a tie (fewer partials through L2).
+// The ffma tile's split of K. Its CTAs are short and many, so the choice is about the last
+// wave: with `slots` CTAs resident (two per SM: __launch_bounds__(256, 2)), the time goes as
+// waves x steps per CTA; take the chunk (in whole steps -- 256 k for [N, K], 32 for [K, N] --
+// one or more, within the x stage) with the fewest, the longer chunk on a tie (fewer partials).
 // 4096 x 14336: 448 column tiles x 4 chunks of 1024 = 7 waves of 264 (one chunk: 2 waves of
 // 4096, 14% longer). Small weights split down to one step per CTA, so that 2-8 MB still reach
 // most SMs.
 Split plan_split_ffma(const Decode& d, const cuda::DeviceProperties& dev) {
   Split s;
-  s.tiles = d.batch.numel * ((d.n + kFfmaBNHost - 1) / kFfmaBNHost);
-  const int64_t steps = (std::max<int64_t>(d.k, 1) + kFfmaKIterHost - 1) / kFfmaKIterHost;
-  const int64_t max_steps = kFfmaXElemsHost / ffma_m_tile(d.m) / kFfmaKIterHost;
+  const int64_t bn = ffma_bn(d.k_major), kiter = ffma_kiter(d.k_major);
+  s.tiles = d.batch.numel * ((d.n + bn - 1) / bn);
+  const int64_t steps = (std::max<int64_t>(d.k, 1) + kiter - 1) / kiter;
+  const int64_t max_steps = kFfmaXElemsHost / ffma_m_tile(d.m) / kiter;
   const int64_t slots = 2 * int64_t{dev.sm_count > 0 ? dev.sm_count : 132};
   int64_t best_cost = -1, best_steps = std::min(steps, max_steps);
   for (int64_t c = std::min(steps, max_steps); c >= 1; --c) {
@@ -129,7 +134,7 @@ Split plan_split_ffma(const Decode& d, const cuda::DeviceProperties& dev) {
       best_steps = c;
     }
   }
-  s.chunk = best_steps * kFfmaKIterHost;
+  s.chunk = best_steps * kiter;
   s.splits = (steps + best_steps - 1) / best_steps;
   return s;
 }
@@ -150,8 +155,8 @@ TileKind tile_kind(const Decode& d, const cuda::DeviceProperties& dev, bool ffma
   t.ffma = ffma;
   if (ffma) {
     t.m_tile = ffma_m_tile(d.m);
-    t.bn = kFfmaBNHost;
-    t.smem = ffma_smem_bytes(t.m_tile);
+    t.bn = ffma_bn(d.k_major);
+    t.smem = ffma_smem_bytes(d.k_major, t.m_tile);
     t.split = plan_split_ffma(d, dev);
   } else {
     t.m_tile = d.m_tile;
@@ -168,7 +173,6 @@ std::string decode_unsupported(const Graph& g, const fuse::Region& r, const cuda
   const Decode d = describe_operands(g, r);
   if (d.m > kDecodeMaxM) return "M = " + std::to_string(d.m) + " is more than 16 rows";
   if (ffma && d.m > kFfmaMaxM) return "M = " + std::to_string(d.m) + " is more than 4 rows (the ffma tile)";
-  if (ffma && !d.k_major) return "the weight is not k-contiguous ([N, K]); the ffma tile reads whole W rows";
   if (d.m < 1 || d.n < 1 || d.k < 1 || d.batch.numel < 1) return "an empty dim (M, N, K or batch is 0)";
   if (d.dtype != d.dtype_b || (d.dtype != DType::bf16 && d.dtype != DType::f16)) {
     return std::string("operands are ") + std::string(to_string(d.dtype)) + " x " +
@@ -237,23 +241,29 @@ RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::De
 
   GemmTileScope scope;
   scope.threads = ffma ? "kFfmaThreads" : "kDecodeThreads";
-  scope.bn = ffma ? "kFfmaBN" : "kDecodeBN";
-  scope.ldc = ffma ? "kFfmaLdC" : "kDecodeLdC";
+  const bool kn = ffma && !d.k_major;  // the ffma tile's [K, N] form
+  scope.bn = kn ? "kFfmaKnBN" : ffma ? "kFfmaBN" : "kDecodeBN";
+  scope.ldc = kn ? "kFfmaKnLdC" : ffma ? "kFfmaLdC" : "kDecodeLdC";
 
   const std::string m_tile = std::to_string(tk.m_tile), bf = bf16 ? "true" : "false";
   const std::string vecs = std::to_string(d.w_vec) + ", " + std::to_string(d.x_vec);
-  const std::string smem_type = ffma ? "FfmaSmem<" + m_tile + ">"
-                                     : std::string("DecodeSmem<") + (d.k_major ? "true" : "false") + ", " + m_tile + ">";
+  const std::string smem_type =
+      kn     ? "FfmaKnSmem<" + m_tile + ">"
+      : ffma ? "FfmaSmem<" + m_tile + ">"
+             : std::string("DecodeSmem<") + (d.k_major ? "true" : "false") + ", " + m_tile + ">";
+  const std::string depth = std::to_string(ffma_depth(tk.m_tile));
   const std::string tile_call =
-      ffma ? "decode_ffma_tile<" + m_tile + ", " + std::to_string(ffma_depth(tk.m_tile)) + ", " + vecs + ", " + bf + ">"
-           : std::string("decode_gemv_tile<") + (d.k_major ? "true" : "false") + ", " + m_tile + ", " + vecs + ", " + bf +
-                 ">";
+      kn     ? "decode_ffma_kn_tile<" + m_tile + ", " + depth + ", " + vecs + ", " + bf + ">"
+      : ffma ? "decode_ffma_tile<" + m_tile + ", " + depth + ", " + vecs + ", " + bf + ">"
+             : std::string("decode_gemv_tile<") + (d.k_major ? "true" : "false") + ", " + m_tile + ", " + vecs + ", " +
+                   bf + ">";
   std::ostringstream src;
   src << "// matmul region " << r.id << " of graph '" << g.name() << "' (decode gemv " << (ffma ? "ffma" : "mma")
       << ", M <= " << (ffma ? kFfmaMaxM : kDecodeMaxM) << ")\n"
       << kernel_includes({"gemm/gemm_abi.h", ffma ? "gemm/decode_gemv_ffma.cuh" : "gemm/decode_gemv.cuh"});
   if (ffma) {
     src << "static_assert(kFfmaBN == " << kFfmaBNHost << " && kFfmaKIter == " << kFfmaKIterHost
+        << " && kFfmaKnBN == " << kFfmaKnBNHost << " && kFfmaKnKIter == " << kFfmaKnKIterHost
         << " && kFfmaXElems == " << kFfmaXElemsHost << " && " << smem_type << "::kBytes == " << tk.smem
         << ", \"the host's decode ffma constants are stale\");\n";
   } else {
@@ -263,7 +273,7 @@ RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::De
   }
   src << "constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n\n" << args << "\n";
   // out: [batches, M, N]; CTA = (batch, column tile, k chunk); y tile [M, bn]
-  const std::string bn = ffma ? "kFfmaBN" : "kDecodeBN";
+  const std::string bn = scope.bn;
   // the ffma tile holds a 4-deep ring of W in registers: two CTAs per SM keep enough in flight
   src << "extern \"C\" __global__ void __launch_bounds__(" << scope.threads << (ffma ? ", 2" : "")
       << ") sinter_region(const __grid_constant__ Args a) {\n"
@@ -292,7 +302,7 @@ RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::De
   spec.source = src.str();
   const std::string dt = bf16 ? "bf16" : "f16";
   spec.description = std::string("matmul decode gemv ") +
-                     (ffma ? "ffma." + dt + " m" + m_tile + "x32 ring" + std::to_string(ffma_depth(tk.m_tile))
+                     (ffma ? "ffma." + dt + " m" + m_tile + "x" + std::to_string(tk.bn) + " ring" + std::to_string(ffma_depth(tk.m_tile))
                            : "mma." + dt + " m" + m_tile + "x128") +
                      " w:" + (d.k_major ? "[N,K]" : "[K,N]") + (d.w_vec == 8 ? "-vec8" : "-scalar") +
                      " x:" + (d.x_vec == 8 ? "vec8" : "scalar") + " splitk" + std::to_string(split.splits) + "x" +
