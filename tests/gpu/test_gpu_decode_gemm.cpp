@@ -1,10 +1,15 @@
-// The decode GEMV tiles (kernels/gemm/decode_gemv.cuh: mma, M <= 16; decode_gemv_ffma.cuh: M <= 4), each forced as the jit engine's matmul candidate, against the CPU
-// reference: M in {1, 3, 8, 16}, both weight layouts ([N, K] and [K, N]), N and K
-// odd and no tile multiples (element loads) or multiples of 8 only (16-byte loads with tails),
+// The decode GEMV tiles (kernels/gemm/decode_gemv.cuh: mma, M <= 16; decode_gemv_ffma.cuh: ffma,
+// M <= 4), each forced as the jit engine's matmul candidate, against the CPU reference: M in
+// {1, 3, 8, 16}, both weight layouts ([N, K] and [K, N]), N and K odd and no tile multiples
+// (element loads) or multiples of 8 only (16-byte loads with tails),
 // split-K with a short last chunk and without split-K, bias + GELU + amax, row and column sums,
 // batches with a broadcast weight, and a second run of the same executor on fresh inputs (the
 // split-K counters and exit accumulators must have been reset). Every case checks that the step
-// really ran the decode tile, so a silent fallback fails.
+// really ran the forced decode tile, so a silent fallback fails.
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "engines/jit/codegen.hpp"
 #include "fuse/region.hpp"
 #include "gpu/region_check.hpp"
@@ -15,15 +20,16 @@ namespace {
 class GpuDecodeGemm : public GpuRegions {
  protected:
   // The jit candidate numbers of every decode tile offered for `g`'s matmul region (ffma, mma).
-  std::vector<int> decode_candidates(const Graph& g) {
+  // Each as (candidate, the word its step's description must hold: "gemv ffma" or "gemv mma").
+  std::vector<std::pair<int, std::string>> decode_candidates(const Graph& g) {
     const fuse::Partition p = fuse::partition_graph(g);
     for (const fuse::Region& r : p.regions) {
       if (r.kind != fuse::RegionKind::matmul) continue;
       EXPECT_EQ(jit::decode_gemv_unsupported(g, r, properties_), "") << g.name();
-      std::vector<int> out;
+      std::vector<std::pair<int, std::string>> out;
       for (jit::MatmulTile t : {jit::MatmulTile::decode_ffma, jit::MatmulTile::decode_gemv}) {
         const int v = jit::matmul_variant_of(g, r, properties_, t);
-        if (v >= 0) out.push_back(v);
+        if (v >= 0) out.emplace_back(v, t == jit::MatmulTile::decode_ffma ? "gemv ffma" : "gemv mma");
       }
       return out;
     }
@@ -38,30 +44,30 @@ class GpuDecodeGemm : public GpuRegions {
     return opts;
   }
 
-  void expect_decode_step(const StreamExecutor& ex, const std::string& name) {
+  void expect_decode_step(const StreamExecutor& ex, const std::string& name, const std::string& tile) {
     bool found = false;
     for (const StepInfo& s : ex.steps()) {
       if (s.kind != "matmul") continue;
       found = true;
       std::printf("  %s: %s\n", name.c_str(), s.description.c_str());
-      EXPECT_NE(s.description.find("decode gemv"), std::string::npos) << s.description;
+      EXPECT_NE(s.description.find("decode " + tile), std::string::npos) << s.description;
     }
     EXPECT_TRUE(found) << "no matmul step in " << name;
   }
 
   // For every decode candidate: check(), then the same executor twice on fresh inputs.
   void check_decode(const Graph& copy, double bound_scale = 1.0) {
-    for (int candidate : decode_candidates(copy)) {
-      SCOPED_TRACE("candidate " + std::to_string(candidate));
-      check_candidate(copy, candidate, bound_scale);
+    for (const auto& [candidate, tile] : decode_candidates(copy)) {
+      SCOPED_TRACE("candidate " + std::to_string(candidate) + " (" + tile + ")");
+      check_candidate(copy, candidate, tile, bound_scale);
     }
   }
 
-  void check_candidate(const Graph& copy, int candidate, double bound_scale) {
+  void check_candidate(const Graph& copy, int candidate, const std::string& tile, double bound_scale) {
     const ExecutorOptions opts = forced(candidate);
     check(Graph(copy), bound_scale, opts);
     StreamExecutor ex(copy, shared_cache(), opts);
-    expect_decode_step(ex, copy.name());
+    expect_decode_step(ex, copy.name(), tile);
     for (int run = 0; run < 2; ++run) {
       const uint64_t seed = fresh_seed();
       SCOPED_TRACE("rerun " + std::to_string(run) + ", seed " + std::to_string(seed));
