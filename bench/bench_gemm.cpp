@@ -8,8 +8,9 @@
 //                                  weight and with a row-major [K, N] one, vs cuBLASLt on the
 //                                  [N, K] weight; `of_peak` is the weight bandwidth over 4.27 TB/s
 //                                  (the target is >= 0.85)
-//   llama_{qo,kv,up_silu_mul,down_residual}[_kn]   the Llama decode stack's M = 1 matmuls
-//                                  (weights 2048x2048, 512x2048, 8192x2048 with y * silu(gate),
+//   llama_{qo,kv,gate_silu,down_residual}[_kn]   the Llama decode stack's M = 1 matmuls
+//                                  (weights 2048x2048, 512x2048, 8192x2048 with silu (gate; up's
+//                                  mul epilogue reads one more vector),
 //                                  2048x8192 with a residual add; [N, K], and [K, N] as the
 //                                  example graphs store them): the jit default, then each decode
 //                                  candidate, vs bare cuBLASLt on [N, K] (2-8 MB: latency-bound)
@@ -156,14 +157,15 @@ void run_decode_gemv(const std::string& name, const Graph& ours, const Graph& th
 }
 
 // The Llama decode stack's matmuls at M = 1 (examples/example_graphs.cpp llama_decode_stack):
-// x [1, K] times an [N, K] weight, with the epilogue the stack fuses into it ("mul_silu": the
-// up projection times silu(gate), gate given as an input here; "residual": + a [1, N] input).
+// x [1, K] times an [N, K] (or [K, N]) weight, with the epilogue the stack fuses into it
+// ("silu": the gate projection; "residual": + a [1, N] input, as the down projection). One
+// region each, so that forcing a jit candidate applies to the matmul alone.
 Graph decode_stack_matmul(const std::string& name, int64_t n, int64_t k, const std::string& epilogue,
                           bool k_major = true) {
   Graph g(name);
   auto a = g.input("a", DType::bf16, {1, k});
   auto y = g.matmul(a, k_major ? g.input("b", DType::bf16, {k, n}, {1, k}) : g.input("b", DType::bf16, {k, n}));
-  if (epilogue == "mul_silu") y = g.mul(y, g.silu(g.input("gate", DType::bf16, {1, n})));
+  if (epilogue == "silu") y = g.silu(y);
   if (epilogue == "residual") y = g.add(y, g.input("res", DType::bf16, {1, n}));
   g.output(y, "y");
   return g;
@@ -215,7 +217,7 @@ int main(int argc, char** argv) {
     const char* epilogue;
   };
   for (const Stack& c : {Stack{"llama_qo", 2048, 2048, ""}, Stack{"llama_kv", 512, 2048, ""},
-                         Stack{"llama_up_silu_mul", 8192, 2048, "mul_silu"},
+                         Stack{"llama_gate_silu", 8192, 2048, "silu"},
                          Stack{"llama_down_residual", 2048, 8192, "residual"}}) {
     const Graph bare = decode_stack_matmul(std::string(c.name) + "_bare", c.n, c.k, "");
     const double bytes = 2.0 * c.n * c.k;
