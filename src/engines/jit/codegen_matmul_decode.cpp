@@ -114,9 +114,9 @@ Split plan_split(const Decode& d, const cuda::DeviceProperties& dev) {
 // wave: with `slots` CTAs resident (two per SM: __launch_bounds__(256, 2)), the time goes as
 // waves x steps per CTA; take the chunk (in whole steps -- 256 k for [N, K], 32 for [K, N] --
 // one or more, within the x stage) with the fewest, the longer chunk on a tie (fewer partials).
-// 4096 x 14336: 448 column tiles x 4 chunks of 1024 = 7 waves of 264 (one chunk: 2 waves of
-// 4096, 14% longer). Small weights split down to one step per CTA, so that 2-8 MB still reach
-// most SMs.
+// 4096 x 14336 [N, K]: 448 column tiles x 4 chunks of 1024 = 7 waves of 4 steps (all of K per
+// CTA: 2 waves of 16 steps, 14% more); [K, N]: 56 tiles x 32 chunks of 128. Small weights split
+// down to one step per CTA, so that 2-8 MB still reach most SMs.
 Split plan_split_ffma(const Decode& d, const cuda::DeviceProperties& dev) {
   Split s;
   const int64_t bn = ffma_bn(d.k_major), kiter = ffma_kiter(d.k_major);
@@ -138,10 +138,6 @@ Split plan_split_ffma(const Decode& d, const cuda::DeviceProperties& dev) {
   s.splits = (steps + best_steps - 1) / best_steps;
   return s;
 }
-
-}  // namespace
-
-namespace {
 
 // The parts of the two tiles that differ, for one region.
 struct TileKind {
