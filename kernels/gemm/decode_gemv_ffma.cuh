@@ -1,8 +1,9 @@
 // The decode GEMV tiles for M <= 4 on plain FFMA: y[M, N] = x[M, K] @ W with W an [N, K] weight
 // (k contiguous: decode_ffma_tile) or a row-major [K, N] one (n contiguous: decode_ffma_kn_tile,
-// at the end of this file, the same ideas with lanes along n). At M <= 4 the math is a few FFMA per loaded byte, so the tile is shaped only
-// by how W streams from DRAM (decode_gemv.cuh's mma tile needs a lane layout that gives each
-// load instruction 8 rows x 64 bytes; here one load is 512 contiguous bytes of one W row):
+// at the end of this file: the same ideas with lanes along n). At
+// these M the math is a few FFMA per loaded byte, so the tile is shaped by how W streams from
+// DRAM (decode_gemv.cuh's mma tile needs a lane layout that gives each load instruction 8 rows x
+// 64 bytes; here one load is 512 contiguous bytes of one W row):
 //  - a warp owns kFfmaRows rows of W; lane l reads k = 8l .. 8l+7 of every 256-wide k step, so
 //    each 16-byte load of the warp is one contiguous 512-byte run (whole DRAM bursts, no L1:
 //    nothing re-reads W), and kDepth steps of all rows are in flight per lane (a register ring,
@@ -12,8 +13,11 @@
 //    of its rows;
 //  - lanes hold partial dot products over their k; a butterfly sums them at the end, and the
 //    CTA's C tile goes through split-K (decode_splitk.cuh) to the region's epilogue.
-// Above M = 4 the FFMA per byte (8 M per 16-byte vector) approach the issue rate needed to keep
-// up with DRAM on an SM; the mma tile takes those.
+// The FFMA per byte grow with M (8 M per 16-byte vector): at M = 8 an SM would issue about 82
+// warp instructions per 512-byte warp load, some 55% of its issue rate at 3.6 TB/s (27 GB/s per
+// SM), but the registers do not fit: 8 rows of accumulators, the unpacked W and even a 2-deep
+// ring spilled under the 128 registers of two CTAs per SM (ptxas, with a bias + GELU + amax
+// epilogue). The mma tile takes M > 4.
 #pragma once
 
 #include "common/abi.h"
