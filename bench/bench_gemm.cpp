@@ -4,12 +4,20 @@
 //   gemm_bias_gelu_amax_4096       our fused epilogue vs bare cuBLASLt (target <= 1.05x)
 //   (these three also print one line per Hopper candidate, forced: "candidate": its number)
 //   decode_m{1,8,16}               x [M, 4096] x a 4096x14336 weight: weight bytes per second
-//   decode_m{1,8,16}_gemv[_kn]     the same on the jit decode GEMV candidate (forced), with the
-//                                  [N, K] weight and with a row-major [K, N] one, vs cuBLASLt on
-//                                  the [N, K] weight; `of_peak` is the weight bandwidth over
-//                                  4.27 TB/s (the target is >= 0.85)
+//   decode_m{1,8,16}[_kn]_{ffma,mma}  the same on each jit decode GEMV candidate (forced: the
+//                                  ffma tile for M <= 4, the mma tile), with the [N, K]
+//                                  weight and with a row-major [K, N] one, vs cuBLASLt on the
+//                                  [N, K] weight; `of_peak` is the weight bandwidth over 4.27 TB/s
+//                                  (the target is >= 0.85)
+//   llama_{qo,kv,gate_silu,down_residual}[_kn]   the Llama decode stack's M = 1 matmuls
+//                                  (weights 2048x2048, 512x2048, 8192x2048 with silu (gate; up's
+//                                  mul epilogue reads one more vector),
+//                                  2048x8192 with a residual add; [N, K], and [K, N] as the
+//                                  example graphs store them): the jit default, then each decode
+//                                  candidate, vs bare cuBLASLt on [N, K] (2-8 MB: latency-bound)
 // One JSON object per line; each names the kernels that ran (a fallback would show here) and
-// the relative L2 difference between our output and cuBLASLt's.
+// the relative L2 difference between our output and cuBLASLt's (meaningful for bare cases only:
+// a fused epilogue computes a different function than the bare cuBLASLt matmul).
 //
 //   sinter_bench_gemm [--quick] [--decode]      (--decode: only the decode cases)
 #include <unistd.h>
@@ -18,6 +26,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/device.hpp"
@@ -119,47 +128,71 @@ void run_case(const std::string& name, const Graph& ours, const Graph& theirs, d
   }
 }
 
-// The jit candidate number of the decode GEMV tile for g's matmul region, or -1.
-int decode_candidate(const Graph& g, const cuda::DeviceProperties& dev) {
+// The decode tiles offered for g's matmul region, as (name, jit candidate number).
+std::vector<std::pair<std::string, int>> decode_candidates(const Graph& g, const cuda::DeviceProperties& dev) {
+  std::vector<std::pair<std::string, int>> out;
   const fuse::Partition p = fuse::partition_graph(g);
   for (const fuse::Region& r : p.regions) {
     if (r.kind != fuse::RegionKind::matmul) continue;
     const std::string why = jit::decode_gemv_unsupported(g, r, dev);
     if (!why.empty()) {
       std::fprintf(stderr, "sinter_bench_gemm: %s: decode tile not offered: %s\n", g.name().c_str(), why.c_str());
-      return -1;
+      return out;
     }
-    return jit::matmul_variant_of(g, r, dev, jit::MatmulTile::decode_gemv);
+    const int ffma = jit::matmul_variant_of(g, r, dev, jit::MatmulTile::decode_ffma);
+    if (ffma >= 0) out.emplace_back("ffma", ffma);
+    out.emplace_back("mma", jit::matmul_variant_of(g, r, dev, jit::MatmulTile::decode_gemv));
+    return out;
   }
-  return -1;
+  return out;
 }
 
-// The decode tile on `ours` (either weight layout) against cuBLASLt on the [N, K] weight `theirs`,
-// on the same logical values (a row-major [K, N] weight is copied from the [N, K] view).
+// Each decode tile on `ours` (either weight layout, maybe with an epilogue) against cuBLASLt on
+// the bare [N, K]-weight matmul `theirs`, on the same logical values (a row-major [K, N] weight is
+// copied from the [N, K] view). One line per candidate: `<name>_<tile>`.
 void run_decode_gemv(const std::string& name, const Graph& ours, const Graph& theirs, double bytes,
                      cuda::KernelCache& cache, int iters) {
-  const int candidate = decode_candidate(ours, cuda::device_properties(0));
-  if (candidate < 0) return;
-  const TensorMap in = random_inputs(theirs, 7);
-  TensorMap in_ours = in;
-  const TensorInfo& b = ours.tensor(ours.inputs()[1]);
-  if (b.strides != theirs.tensor(theirs.inputs()[1]).strides) {
-    // the same logical [K, N] values in ours's storage order (element access is logical)
-    const HostTensor& src = in.at("b");
-    HostTensor dst(b.dtype, b.dims, b.strides);
+  const TensorMap in = random_inputs(ours, 7);
+  TensorMap in_theirs;
+  for (TensorId id : theirs.inputs()) {
+    const TensorInfo& t = theirs.tensor(id);
+    const HostTensor& src = in.at(t.name);
+    if (t.strides == src.strides()) {
+      in_theirs.emplace(t.name, src);
+      continue;
+    }
+    // the same logical [K, N] values in theirs's storage order (element access is logical)
+    HostTensor dst(t.dtype, t.dims, t.strides);
     for (int64_t i = 0; i < src.numel(); ++i) dst.set(i, src.get(i));
-    in_ours.insert_or_assign("b", std::move(dst));
+    in_theirs.emplace(t.name, std::move(dst));
   }
-  const Timed s = timed(ours, "jit", cache, iters, in_ours, candidate);
-  const Timed c = timed(theirs, "cublaslt", cache, iters, in);
-  const double diff = relative_l2_error(s.out.at("y"), c.out.at("y"));
-  const double tbps = bytes / (s.ms * 1e9);
-  std::printf("{\"case\": \"%s\", \"sinter_ms\": %.5f, \"cublaslt_ms\": %.5f, \"ratio\": %.3f, "
-              "\"sinter_weight_tbps\": %.3f, \"cublaslt_weight_tbps\": %.3f, \"of_peak\": %.3f, "
-              "\"rel_l2_vs_cublaslt\": %.3g, \"sinter_kernels\": \"%s\", \"cublaslt_kernels\": \"%s\"}\n",
-              name.c_str(), s.ms, c.ms, s.ms / c.ms, tbps, bytes / (c.ms * 1e9), tbps / 4.27, diff,
-              s.kernels.c_str(), c.kernels.c_str());
-  std::fflush(stdout);
+  const Timed c = timed(theirs, "cublaslt", cache, iters, in_theirs);
+  for (const auto& [tile, candidate] : decode_candidates(ours, cuda::device_properties(0))) {
+    const Timed s = timed(ours, "jit", cache, iters, in, candidate);
+    const double diff = relative_l2_error(s.out.at("y"), c.out.at("y"));
+    const double tbps = bytes / (s.ms * 1e9);
+    std::printf("{\"case\": \"%s_%s\", \"sinter_ms\": %.5f, \"cublaslt_ms\": %.5f, \"ratio\": %.3f, "
+                "\"sinter_weight_tbps\": %.3f, \"cublaslt_weight_tbps\": %.3f, \"of_peak\": %.3f, "
+                "\"rel_l2_vs_cublaslt\": %.3g, \"sinter_kernels\": \"%s\", \"cublaslt_kernels\": \"%s\"}\n",
+                name.c_str(), tile.c_str(), s.ms, c.ms, s.ms / c.ms, tbps, bytes / (c.ms * 1e9), tbps / 4.27, diff,
+                s.kernels.c_str(), c.kernels.c_str());
+    std::fflush(stdout);
+  }
+}
+
+// The Llama decode stack's matmuls at M = 1 (examples/example_graphs.cpp llama_decode_stack):
+// x [1, K] times an [N, K] (or [K, N]) weight, with the epilogue the stack fuses into it
+// ("silu": the gate projection; "residual": + a [1, N] input, as the down projection). One
+// region each, so that forcing a jit candidate applies to the matmul alone.
+Graph decode_stack_matmul(const std::string& name, int64_t n, int64_t k, const std::string& epilogue,
+                          bool k_major = true) {
+  Graph g(name);
+  auto a = g.input("a", DType::bf16, {1, k});
+  auto y = g.matmul(a, k_major ? g.input("b", DType::bf16, {k, n}, {1, k}) : g.input("b", DType::bf16, {k, n}));
+  if (epilogue == "silu") y = g.silu(y);
+  if (epilogue == "residual") y = g.add(y, g.input("res", DType::bf16, {1, n}));
+  g.output(y, "y");
+  return g;
 }
 
 }  // namespace
@@ -199,8 +232,25 @@ int main(int argc, char** argv) {
     const int64_t k = 4096, n = 14336;
     const Graph g = gemm("decode_m" + std::to_string(m), m, n, k, false);
     run_case(g.name(), g, g, 2.0 * m * n * k, 2.0 * n * k, cache, iters);
-    run_decode_gemv(g.name() + "_gemv", g, g, 2.0 * n * k, cache, iters);
-    run_decode_gemv(g.name() + "_gemv_kn", gemm(g.name() + "_kn", m, n, k, false, false), g, 2.0 * n * k, cache, iters);
+    run_decode_gemv(g.name(), g, g, 2.0 * n * k, cache, iters);
+    run_decode_gemv(g.name() + "_kn", gemm(g.name() + "_kn", m, n, k, false, false), g, 2.0 * n * k, cache, iters);
+  }
+  struct Stack {
+    const char* name;
+    int64_t n, k;
+    const char* epilogue;
+  };
+  for (const Stack& c : {Stack{"llama_qo", 2048, 2048, ""}, Stack{"llama_kv", 512, 2048, ""},
+                         Stack{"llama_gate_silu", 8192, 2048, "silu"},
+                         Stack{"llama_down_residual", 2048, 8192, "residual"}}) {
+    const Graph bare = decode_stack_matmul(std::string(c.name) + "_bare", c.n, c.k, "");
+    const double bytes = 2.0 * c.n * c.k;
+    for (bool k_major : {true, false}) {
+      const std::string name = std::string(c.name) + (k_major ? "" : "_kn");
+      const Graph ours = decode_stack_matmul(name, c.n, c.k, c.epilogue, k_major);
+      if (k_major) run_case(name + "_default", ours, bare, 2.0 * c.n * c.k, bytes, cache, iters);
+      run_decode_gemv(name, ours, bare, bytes, cache, iters);
+    }
   }
   std::filesystem::remove_all(cache_dir);
   return 0;

@@ -10,14 +10,13 @@
 //    is free as long as A and B agree, so each lane's 16-byte W vector maps onto its fragment
 //    registers as loaded (the mappings are spelled out at decode_mma_step).
 //  - A CTA owns kDecodeBN output columns and one k-chunk; its warps split both, then reduce over
-//    k in shared memory. Chunks (split-K) fill the GPU when N alone gives too few CTAs: each CTA
-//    stores its partial tile in the workspace, and the last CTA of a column tile (elected by a
-//    counter that it resets) sums the partials in split order -- deterministic, whichever CTA
-//    is last -- and returns true: the caller runs the region's epilogue once on the full sum.
+//    k in shared memory. Chunks (split-K) fill the GPU when N alone gives too few CTAs; they
+//    meet through the workspace in decode_splitk_combine (decode_splitk.cuh).
 #pragma once
 
 #include "common/abi.h"
 #include "common/types.cuh"
+#include "gemm/decode_splitk.cuh"
 #include "gemm/gemm_abi.h"
 #include "gemm/simt_gemm.cuh"  // mma_16816
 
@@ -218,25 +217,6 @@ __device__ __forceinline__ bool decode_gemv_tile(const u16* x, const u16* w, con
     __syncthreads();
     return true;
   }
-
-  // split-K: publish this chunk's partial; the last CTA of the column tile sums them in order
-  __shared__ int decode_last;
-  constexpr int kPart = kMTile * kDecodeBN;
-  float* mine = part + (slot * splits + split) * kPart;
-  for (int i = threadIdx.x; i < rows * kDecodeBN; i += kDecodeThreads) mine[i] = ctile[i];
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) decode_last = atomicAdd(counts + slot, 1u) == static_cast<unsigned>(splits - 1);
-  __syncthreads();
-  if (!decode_last) return false;
-  __threadfence();
-  const float* all = part + slot * splits * kPart;
-  for (int i = threadIdx.x; i < rows * kDecodeBN; i += kDecodeThreads) {
-    float sum = 0.0f;
-    for (int q = 0; q < splits; ++q) sum += __ldcg(all + q * kPart + i);  // L2: other SMs wrote them
-    ctile[i] = sum;
-  }
-  if (threadIdx.x == 0) counts[slot] = 0u;  // every split has arrived: ready for the next launch
-  __syncthreads();
-  return true;
+  return decode_splitk_combine<kDecodeThreads, kMTile * kDecodeBN, kDecodeBN>(ctile, rows, slot, split, splits, part,
+                                                                              counts);
 }

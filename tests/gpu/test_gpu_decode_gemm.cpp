@@ -1,10 +1,15 @@
-// The decode GEMV tile (kernels/gemm/decode_gemv.cuh), forced as the jit engine's matmul candidate,
-// against the CPU reference: M in {1, 3, 8, 16}, both weight layouts ([N, K] and [K, N]), N and K
-// odd and no tile multiples (element loads) or multiples of 8 only (16-byte loads with tails),
+// The decode GEMV tiles (kernels/gemm/decode_gemv.cuh: mma, M <= 16; decode_gemv_ffma.cuh: ffma,
+// M <= 4), each forced as the jit engine's matmul candidate, against the CPU reference: M in
+// {1, 3, 8, 16}, both weight layouts ([N, K] and [K, N]), N and K odd and no tile multiples
+// (element loads) or multiples of 8 only (16-byte loads with tails),
 // split-K with a short last chunk and without split-K, bias + GELU + amax, row and column sums,
 // batches with a broadcast weight, and a second run of the same executor on fresh inputs (the
 // split-K counters and exit accumulators must have been reset). Every case checks that the step
-// really ran the decode tile, so a silent fallback fails.
+// really ran the forced decode tile, so a silent fallback fails.
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "engines/jit/codegen.hpp"
 #include "fuse/region.hpp"
 #include "gpu/region_check.hpp"
@@ -14,44 +19,55 @@ namespace {
 
 class GpuDecodeGemm : public GpuRegions {
  protected:
-  // The jit candidate number of the decode tile for `g`'s matmul region.
-  int decode_candidate(const Graph& g) {
+  // The jit candidate numbers of every decode tile offered for `g`'s matmul region (ffma, mma).
+  // Each as (candidate, the word its step's description must hold: "gemv ffma" or "gemv mma").
+  std::vector<std::pair<int, std::string>> decode_candidates(const Graph& g) {
     const fuse::Partition p = fuse::partition_graph(g);
     for (const fuse::Region& r : p.regions) {
       if (r.kind != fuse::RegionKind::matmul) continue;
-      const std::string why = jit::decode_gemv_unsupported(g, r, properties_);
-      EXPECT_EQ(why, "") << g.name();
-      return jit::matmul_variant_of(g, r, properties_, jit::MatmulTile::decode_gemv);
+      EXPECT_EQ(jit::decode_gemv_unsupported(g, r, properties_), "") << g.name();
+      std::vector<std::pair<int, std::string>> out;
+      for (jit::MatmulTile t : {jit::MatmulTile::decode_ffma, jit::MatmulTile::decode_gemv}) {
+        const int v = jit::matmul_variant_of(g, r, properties_, t);
+        if (v >= 0) out.emplace_back(v, t == jit::MatmulTile::decode_ffma ? "gemv ffma" : "gemv mma");
+      }
+      return out;
     }
     ADD_FAILURE() << "no matmul region in " << g.name();
-    return -1;
+    return {};
   }
 
-  ExecutorOptions forced(const Graph& g) {
+  ExecutorOptions forced(int candidate) {
     ExecutorOptions opts;
     opts.engine = "jit";
-    opts.tuning.candidate = decode_candidate(g);
+    opts.tuning.candidate = candidate;
     return opts;
   }
 
-  void expect_decode_step(const StreamExecutor& ex, const std::string& name) {
+  void expect_decode_step(const StreamExecutor& ex, const std::string& name, const std::string& tile) {
     bool found = false;
     for (const StepInfo& s : ex.steps()) {
       if (s.kind != "matmul") continue;
       found = true;
       std::printf("  %s: %s\n", name.c_str(), s.description.c_str());
-      EXPECT_NE(s.description.find("decode gemv"), std::string::npos) << s.description;
+      EXPECT_NE(s.description.find("decode " + tile), std::string::npos) << s.description;
     }
     EXPECT_TRUE(found) << "no matmul step in " << name;
   }
 
-  // check() on the decode candidate, then the same executor twice on fresh inputs.
-  void check_decode(Graph g, double bound_scale = 1.0) {
-    const ExecutorOptions opts = forced(g);
-    const Graph copy = g;
-    check(std::move(g), bound_scale, opts);
+  // For every decode candidate: check(), then the same executor twice on fresh inputs.
+  void check_decode(const Graph& copy, double bound_scale = 1.0) {
+    for (const auto& [candidate, tile] : decode_candidates(copy)) {
+      SCOPED_TRACE("candidate " + std::to_string(candidate) + " (" + tile + ")");
+      check_candidate(copy, candidate, tile, bound_scale);
+    }
+  }
+
+  void check_candidate(const Graph& copy, int candidate, const std::string& tile, double bound_scale) {
+    const ExecutorOptions opts = forced(candidate);
+    check(Graph(copy), bound_scale, opts);
     StreamExecutor ex(copy, shared_cache(), opts);
-    expect_decode_step(ex, copy.name());
+    expect_decode_step(ex, copy.name(), tile);
     for (int run = 0; run < 2; ++run) {
       const uint64_t seed = fresh_seed();
       SCOPED_TRACE("rerun " + std::to_string(run) + ", seed " + std::to_string(seed));
@@ -112,6 +128,29 @@ TEST_F(GpuDecodeGemm, RealDecodeShape) {
   }
 }
 
+TEST_F(GpuDecodeGemm, DecodeStackShapesResidualAndManySplits) {
+  // the Llama decode stack's M = 1 weights: q/o 2048x2048 + a residual add, k/v 512x2048 (on the
+  // ffma tile with an [N, K] weight: 8 chunks of one 256-wide step), down 2048x8192 + a
+  // residual, in both layouts (the example graphs store [K, N]); and M = 3 over K = 40000 (the
+  // ffma tile: 157 chunks of one step, the last 64 long)
+  struct Case {
+    int64_t m, n, k;
+    bool residual, k_major;
+  };
+  for (Case c : {Case{1, 2048, 2048, true, true}, Case{1, 512, 2048, false, true}, Case{1, 2048, 8192, true, true},
+                 Case{3, 100, 40000, false, true}, Case{1, 2048, 2048, true, false}, Case{1, 512, 2048, false, false},
+                 Case{2, 2048, 8192, true, false}}) {
+    Graph g(std::string("decode_stack_") + (c.k_major ? "nk_" : "kn_") + std::to_string(c.m) + "x" +
+            std::to_string(c.n) + "x" + std::to_string(c.k));
+    auto a = g.input("a", DType::bf16, {c.m, c.k});
+    auto y = g.matmul(a, c.k_major ? g.input("b", DType::bf16, {c.k, c.n}, {1, c.k})
+                                   : g.input("b", DType::bf16, {c.k, c.n}));
+    if (c.residual) y = g.add(y, g.input("res", DType::bf16, {c.m, c.n}));
+    g.output(y, "y");
+    check_decode(g);
+  }
+}
+
 TEST_F(GpuDecodeGemm, BatchedBroadcastWeightRowAndColumnSums) {
   for (bool k_major : {true, false}) {
     Graph g(std::string("decode_batched_") + (k_major ? "nk" : "kn"));
@@ -122,7 +161,7 @@ TEST_F(GpuDecodeGemm, BatchedBroadcastWeightRowAndColumnSums) {
     g.output(y, "y");
     g.output(g.sum(y, {-1}), "rows");
     g.output(g.sum(y, {0, 1}), "cols");
-    check_decode(std::move(g), 2.0);
+    check_decode(g, 2.0);
   }
 }
 

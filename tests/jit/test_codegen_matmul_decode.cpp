@@ -1,5 +1,5 @@
-// The decode GEMV variant of matmul regions (codegen_matmul_decode.cpp): offered for M <= 16 only,
-// after the existing variants; declines with a reason; picks the weight mapping and vector class
+// The decode GEMV variants of matmul regions (codegen_matmul_decode.cpp): the mma tile offered for
+// M <= 16 only, the ffma tile for M <= 4 before it; both decline with a reason; picks the weight mapping and vector class
 // from the strides; plans split-K and its workspace; and every class of its generated source
 // compiles for sm_90a with no register spills (ptxas's report through NVRTC). Numerics are
 // checked on the GPU (tests/gpu, GpuDecodeGemm). With SINTER_DUMP_CUBIN_DIR set, the cubins and
@@ -47,6 +47,13 @@ struct Built {
   RegionKernels rk;  // variant 0: the decode tile wherever it applies
 };
 
+// The kernels of one decode tile (mma or ffma) for g's matmul region.
+RegionKernels build_tile(const Graph& g, MatmulTile tile) {
+  const fuse::Partition p = fuse::partition_graph(g);
+  const fuse::Region& r = matmul_region(g, p);
+  return tile == MatmulTile::decode_ffma ? build_matmul_decode_ffma(g, r, h200()) : build_matmul_decode(g, r, h200());
+}
+
 Built build_first(const Graph& g, const cuda::DeviceProperties& dev = h200()) {
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
@@ -65,12 +72,21 @@ TEST(JitMatmulDecode, OfferedFirstForUpToSixteenRows) {
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv"), std::string::npos) << b.rk.kernels.at(0).description;
   // without it (n-major weight): decode, generic
   b = build_first(decode(DType::bf16, 1, 14336, 4096, false, false));
+  EXPECT_EQ(b.variants, 3);
+  EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv ffma"), std::string::npos);
+  b = build_first(decode(DType::bf16, 5, 14336, 4096, false, false));
   EXPECT_EQ(b.variants, 2);
-  EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv"), std::string::npos);
+  EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv mma"), std::string::npos);
+  // M <= 4 with an [N, K] weight: ffma, mma, sm90, generic
+  b = build_first(decode(DType::bf16, 4, 14336, 4096, true, false));
+  EXPECT_EQ(b.variants, 4);
+  EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv ffma"), std::string::npos)
+      << b.rk.kernels.at(0).description;
   // the other tiles stay available to the tuner, in their order
   const Graph g = decode(DType::bf16, 8, 1000, 1000, true, false);
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
+  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_ffma), -1);
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_gemv), 0);
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_ctile), 1);
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_direct), 2);
@@ -85,6 +101,15 @@ TEST(JitMatmulDecode, DeclinesWithAReason) {
   EXPECT_EQ(b.rk.kernels.at(0).description.find("decode"), std::string::npos);
   b = build_first(decode(DType::f32, 4, 256, 256, true, false));
   EXPECT_NE(b.why_not.find("not both bf16 or both f16"), std::string::npos) << b.why_not;
+  // the ffma tile: M <= 4
+  for (bool k_major : {true, false}) {
+    const Graph g = decode(DType::bf16, 5, 256, 256, k_major, false);
+    const fuse::Partition p = fuse::partition_graph(g);
+    const std::string why = decode_ffma_unsupported(g, matmul_region(g, p), h200());
+    EXPECT_NE(why.find("M = 5 is more than 4 rows"), std::string::npos) << why;
+    EXPECT_EQ(decode_gemv_unsupported(g, matmul_region(g, p), h200()), "");
+    EXPECT_THROW(build_matmul_decode_ffma(g, matmul_region(g, p), h200()), Error);
+  }
   cuda::DeviceProperties turing = h200();
   turing.cc_major = 7;
   turing.arch = "sm_75";
@@ -107,7 +132,8 @@ TEST(JitMatmulDecode, MappingVectorsAndSplit) {
                         Case{3, 1001, 777, true, "m8x128 w:[N,K]-scalar x:scalar"},
                         Case{3, 1001, 777, false, "m8x128 w:[K,N]-scalar x:scalar"},
                         Case{9, 1000, 1064, false, "m16x128 w:[K,N]-vec8 x:vec8"}}) {
-    const Built b = build_first(decode(DType::bf16, c.m, c.n, c.k, c.k_major, false));
+    Built b;
+    b.rk = build_tile(decode(DType::bf16, c.m, c.n, c.k, c.k_major, false), MatmulTile::decode_gemv);
     const KernelSpec& k = b.rk.kernels.at(0);
     EXPECT_NE(k.description.find(c.expect), std::string::npos) << k.description << " (want " << c.expect << ")";
     // the grid is (column tiles) x (splits); the workspace holds the partials and counters
@@ -117,13 +143,47 @@ TEST(JitMatmulDecode, MappingVectorsAndSplit) {
   }
   // split-K at 4096 x 14336: 112 column tiles x 2 chunks (one wave of two CTAs per SM);
   // partials of 8 rows x 128 floats
-  const Built b = build_first(decode(DType::bf16, 1, 14336, 4096, true, false));
-  EXPECT_EQ(b.rk.kernels.at(0).launch.grid.x, 112u * 2);
-  EXPECT_GE(b.rk.workspace_bytes, size_t{112} * 2 * 8 * 128 * 4);
+  const RegionKernels b = build_tile(decode(DType::bf16, 1, 14336, 4096, true, false), MatmulTile::decode_gemv);
+  EXPECT_EQ(b.kernels.at(0).launch.grid.x, 112u * 2);
+  EXPECT_GE(b.workspace_bytes, size_t{112} * 2 * 8 * 128 * 4);
   // no split when the column tiles alone fill the wave
-  const Built wide = build_first(decode(DType::bf16, 4, 40000, 512, true, false));
-  EXPECT_NE(wide.rk.kernels.at(0).description.find("splitk1x512"), std::string::npos)
-      << wide.rk.kernels.at(0).description;
+  const RegionKernels wide = build_tile(decode(DType::bf16, 4, 40000, 512, true, false), MatmulTile::decode_gemv);
+  EXPECT_NE(wide.kernels.at(0).description.find("splitk1x512"), std::string::npos) << wide.kernels.at(0).description;
+}
+
+TEST(JitMatmulDecode, FfmaMappingAndSplit) {
+  struct Case {
+    int64_t m, n, k;
+    const char* expect;
+    unsigned grid;  // column tiles (32 columns for [N, K], 256 for [K, N]) x splits
+    bool k_major = true;
+  };
+  // 4096 x 14336: 448 tiles x 4 chunks = 7 waves of 264 CTAs (one chunk would take 2 waves of
+  // 4096); the Llama decode stack's weights: q/o 2048x2048, k/v 512x2048, gate/up 8192x2048,
+  // down 2048x8192 (M = 1); odd shapes take element loads and an M tile of 2 or 4
+  for (const Case& c : {Case{1, 14336, 4096, "ffma.bf16 m1x32 ring4 w:[N,K]-vec8 x:vec8 splitk4x1024", 448 * 4},
+                        Case{4, 14336, 4096, "m4x32 ring3 w:[N,K]-vec8 x:vec8 splitk4x1024", 448 * 4},
+                        Case{1, 2048, 2048, "m1x32 ring4 w:[N,K]-vec8 x:vec8 splitk4x512", 64 * 4},
+                        Case{1, 512, 2048, "splitk8x256", 16 * 8},
+                        Case{1, 8192, 2048, "splitk1x2048", 256},
+                        Case{1, 2048, 8192, "splitk4x2048", 64 * 4},
+                        Case{2, 1001, 777, "m2x32 ring4 w:[N,K]-scalar x:scalar splitk4x256", 32 * 4},
+                        Case{3, 100, 40000, "m4x32 ring3 w:[N,K]-vec8 x:vec8 splitk", 0},
+                        // [K, N]: 56 tiles of 256 columns x 32 chunks of 128 k rows = 7 waves
+                        Case{1, 14336, 4096, "ffma.bf16 m1x256 ring4 w:[K,N]-vec8 x:vec8 splitk32x128", 56 * 32, false},
+                        Case{3, 1001, 777, "m4x256 ring3 w:[K,N]-scalar x:scalar", 0, false}}) {
+    const RegionKernels rk = build_tile(decode(DType::bf16, c.m, c.n, c.k, c.k_major, false), MatmulTile::decode_ffma);
+    const KernelSpec& k = rk.kernels.at(0);
+    EXPECT_NE(k.description.find(c.expect), std::string::npos) << k.description << " (want " << c.expect << ")";
+    const int64_t bn = c.k_major ? 32 : 256, tiles = (c.n + bn - 1) / bn;
+    EXPECT_EQ(k.launch.grid.x % tiles, 0u) << k.description;
+    if (c.grid != 0) EXPECT_EQ(k.launch.grid.x, c.grid) << k.description;
+    // every chunk fits the x stage: 16384 elements over the M tile
+    const int64_t m_tile = c.m <= 1 ? 1 : c.m <= 2 ? 2 : 4;
+    const int64_t splits = k.launch.grid.x / tiles;
+    EXPECT_LE((c.k + splits - 1) / splits, 16384 / m_tile) << k.description;
+    if (splits > 1) EXPECT_GE(rk.workspace_bytes, static_cast<size_t>(tiles * splits * m_tile * bn * 4));
+  }
 }
 
 TEST(JitMatmulDecode, BatchedAndBroadcastWeight) {
@@ -133,8 +193,11 @@ TEST(JitMatmulDecode, BatchedAndBroadcastWeight) {
   g.output(g.matmul(a, b), "y");
   const Built built = build_first(g);
   EXPECT_EQ(built.why_not, "");
-  const int64_t tiles = 4 * 2;  // batches x column tiles
-  EXPECT_EQ(built.rk.kernels.at(0).launch.grid.x % tiles, 0u);
+  // batches x column tiles: 4 x 1 of 256 columns on the ffma tile (first), 4 x 2 of 128 on mma
+  const KernelSpec& ffma = built.rk.kernels.at(0);
+  EXPECT_NE(ffma.description.find("ffma.f16 m2x256"), std::string::npos) << ffma.description;
+  EXPECT_EQ(ffma.launch.grid.x % 4, 0u);
+  EXPECT_EQ(build_tile(g, MatmulTile::decode_gemv).kernels.at(0).launch.grid.x % 8, 0u);
 }
 
 TEST(JitMatmulDecode, CompilesWithoutSpills) {
@@ -145,10 +208,15 @@ TEST(JitMatmulDecode, CompilesWithoutSpills) {
   };
   for (const Case& c : {Case{DType::bf16, 1, 14336, 4096, true, false}, Case{DType::bf16, 16, 14336, 4096, true, true},
                         Case{DType::bf16, 8, 14336, 4096, false, false}, Case{DType::f16, 16, 4096, 4096, false, true},
-                        Case{DType::bf16, 3, 1001, 777, true, true}, Case{DType::f16, 13, 1001, 777, false, true}}) {
+                        Case{DType::bf16, 3, 1001, 777, true, true}, Case{DType::f16, 13, 1001, 777, false, true},
+                        Case{DType::f16, 2, 4096, 4096, true, true}, Case{DType::bf16, 4, 2048, 8192, true, false},
+                        Case{DType::bf16, 1, 2048, 2048, false, true}, Case{DType::f16, 4, 1001, 777, false, true}}) {
+   for (MatmulTile tile : {MatmulTile::decode_ffma, MatmulTile::decode_gemv}) {
     const Graph g = decode(c.t, c.m, c.n, c.k, c.k_major, c.epilogue);
-    const Built b = build_first(g);
-    const KernelSpec& k = b.rk.kernels.at(0);
+    const fuse::Partition p = fuse::partition_graph(g);
+    if (matmul_variant_of(g, matmul_region(g, p), h200(), tile) < 0) continue;
+    const RegionKernels rk = build_tile(g, tile);
+    const KernelSpec& k = rk.kernels.at(0);
     ASSERT_NE(k.description.find("decode gemv"), std::string::npos) << k.description;
     cuda::CompileOptions opts;
     opts.arch = "sm_90a";
@@ -163,13 +231,15 @@ TEST(JitMatmulDecode, CompilesWithoutSpills) {
     std::printf("  %s\n%s", k.description.c_str(), res.log.c_str());
     EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
     if (const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR")) {
-      const std::string name = std::string("decode_") + (c.k_major ? "nk_" : "kn_") + "m" + std::to_string(c.m) +
+      const std::string name = std::string("decode_") + (tile == MatmulTile::decode_ffma ? "ffma_" : "mma_") +
+                               (c.k_major ? "nk_" : "kn_") + "m" + std::to_string(c.m) +
                                "_n" + std::to_string(c.n) + "_k" + std::to_string(c.k) +
                                (c.epilogue ? "_epilogue" : "") + ".cubin";
       std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
           .write(res.cubin.data(), static_cast<std::streamsize>(res.cubin.size()));
       std::ofstream(std::filesystem::path(dir) / (name + ".cu")) << k.source;
     }
+   }
   }
 }
 

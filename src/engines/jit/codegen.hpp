@@ -93,8 +93,13 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
 // Why the decode GEMV tile cannot run this region ("" when it can), and the tile itself.
 std::string decode_gemv_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// The same for the ffma decode tile (M <= 4, [N, K] weight).
+std::string decode_ffma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+RegionKernels build_matmul_decode_ffma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 
 // The matmul candidates of a region, best expected first (matmul_tiles, codegen_matmul_sm90.cpp):
+//   - decode_ffma: for M <= 4 and [N, K] weights, the FFMA GEMV tile (whole 512-byte W runs per
+//     load; not yet measured on the GPU);
 //   - decode_gemv: for M <= 16, the GEMV tile (measured on the H200: weights streamed 1.5x faster
 //     than by the Hopper GEMM at M = 1, 8, 16);
 //   - sm90_ctile: the Hopper TMA + wgmma kernel whose epilogue reads a C tile in shared memory
@@ -103,7 +108,7 @@ RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const c
 //     C-tile kernel until the GPU has timed them;
 //   - generic: the mma.sync tile; where the Hopper kernels do not apply its description says why
 //     (the fallback is reported, never silent).
-enum class MatmulTile { decode_gemv, sm90_ctile, sm90_direct, generic };
+enum class MatmulTile { decode_ffma, decode_gemv, sm90_ctile, sm90_direct, generic };
 struct MatmulVariant {
   MatmulTile tile = MatmulTile::generic;
   Sm90DirectConfig direct;  // sm90_direct only

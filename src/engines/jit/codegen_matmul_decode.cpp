@@ -1,11 +1,16 @@
-// Matmul regions with M <= 16 (decode) on the GEMV-style tile of kernels/gemm/decode_gemv.cuh:
-// W streamed once with 16-byte loads, x staged in shared memory, mma.sync with x as the padded
-// A operand, split-K through the workspace with a deterministic last-CTA sum, then the region's
-// epilogue (AnchorEpilogue::gemm_tile over the 16 x 128 C tile).
+// Matmul regions with M <= 16 (decode) on the GEMV-style tiles: W streamed once with 16-byte
+// loads, x staged in shared memory, split-K through the workspace with a deterministic last-CTA
+// sum (kernels/gemm/decode_splitk.cuh), then the region's epilogue (AnchorEpilogue::gemm_tile
+// over the C tile). Two tiles, two candidates:
+//  - mma (kernels/gemm/decode_gemv.cuh): M <= 16, either weight layout; mma.sync with x as the
+//    padded A operand; C tile 16 x 128.
+//  - ffma (kernels/gemm/decode_gemv_ffma.cuh): M <= 4; every warp load is a whole 512-byte run
+//    of one W row, 3 or 4 steps deep in a register ring; C tile (1, 2 or 4) x 32 for an [N, K]
+//    weight (a warp takes 4 rows of W), x 256 for a [K, N] one (lanes along n, warps split k).
 //
 // Compile-time: dtype, W's layout (k-major [N, K] or n-major [K, N] weight), whether W and x
-// allow 16-byte vectors, the M tile (8 or 16 rows) and the epilogue. Run-time: every size and
-// stride, and the split of K (chunk, splits), so one binary serves every decode shape of a class.
+// allow 16-byte vectors, the M tile and the epilogue. Run-time: every size and stride, and the
+// split of K (chunk, splits), so one binary serves every decode shape of a class.
 #include <algorithm>
 #include <sstream>
 
@@ -21,11 +26,23 @@ namespace {
 // Mirrors kernels/gemm/decode_gemv.cuh; the generated source static_asserts that they agree.
 constexpr int kDecodeThreadsHost = 256, kDecodeBNHost = 128, kDecodeKIterHost = 64, kDecodeXElemsHost = 32768;
 constexpr int64_t kDecodeMaxM = 16;
+// Mirrors kernels/gemm/decode_gemv_ffma.cuh.
+constexpr int kFfmaBNHost = 32, kFfmaKIterHost = 256, kFfmaXElemsHost = 16384;
+constexpr int kFfmaKnBNHost = 256, kFfmaKnKIterHost = 32;  // [K, N] weights
+constexpr int64_t kFfmaMaxM = 4;
 
 int x_pad(bool k_major) { return k_major ? 32 : 16; }
 int smem_bytes(bool k_major, int m_tile) {
   return m_tile * (kDecodeXElemsHost / m_tile + x_pad(k_major)) * 2 + 16 * kDecodeBNHost * 4;
 }
+int ffma_bn(bool k_major) { return k_major ? kFfmaBNHost : kFfmaKnBNHost; }
+int ffma_kiter(bool k_major) { return k_major ? kFfmaKIterHost : kFfmaKnKIterHost; }
+int ffma_smem_bytes(bool k_major, int m_tile) { return kFfmaXElemsHost * 2 + m_tile * ffma_bn(k_major) * 4; }
+int ffma_m_tile(int64_t m) { return m <= 1 ? 1 : m <= 2 ? 2 : 4; }
+// W steps in flight per lane (a register ring of 16 registers per step): 4 for M tiles of 1 and
+// 2 (110 and 126 registers under the 128 of two CTAs per SM); 3 at 4 rows, whose accumulators and
+// x take the fourth step's room (4 steps spilled there; ptxas -v, sm_90a).
+int ffma_depth(int m_tile) { return m_tile >= 4 ? 3 : 4; }
 
 struct Decode {
   const Node* mm = nullptr;
@@ -93,13 +110,65 @@ Split plan_split(const Decode& d, const cuda::DeviceProperties& dev) {
   return s;
 }
 
-}  // namespace
+// The ffma tile's split of K. Its CTAs are short and many, so the choice is about the last
+// wave: with `slots` CTAs resident (two per SM: __launch_bounds__(256, 2)), the time goes as
+// waves x steps per CTA; take the chunk (in whole steps -- 256 k for [N, K], 32 for [K, N] --
+// one or more, within the x stage) with the fewest, the longer chunk on a tie (fewer partials).
+// 4096 x 14336 [N, K]: 448 column tiles x 4 chunks of 1024 = 7 waves of 4 steps (all of K per
+// CTA: 2 waves of 16 steps, 14% more); [K, N]: 56 tiles x 32 chunks of 128. Small weights split
+// down to one step per CTA, so that 2-8 MB still reach most SMs.
+Split plan_split_ffma(const Decode& d, const cuda::DeviceProperties& dev) {
+  Split s;
+  const int64_t bn = ffma_bn(d.k_major), kiter = ffma_kiter(d.k_major);
+  s.tiles = d.batch.numel * ((d.n + bn - 1) / bn);
+  const int64_t steps = (std::max<int64_t>(d.k, 1) + kiter - 1) / kiter;
+  const int64_t max_steps = kFfmaXElemsHost / ffma_m_tile(d.m) / kiter;
+  const int64_t slots = 2 * int64_t{dev.sm_count > 0 ? dev.sm_count : 132};
+  int64_t best_cost = -1, best_steps = std::min(steps, max_steps);
+  for (int64_t c = std::min(steps, max_steps); c >= 1; --c) {
+    const int64_t splits = (steps + c - 1) / c;
+    const int64_t waves = (s.tiles * splits + slots - 1) / slots;
+    const int64_t cost = waves * c;
+    if (best_cost < 0 || cost < best_cost) {
+      best_cost = cost;
+      best_steps = c;
+    }
+  }
+  s.chunk = best_steps * kiter;
+  s.splits = (steps + best_steps - 1) / best_steps;
+  return s;
+}
 
-std::string decode_gemv_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+// The parts of the two tiles that differ, for one region.
+struct TileKind {
+  bool ffma = false;
+  int m_tile = 16, bn = 128, smem = 0;
+  Split split;
+};
+
+TileKind tile_kind(const Decode& d, const cuda::DeviceProperties& dev, bool ffma) {
+  TileKind t;
+  t.ffma = ffma;
+  if (ffma) {
+    t.m_tile = ffma_m_tile(d.m);
+    t.bn = ffma_bn(d.k_major);
+    t.smem = ffma_smem_bytes(d.k_major, t.m_tile);
+    t.split = plan_split_ffma(d, dev);
+  } else {
+    t.m_tile = d.m_tile;
+    t.bn = kDecodeBNHost;
+    t.smem = smem_bytes(d.k_major, d.m_tile);
+    t.split = plan_split(d, dev);
+  }
+  return t;
+}
+
+std::string decode_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev, bool ffma) {
   if (dev.cc_major < 8) return "needs mma.sync with bf16 (sm_80 or newer)";
   if (!r.prologue.empty()) return "the region has a prologue";
   const Decode d = describe_operands(g, r);
   if (d.m > kDecodeMaxM) return "M = " + std::to_string(d.m) + " is more than 16 rows";
+  if (ffma && d.m > kFfmaMaxM) return "M = " + std::to_string(d.m) + " is more than 4 rows (the ffma tile)";
   if (d.m < 1 || d.n < 1 || d.k < 1 || d.batch.numel < 1) return "an empty dim (M, N, K or batch is 0)";
   if (d.dtype != d.dtype_b || (d.dtype != DType::bf16 && d.dtype != DType::f16)) {
     return std::string("operands are ") + std::string(to_string(d.dtype)) + " x " +
@@ -108,22 +177,24 @@ std::string decode_gemv_unsupported(const Graph& g, const fuse::Region& r, const
   for (int64_t v : {d.n, d.k, d.batch.numel}) {
     if (v >= (int64_t{1} << 31)) return "a size of 2^31 or more";
   }
-  const Split s = plan_split(d, dev);
-  if (s.tiles * s.splits >= (int64_t{1} << 31)) return "2^31 or more CTAs";
-  if (dev.max_shared_memory_per_block_optin < static_cast<size_t>(smem_bytes(d.k_major, d.m_tile))) {
-    return "needs " + std::to_string(smem_bytes(d.k_major, d.m_tile)) + " bytes of shared memory per block";
+  const TileKind t = tile_kind(d, dev, ffma);
+  if (t.split.tiles * t.split.splits >= (int64_t{1} << 31)) return "2^31 or more CTAs";
+  if (dev.max_shared_memory_per_block_optin < static_cast<size_t>(t.smem)) {
+    return "needs " + std::to_string(t.smem) + " bytes of shared memory per block";
   }
   return "";
 }
 
-RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
-  const std::string why_not = decode_gemv_unsupported(g, r, dev);
+RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev, bool ffma) {
+  const std::string why_not = decode_unsupported(g, r, dev, ffma);
   if (!why_not.empty()) {
-    throw Error(ErrorCode::internal, "build_matmul_decode: region " + std::to_string(r.id) + ": " + why_not);
+    throw Error(ErrorCode::internal, std::string(ffma ? "build_matmul_decode_ffma" : "build_matmul_decode") +
+                                         ": region " + std::to_string(r.id) + ": " + why_not);
   }
   using Src = PointerSlot::Source;
   const Decode d = describe_operands(g, r);
-  const Split split = plan_split(d, dev);
+  const TileKind tk = tile_kind(d, dev, ffma);
+  const Split& split = tk.split;
   const TensorInfo &ta = *d.ta, &tb = *d.tb;
   const size_t ra = ta.dims.size(), rb = tb.dims.size();
   const bool bf16 = d.dtype == DType::bf16;
@@ -146,9 +217,8 @@ RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const c
   AnchorEpilogue epi(g, r, d.mm->outputs[0]);
   auto align256 = [](size_t v) { return (v + 255) / 256 * 256; };
   const size_t part_offset = align256(epi.workspace_bytes());
-  const size_t part_bytes = split.splits > 1
-                                ? static_cast<size_t>(split.tiles * split.splits) * d.m_tile * kDecodeBNHost * 4
-                                : 0;
+  const size_t part_bytes =
+      split.splits > 1 ? static_cast<size_t>(split.tiles * split.splits) * tk.m_tile * tk.bn * 4 : 0;
   const size_t count_offset = align256(part_offset + part_bytes);
   const size_t workspace = count_offset + static_cast<size_t>(split.tiles) * 4;
 
@@ -166,59 +236,94 @@ RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const c
   const std::string args = w.finish();
 
   GemmTileScope scope;
-  scope.threads = "kDecodeThreads";
-  scope.bn = "kDecodeBN";
-  scope.ldc = "kDecodeLdC";
+  scope.threads = ffma ? "kFfmaThreads" : "kDecodeThreads";
+  const bool kn = ffma && !d.k_major;  // the ffma tile's [K, N] form
+  scope.bn = kn ? "kFfmaKnBN" : ffma ? "kFfmaBN" : "kDecodeBN";
+  scope.ldc = kn ? "kFfmaKnLdC" : ffma ? "kFfmaLdC" : "kDecodeLdC";
 
-  const std::string tile_args = std::string(d.k_major ? "true" : "false") + ", " + std::to_string(d.m_tile) +
-                                ", " + std::to_string(d.w_vec) + ", " + std::to_string(d.x_vec) + ", " +
-                                (bf16 ? "true" : "false");
+  const std::string m_tile = std::to_string(tk.m_tile), bf = bf16 ? "true" : "false";
+  const std::string vecs = std::to_string(d.w_vec) + ", " + std::to_string(d.x_vec);
+  const std::string smem_type =
+      kn     ? "FfmaKnSmem<" + m_tile + ">"
+      : ffma ? "FfmaSmem<" + m_tile + ">"
+             : std::string("DecodeSmem<") + (d.k_major ? "true" : "false") + ", " + m_tile + ">";
+  const std::string depth = std::to_string(ffma_depth(tk.m_tile));
+  const std::string tile_call =
+      kn     ? "decode_ffma_kn_tile<" + m_tile + ", " + depth + ", " + vecs + ", " + bf + ">"
+      : ffma ? "decode_ffma_tile<" + m_tile + ", " + depth + ", " + vecs + ", " + bf + ">"
+             : std::string("decode_gemv_tile<") + (d.k_major ? "true" : "false") + ", " + m_tile + ", " + vecs + ", " +
+                   bf + ">";
   std::ostringstream src;
-  src << "// matmul region " << r.id << " of graph '" << g.name() << "' (decode gemv, M <= 16)\n"
-      << kernel_includes({"gemm/gemm_abi.h", "gemm/decode_gemv.cuh"})
-      << "static_assert(kDecodeThreads == " << kDecodeThreadsHost << " && kDecodeBN == " << kDecodeBNHost
-      << " && kDecodeKIter == " << kDecodeKIterHost << " && kDecodeXElems == " << kDecodeXElemsHost
-      << " && DecodeSmem<" << (d.k_major ? "true" : "false") << ", " << d.m_tile
-      << ">::kBytes == " << smem_bytes(d.k_major, d.m_tile) << ", \"the host's decode GEMM constants are stale\");\n"
-      << "constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n\n"
-      << args << "\n";
-  // out: [batches, M, N]; CTA = (batch, column tile, k chunk); y tile [M, 128]
-  src << "extern \"C\" __global__ void __launch_bounds__(kDecodeThreads) sinter_region(const __grid_constant__ Args a) {\n"
+  src << "// matmul region " << r.id << " of graph '" << g.name() << "' (decode gemv " << (ffma ? "ffma" : "mma")
+      << ", M <= " << (ffma ? kFfmaMaxM : kDecodeMaxM) << ")\n"
+      << kernel_includes({"gemm/gemm_abi.h", ffma ? "gemm/decode_gemv_ffma.cuh" : "gemm/decode_gemv.cuh"});
+  if (ffma) {
+    src << "static_assert(kFfmaBN == " << kFfmaBNHost << " && kFfmaKIter == " << kFfmaKIterHost
+        << " && kFfmaKnBN == " << kFfmaKnBNHost << " && kFfmaKnKIter == " << kFfmaKnKIterHost
+        << " && kFfmaXElems == " << kFfmaXElemsHost << " && " << smem_type << "::kBytes == " << tk.smem
+        << ", \"the host's decode ffma constants are stale\");\n";
+  } else {
+    src << "static_assert(kDecodeThreads == " << kDecodeThreadsHost << " && kDecodeBN == " << kDecodeBNHost
+        << " && kDecodeKIter == " << kDecodeKIterHost << " && kDecodeXElems == " << kDecodeXElemsHost << " && "
+        << smem_type << "::kBytes == " << tk.smem << ", \"the host's decode GEMM constants are stale\");\n";
+  }
+  src << "constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n\n" << args << "\n";
+  // out: [batches, M, N]; CTA = (batch, column tile, k chunk); y tile [M, bn]
+  const std::string bn = scope.bn;
+  // the ffma tile holds a 4-deep ring of W in registers: two CTAs per SM keep enough in flight
+  src << "extern \"C\" __global__ void __launch_bounds__(" << scope.threads << (ffma ? ", 2" : "")
+      << ") sinter_region(const __grid_constant__ Args a) {\n"
       << "  extern __shared__ float4 smem_[];  // float4: 16-byte aligned x rows\n"
       << epi.kernel_begin("  ")
       << "  const SinterGemmShape& s = a.shape;\n"
-      << "  const i64 tiles_n = (s.n + kDecodeBN - 1) / kDecodeBN;\n"
+      << "  const i64 tiles_n = (s.n + " << bn << " - 1) / " << bn << ";\n"
       << "  const i64 cta = blockIdx.x, slot = cta / a.splits;\n"
       << "  const int split = static_cast<int>(cta - slot * a.splits);\n"
       << "  const i64 bi = slot / tiles_n;\n"
-      << "  const int n0 = static_cast<int>(slot - bi * tiles_n) * kDecodeBN;\n"
+      << "  const int n0 = static_cast<int>(slot - bi * tiles_n) * " << bn << ";\n"
       << "  const int k_lo = split * a.chunk;\n"
       << "  const int k_hi = min(static_cast<int>(s.k), k_lo + a.chunk);\n"
       << "  char* smem_x = reinterpret_cast<char*>(smem_);\n"
-      << "  float* ctile = reinterpret_cast<float*>(smem_x + DecodeSmem<" << (d.k_major ? "true" : "false") << ", "
-      << d.m_tile << ">::kXBytes);\n"
-      << "  const bool full = decode_gemv_tile<" << tile_args << ">(\n"
+      << "  float* ctile = reinterpret_cast<float*>(smem_x + " << smem_type << "::kXBytes);\n"
+      << "  const bool full = " << tile_call << "(\n"
       << "      a.x + offset_of<false>(s.batch, s.a_batch, bi), a.w + offset_of<false>(s.batch, s.b_batch, bi), s, n0,\n"
       << "      k_lo, k_hi, slot, split, a.splits, a.part, a.counts, smem_x, ctile);\n"
       << "  if (full) {\n"
       << "    const char* smem = reinterpret_cast<const char*>(ctile);\n"
       << epi.gemm_tile("bi * s.m", "static_cast<int>(s.m)", "static_cast<i64>(n0)",
-                       "min(kDecodeBN, static_cast<int>(s.n - n0))", scope)
+                       "min(" + bn + ", static_cast<int>(s.n - n0))", scope)
       << "  }\n"
       << epi.kernel_end("  ") << "}\n";
 
   spec.source = src.str();
-  spec.description = std::string("matmul decode gemv mma.") + (bf16 ? "bf16" : "f16") + " m" +
-                     std::to_string(d.m_tile) + "x128 w:" + (d.k_major ? "[N,K]" : "[K,N]") +
-                     (d.w_vec == 8 ? "-vec8" : "-scalar") + " x:" + (d.x_vec == 8 ? "vec8" : "scalar") +
-                     " splitk" + std::to_string(split.splits) + "x" + std::to_string(split.chunk) +
-                     (epi.index64() ? " idx64" : "") + epi.describe();
+  const std::string dt = bf16 ? "bf16" : "f16";
+  spec.description = std::string("matmul decode gemv ") +
+                     (ffma ? "ffma." + dt + " m" + m_tile + "x" + std::to_string(tk.bn) + " ring" + std::to_string(ffma_depth(tk.m_tile))
+                           : "mma." + dt + " m" + m_tile + "x128") +
+                     " w:" + (d.k_major ? "[N,K]" : "[K,N]") + (d.w_vec == 8 ? "-vec8" : "-scalar") +
+                     " x:" + (d.x_vec == 8 ? "vec8" : "scalar") + " splitk" + std::to_string(split.splits) + "x" +
+                     std::to_string(split.chunk) + (epi.index64() ? " idx64" : "") + epi.describe();
   spec.launch.grid = dim3(static_cast<unsigned>(split.tiles * split.splits));
   spec.launch.block = dim3(kDecodeThreadsHost);
-  spec.launch.dynamic_shared_memory = smem_bytes(d.k_major, d.m_tile);
+  spec.launch.dynamic_shared_memory = tk.smem;
   rk.workspace_bytes = workspace;
   rk.kernels.push_back(std::move(spec));
   return rk;
+}
+
+}  // namespace
+
+std::string decode_gemv_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+  return decode_unsupported(g, r, dev, false);
+}
+std::string decode_ffma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+  return decode_unsupported(g, r, dev, true);
+}
+RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+  return build_decode(g, r, dev, false);
+}
+RegionKernels build_matmul_decode_ffma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+  return build_decode(g, r, dev, true);
 }
 
 }  // namespace sinter::jit

@@ -204,6 +204,7 @@ std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Re
 
 std::vector<MatmulVariant> matmul_tiles(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
   std::vector<MatmulVariant> tiles;
+  if (decode_ffma_unsupported(g, r, dev).empty()) tiles.push_back({MatmulTile::decode_ffma, {}});
   if (decode_gemv_unsupported(g, r, dev).empty()) tiles.push_back({MatmulTile::decode_gemv, {}});
   if (sm90_gemm_unsupported(g, r, dev).empty()) {
     tiles.push_back({MatmulTile::sm90_ctile, {}});
@@ -229,6 +230,7 @@ RegionKernels build_matmul_variant(const Graph& g, const fuse::Region& r, const 
                                    int variant) {
   const MatmulVariant v = matmul_tiles(g, r, dev).at(static_cast<size_t>(variant));
   switch (v.tile) {
+    case MatmulTile::decode_ffma: return build_matmul_decode_ffma(g, r, dev);
     case MatmulTile::decode_gemv: return build_matmul_decode(g, r, dev);
     case MatmulTile::sm90_ctile: return build_matmul_sm90(g, r, dev);
     case MatmulTile::sm90_direct: return build_matmul_sm90_direct(g, r, dev, v.direct);
