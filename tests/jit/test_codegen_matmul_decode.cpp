@@ -73,14 +73,14 @@ TEST(JitMatmulDecode, OfferedFirstForUpToSixteenRows) {
   // without it (n-major weight): decode, generic
   b = build_first(decode(DType::bf16, 1, 14336, 4096, false, false));
   EXPECT_EQ(b.variants, 3);
-  EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv ffma"), std::string::npos);
+  EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv mma"), std::string::npos);
   b = build_first(decode(DType::bf16, 5, 14336, 4096, false, false));
   EXPECT_EQ(b.variants, 2);
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv mma"), std::string::npos);
-  // M <= 4 with an [N, K] weight: ffma, mma, the C-tile kernel, 5 direct-epilogue configs, generic
+  // M <= 4 with an [N, K] weight: mma, ffma, the C-tile kernel, 5 direct-epilogue configs, generic
   b = build_first(decode(DType::bf16, 4, 14336, 4096, true, false));
   EXPECT_EQ(b.variants, 9);
-  EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv ffma"), std::string::npos)
+  EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv mma"), std::string::npos)
       << b.rk.kernels.at(0).description;
   // the other tiles stay available to the tuner, in their order
   const Graph g = decode(DType::bf16, 8, 1000, 1000, true, false);
@@ -193,8 +193,9 @@ TEST(JitMatmulDecode, BatchedAndBroadcastWeight) {
   g.output(g.matmul(a, b), "y");
   const Built built = build_first(g);
   EXPECT_EQ(built.why_not, "");
-  // batches x column tiles: 4 x 1 of 256 columns on the ffma tile (first), 4 x 2 of 128 on mma
-  const KernelSpec& ffma = built.rk.kernels.at(0);
+  // batches x column tiles: 4 x 1 of 256 columns on the ffma tile, 4 x 2 of 128 on mma (first)
+  const RegionKernels ffma_rk = build_tile(g, MatmulTile::decode_ffma);
+  const KernelSpec& ffma = ffma_rk.kernels.at(0);
   EXPECT_NE(ffma.description.find("ffma.f16 m2x256"), std::string::npos) << ffma.description;
   EXPECT_EQ(ffma.launch.grid.x % 4, 0u);
   EXPECT_EQ(build_tile(g, MatmulTile::decode_gemv).kernels.at(0).launch.grid.x % 8, 0u);

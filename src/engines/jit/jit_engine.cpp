@@ -139,7 +139,10 @@ std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Reg
     auto lib = ctx.cache.get_library(req, ctx.device.ordinal);
     auto binary = ctx.cache.get_binary(req);  // a memory hit now; a plan stores these bytes
     cuda::Kernel kernel = lib->get_kernel(spec.entry);
-    if (spec.launch.dynamic_shared_memory > 48 * 1024) {
+    // Set for every size: static shared memory counts against the same 48 KB default, so a
+    // kernel with 48 KB dynamic plus a static reduction buffer fails to launch without it
+    // (seen on the H200: cudaErrorInvalidValue for the softmax bulk ring).
+    if (spec.launch.dynamic_shared_memory > 0) {
       kernel.set_max_dynamic_shared_memory(static_cast<int>(spec.launch.dynamic_shared_memory),
                                            ctx.device.ordinal);
     }
@@ -252,7 +255,7 @@ std::unique_ptr<PreparedStep> load_jit_step(std::vector<KernelSpec> specs, const
     // Loaded straight from the plan's bytes: no KernelCache, so no way to compile.
     auto lib = std::make_shared<const cuda::Library>(cuda::Library::load(cubins[i]));
     cuda::Kernel kernel = lib->get_kernel(specs[i].entry);
-    if (specs[i].launch.dynamic_shared_memory > 48 * 1024) {
+    if (specs[i].launch.dynamic_shared_memory > 0) {  // see prepare: static smem counts too
       kernel.set_max_dynamic_shared_memory(static_cast<int>(specs[i].launch.dynamic_shared_memory), device);
     }
     loaded.push_back({std::move(specs[i]), std::move(lib), kernel, nullptr});
