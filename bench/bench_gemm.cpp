@@ -198,6 +198,8 @@ Graph decode_stack_matmul(const std::string& name, int64_t n, int64_t k, const s
 }  // namespace
 
 int main(int argc, char** argv) {
+  // line-buffered even into a file: a run cut short by a timeout keeps every finished line
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   bool quick = false, decode_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {

@@ -148,6 +148,8 @@ double timed(Graph g, cuda::KernelCache& cache, int iters) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // line-buffered even into a file: a run cut short by a timeout keeps every finished line
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc > 2 && std::strcmp(argv[1], "--save-graphs") == 0) {
     const std::string dir = argv[2];
     std::filesystem::create_directories(dir);

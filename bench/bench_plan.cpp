@@ -91,6 +91,8 @@ double batch_ms(cudaStream_t s, int batch, int runs, const std::function<void()>
 }  // namespace
 
 int main(int argc, char** argv) {
+  // line-buffered even into a file: a run cut short by a timeout keeps every finished line
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int runs = 21;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = std::max(3, std::atoi(argv[++i]));
