@@ -47,6 +47,23 @@ class GpuRegions : public GpuTest {
       EXPECT_LE(err, bound) << "output '" << info.name << "'";
     }
   }
+
+  // Runs an already prepared executor `runs` more times on fresh inputs and compares each with
+  // the reference: workspace counters and exit accumulators must reset between launches.
+  void check_reruns(StreamExecutor& ex, const Graph& g, double bound_scale = 1.0, int runs = 2) {
+    for (int run = 0; run < runs; ++run) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE("rerun " + std::to_string(run) + ", seed " + std::to_string(seed));
+      const TensorMap inputs = random_inputs(g, seed);
+      const TensorMap want = run_reference(g, inputs);
+      const TensorMap got = ex.run(inputs);
+      for (TensorId id : g.outputs()) {
+        const TensorInfo& info = g.tensor(id);
+        const double err = relative_l2_error(got.at(info.name), want.at(info.name));
+        EXPECT_LE(err, relative_l2_bound(g, id) * bound_scale) << "output '" << info.name << "'";
+      }
+    }
+  }
 };
 
 }  // namespace sinter::testing

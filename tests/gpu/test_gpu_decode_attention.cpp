@@ -79,18 +79,7 @@ class GpuDecodeAttention : public GpuRegions {
     check(std::move(g), bound_scale, opts);
     StreamExecutor ex(copy, shared_cache(), opts);
     expect_decode_step(ex, copy.name());
-    for (int run = 0; run < 2; ++run) {
-      const uint64_t seed = fresh_seed();
-      SCOPED_TRACE("rerun " + std::to_string(run) + ", seed " + std::to_string(seed));
-      const TensorMap inputs = random_inputs(copy, seed);
-      const TensorMap want = run_reference(copy, inputs);
-      const TensorMap got = ex.run(inputs);
-      for (TensorId id : copy.outputs()) {
-        const TensorInfo& info = copy.tensor(id);
-        const double err = relative_l2_error(got.at(info.name), want.at(info.name));
-        EXPECT_LE(err, relative_l2_bound(copy, id) * bound_scale) << "output '" << info.name << "'";
-      }
-    }
+    check_reruns(ex, copy, bound_scale);
   }
 };
 
