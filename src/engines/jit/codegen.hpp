@@ -97,15 +97,13 @@ RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const c
 std::string decode_ffma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_matmul_decode_ffma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 
-// The matmul candidates of a region, best expected first (matmul_tiles, codegen_matmul_sm90.cpp):
-//   - decode_ffma: for M <= 4 and [N, K] weights, the FFMA GEMV tile (whole 512-byte W runs per
-//     load; not yet measured on the GPU);
-//   - decode_gemv: for M <= 16, the GEMV tile (measured on the H200: weights streamed 1.5x faster
-//     than by the Hopper GEMM at M = 1, 8, 16);
-//   - sm90_ctile: the Hopper TMA + wgmma kernel whose epilogue reads a C tile in shared memory
-//     (measured: 80-85% of cuBLASLt);
-//   - sm90_direct: the direct-epilogue Hopper configs (128x256, ping-pong, CTA pairs), after the
-//     C-tile kernel until the GPU has timed them;
+// The matmul candidates of a region, best measured first (matmul_tiles, codegen_matmul_sm90.cpp):
+//   - decode_gemv: for M <= 16, the mma GEMV tile (H200: weights streamed 1.5x faster than by the
+//     Hopper GEMM at M = 1, 8, 16; 0.0430 ms at M = 1 for 4096x14336);
+//   - decode_ffma: for M <= 4, the FFMA GEMV tile (whole 512-byte W runs per load; 0.0453 ms there);
+//   - sm90_direct / sm90_ctile: the Hopper TMA + wgmma kernels. Where 128x256 tiles fill the GPU,
+//     the direct-epilogue configs first (the CTA-pair 128x256 one measured fastest: 93-97.5% of
+//     cuBLASLt), then the C-tile kernel (80-85%); for smaller problems the C-tile kernel first;
 //   - generic: the mma.sync tile; where the Hopper kernels do not apply its description says why
 //     (the fallback is reported, never silent).
 enum class MatmulTile { decode_ffma, decode_gemv, sm90_ctile, sm90_direct, generic };
