@@ -20,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unistd.h>
@@ -34,6 +35,7 @@
 #include "exec/plan_executor.hpp"
 #include "gpu/plan_graphs.hpp"
 #include "plan/bundle.hpp"
+#include "tune/timing_cache.hpp"
 #include "sinter/error.hpp"
 #include "sinter/reference.hpp"
 
@@ -65,10 +67,15 @@ bool matches(const Graph& g, const TensorMap& inputs, const TensorMap& got, cons
   return ok;
 }
 
-plan::Plan make_plan(const Graph& g, const fuse::FusionOptions& fusion, cuda::KernelCache& cache) {
+plan::Plan make_plan(const Graph& g, const fuse::FusionOptions& fusion, cuda::KernelCache& cache,
+                     tune::TimingCache* timings = nullptr) {
   ExecutorOptions opts;
   opts.fusion = fusion;
   opts.for_plan = true;
+  if (timings) {  // tuned: the top candidates of every engine timed per region (identical layers hit the cache)
+    opts.tuning.mode = tune::TuneMode::fast;
+    opts.timing_cache = timings;
+  }
   StreamExecutor ex(g, cache, opts);
   return build_plan(ex, "sinter_bench_plan");
 }
@@ -221,7 +228,51 @@ int main(int argc, char** argv) {
                   gb, sx.plan().steps.size(), sg.node_count(), build_ms,
                   static_cast<uintmax_t>(std::filesystem::file_size(sfile)), stack_ok ? "correct" : "WRONG",
                   stream_ms, graph_ms, gb / graph_ms, runs);
+      // Where a decode step's time goes: every step launched alone (events around it; the few
+      // microseconds of event overhead per step are in these numbers), summed by what it runs.
+      std::map<std::string, std::pair<int, double>> by_kind;
+      double sum_ms = 0;
+      const size_t steps = sx.plan().steps.size();
+      const size_t per_layer = steps / 16;
+      for (size_t i = 0; i < steps; ++i) {
+        std::vector<double> t;
+        sx.launch_step(i, sx.stream());
+        for (int r = 0; r < 9; ++r) {
+          cuda::Event a, b;
+          a.record(sx.stream());
+          sx.launch_step(i, sx.stream());
+          b.record(sx.stream());
+          b.synchronize();
+          t.push_back(cuda::elapsed_ms(a, b));
+        }
+        const plan::Step& st = sx.plan().steps[i];
+        const double ms = median(t);
+        sum_ms += ms;
+        const std::string key = std::string(fuse::to_string(st.kind)) + " [" + st.engine + "] " + st.description.substr(0, 70);
+        by_kind[key].first += 1;
+        by_kind[key].second += ms;
+        if (i < per_layer + 1) std::printf("   step %-3zu %-9s [%-8s] %8.4f ms  %s\n", i, std::string(fuse::to_string(st.kind)).c_str(),
+                                           st.engine.c_str(), ms, st.description.c_str());
+      }
+      std::printf("   sum of steps launched alone %.3f ms; by kernel:\n", sum_ms);
+      for (const auto& [k, v] : by_kind) std::printf("   %4d x  %8.4f ms total  %s\n", v.first, v.second, k.c_str());
       std::filesystem::remove(sfile);
+      // The same stack built with --tune fast: what timing the candidates buys over the heuristic.
+      tune::TimingCache timings;
+      plan::Plan tuned_plan;
+      const double tune_ms = wall_ms([&] { tuned_plan = make_plan(stack, {}, cache, &timings); });
+      PlanExecutor tx(std::move(tuned_plan));
+      const bool tuned_ok = matches(stack, in, tx.run(in), "tuned");
+      ok &= tuned_ok;
+      GraphExecutor tg(tx);
+      const double tuned_graph_ms = batch_ms(tx.stream(), 1, runs, [&] { tg.replay(); });
+      std::map<std::string, int> engines;
+      for (const plan::Step& st : tx.plan().steps) engines[st.engine] += 1;
+      std::string mix;
+      for (const auto& [e, c] : engines) mix += (mix.empty() ? "" : ", ") + e + " " + std::to_string(c);
+      std::printf("4b. the stack tuned (fast, %zu timing entries, build %.0f ms): outputs %s; graph executor %.3f ms "
+                  "(%.2f TB/s); steps by engine: %s\n",
+                  timings.size(), tune_ms, tuned_ok ? "correct" : "WRONG", tuned_graph_ms, gb / tuned_graph_ms, mix.c_str());
     }
     std::printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
     return ok ? 0 : 1;

@@ -4,7 +4,7 @@
 // own kernels (jit). One JSON object per
 // line, beside bench/torch_vendor_baselines.py measured in the same run.
 //
-//   sinter_bench_vendor [--quick] [--only=SUBSTRING]   (--only: the cases whose name contains it)
+//   sinter_bench_vendor [--quick] [--only=A,B]   (--only: the cases whose name contains A or B)
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -55,6 +55,23 @@ Graph conv_graph(int64_t n, int64_t c, int64_t hw, int64_t k) {
   return g;
 }
 
+// y = gelu_tanh(a x b + bias), a [M, K], b an [N, K] weight seen as [K, N] (torch's Linear layout);
+// the tanh GELU because that is the one cuBLASLt's epilogue computes. `fused` false: the bare
+// matmul, the reference time for "what the fused epilogue costs".
+Graph matmul_bias_gelu_graph(int64_t s, bool fused) {
+  Graph g(fused ? "matmul_bias_gelu_4096" : "matmul_4096");
+  auto a = g.input("a", DType::bf16, {s, s});
+  auto b = g.input("b", DType::bf16, {s, s}, {1, s});
+  auto y = g.matmul(a, b);
+  if (!fused) {
+    g.output(y, "y");
+    return g;
+  }
+  auto bias = g.input("bias", DType::bf16, {s});
+  g.output(g.gelu_tanh(g.add(y, bias)), "y");
+  return g;
+}
+
 std::string json_escape(const std::string& s) {
   std::string out;
   for (char ch : s) {
@@ -97,6 +114,8 @@ void run_case(const std::string& name, const Graph& g, const std::string& engine
 }  // namespace
 
 int main(int argc, char** argv) {
+  // line-buffered even into a file: a run cut short by a timeout keeps every finished line
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   bool quick = false;
   std::string only;
   for (int i = 1; i < argc; ++i) {
@@ -109,7 +128,17 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  auto wanted = [&](const std::string& name) { return only.empty() || name.find(only) != std::string::npos; };
+  // --only=A,B: the cases whose name contains one of the comma-separated parts
+  auto wanted = [&](const std::string& name) {
+    if (only.empty()) return true;
+    for (size_t at = 0; at <= only.size();) {
+      const size_t comma = std::min(only.find(',', at), only.size());
+      const std::string part = only.substr(at, comma - at);
+      if (!part.empty() && name.find(part) != std::string::npos) return true;
+      at = comma + 1;
+    }
+    return false;
+  };
   const cuda::GpuAvailability& gpu = cuda::gpu_availability();
   if (!gpu.available) {
     std::fprintf(stderr, "sinter_bench_vendor: no GPU: %s\n", gpu.reason.c_str());
@@ -149,6 +178,15 @@ int main(int argc, char** argv) {
     const double bytes = 2.0 * (n * hw * hw * c + k * 9 * c + n * hw * hw * k);
     run_case("conv3x3_bias_relu", g, "cudnn", flops, bytes, cache, iters);
     run_case("conv3x3_bias_relu", g, "jit", flops, bytes, cache, iters);
+  }
+  if (wanted("matmul_bias_gelu_4096")) {
+    // issue 5: the cuBLASLt GELU_BIAS epilogue against our own fused kernel and the bare matmul
+    const int64_t s = 4096;
+    const double flops = 2.0 * s * s * s, bytes = 2.0 * 3 * s * s;
+    run_case("matmul_bias_gelu_4096", matmul_bias_gelu_graph(s, true), "cublaslt", flops, bytes, cache, iters);
+    run_case("matmul_bias_gelu_4096", matmul_bias_gelu_graph(s, true), "jit", flops, bytes, cache, iters);
+    run_case("matmul_bias_gelu_4096", matmul_bias_gelu_graph(s, false), "cublaslt", flops, bytes, cache, iters,
+             -1, "cublaslt-bare-matmul");
   }
   return 0;
 }

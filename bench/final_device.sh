@@ -1,31 +1,77 @@
 #!/usr/bin/env bash
-# One short device call that checks what changed since the last full run, most important first,
-# each step under its own timeout so a hang costs only that step. Logs land in $OUT.
-#   bench/final_device.sh [BIN_DIR]
+# One short device call that checks what changed since the last full run, each step under its
+# own timeout so a hang costs only that step. Logs land in $OUT.
+#   bench/final_device.sh [BIN_DIR] [STEP,STEP,...]
+# Steps (default: all, in this order):
+#   vendor_tests  GpuCudnn.* and GpuCublasLt.* against the CPU reference
+#   vendor        sinter_bench_vendor and torch_vendor_baselines.py in the same call (issue 5);
+#                 VENDOR_ONLY=A,B limits both to those cases (default: all)
+#   plan          sinter_bench_plan (launch cost, load to first result, decode stack with a per-step
+#                 breakdown) and torch_decode_stack.py in the same call (issue 6)
+#   layout_tests  GPU tests of layout copies, aliases, the examples and plans
+#   gemm_decode   sinter_bench_gemm --quick --decode (decode GEMV candidates, Llama stack shapes)
+#   rows_tests    GPU tests of the row-wise, pointwise, flash-decode, decode GEMV and example graphs
+#   memory        sinter_bench_memory on the issue-3 cases, with PyTorch's copy
+#   gemm          sinter_bench_gemm --quick (issue 4)
+#   hopper_tests  GpuHopperGemm.*
 set -uo pipefail
 bin="${1:-.device}"
+steps=",${2:-vendor_tests,vendor,plan,rows_tests,memory,gemm,hopper_tests},"
 out="${OUT:-/tmp/sinter_out}"
 mkdir -p "$out"
 export SINTER_CACHE_DIR="${TMPDIR:-/tmp}/sinter-kernel-cache"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
-summary() { grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[==========\] .* ran" "$1" | sort -u | head -30; }
-stamp "GPU tests: new defaults (row-wise, pointwise, flash-decode, decode GEMV, examples)"
-timeout 130 "$bin/sinter_gpu_tests" --gtest_filter='GpuRegions.Rowwise*:GpuRegions.Pointwise*:GpuRegions.ExampleGraphs:GpuRegions.SdpaVariants:GpuDecodeAttention.*:GpuDecodeGemm.*:-GpuDecodeGemm.RealDecodeShape' > "$out/tests_a.log" 2>&1
-echo "exit $?"; summary "$out/tests_a.log"
-stamp "plan bench (launch cost, load to first result, decode stack)"
-timeout 110 "$bin/sinter_bench_plan" --runs 7 > "$out/bench_plan.log" 2>&1
-echo "exit $?"; grep -v "check " "$out/bench_plan.log" | tail -14
-stamp "memory-bound bench"
-timeout 90 "$bin/sinter_bench_memory" --quick --cases add_layernorm,softmax,pointwise_chain10,copy > "$out/sinter.jsonl" 2>&1
-echo "exit $?"; cut -c1-190 "$out/sinter.jsonl"
-stamp "GEMM bench"
-timeout 80 "$bin/sinter_bench_gemm" --quick > "$out/gemm.jsonl" 2>&1
-echo "exit $?"; cut -c1-230 "$out/gemm.jsonl"
-stamp "Hopper GEMM tests"
-timeout 60 "$bin/sinter_gpu_tests" --gtest_filter='GpuHopperGemm.*' > "$out/tests_gemm.log" 2>&1
-echo "exit $?"; summary "$out/tests_gemm.log"
-stamp "decode sdpa bench"
-timeout 30 "$bin/sinter_bench_vendor" --quick --only=sdpa_decode > "$out/vendor.jsonl" 2>&1
-echo "exit $?"; cut -c1-230 "$out/vendor.jsonl"
+want() { [[ "$steps" == *",$1,"* ]]; }
+summary() { grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[==========\] .* ran|SKIPPED" "$1" | sort -u | head -30; }
+if want vendor_tests; then
+  stamp "GPU tests: cuDNN and cuBLASLt engines"
+  timeout 150 "$bin/sinter_gpu_tests" --gtest_filter='GpuCudnn.*:GpuCublasLt.*' > "$out/tests_vendor.log" 2>&1
+  echo "exit $?"; summary "$out/tests_vendor.log"; grep -E "Failure|cuDNN [0-9]" "$out/tests_vendor.log" | sort | uniq -c | head
+fi
+if want vendor; then
+  stamp "vendor bench + PyTorch vendor baselines"
+  only=(); [ -n "${VENDOR_ONLY:-}" ] && only=("--only=$VENDOR_ONLY")
+  timeout 150 "$bin/sinter_bench_vendor" --quick "${only[@]}" > "$out/vendor.jsonl" 2>&1
+  echo "exit $?"; cut -c1-260 "$out/vendor.jsonl"
+  timeout 120 python3 bench/torch_vendor_baselines.py --quick "${only[@]}" > "$out/torch_vendor.jsonl" 2>&1
+  echo "exit $?"; cut -c1-260 "$out/torch_vendor.jsonl"
+fi
+if want plan; then
+  stamp "plan bench (launch cost, load to first result, decode stack + breakdown) + torch decode stack"
+  timeout 200 "$bin/sinter_bench_plan" --runs 7 > "$out/bench_plan.log" 2>&1
+  echo "exit $?"; grep -v "check " "$out/bench_plan.log" | cut -c1-250
+  timeout 90 python3 bench/torch_decode_stack.py --quick > "$out/torch_decode_stack.jsonl" 2>&1
+  echo "exit $?"; cat "$out/torch_decode_stack.jsonl"
+fi
+if want layout_tests; then
+  stamp "GPU tests: layout copies, aliases, examples, plans"
+  timeout 200 "$bin/sinter_gpu_tests" --gtest_filter='GpuRegions.PermuteSliceConcatReshape:GpuRegions.Layout*:GpuRegions.ExampleGraphs*:GpuPlan.*' > "$out/tests_layout.log" 2>&1
+  echo "exit $?"; summary "$out/tests_layout.log"; grep -E "Failure" -A6 "$out/tests_layout.log" | head -30
+fi
+if want gemm_decode; then
+  stamp "decode GEMM bench"
+  timeout 120 "$bin/sinter_bench_gemm" --quick --decode > "$out/gemm_decode.jsonl" 2>&1
+  echo "exit $?"; cut -c1-260 "$out/gemm_decode.jsonl"
+fi
+if want rows_tests; then
+  stamp "GPU tests: row-wise, pointwise, flash-decode, decode GEMV, examples"
+  timeout 150 "$bin/sinter_gpu_tests" --gtest_filter='GpuRegions.Rowwise*:GpuRegions.ExampleGraphs:GpuRegions.SdpaVariants:GpuDecodeAttention.*:GpuDecodeGemm.*:-GpuDecodeGemm.RealDecodeShape' > "$out/tests_rows.log" 2>&1
+  echo "exit $?"; summary "$out/tests_rows.log"
+fi
+if want memory; then
+  stamp "memory-bound bench"
+  timeout 100 "$bin/sinter_bench_memory" --quick --cases add_layernorm,add_rmsnorm,softmax,pointwise_chain10,copy > "$out/sinter.jsonl" 2>&1
+  echo "exit $?"; cut -c1-190 "$out/sinter.jsonl"
+fi
+if want gemm; then
+  stamp "GEMM bench"
+  timeout 80 "$bin/sinter_bench_gemm" --quick > "$out/gemm.jsonl" 2>&1
+  echo "exit $?"; cut -c1-230 "$out/gemm.jsonl"
+fi
+if want hopper_tests; then
+  stamp "Hopper GEMM tests"
+  timeout 90 "$bin/sinter_gpu_tests" --gtest_filter='GpuHopperGemm.*' > "$out/tests_gemm.log" 2>&1
+  echo "exit $?"; summary "$out/tests_gemm.log"
+fi
 stamp done

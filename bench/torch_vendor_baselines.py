@@ -14,6 +14,12 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 ITERS = 10 if "--quick" in sys.argv else 50
+# --only=A,B: only the cases whose name contains one of these (as sinter_bench_vendor's --only)
+ONLY = next((a[len("--only="):].split(",") for a in sys.argv if a.startswith("--only=")), None)
+
+
+def wanted(name):
+    return ONLY is None or any(o in name for o in ONLY)
 
 
 def median_ms(fn, iters=ITERS, warmup=5):
@@ -27,6 +33,8 @@ def emit(case, engine, ms, flops, nbytes):
 
 
 def sdpa_case(name, b, h, hkv, sq, skv, d, causal):
+    if not wanted(name):
+        return
     bf = torch.bfloat16
     q = torch.randn(b, h, sq, d, device="cuda", dtype=bf)
     k = torch.randn(b, hkv, skv, d, device="cuda", dtype=bf)
@@ -47,6 +55,8 @@ def sdpa_case(name, b, h, hkv, sq, skv, d, causal):
 
 
 def conv_case():
+    if not wanted("conv3x3_bias_relu"):
+        return
     n, c, hw, k = 32, 256, 56, 256
     bf = torch.bfloat16
     x = torch.randn(n, c, hw, hw, device="cuda", dtype=bf).to(memory_format=torch.channels_last)
@@ -59,6 +69,32 @@ def conv_case():
          median_ms(lambda: F.conv2d(x, w, padding=1)), flops, nbytes)
     emit("conv3x3_bias_relu", "torch-conv-bias-relu",
          median_ms(lambda: F.relu(F.conv2d(x, w, bias, padding=1))), flops, nbytes)
+
+
+def matmul_bias_gelu_case():
+    """y = gelu_tanh(a @ w.T + bias) at 4096^3: eager (cuBLAS matmul with the bias, then GELU),
+    torch.compile, and the bare matmul."""
+    s = 4096
+    bf = torch.bfloat16
+    a = torch.randn(s, s, device="cuda", dtype=bf)
+    w = torch.randn(s, s, device="cuda", dtype=bf) / s ** 0.5
+    bias = torch.randn(s, device="cuda", dtype=bf)
+    flops, nbytes = 2.0 * s ** 3, 2.0 * 3 * s * s
+    name = "matmul_bias_gelu_4096"
+    if not wanted(name):
+        return
+
+    def eager():
+        return F.gelu(F.linear(a, w, bias), approximate="tanh")
+
+    emit(name, "torch-eager", median_ms(eager), flops, nbytes)
+    emit(name, "torch-bare-matmul", median_ms(lambda: a @ w.T), flops, nbytes)
+    try:
+        compiled = torch.compile(eager)
+        compiled()
+        emit(name, "torch-compile", median_ms(compiled), flops, nbytes)
+    except Exception as e:  # no compiler toolchain on the machine: say so
+        print(json.dumps({"case": name, "engine": "torch-compile", "error": str(e)[:300]}), flush=True)
 
 
 def main():
@@ -74,6 +110,7 @@ def main():
     sdpa_case("sdpa_decode_gqa", 32, 32, 8, 1, 4096, 128, False)
     sdpa_case("sdpa_decode_b1_skv1025", 1, 32, 8, 1, 1025, 128, False)  # Sq 1: every key visible
     conv_case()
+    matmul_bias_gelu_case()
 
 
 if __name__ == "__main__":

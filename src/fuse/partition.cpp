@@ -36,6 +36,20 @@ bool takes_epilogue(RegionKind k) {
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }
 
+// A permute that only moves size-1 axes keeps every element at its row-major position: on a
+// contiguous input it is a reshape (decode's [1, 1, H, D] -> [1, H, 1, D] head split).
+bool permute_moves_only_unit_axes(const Graph& g, const Node& n) {
+  const auto& perm = std::get<PermuteAttrs>(n.attrs).perm;
+  const Dims& in = g.tensor(n.inputs[0]).dims;
+  int64_t last = -1;
+  for (int64_t p : perm) {
+    if (in[static_cast<size_t>(p)] == 1) continue;
+    if (p < last) return false;
+    last = p;
+  }
+  return true;
+}
+
 class Partitioner {
  public:
   Partitioner(const Graph& g, const FusionOptions& o) : g_(g), opt_(o), cons_(g.consumers()) {
@@ -340,6 +354,11 @@ class Partitioner {
         if (nd.op == OpKind::reshape) {
           return place_anchor(n, RegionKind::alias,
                               "a reshape aliases its input's memory, so the input is stored");
+        }
+        if (nd.op == OpKind::permute && permute_moves_only_unit_axes(g_, nd)) {
+          return place_anchor(n, RegionKind::alias,
+                              "a permute that moves only size-1 axes is a reshape: it aliases its "
+                              "input's memory, so the input is stored");
         }
         return place_anchor(n, RegionKind::layout,
                             "a " + op + " runs as a strided copy, so its input is stored");

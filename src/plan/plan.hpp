@@ -67,7 +67,7 @@ struct KernelRecord {
 // Engine names a step may have.
 inline constexpr std::string_view kJitEngine = "jit";
 inline constexpr std::string_view kCublasLtEngine = "cublaslt";
-inline constexpr std::string_view kAliasEngine = "alias";  // a reshape sharing its input's memory
+inline constexpr std::string_view kAliasEngine = "alias";  // a reshape (or unit-axis permute) sharing its input's memory
 
 struct Step {
   int region = 0;  // index into plan_partition(plan).regions; steps run in region order

@@ -99,7 +99,7 @@ class Checker {
       if (!s.kernels.empty() || has_config || s.workspace_bytes != 0) {
         fail(who + ": an alias step launches nothing: no kernels, config or workspace");
       }
-      if (r.kind != fuse::RegionKind::alias) fail(who + ": only reshape (alias) regions can share memory");
+      if (r.kind != fuse::RegionKind::alias) fail(who + ": only alias regions (reshapes, unit-axis permutes) can share memory");
       const Node& n = g_.node(r.anchor);
       if (!is_contiguous(g_.tensor(n.inputs[0]))) {
         fail(who + ": '" + g_.tensor(n.outputs[0]).name + "' cannot share the memory of '" +

@@ -163,10 +163,15 @@ TuneReport tune(const Graph& g, const fuse::Partition& p, const std::vector<cons
       report.choices.push_back(std::move(choice));
       continue;
     }
-    // Every supported engine's candidates, in preference order.
+    // Every supported engine's candidates, in preference order: an engine whose heuristic
+    // claims this region goes first (stable otherwise).
+    std::vector<const Engine*> order(engines.begin(), engines.end());
+    if (o.engine_preferences) {
+      std::stable_partition(order.begin(), order.end(), [&](const Engine* e) { return e->preferred_for(g, r, ctx); });
+    }
     std::vector<std::pair<const Engine*, Candidate>> all;
     std::string refusals;
-    for (const Engine* e : engines) {
+    for (const Engine* e : order) {
       const Support s = e->supports(g, r);
       if (!s.ok) {
         refusals += std::string(refusals.empty() ? "" : "; ") + std::string(e->name()) + ": " + s.reason;

@@ -69,5 +69,44 @@ TEST_F(GpuCublasLt, BatchedTransposedF16AndTf32) {
   check_on_cublaslt(std::move(f), 50.0);  // tf32 rounds the inputs to 10 mantissa bits: ~5e-4
 }
 
+// alpha and beta from scalar constants on the chain: alone, before a residual (beta 1), after it
+// (alpha = beta), and before a bias + relu; odd M and N.
+TEST_F(GpuCublasLt, AlphaBetaScaling) {
+  for (int variant = 0; variant < 4; ++variant) {
+    SCOPED_TRACE("variant " + std::to_string(variant));
+    Graph g("lt_scale" + std::to_string(variant));
+    auto a = g.input("a", DType::bf16, {45, 200});
+    auto b = g.input("b", DType::bf16, {200, 72}, {1, 200});
+    auto res = g.input("res", DType::bf16, {45, 72});
+    auto bias = g.input("bias", DType::bf16, {72});
+    auto mm = g.matmul(a, b);
+    switch (variant) {
+      case 0: g.output(g.mul(mm, 0.5), "y"); break;
+      case 1: g.output(g.add(g.mul(mm, 0.5), res), "y"); break;
+      case 2: g.output(g.mul(g.add(mm, res), 0.25), "y"); break;
+      default: g.output(g.relu(g.add(g.mul(mm, 2.0), bias)), "y"); break;
+    }
+    if (variant != 1 && variant != 2) g.output(g.relu(res), "res_reader");  // every input must be read
+    if (variant != 3) g.output(g.relu(bias), "bias_reader");
+    check_on_cublaslt(std::move(g));
+  }
+}
+
+// fp8 e4m3 inputs (TN: A row-major, B an [N, K] weight) into bf16 D, with cuBLASLt's amax of D
+// (f32) as the region's exit reduction, and with a bias.
+TEST_F(GpuCublasLt, Fp8InputsWithAmaxOfD) {
+  for (bool bias : {false, true}) {
+    SCOPED_TRACE(bias ? "bias" : "no bias");
+    Graph g(bias ? "lt_fp8_bias" : "lt_fp8");
+    auto a = g.input("a", DType::fp8_e4m3, {96, 128});
+    auto b = g.input("b", DType::fp8_e4m3, {128, 80}, {1, 128});
+    auto y = g.matmul(a, b, MatmulAttrs{ComputeType::f32, DType::bf16});
+    if (bias) y = g.add(y, g.input("bias", DType::bf16, {80}));
+    g.output(y, "y");
+    g.output(g.reduce(OpKind::reduce_amax, y, {}, false, DType::f32), "amax");
+    check_on_cublaslt(std::move(g));
+  }
+}
+
 }  // namespace
 }  // namespace sinter::testing

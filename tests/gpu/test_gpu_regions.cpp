@@ -131,6 +131,25 @@ TEST_F(GpuRegions, PermuteSliceConcatReshape) {
   check(std::move(g));
 }
 
+// Copies that move whole 16/8/4-byte words (contiguous rows, aligned offsets), ones that cannot
+// (a 3-element row, an odd offset), a KV-cache append, and size-1 permutes: aliases on
+// contiguous inputs, copies on strided ones.
+TEST_F(GpuRegions, LayoutCopiesByWordsAndUnitPermutes) {
+  Graph g("layout_words");
+  auto cache = g.input("cache", DType::bf16, {1, 3, 37, 64});
+  auto fresh = g.input("fresh", DType::bf16, {1, 3, 1, 64});
+  auto odd = g.input("odd", DType::f32, {5, 3});
+  auto halfw = g.input("halfw", DType::f16, {4, 6});
+  auto tok = g.input("tok", DType::bf16, {1, 1, 6, 16});
+  auto tok_t = g.input("tok_t", DType::bf16, {1, 1, 6, 16}, {96, 96, 1, 6});  // a strided view
+  g.output(g.concat({cache, fresh}, 2), "kv");                 // 16-byte words, offset 37 rows
+  g.output(g.concat({odd, g.neg(odd), odd}, 1), "odd_cat");   // 3-element rows: element copies
+  g.output(g.concat({halfw, halfw}, 1), "half_cat");          // 12-byte rows: 4-byte words
+  g.output(g.exp(g.permute(tok, {0, 2, 1, 3})), "heads");     // an alias, then a pointwise reader
+  g.output(g.permute(tok_t, {0, 2, 1, 3}), "heads_of_view");  // the same permute of a view: a copy
+  check(std::move(g));
+}
+
 // ---- the examples end to end ------------------------------------------------------------------
 
 TEST_F(GpuRegions, ExampleGraphs) {

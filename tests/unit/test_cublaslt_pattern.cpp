@@ -51,7 +51,7 @@ TEST(CublasLtPattern, ReasonsForRefusal) {
     g.output(g.amax(y), "amax");
     const auto m = match_first_matmul(g);
     EXPECT_FALSE(m.pattern);
-    EXPECT_NE(m.reason.find("exit reductions"), std::string::npos) << m.reason;
+    EXPECT_NE(m.reason.find("only for fp8 inputs"), std::string::npos) << m.reason;
   }
   {
     Graph g;
@@ -72,5 +72,88 @@ TEST(CublasLtPattern, ReasonsForRefusal) {
     const auto m = match_first_matmul(g);
     EXPECT_FALSE(m.pattern);
     EXPECT_NE(m.reason.find("changes the dtype"), std::string::npos) << m.reason;
+  }
+}
+
+// A scalar constant on the chain is alpha; after a residual it scales C too (beta).
+TEST(CublasLtPattern, AlphaAndBetaFromScalarConstants) {
+  {
+    Graph g;
+    auto a = g.input("a", DType::bf16, {16, 8});
+    auto b = g.input("b", DType::bf16, {8, 4});
+    auto res = g.input("res", DType::bf16, {16, 4});
+    g.output(g.add(g.mul(g.matmul(a, b), 0.5), res), "y");
+    const auto m = match_first_matmul(g);
+    ASSERT_TRUE(m.pattern) << m.reason;
+    EXPECT_FLOAT_EQ(m.pattern->alpha, 0.5f);
+    EXPECT_FLOAT_EQ(m.pattern->beta, 1.0f);
+    EXPECT_GE(m.pattern->residual_input, 0);
+  }
+  {
+    Graph g;
+    auto a = g.input("a", DType::bf16, {16, 8});
+    auto b = g.input("b", DType::bf16, {8, 4});
+    auto res = g.input("res", DType::bf16, {16, 4});
+    g.output(g.mul(g.add(g.matmul(a, b), res), 0.25), "y");
+    const auto m = match_first_matmul(g);
+    ASSERT_TRUE(m.pattern) << m.reason;
+    EXPECT_FLOAT_EQ(m.pattern->alpha, 0.25f);
+    EXPECT_FLOAT_EQ(m.pattern->beta, 0.25f);
+  }
+  {
+    Graph g;  // a scale after the bias would scale the bias too: not cuBLASLt's alpha
+    auto a = g.input("a", DType::bf16, {16, 8});
+    auto b = g.input("b", DType::bf16, {8, 4});
+    auto bias = g.input("bias", DType::bf16, {4});
+    g.output(g.mul(g.add(g.matmul(a, b), bias), 2.0), "y");
+    const auto m = match_first_matmul(g);
+    EXPECT_FALSE(m.pattern);
+    EXPECT_NE(m.reason.find("after the bias"), std::string::npos) << m.reason;
+  }
+  {
+    Graph g;  // a tensor, not a constant
+    auto a = g.input("a", DType::bf16, {16, 8});
+    auto b = g.input("b", DType::bf16, {8, 4});
+    auto s = g.input("s", DType::bf16, {16, 4});
+    g.output(g.mul(g.matmul(a, b), s), "y");
+    const auto m = match_first_matmul(g);
+    EXPECT_FALSE(m.pattern);
+    EXPECT_NE(m.reason.find("scalar constant"), std::string::npos) << m.reason;
+  }
+}
+
+// fp8: only the TN layout, and the amax of D (f32) as cuBLASLt computes it.
+TEST(CublasLtPattern, Fp8LayoutAndAmaxOfD) {
+  {
+    Graph g;
+    auto a = g.input("a", DType::fp8_e4m3, {32, 64});
+    auto b = g.input("b", DType::fp8_e4m3, {64, 48}, {1, 64});  // an [N, K] weight
+    auto y = g.matmul(a, b, MatmulAttrs{ComputeType::f32, DType::bf16});
+    g.output(y, "y");
+    g.output(g.reduce(OpKind::reduce_amax, y, {}, false, DType::f32), "amax");
+    const auto m = match_first_matmul(g);
+    ASSERT_TRUE(m.pattern) << m.reason;
+    EXPECT_GE(m.pattern->amax_output, 0);
+    EXPECT_NE(m.pattern->epilogue_name.find("amax_d"), std::string::npos);
+  }
+  {
+    Graph g;
+    auto a = g.input("a", DType::fp8_e4m3, {32, 64});
+    auto b = g.input("b", DType::fp8_e4m3, {64, 48});  // row-major [K, N]: NN, not TN
+    g.output(g.matmul(a, b, MatmulAttrs{ComputeType::f32, DType::bf16}), "y");
+    const auto m = match_first_matmul(g);
+    EXPECT_FALSE(m.pattern);
+    EXPECT_NE(m.reason.find("TN layout"), std::string::npos) << m.reason;
+  }
+  {
+    Graph g;  // the amax in bf16: cuBLASLt writes f32
+    auto a = g.input("a", DType::fp8_e4m3, {32, 64});
+    auto b = g.input("b", DType::fp8_e4m3, {64, 48}, {1, 64});
+    auto y = g.matmul(a, b, MatmulAttrs{ComputeType::f32, DType::bf16});
+    g.output(y, "y");
+    g.output(g.amax(y), "amax");
+    const auto m = match_first_matmul(g);
+    EXPECT_FALSE(m.pattern);
+    EXPECT_NE(m.reason.find("writes the amax of D as f32"), std::string::npos) << m.reason;
   }
 }

@@ -127,6 +127,19 @@ TEST(Partition, LayoutOpsAndAliases) {
   EXPECT_GT(layout, 0);
 }
 
+// A permute that moves only size-1 axes keeps the row-major order: an alias, like a reshape; one
+// that reorders two axes of size > 1 stays a copy.
+TEST(Partition, UnitAxisPermuteIsAnAlias) {
+  Graph g("unit_permute");
+  auto x = g.input("x", DType::bf16, {1, 1, 4, 8});
+  g.output(g.permute(x, {0, 2, 1, 3}), "heads");     // [1, 4, 1, 8]: same order
+  g.output(g.permute(x, {1, 3, 0, 2}), "swapped");   // [1, 8, 1, 4]: 4 and 8 swap
+  const Partition p = partition_graph(g);
+  verify_partition(g, p);
+  EXPECT_EQ(region_of(g, p, "heads").kind, RegionKind::alias);
+  EXPECT_EQ(region_of(g, p, "swapped").kind, RegionKind::layout);
+}
+
 TEST(Partition, NoFusionGivesOneRegionPerNode) {
   const Graph g = examples::mlp_layer();
   FusionOptions off{false, false, false, false};

@@ -42,7 +42,7 @@ int cmd_engines(const EnginesOptions& o) {
     if (r.anchor >= 0) std::printf(" (%s)", g.node(r.anchor).name.c_str());
     std::printf("\n");
     if (r.kind == fuse::RegionKind::alias) {
-      std::printf("  no kernel: the reshape shares its input's memory (a copy if the input is a view)\n");
+      std::printf("  no kernel: the reshape (or unit-axis permute) shares its input's memory (a copy if the input is a view)\n");
     }
     for (const Engine* e : engines) {
       const Support s = e->supports(g, r);

@@ -79,8 +79,17 @@ struct Problem {
     b = layout(p.b.dtype, p.b.rows, p.b.cols, p.b.ld, p.b.batch_stride);
     // D^T is column-major [n, m]; C (the residual) has D's layout
     d = layout(p.out_dtype, p.n, p.m, p.n, p.m * p.n);
-    c = layout(p.out_dtype, p.n, p.m, p.n, p.m * p.n);
-    if (p.residual_input >= 0) beta = 1.0f;
+    // an fp8 D takes a 16-bit C (unused without a residual, but its type must be legal)
+    c = layout(is_fp8(p.out_dtype) ? DType::bf16 : p.out_dtype, p.n, p.m, p.n, p.m * p.n);
+    alpha = p.alpha;
+    beta = p.beta;
+    if (p.amax_output >= 0) {
+      // The heuristic must know the amax is wanted (not every fp8 kernel computes it); the real
+      // pointer is bound at launch, this placeholder is never dereferenced.
+      void* placeholder = reinterpret_cast<void*>(uintptr_t{256});
+      SINTER_CUBLASLT_CHECK(
+          cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &placeholder, sizeof placeholder));
+    }
   }
   cublasLtMatrixLayout_t layout(DType t, int64_t rows, int64_t cols, int64_t ld, int64_t batch_stride) {
     cublasLtMatrixLayout_t l = nullptr;
@@ -147,6 +156,10 @@ class CublasLtStep : public PreparedStep {
     if (p.aux_output >= 0) {
       void* aux = bind.outputs.at(p.aux_output);
       SINTER_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(problem_.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
+    }
+    if (p.amax_output >= 0) {
+      void* amax = bind.outputs.at(p.amax_output);
+      SINTER_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(problem_.op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &amax, sizeof amax));
     }
     void* d = bind.outputs.at(p.output);
     const void* c = p.residual_input >= 0 ? bind.inputs.at(p.residual_input) : d;

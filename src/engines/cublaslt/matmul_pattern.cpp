@@ -76,9 +76,6 @@ bool supported_input(DType t) {
 MatchResult match_matmul(const Graph& g, const fuse::Region& r) {
   auto no = [](std::string why) { return MatchResult{std::nullopt, std::move(why)}; };
   if (r.kind != fuse::RegionKind::matmul) return no("not a matmul region");
-  if (!r.reductions.empty()) {
-    return no("exit reductions are not offered (cuBLASLt's amax of D covers fp8 outputs only)");
-  }
   const Node& mm = g.node(r.anchor);
   const auto& at = std::get<MatmulAttrs>(mm.attrs);
   const TensorInfo& a = g.tensor(mm.inputs[0]);
@@ -100,6 +97,11 @@ MatchResult match_matmul(const Graph& g, const fuse::Region& r) {
   const auto la = transposed_view(b, input_index(r, mm.inputs[1]));  // A' = our B
   const auto lb = transposed_view(a, input_index(r, mm.inputs[0]));  // B' = our A
   if (!la || !lb) return no("an operand is neither row- nor column-major in its last two dims");
+  const bool fp8 = is_fp8(a.dtype) || is_fp8(b.dtype);
+  if (fp8 && !(la->transpose && !lb->transpose)) {
+    return no("fp8 matmuls run only in cuBLASLt's TN layout: A row-major [M, K] and B k-contiguous (an [N, K] "
+              "weight)");
+  }
   p.a = *la;
   p.b = *lb;
   const auto sa = batch_stride(b.dims, b.strides, batch);
@@ -118,6 +120,24 @@ MatchResult match_matmul(const Graph& g, const fuse::Region& r) {
     if (g.tensor(e.outputs[0]).dtype != out.dtype) {
       return no("epilogue node '" + e.name + "' changes the dtype (no fused cast)");
     }
+    if (e.op == OpKind::mul) {
+      // a scalar constant: alpha, applied to what the chain holds so far (A B, and C if added)
+      const TensorId other = e.inputs[0] == cur ? e.inputs[1] : e.inputs[0];
+      const NodeId producer = g.tensor(other).producer;
+      const bool scalar_constant = producer >= 0 && g.node(producer).op == OpKind::constant &&
+                                   num_elements(g.tensor(other).dims) == 1;
+      if (!scalar_constant) return no("epilogue mul '" + e.name + "' is not by a scalar constant (cuBLASLt's alpha)");
+      if (p.bias_input >= 0 || p.activation != Activation::none) {
+        return no("epilogue mul '" + e.name + "' scales after the bias or activation; cuBLASLt's alpha scales "
+                  "only A B and C");
+      }
+      const float c = static_cast<float>(std::get<ConstantAttrs>(g.node(producer).attrs).value);
+      p.alpha *= c;
+      p.beta *= c;
+      pre_activation = e.outputs[0];
+      cur = e.outputs[0];
+      continue;
+    }
     if (e.op == OpKind::add) {
       const TensorId other = e.inputs[0] == cur ? e.inputs[1] : e.inputs[0];
       const TensorInfo& o = g.tensor(other);
@@ -131,8 +151,11 @@ MatchResult match_matmul(const Graph& g, const fuse::Region& r) {
                         o.dtype == out.dtype;
       if (row_vector && p.bias_input < 0 && p.residual_input < 0) {
         p.bias_input = idx;
-      } else if (full && p.bias_input < 0 && p.residual_input < 0 && n == r.epilogue.front()) {
+      } else if (full && is_fp8(out.dtype)) {
+        return no("epilogue add '" + e.name + "': a residual with an fp8 D (cuBLASLt's C is then 16-bit)");
+      } else if (full && p.bias_input < 0 && p.residual_input < 0) {
         p.residual_input = idx;
+        p.beta = 1.0f;
       } else {
         return no("epilogue add '" + e.name + "' is neither a bias of length N nor a contiguous "
                   "residual of the output's shape and dtype");
@@ -151,8 +174,24 @@ MatchResult match_matmul(const Graph& g, const fuse::Region& r) {
   }
   p.output = output_index(r, cur);
   if (p.output < 0) return no("the region's final value is not stored");
+  // Exit reductions: only the amax of D, which cuBLASLt computes (in f32, before D's conversion)
+  // for fp8 matmuls.
+  for (const fuse::ExitReduce& x : r.reductions) {
+    const Node& red = g.node(x.node);
+    const TensorInfo& red_out = g.tensor(red.outputs[0]);
+    if (red.op != OpKind::reduce_amax || x.pattern != fuse::ExitReduction::global || red.inputs[0] != cur) {
+      return no("exit reduction '" + red.name + "' is not the global amax of D (the only one cuBLASLt computes)");
+    }
+    if (!fp8) return no("cuBLASLt computes the amax of D ('" + red.name + "') only for fp8 inputs");
+    if (red_out.dtype != DType::f32) {
+      return no("amax '" + red.name + "' is " + std::string(to_string(red_out.dtype)) +
+                "; cuBLASLt writes the amax of D as f32");
+    }
+    p.amax_output = output_index(r, red.outputs[0]);
+    if (p.amax_output < 0) return no("amax '" + red.name + "' is not among the region's outputs");
+  }
   for (size_t i = 0; i < r.outputs.size(); ++i) {
-    if (static_cast<int>(i) == p.output) continue;
+    if (static_cast<int>(i) == p.output || static_cast<int>(i) == p.amax_output) continue;
     if (r.outputs[i] == pre_activation && p.activation == Activation::gelu_tanh) {
       p.aux_output = static_cast<int>(i);
       continue;
@@ -166,7 +205,9 @@ MatchResult match_matmul(const Graph& g, const fuse::Region& r) {
     p.epilogue_name += std::string(p.epilogue_name.empty() ? "" : "+") +
                        (p.activation == Activation::relu ? "relu" : "gelu_tanh");
   }
+  if (p.alpha != 1.0f) p.epilogue_name += std::string(p.epilogue_name.empty() ? "" : "+") + "alpha";
   if (p.aux_output >= 0) p.epilogue_name += " (aux)";
+  if (p.amax_output >= 0) p.epilogue_name += std::string(p.epilogue_name.empty() ? "" : "+") + "amax_d";
   if (p.epilogue_name.empty()) p.epilogue_name = "none";
   return {p, ""};
 }

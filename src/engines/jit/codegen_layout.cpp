@@ -11,39 +11,94 @@
 namespace sinter::jit {
 namespace {
 
-constexpr int kBlock = 256;
-constexpr int kTile = 4096;
+constexpr int64_t kCopyTile = 1024;  // kernels/layout/copy.cuh's kCopyTile: elements (words) per tile
+// Parts per copy kernel: each part's CopyArgs is ~320 bytes of kernel parameters; 8 stay well
+// under the 4 KB classic parameter limit. Longer concats launch several kernels.
+constexpr size_t kMaxCopyParts = 8;
 
-KernelSpec copy_kernel(DType dtype, const Dims& shape, const Dims& in_strides, int in_index,
-                       int64_t in_offset, const Dims& out_strides, int64_t out_offset,
-                       const std::string& what) {
+// One strided copy of a layout kernel: `shape` row-major; strides in elements over it.
+struct CopyPart {
+  Dims shape;
+  Dims in_strides;
+  int in_index = 0;
+  int64_t in_offset = 0;
+  Dims out_strides;
+  int64_t out_offset = 0;
+};
+
+// The widest word (16, 8 or 4 bytes, or the element itself) that every part can move whole:
+// innermost rows contiguous on both sides, and every row start, outer stride and offset a
+// multiple of the word (the bound pointers are then required to be aligned to it).
+int64_t copy_word_elements(const std::vector<CollapsedShape>& parts, const std::vector<CopyPart>& raw,
+                           int64_t elem_bytes) {
+  for (int64_t word : {int64_t{16}, int64_t{8}, int64_t{4}}) {
+    const int64_t n = word / elem_bytes;
+    if (n <= 1) break;
+    bool ok = true;
+    for (size_t p = 0; p < parts.size() && ok; ++p) {
+      const CollapsedShape& c = parts[p];
+      ok = c.sizes[0] % n == 0 && raw[p].in_offset % n == 0 && raw[p].out_offset % n == 0;
+      for (const Dims& st : c.strides) {
+        if (!ok) break;
+        ok = st[0] == 1;
+        for (size_t d = 1; d < st.size() && ok; ++d) ok = st[d] % n == 0;
+      }
+    }
+    if (ok) return n;
+  }
+  return 1;
+}
+
+// One kernel for all parts (a concat's inputs): tiles of the parts in order, grid-stride.
+KernelSpec copy_kernel(DType dtype, const std::vector<CopyPart>& raw, const std::string& what) {
   using Src = PointerSlot::Source;
-  const CollapsedShape cs = collapse(shape, {in_strides, out_strides});
-  const bool index64 = cs.numel >= (int64_t{1} << 31);
-  const std::string t = storage_type(dtype);
+  const int64_t es = dtype_size(dtype);
+  std::vector<CollapsedShape> parts;
+  for (const CopyPart& p : raw) parts.push_back(collapse(p.shape, {p.in_strides, p.out_strides}));
+  const int64_t n = copy_word_elements(parts, raw, es);
+  const int64_t word_bytes = n * es;
+  const std::string t = word_bytes == 16 ? "uint4" : word_bytes == 8 ? "uint2" : word_bytes == 4 ? "unsigned int"
+                                                                                               : storage_type(dtype);
+  int64_t total_tiles = 0;
+  std::ostringstream body;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    CollapsedShape& c = parts[k];
+    c.sizes[0] /= n;
+    c.numel /= n;
+    for (Dims& st : c.strides) {
+      for (size_t d = 1; d < st.size(); ++d) st[d] /= n;
+    }
+    const bool index64 = c.numel >= (int64_t{1} << 31);
+    body << "    if (t < copy_tiles(a.part[" << k << "].shape.numel)) { copy_tile<" << t << ", "
+         << (index64 ? "true" : "false") << ", " << c.sizes.size() << ">(a.part[" << k
+         << "], t * kCopyTile); continue; }\n"
+         << "    t -= copy_tiles(a.part[" << k << "].shape.numel);\n";
+    total_tiles += (c.numel + kCopyTile - 1) / kCopyTile;
+  }
   std::ostringstream src;
   src << "// " << what << "\n" << kernel_includes({"layout/copy.cuh"});
-  src << "extern \"C\" __global__ void __launch_bounds__(" << kBlock
-      << ") sinter_region(const __grid_constant__ CopyArgs<" << t << "> a) {\n"
-      << "  const i64 tiles = (a.shape.numel + " << kTile << " - 1) / " << kTile << ";\n"
-      << "  for (i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x)\n"
-      << "    copy_tile<" << t << ", " << (index64 ? "true" : "false") << ">(a, tile * " << kTile
-      << ", " << kTile << ");\n}\n";
+  src << "extern \"C\" __global__ void __launch_bounds__(kCopyBlock) sinter_region(const __grid_constant__ "
+      << "CopyPartsArgs<" << t << ", " << parts.size() << "> a) {\n"
+      << "  i64 tiles = 0;\n"
+      << "  for (int k = 0; k < " << parts.size() << "; ++k) tiles += copy_tiles(a.part[k].shape.numel);\n"
+      << "  for (i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {\n"
+      << "    i64 t = tile;\n"
+      << body.str() << "  }\n}\n";
   KernelSpec spec;
   spec.source = src.str();
-  spec.description = "copy (" + what + ")";
-  const int64_t es = dtype_size(dtype);
-  spec.args.add(make_iter_shape(cs));
-  spec.pointers.push_back({Src::input, in_index, 0, spec.args.add_pointer(nullptr),
-                           static_cast<int>(es), in_offset * es});
-  spec.args.add(make_view(cs.strides[0]));
-  spec.pointers.push_back({Src::output, 0, 0, spec.args.add_pointer(nullptr), static_cast<int>(es),
-                           out_offset * es});
-  spec.args.add(make_view(cs.strides[1]));
+  spec.description = "copy (" + what + ")" + (n > 1 ? " " + std::to_string(word_bytes) + "-byte words" : "");
+  for (size_t k = 0; k < parts.size(); ++k) {
+    spec.args.add(make_iter_shape(parts[k]));
+    spec.pointers.push_back({Src::input, raw[k].in_index, 0, spec.args.add_pointer(nullptr),
+                             static_cast<int>(word_bytes), raw[k].in_offset * es});
+    spec.args.add(make_view(parts[k].strides[0]));
+    spec.pointers.push_back({Src::output, 0, 0, spec.args.add_pointer(nullptr), static_cast<int>(word_bytes),
+                             raw[k].out_offset * es});
+    spec.args.add(make_view(parts[k].strides[1]));
+  }
   spec.args.finish();
-  const int64_t tiles = (cs.numel + kTile - 1) / kTile;
-  spec.launch.grid = dim3(static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, 132 * 16)));
-  spec.launch.block = dim3(kBlock);
+  spec.launch.grid = dim3(static_cast<unsigned>(std::clamp<int64_t>(total_tiles, 1, 132 * 16)));
+  spec.launch.block = dim3(256);
   return spec;
 }
 
@@ -57,8 +112,8 @@ RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::De
   switch (n.op) {
     case OpKind::reshape: {
       const TensorInfo& in = g.tensor(n.inputs[0]);
-      rk.kernels.push_back(copy_kernel(in.dtype, in.dims, in.strides, 0, 0,
-                                       contiguous_strides(in.dims), 0, "reshape of a view"));
+      rk.kernels.push_back(
+          copy_kernel(in.dtype, {{in.dims, in.strides, 0, 0, contiguous_strides(in.dims), 0}}, "reshape of a view"));
       break;
     }
     case OpKind::permute: {
@@ -66,8 +121,8 @@ RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::De
       const auto& perm = std::get<PermuteAttrs>(n.attrs).perm;
       Dims in_strides;
       for (int64_t p : perm) in_strides.push_back(in.strides[p]);
-      rk.kernels.push_back(copy_kernel(in.dtype, out.dims, in_strides, 0, 0, out_contig, 0,
-                                       "permute " + dims_to_string(perm)));
+      rk.kernels.push_back(
+          copy_kernel(in.dtype, {{out.dims, in_strides, 0, 0, out_contig, 0}}, "permute " + dims_to_string(perm)));
       break;
     }
     case OpKind::slice: {
@@ -79,20 +134,22 @@ RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::De
         in_strides.push_back(in.strides[i] * at.steps[i]);
         offset += at.starts[i] * in.strides[i];
       }
-      rk.kernels.push_back(copy_kernel(in.dtype, out.dims, in_strides, 0, offset, out_contig, 0,
-                                       "slice"));
+      rk.kernels.push_back(copy_kernel(in.dtype, {{out.dims, in_strides, 0, offset, out_contig, 0}}, "slice"));
       break;
     }
     case OpKind::concat: {
       const int64_t axis = std::get<ConcatAttrs>(n.attrs).axis;
       int64_t at = 0;
+      std::vector<CopyPart> parts;
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         const TensorInfo& in = g.tensor(n.inputs[k]);
-        const int idx = region_input_index(r, n.inputs[k]);
-        rk.kernels.push_back(copy_kernel(in.dtype, in.dims, in.strides, idx, 0, out_contig,
-                                         at * out_contig[axis],
-                                         "concat part " + std::to_string(k)));
+        parts.push_back({in.dims, in.strides, region_input_index(r, n.inputs[k]), 0, out_contig, at * out_contig[axis]});
         at += in.dims[axis];
+      }
+      for (size_t first = 0; first < parts.size(); first += kMaxCopyParts) {
+        const size_t last = std::min(parts.size(), first + kMaxCopyParts);
+        rk.kernels.push_back(copy_kernel(out.dtype, {parts.begin() + first, parts.begin() + last},
+                                         "concat parts " + std::to_string(first) + ".." + std::to_string(last - 1)));
       }
       break;
     }

@@ -204,9 +204,12 @@ std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Re
 
 std::vector<MatmulVariant> matmul_tiles(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
   std::vector<MatmulVariant> tiles;
-  // H200 (4096x14336, M = 1): the mma decode tile 0.0430 ms, the ffma one 0.0453 ms.
+  // The mma decode tile first for large weights, the ffma one for small (decode_prefers_ffma).
+  const bool ffma = decode_ffma_unsupported(g, r, dev).empty();
+  const bool ffma_first = ffma && decode_prefers_ffma(g, r);
+  if (ffma_first) tiles.push_back({MatmulTile::decode_ffma, {}});
   if (decode_gemv_unsupported(g, r, dev).empty()) tiles.push_back({MatmulTile::decode_gemv, {}});
-  if (decode_ffma_unsupported(g, r, dev).empty()) tiles.push_back({MatmulTile::decode_ffma, {}});
+  if (ffma && !ffma_first) tiles.push_back({MatmulTile::decode_ffma, {}});
   if (sm90_gemm_unsupported(g, r, dev).empty()) {
     // Where 128x256 tiles fill the GPU, the direct-epilogue configs go first: on the H200 the
     // 128x256 CTA-pair config ran 4096^3 in 0.1965 ms and 8192^3 in 1.418 ms, against 0.2226 and
