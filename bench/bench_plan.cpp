@@ -12,7 +12,7 @@
 //      reference; one decode step through the stream and graph executors. bench/torch_decode_stack.py
 //      times the same model in PyTorch (eager and CUDA graph) for the same run.
 // Every run's outputs are checked against the CPU reference once; a mismatch fails the program.
-//   sinter_bench_plan [--runs N]
+//   sinter_bench_plan [--runs N] [--tuned] [--chain-only]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -101,8 +101,12 @@ int main(int argc, char** argv) {
   // line-buffered even into a file: a run cut short by a timeout keeps every finished line
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int runs = 21;
+  bool tuned = false;
+  bool chain_only = false;  // only part 1 (to compare launch settings, e.g. SINTER_PDL=0)  // also build the decode stack with --tune fast (minutes: every distinct region timed)
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = std::max(3, std::atoi(argv[++i]));
+    if (std::strcmp(argv[i], "--tuned") == 0) tuned = true;
+    if (std::strcmp(argv[i], "--chain-only") == 0) chain_only = true;
   }
   try {
     const cuda::GpuAvailability& gpu = cuda::gpu_availability();
@@ -134,6 +138,10 @@ int main(int argc, char** argv) {
     std::printf("   graph executor   %.3f us/op  (%.1f us per run)   acceptance <= 1.3 us/op: %s\n",
                 graph_ms * 1e3 / (batch * ops), graph_ms * 1e3 / batch, graph_ms * 1e3 / (batch * ops) <= 1.3 ? "met" : "NOT met");
 
+    if (chain_only) {
+      std::printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
+      return ok ? 0 : 1;
+    }
     // 2. Transformer block: load to first result from a bundle.
     const Graph block = examples::transformer_block();
     const std::string file = (std::filesystem::temp_directory_path() / ("sinter_bench_plan_" + std::to_string(::getpid()) + ".plan")).string();
@@ -258,6 +266,9 @@ int main(int argc, char** argv) {
       for (const auto& [k, v] : by_kind) std::printf("   %4d x  %8.4f ms total  %s\n", v.first, v.second, k.c_str());
       std::filesystem::remove(sfile);
       // The same stack built with --tune fast: what timing the candidates buys over the heuristic.
+      if (!tuned) {
+        std::printf("4b. (the tuned build of the stack: run with --tuned)\n");
+      } else {
       tune::TimingCache timings;
       plan::Plan tuned_plan;
       const double tune_ms = wall_ms([&] { tuned_plan = make_plan(stack, {}, cache, &timings); });
@@ -273,6 +284,7 @@ int main(int argc, char** argv) {
       std::printf("4b. the stack tuned (fast, %zu timing entries, build %.0f ms): outputs %s; graph executor %.3f ms "
                   "(%.2f TB/s); steps by engine: %s\n",
                   timings.size(), tune_ms, tuned_ok ? "correct" : "WRONG", tuned_graph_ms, gb / tuned_graph_ms, mix.c_str());
+      }
     }
     std::printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
     return ok ? 0 : 1;

@@ -1,5 +1,6 @@
 #include "cuda/library.hpp"
 
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -65,8 +66,16 @@ cudaFuncAttributes Kernel::attributes() const {
   return result;
 }
 
+bool programmatic_launch_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("SINTER_PDL");
+    return !(v && std::string(v) == "0");
+  }();
+  return enabled;
+}
+
 void Kernel::launch(const LaunchConfig& config, void** args) const {
-  cudaLaunchAttribute attributes[2];
+  cudaLaunchAttribute attributes[3];
   unsigned int count = 0;
   if (config.cluster) {
     attributes[count].id = cudaLaunchAttributeClusterDimension;
@@ -78,6 +87,11 @@ void Kernel::launch(const LaunchConfig& config, void** args) const {
   if (config.cooperative) {
     attributes[count].id = cudaLaunchAttributeCooperative;
     attributes[count].val.cooperative = 1;
+    ++count;
+  }
+  if (config.programmatic && !config.cooperative && programmatic_launch_enabled()) {
+    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[count].val.programmaticStreamSerializationAllowed = 1;
     ++count;
   }
   cudaLaunchConfig_t launch{};

@@ -43,6 +43,7 @@ OJson kernel_json(const KernelRecord& k) {
   j["dynamic_shared_memory"] = k.dynamic_shared_memory;
   if (k.cluster) j["cluster"] = dim3_json(*k.cluster);
   j["cooperative"] = k.cooperative;
+  j["programmatic"] = k.programmatic;
   j["persistent_work"] = k.persistent_work;
   j["args"] = hex(k.args);
   OJson slots = OJson::array();

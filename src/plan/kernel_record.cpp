@@ -45,6 +45,7 @@ KernelRecord add_kernel_record(Plan& plan, const jit::KernelSpec& spec, std::spa
   r.dynamic_shared_memory = static_cast<uint32_t>(spec.launch.dynamic_shared_memory);
   if (spec.launch.cluster) r.cluster = to_dim3(*spec.launch.cluster);
   r.cooperative = spec.launch.cooperative;
+  r.programmatic = spec.launch.programmatic;
   r.persistent_work = spec.persistent_work;
   const auto* bytes = static_cast<const uint8_t*>(spec.args.data());
   r.args.assign(bytes, bytes + spec.args.size());
@@ -74,6 +75,7 @@ jit::KernelSpec to_kernel_spec(const KernelRecord& r) {
   spec.launch.dynamic_shared_memory = r.dynamic_shared_memory;
   if (r.cluster) spec.launch.cluster = from_dim3(*r.cluster);
   spec.launch.cooperative = r.cooperative;
+  spec.launch.programmatic = r.programmatic;
   spec.persistent_work = r.persistent_work;
   // ArgPacker only appends typed fields; one-byte fields have alignment 1, so appending the bytes
   // one at a time reproduces the struct exactly.

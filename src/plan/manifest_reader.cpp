@@ -233,7 +233,7 @@ class ManifestReader {
   KernelRecord read_kernel(const Cursor& c) const {
     c.expect_object("a kernel");
     c.check_keys({"entry", "description", "grid", "block", "dynamic_shared_memory", "cluster",
-                  "cooperative", "persistent_work", "args", "pointers", "cubin", "cache_key"},
+                  "cooperative", "programmatic", "persistent_work", "args", "pointers", "cubin", "cache_key"},
                  "a kernel");
     KernelRecord k;
     const Cursor entry = c.at("entry");
@@ -250,6 +250,7 @@ class ManifestReader {
       k.cluster = read_dim3(*cl, {kMaxClusterBlocks, kMaxClusterBlocks, kMaxClusterBlocks});
     }
     k.cooperative = c.at("cooperative").as_bool();
+    if (auto pr = c.find("programmatic")) k.programmatic = pr->as_bool();
     k.persistent_work = c.at("persistent_work").as_int(0, kMaxPersistentWork);
     k.args = read_hex(c.at("args"));
     for (const Cursor& p : c.at("pointers").items("pointer slots", SIZE_MAX)) {

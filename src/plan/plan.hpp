@@ -52,6 +52,7 @@ struct KernelRecord {
   uint32_t dynamic_shared_memory = 0;
   std::optional<Dim3> cluster;  // thread block cluster shape (sm_90+)
   bool cooperative = false;
+  bool programmatic = false;  // absent in older bundles: their kernels do not wait (no early launch)
   // Work items of a persistent (grid-stride) kernel, 0 otherwise: a runner may resize the grid
   // to the CTAs resident on the actual device; `grid` is what the builder chose.
   int64_t persistent_work = 0;

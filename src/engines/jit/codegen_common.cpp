@@ -109,7 +109,8 @@ void pack_exit_slots(KernelSpec& spec, const std::vector<ExitSlot>& slots) {
 std::string kernel_includes(const std::vector<std::string>& extra) {
   std::string s =
       "#include \"common/types.cuh\"\n#include \"common/abi.h\"\n#include \"common/index.cuh\"\n"
-      "#include \"common/memory.cuh\"\n#include \"common/math.cuh\"\n#include \"common/reduce.cuh\"\n";
+      "#include \"common/memory.cuh\"\n#include \"common/math.cuh\"\n#include \"common/reduce.cuh\"\n"
+      "#include \"common/pdl.cuh\"\n";
   for (const std::string& e : extra) s += "#include \"" + e + "\"\n";
   return s;
 }

@@ -123,7 +123,7 @@ RegionKernels build_conv(const Graph& g, const fuse::Region& r, const cuda::Devi
       << epi.gemm_tile("static_cast<i64>(m0)", "min(kGemmBM, static_cast<int>(s.m - m0))", "gi * s.kg + n0",
                        "min(kGemmBN, static_cast<int>(s.kg - n0))")
       << "  __syncthreads();  // the next tile's operand stages overwrite the C tile\n}\n\n";
-  src << "extern \"C\" __global__ void __launch_bounds__(kGemmThreads, 2) sinter_region(const __grid_constant__ Args a) {\n"
+  src << "extern \"C\" __global__ void __launch_bounds__(kGemmThreads, 2) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
       << "  extern __shared__ float4 smem_[];  // float4: 16-byte aligned stages\n"
       << epi.kernel_begin("  ")
       << "  const i64 tiles = a.shape.groups * ((a.shape.m + kGemmBM - 1) / kGemmBM) * ((a.shape.kg + kGemmBN - 1) / kGemmBN);\n"

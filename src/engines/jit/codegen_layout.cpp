@@ -78,7 +78,7 @@ KernelSpec copy_kernel(DType dtype, const std::vector<CopyPart>& raw, const std:
   std::ostringstream src;
   src << "// " << what << "\n" << kernel_includes({"layout/copy.cuh"});
   src << "extern \"C\" __global__ void __launch_bounds__(kCopyBlock) sinter_region(const __grid_constant__ "
-      << "CopyPartsArgs<" << t << ", " << parts.size() << "> a) {\n"
+      << "CopyPartsArgs<" << t << ", " << parts.size() << "> a) {\n  sinter_kernel_begin();\n"
       << "  i64 tiles = 0;\n"
       << "  for (int k = 0; k < " << parts.size() << "; ++k) tiles += copy_tiles(a.part[k].shape.numel);\n"
       << "  for (i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {\n"

@@ -98,7 +98,7 @@ RegionKernels build_matmul(const Graph& g, const fuse::Region& r, const cuda::De
       << epi.gemm_tile("bi * s.m + m0", "min(kGemmBM, static_cast<int>(s.m - m0))", "static_cast<i64>(n0)",
                        "min(kGemmBN, static_cast<int>(s.n - n0))")
       << "  __syncthreads();  // the next tile's operand stages overwrite the C tile\n}\n\n";
-  src << "extern \"C\" __global__ void __launch_bounds__(kGemmThreads, 2) sinter_region(const __grid_constant__ Args a) {\n"
+  src << "extern \"C\" __global__ void __launch_bounds__(kGemmThreads, 2) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
       << "  extern __shared__ float4 smem_[];  // float4: 16-byte aligned stages\n"
       << epi.kernel_begin("  ")
       << "  const i64 tiles = a.shape.batches * ((a.shape.m + kGemmBM - 1) / kGemmBM) * ((a.shape.n + kGemmBN - 1) / kGemmBN);\n"

@@ -272,7 +272,7 @@ RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::De
   const std::string bn = scope.bn;
   // the ffma tile holds a 4-deep ring of W in registers: two CTAs per SM keep enough in flight
   src << "extern \"C\" __global__ void __launch_bounds__(" << scope.threads << (ffma ? ", 2" : "")
-      << ") sinter_region(const __grid_constant__ Args a) {\n"
+      << ") sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
       << "  extern __shared__ float4 smem_[];  // float4: 16-byte aligned x rows\n"
       << epi.kernel_begin("  ")
       << "  const SinterGemmShape& s = a.shape;\n"

@@ -125,7 +125,7 @@ RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cud
       << epi.gemm_tile("static_cast<i64>(tile.batch) * s.m + m0", "min(kHopperBM, static_cast<int>(s.m - m0))",
                        "static_cast<i64>(n0)", "min(kHopperBN, static_cast<int>(s.n - n0))", scope)
       << "}\n\n";
-  src << "extern \"C\" __global__ void __launch_bounds__(kHopperThreads, 1) sinter_region(const __grid_constant__ Args a) {\n"
+  src << "extern \"C\" __global__ void __launch_bounds__(kHopperThreads, 1) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
       << "  extern __shared__ __align__(1024) char smem_raw[];\n"
       << "  const HopperSmem sm = hopper_smem(smem_raw);\n"
       << epi.kernel_begin("  ")

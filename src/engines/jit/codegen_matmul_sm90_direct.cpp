@@ -65,7 +65,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "  const int rows_valid = static_cast<int>(min(i64{64}, s.m - m0));\n"
       << "  const int cols_valid = static_cast<int>(min(i64{Cfg::kBN}, s.n - n0));\n"
       << epi.fragment_tile(c.bn) << "}\n\n";
-  src << "extern \"C\" __global__ void __launch_bounds__(Cfg::kThreads, 1) sinter_region(const __grid_constant__ Args a) {\n"
+  src << "extern \"C\" __global__ void __launch_bounds__(Cfg::kThreads, 1) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
       << "  extern __shared__ __align__(1024) char smem_raw[];\n"
       << "  const HopperDirectSmem sm = hopper_direct_smem<Cfg>(smem_raw);\n"
       << epi.kernel_begin("  ")

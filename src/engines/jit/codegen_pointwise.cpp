@@ -301,7 +301,7 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   }
   src << "  }\n}\n\n";
 
-  src << "extern \"C\" __global__ void __launch_bounds__(kBlock) sinter_region(const __grid_constant__ Args a) {\n";
+  src << "extern \"C\" __global__ void __launch_bounds__(kBlock) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n";
   for (size_t m = 0; m < r.reductions.size(); ++m) {
     src << "  float acc" << m << " = reduce_identity<" << reduce_kind(g.node(r.reductions[m].node).op)
         << ">();\n";

@@ -302,7 +302,7 @@ RegionKernels build_reduction(const Graph& g, const fuse::Region& r,
       << "__device__ __forceinline__ void reduce_tile(const Args& a, i64 tile) {\n  "
       << (row_kernel ? "reduce_row_tile" : "reduce_col_tile") << "<Cfg>(a, tile);\n}\n\n"
       << "extern \"C\" __global__ void __launch_bounds__(Cfg::kBlock)\n"
-      << "sinter_region(const __grid_constant__ Args a) {\n"
+      << "sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
       << "  reduce_tile(a, static_cast<i64>(blockIdx.y) * a.tiles_x + blockIdx.x);\n}\n";
   spec.source = src.str();
   spec.description =

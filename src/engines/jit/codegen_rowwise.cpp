@@ -470,7 +470,7 @@ RegionKernels RowwiseGen::build() {
   // A CTA count the SM cannot hold (2048 threads) would only starve registers: then no request.
   const int min_blocks = variant_.min_blocks > 0 && threads_ * variant_.min_blocks <= 2048 ? variant_.min_blocks : 0;
   const std::string bounds = min_blocks > 0 ? "kThreads, " + std::to_string(min_blocks) : "kThreads";
-  src << "extern \"C\" __global__ void __launch_bounds__(" << bounds << ") sinter_region(const __grid_constant__ Args a) {\n"
+  src << "extern \"C\" __global__ void __launch_bounds__(" << bounds << ") sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
       << "  __shared__ float scratch[33];\n";
   if (bulk_staged) {
     // The ring starts kStages - 1 rows ahead. Buffer s holds this CTA's rows it_ = s, s + kStages,

@@ -126,7 +126,7 @@ RegionKernels build_sdpa(const Graph& g, const fuse::Region& r, const cuda::Devi
       << "        const bool valid = cc < s.dv;\n"
       << "        const i64 col = cc;\n"
       << epi.element("o[r][c]", "        ") << "      }\n    }\n  }\n}\n\n";
-  src << "extern \"C\" __global__ void __launch_bounds__(kSdpaThreads) sinter_region(const __grid_constant__ Args a) {\n"
+  src << "extern \"C\" __global__ void __launch_bounds__(kSdpaThreads) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
       << "  extern __shared__ float4 smem_[];  // float4: the tiles are read as float4\n"
       << "  const i64 tiles = a.shape.batch * a.shape.heads * ((a.shape.sq + kBQ - 1) / kBQ);\n"
       << "  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) sdpa_tile(a, t, reinterpret_cast<float*>(smem_));\n"

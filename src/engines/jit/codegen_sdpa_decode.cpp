@@ -186,7 +186,7 @@ RegionKernels build_sdpa_decode(const Graph& g, const fuse::Region& r, const cud
         << consts << "constexpr int kBias = " << bias_mode << ", kCausal = " << causal << ";\n\n"
         << args << "\n"
         // out: partials [B*H*Sq, nsplit] of (m, l) and o[kDV]; CTA = (unit, 4 consecutive splits)
-        << "extern \"C\" __global__ void __launch_bounds__(kDecodeAttnThreads) sinter_region(const __grid_constant__ Args a) {\n"
+        << "extern \"C\" __global__ void __launch_bounds__(kDecodeAttnThreads) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
         << "  __shared__ float ps_[kDecodeAttnWarps][kR * kTK];  // each warp's p values of one tile\n"
         << "  const int warp = threadIdx.x >> 5;\n"
         << "  const i64 unit = blockIdx.x / a.cta_splits;\n"
@@ -225,7 +225,7 @@ RegionKernels build_sdpa_decode(const Graph& g, const fuse::Region& r, const cud
         << "constexpr int kDV = " << p.kdv << ";\n\n"
         << args << "\n"
         // o: [B, H, Sq, Dv] = [B*H*Sq, Dv]; one warp per row
-        << "extern \"C\" __global__ void __launch_bounds__(kDecodeAttnThreads) sinter_region(const __grid_constant__ Args a) {\n"
+        << "extern \"C\" __global__ void __launch_bounds__(kDecodeAttnThreads) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
         << "  const SinterSdpaShape& s = a.shape;\n"
         << "  const i64 grow = static_cast<i64>(blockIdx.x) * kDecodeAttnWarps + (threadIdx.x >> 5);\n"
         << "  if (grow >= s.batch * s.heads * s.sq) return;  // a whole warp\n"

@@ -143,6 +143,8 @@ std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Reg
     auto lib = ctx.cache.get_library(req, ctx.device.ordinal);
     auto binary = ctx.cache.get_binary(req);  // a memory hit now; a plan stores these bytes
     cuda::Kernel kernel = lib->get_kernel(spec.entry);
+    // every generated kernel begins with sinter_kernel_begin() (kernels/common/pdl.cuh)
+    spec.launch.programmatic = ctx.device.cc_major >= 9;
     // Set for every size: static shared memory counts against the same 48 KB default, so a
     // kernel with 48 KB dynamic plus a static reduction buffer fails to launch without it
     // (seen on the H200: cudaErrorInvalidValue for the softmax bulk ring).
