@@ -9,6 +9,9 @@
 #   plan          sinter_bench_plan (launch cost, load to first result, decode stack with a per-step
 #                 breakdown) and torch_decode_stack.py in the same call (issue 6)
 #   layout_tests  GPU tests of layout copies, aliases, the examples and plans
+#   quick_tests   the GPU tests most sensitive to launch and layout changes (cuBLASLt, layout,
+#                 examples, plans, decode attention and GEMV), under one short timeout
+#   pdl_off       the 200-op chain again with SINTER_PDL=0 (programmatic launch off), to compare
 #   gemm_decode   sinter_bench_gemm --quick --decode (decode GEMV candidates, Llama stack shapes)
 #   rows_tests    GPU tests of the row-wise, pointwise, flash-decode, decode GEMV and example graphs
 #   memory        sinter_bench_memory on the issue-3 cases, with PyTorch's copy
@@ -44,6 +47,11 @@ if want plan; then
   timeout 90 python3 bench/torch_decode_stack.py --quick > "$out/torch_decode_stack.jsonl" 2>&1
   echo "exit $?"; cat "$out/torch_decode_stack.jsonl"
 fi
+if want quick_tests; then
+  stamp "GPU tests: cuBLASLt, layout, examples, plans, decode"
+  timeout 150 "$bin/sinter_gpu_tests" --gtest_filter='GpuCublasLt.*:GpuRegions.PermuteSliceConcatReshape:GpuRegions.Layout*:GpuRegions.ExampleGraphs:GpuPlan.*:GpuDecodeAttention.*:GpuDecodeGemm.OddShapes*' > "$out/tests_quick.log" 2>&1
+  echo "exit $?"; summary "$out/tests_quick.log"; grep -E "Failure" -A8 "$out/tests_quick.log" | head -40
+fi
 if want layout_tests; then
   stamp "GPU tests: layout copies, aliases, examples, plans"
   timeout 200 "$bin/sinter_gpu_tests" --gtest_filter='GpuRegions.PermuteSliceConcatReshape:GpuRegions.Layout*:GpuRegions.ExampleGraphs*:GpuPlan.*' > "$out/tests_layout.log" 2>&1
@@ -53,6 +61,11 @@ if want gemm_decode; then
   stamp "decode GEMM bench"
   timeout 120 "$bin/sinter_bench_gemm" --quick --decode > "$out/gemm_decode.jsonl" 2>&1
   echo "exit $?"; cut -c1-260 "$out/gemm_decode.jsonl"
+fi
+if want pdl_off; then
+  stamp "200-op chain with programmatic launch off"
+  SINTER_PDL=0 timeout 40 "$bin/sinter_bench_plan" --runs 7 --chain-only > "$out/bench_chain_nopdl.log" 2>&1
+  echo "exit $?"; grep -v "check " "$out/bench_chain_nopdl.log"
 fi
 if want rows_tests; then
   stamp "GPU tests: row-wise, pointwise, flash-decode, decode GEMV, examples"

@@ -60,10 +60,6 @@ class Engine {
                                             const EngineContext& ctx) const = 0;
   virtual std::unique_ptr<PreparedStep> prepare(const Graph& g, const fuse::Region& r,
                                                 const Candidate& c, EngineContext& ctx) const = 0;
-  // Whether this engine's own heuristic expects to beat the engines listed before it on this
-  // region, so that heuristic mode asks it first (the jit engine's decode GEMV on small weights,
-  // which cuBLASLt runs slower). Timing modes time every engine anyway.
-  virtual bool preferred_for(const Graph&, const fuse::Region&, const EngineContext&) const { return false; }
   // Whether a plan bundle can store this engine's steps (src/exec/plan_builder.cpp); a build
   // for a plan leaves the others out.
   virtual bool steps_can_be_saved() const { return true; }

@@ -74,9 +74,8 @@ StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOp
   device_key.cudnn_version = cudnn::cudnn_version();
   // Times measured with other kernel sources do not carry over (the digest of kernels/).
   device_key.sinter_version = "0.1.0+kernels." + cuda::to_hex(cuda::kernel_sources_digest()).substr(0, 16);
-  tune::TuneOptions tuning = options.tuning;
-  tuning.engine_preferences = tuning.engine_preferences && options.engine == "auto";
-  tune_report_ = tune::tune(graph_, partition_, engines, ctx, options.timing_cache, device_key, tuning);
+  tune_report_ = tune::tune(graph_, partition_, engines, ctx, options.timing_cache, device_key,
+                            options.tuning);
 
   std::vector<TensorId> alias_of(tensors.size(), -1);
   size_t workspace = 0;

@@ -163,15 +163,10 @@ TuneReport tune(const Graph& g, const fuse::Partition& p, const std::vector<cons
       report.choices.push_back(std::move(choice));
       continue;
     }
-    // Every supported engine's candidates, in preference order: an engine whose heuristic
-    // claims this region goes first (stable otherwise).
-    std::vector<const Engine*> order(engines.begin(), engines.end());
-    if (o.engine_preferences) {
-      std::stable_partition(order.begin(), order.end(), [&](const Engine* e) { return e->preferred_for(g, r, ctx); });
-    }
+    // Every supported engine's candidates, in preference order.
     std::vector<std::pair<const Engine*, Candidate>> all;
     std::string refusals;
-    for (const Engine* e : order) {
+    for (const Engine* e : engines) {
       const Support s = e->supports(g, r);
       if (!s.ok) {
         refusals += std::string(refusals.empty() ? "" : "; ") + std::string(e->name()) + ": " + s.reason;

@@ -25,9 +25,6 @@ struct TuneOptions {
   // one (its best-ranked otherwise); -1 takes the best-ranked everywhere. With a forced engine,
   // this is how a user or a test picks one candidate by hand.
   int candidate = -1;
-  // Let an engine that claims a region (Engine::preferred_for) go first; off when the user forced
-  // an engine, so the forced one stays first and the others only catch what it refuses.
-  bool engine_preferences = true;
   int warmup = 3;
   int repeats = 20;           // the median of these
   double time_limit_ms = 2000;  // per candidate: stop timing it once a launch takes this long

@@ -92,18 +92,24 @@ TEST_F(GpuCublasLt, AlphaBetaScaling) {
   }
 }
 
-// fp8 e4m3 inputs (TN: A row-major, B an [N, K] weight) into bf16 D, with cuBLASLt's amax of D
-// (f32) as the region's exit reduction, and with a bias.
-TEST_F(GpuCublasLt, Fp8InputsWithAmaxOfD) {
-  for (bool bias : {false, true}) {
-    SCOPED_TRACE(bias ? "bias" : "no bias");
-    Graph g(bias ? "lt_fp8_bias" : "lt_fp8");
+// fp8 e4m3 inputs (TN: A row-major, B an [N, K] weight): into an fp8 D with cuBLASLt's amax of
+// D (f32) as the region's exit reduction, and into a bf16 D with a bias.
+TEST_F(GpuCublasLt, Fp8InputsAmaxOfDAndBias) {
+  {
+    Graph g("lt_fp8_amax");
     auto a = g.input("a", DType::fp8_e4m3, {96, 128});
     auto b = g.input("b", DType::fp8_e4m3, {128, 80}, {1, 128});
-    auto y = g.matmul(a, b, MatmulAttrs{ComputeType::f32, DType::bf16});
-    if (bias) y = g.add(y, g.input("bias", DType::bf16, {80}));
+    auto y = g.matmul(a, b, MatmulAttrs{ComputeType::f32, DType::fp8_e4m3});
     g.output(y, "y");
     g.output(g.reduce(OpKind::reduce_amax, y, {}, false, DType::f32), "amax");
+    check_on_cublaslt(std::move(g));
+  }
+  {
+    Graph g("lt_fp8_bias");
+    auto a = g.input("a", DType::fp8_e4m3, {96, 128});
+    auto b = g.input("b", DType::fp8_e4m3, {128, 80}, {1, 128});
+    auto bias = g.input("bias", DType::bf16, {80});
+    g.output(g.add(g.matmul(a, b, MatmulAttrs{ComputeType::f32, DType::bf16}), bias), "y");
     check_on_cublaslt(std::move(g));
   }
 }

@@ -128,7 +128,7 @@ TEST(CublasLtPattern, Fp8LayoutAndAmaxOfD) {
     Graph g;
     auto a = g.input("a", DType::fp8_e4m3, {32, 64});
     auto b = g.input("b", DType::fp8_e4m3, {64, 48}, {1, 64});  // an [N, K] weight
-    auto y = g.matmul(a, b, MatmulAttrs{ComputeType::f32, DType::bf16});
+    auto y = g.matmul(a, b, MatmulAttrs{ComputeType::f32, DType::fp8_e4m3});
     g.output(y, "y");
     g.output(g.reduce(OpKind::reduce_amax, y, {}, false, DType::f32), "amax");
     const auto m = match_first_matmul(g);
@@ -146,10 +146,21 @@ TEST(CublasLtPattern, Fp8LayoutAndAmaxOfD) {
     EXPECT_NE(m.reason.find("TN layout"), std::string::npos) << m.reason;
   }
   {
-    Graph g;  // the amax in bf16: cuBLASLt writes f32
+    Graph g;  // a bf16 D: cuBLASLt has no amax of D for it
     auto a = g.input("a", DType::fp8_e4m3, {32, 64});
     auto b = g.input("b", DType::fp8_e4m3, {64, 48}, {1, 64});
     auto y = g.matmul(a, b, MatmulAttrs{ComputeType::f32, DType::bf16});
+    g.output(y, "y");
+    g.output(g.reduce(OpKind::reduce_amax, y, {}, false, DType::f32), "amax");
+    const auto m = match_first_matmul(g);
+    EXPECT_FALSE(m.pattern);
+    EXPECT_NE(m.reason.find("an fp8 D"), std::string::npos) << m.reason;
+  }
+  {
+    Graph g;  // the amax in fp8: cuBLASLt writes f32
+    auto a = g.input("a", DType::fp8_e4m3, {32, 64});
+    auto b = g.input("b", DType::fp8_e4m3, {64, 48}, {1, 64});
+    auto y = g.matmul(a, b, MatmulAttrs{ComputeType::f32, DType::fp8_e4m3});
     g.output(y, "y");
     g.output(g.amax(y), "amax");
     const auto m = match_first_matmul(g);

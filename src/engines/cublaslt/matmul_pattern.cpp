@@ -175,14 +175,17 @@ MatchResult match_matmul(const Graph& g, const fuse::Region& r) {
   p.output = output_index(r, cur);
   if (p.output < 0) return no("the region's final value is not stored");
   // Exit reductions: only the amax of D, which cuBLASLt computes (in f32, before D's conversion)
-  // for fp8 matmuls.
+  // for fp8 matmuls with an fp8 D (with a bf16 D its heuristic answers INVALID_VALUE, seen on the
+  // H200 with cuBLASLt 13.0).
   for (const fuse::ExitReduce& x : r.reductions) {
     const Node& red = g.node(x.node);
     const TensorInfo& red_out = g.tensor(red.outputs[0]);
     if (red.op != OpKind::reduce_amax || x.pattern != fuse::ExitReduction::global || red.inputs[0] != cur) {
       return no("exit reduction '" + red.name + "' is not the global amax of D (the only one cuBLASLt computes)");
     }
-    if (!fp8) return no("cuBLASLt computes the amax of D ('" + red.name + "') only for fp8 inputs");
+    if (!fp8 || !is_fp8(out.dtype)) {
+      return no("cuBLASLt computes the amax of D ('" + red.name + "') only for fp8 inputs and an fp8 D");
+    }
     if (red_out.dtype != DType::f32) {
       return no("amax '" + red.name + "' is " + std::string(to_string(red_out.dtype)) +
                 "; cuBLASLt writes the amax of D as f32");

@@ -1,7 +1,7 @@
 // Which matmul regions cuBLASLt can run, and how: the region's epilogue matched against the
 // epilogues cuBLASLt has (bias, relu, gelu (tanh form), gelu with the pre-activation as an aux
 // output, a residual as beta*C, a scalar constant scale as alpha (and beta), the amax of D for
-// fp8 matmuls), and the operands' strides turned into column-major layouts.
+// fp8 matmuls with an fp8 D), and the operands' strides turned into column-major layouts.
 // Pure analysis of the graph: it needs no GPU, so `sinter engines` can say why not anywhere.
 #pragma once
 
@@ -36,7 +36,7 @@ struct MatmulPattern {
   int residual_input = -1;  // C, scaled by beta
   float alpha = 1.0f;       // scales A B (a constant multiplier on the chain before any bias)
   float beta = 0.0f;        // scales C: 1 with a residual, times a scale applied after it
-  int amax_output = -1;     // the region output that receives max |D| (f32; fp8 inputs only)
+  int amax_output = -1;     // the region output that receives max |D| (f32; fp8 inputs and D only)
   Activation activation = Activation::none;
   int output = -1;          // the region output that is D
   int aux_output = -1;      // the stored pre-activation (gelu only)

@@ -95,10 +95,6 @@ std::string decode_gemv_unsupported(const Graph& g, const fuse::Region& r, const
 RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 // The same for the ffma decode tile (M <= 4, [N, K] weight).
 std::string decode_ffma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-// The decode heuristics (measured figures at their definition): the ffma tile before the mma
-// one for small weights, and the decode tiles before cuBLASLt for small weights.
-bool decode_prefers_ffma(const Graph& g, const fuse::Region& r);
-bool decode_beats_vendor(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_matmul_decode_ffma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 
 // The matmul candidates of a region, best measured first (matmul_tiles, codegen_matmul_sm90.cpp):

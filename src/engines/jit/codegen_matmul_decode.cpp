@@ -319,26 +319,6 @@ std::string decode_gemv_unsupported(const Graph& g, const fuse::Region& r, const
 std::string decode_ffma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
   return decode_unsupported(g, r, dev, true);
 }
-// Measured on the H200 (sinter_bench_gemm --decode, 2026-12-03), M = 1:
-//   weights of 2-32 MB (the Llama decode stack's 2048x512 .. 8192x2048): ffma 0.010-0.017 ms,
-//   mma 0.012-0.019 ms, cuBLASLt 0.016-0.023 ms: the ffma tile first, and ours before cuBLASLt;
-//   a 4096x14336 weight (117 MB): mma 0.0443, ffma 0.0465, cuBLASLt 0.0415 ms: streaming rate
-//   decides there, and cuBLASLt streams faster.
-constexpr int64_t kDecodeSmallWeightBytes = int64_t{64} << 20;
-
-int64_t decode_weight_bytes(const Graph& g, const fuse::Region& r) {
-  const Decode d = describe_operands(g, r);
-  return d.n * d.k * dtype_size(d.dtype_b) * std::max<int64_t>(1, d.batch.numel);
-}
-
-bool decode_prefers_ffma(const Graph& g, const fuse::Region& r) {
-  return decode_weight_bytes(g, r) <= kDecodeSmallWeightBytes;
-}
-
-bool decode_beats_vendor(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
-  return decode_gemv_unsupported(g, r, dev).empty() && decode_weight_bytes(g, r) <= kDecodeSmallWeightBytes;
-}
-
 RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
   return build_decode(g, r, dev, false);
 }

@@ -204,12 +204,13 @@ std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Re
 
 std::vector<MatmulVariant> matmul_tiles(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
   std::vector<MatmulVariant> tiles;
-  // The mma decode tile first for large weights, the ffma one for small (decode_prefers_ffma).
-  const bool ffma = decode_ffma_unsupported(g, r, dev).empty();
-  const bool ffma_first = ffma && decode_prefers_ffma(g, r);
-  if (ffma_first) tiles.push_back({MatmulTile::decode_ffma, {}});
+  // H200 (4096x14336, M = 1): the mma decode tile 0.0430 ms, the ffma one 0.0453 ms.
+  // (On 2-32 MB weights timed alone the ffma tile, and both ahead of cuBLASLt, looked faster,
+  // but those weights sat in the 60 MB L2 between repeats. Made the default on 2026-12-03, the
+  // Llama decode stack, which streams every weight from DRAM once, ran slower: 1.638 ms against
+  // 1.553 with cuBLASLt for those matmuls. Decode choices need timings with cold weights.)
   if (decode_gemv_unsupported(g, r, dev).empty()) tiles.push_back({MatmulTile::decode_gemv, {}});
-  if (ffma && !ffma_first) tiles.push_back({MatmulTile::decode_ffma, {}});
+  if (decode_ffma_unsupported(g, r, dev).empty()) tiles.push_back({MatmulTile::decode_ffma, {}});
   if (sm90_gemm_unsupported(g, r, dev).empty()) {
     // Where 128x256 tiles fill the GPU, the direct-epilogue configs go first: on the H200 the
     // 128x256 CTA-pair config ran 4096^3 in 0.1965 ms and 8192^3 in 1.418 ms, against 0.2226 and

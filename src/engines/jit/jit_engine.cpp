@@ -101,10 +101,6 @@ int64_t balanced_grid(int64_t work, int64_t resident) {
 }
 }  // namespace
 
-bool JitEngine::preferred_for(const Graph& g, const fuse::Region& r, const EngineContext& ctx) const {
-  return r.kind == fuse::RegionKind::matmul && supports(g, r).ok && decode_beats_vendor(g, r, ctx.device);
-}
-
 Support JitEngine::supports(const Graph& g, const fuse::Region& r) const {
   for (const fuse::ExitReduce& e : r.reductions) {
     const TensorInfo& out = g.tensor(g.node(e.node).outputs[0]);

@@ -13,7 +13,6 @@ class JitEngine : public Engine {
  public:
   std::string_view name() const override { return "jit"; }
   Support supports(const Graph& g, const fuse::Region& r) const override;
-  bool preferred_for(const Graph& g, const fuse::Region& r, const EngineContext& ctx) const override;
   std::vector<Candidate> candidates(const Graph& g, const fuse::Region& r,
                                     const EngineContext& ctx) const override;
   std::unique_ptr<PreparedStep> prepare(const Graph& g, const fuse::Region& r, const Candidate& c,
