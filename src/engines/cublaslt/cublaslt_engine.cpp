@@ -162,7 +162,10 @@ class CublasLtStep : public PreparedStep {
       SINTER_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(problem_.op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &amax, sizeof amax));
     }
     void* d = bind.outputs.at(p.output);
-    const void* c = p.residual_input >= 0 ? bind.inputs.at(p.residual_input) : d;
+    // Without a residual, C is D (unread at beta 0), except for an fp8 D: C's type is then bf16,
+    // and cuBLASLt refuses C == D with layouts of different types (INVALID_VALUE, seen on the
+    // H200), so C is left null there (allowed at beta 0).
+    const void* c = p.residual_input >= 0 ? bind.inputs.at(p.residual_input) : is_fp8(p.out_dtype) ? nullptr : d;
     SINTER_CUBLASLT_CHECK(cublasLtMatmul(handle(), problem_.op, &problem_.alpha, bind.inputs.at(p.a.input),
                                          problem_.a, bind.inputs.at(p.b.input), problem_.b, &problem_.beta,
                                          c, problem_.c, d, problem_.d, &algo_, bind.workspace,
