@@ -28,7 +28,7 @@ for a in "$@"; do
 done
 out="${OUT:-/tmp/sinter_out}/suite"
 mkdir -p "$out"
-rm -f "$out"/*.json "$out"/*.jsonl "$out"/*.log "$out"/*.err "$out"/steps.tsv "$out"/meta.txt
+rm -f "$out"/*.json "$out"/*.jsonl "$out"/*.log "$out"/*.err "$out"/steps.tsv "$out"/meta.txt "$out"/raw.tgz
 export SINTER_CACHE_DIR="${TMPDIR:-/tmp}/sinter-kernel-cache"  # outside $out: only results come back
 reserve=20  # seconds kept back for the report
 if [[ -n "$quick" ]]; then iters=50; t_bench=45; t_plan=180; t_torch=150; t_decode=60; budget="${SUITE_BUDGET_S:-330}"
@@ -83,4 +83,11 @@ step bench_plan bench_plan.log "$t_plan" "$bin/sinter_bench_plan" --runs 7
 step torch_blocks torch_blocks.jsonl "$t_torch" python3 bench/torch_blocks.py $quick
 
 python3 bench/suite_report.py "$out" || status=1
+# The device tool brings back only a handful of files from $OUT: keep the report, the plot, the
+# plan log and steps.tsv loose, and pack every raw result and log into one archive
+# (suite_report.py can be rerun on the unpacked folder).
+tar czf "$out.raw.tgz" -C "$out" --exclude=raw.tgz --exclude=report.md --exclude=benchmarks-suite.svg \
+    --exclude=bench_plan.log --exclude=steps.tsv . && mv "$out.raw.tgz" "$out/raw.tgz" &&
+  find "$out" -maxdepth 1 -type f ! -name raw.tgz ! -name report.md ! -name benchmarks-suite.svg \
+    ! -name bench_plan.log ! -name steps.tsv -delete
 exit $status

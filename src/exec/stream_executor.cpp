@@ -196,12 +196,15 @@ TensorMap StreamExecutor::run(const TensorMap& inputs) {
   return outputs();
 }
 
-double StreamExecutor::time_ms(int iters, int warmup) {
+double StreamExecutor::time_ms(int iters, int warmup, bool cold_l2) {
   cuda::DeviceGuard guard(device_);
   for (int i = 0; i < warmup; ++i) launch();
   std::vector<float> times;
   cuda::Event start, stop;
+  const size_t flush_bytes = cold_l2 ? 2 * std::max<size_t>(cuda::device_properties(device_).l2_cache_bytes, 1 << 20) : 0;
+  cuda::DeviceBuffer flush(flush_bytes);
   for (int i = 0; i < iters; ++i) {
+    if (cold_l2) SINTER_CUDA_CHECK(cudaMemsetAsync(flush.data(), i & 0xff, flush_bytes, stream_));
     start.record(stream_);
     launch();
     stop.record(stream_);
