@@ -12,7 +12,8 @@
 #   quick_tests   the GPU tests most sensitive to launch and layout changes (cuBLASLt, layout,
 #                 examples, plans, decode attention and GEMV), under one short timeout
 #   pdl_off       the 200-op chain again with SINTER_PDL=0 (programmatic launch off), to compare
-#   gemm_decode   sinter_bench_gemm --quick --decode (decode GEMV candidates, Llama stack shapes)
+#   gemm_decode   sinter_bench_gemm --quick --decode (decode GEMV candidates, Llama stack shapes),
+#                 L2 hot and cold
 #   rows_tests    GPU tests of the row-wise, pointwise, flash-decode, decode GEMV and example graphs
 #   memory        sinter_bench_memory on the issue-3 cases, with PyTorch's copy
 #   gemm          sinter_bench_gemm --quick (issue 4)
@@ -61,6 +62,9 @@ if want gemm_decode; then
   stamp "decode GEMM bench"
   timeout 120 "$bin/sinter_bench_gemm" --quick --decode > "$out/gemm_decode.jsonl" 2>&1
   echo "exit $?"; cut -c1-260 "$out/gemm_decode.jsonl"
+  # the same with cold L2 (weights from DRAM, as in the decode stack): what decode defaults need
+  timeout 120 "$bin/sinter_bench_gemm" --quick --decode --cold-l2 > "$out/gemm_decode_cold.jsonl" 2>&1
+  echo "exit $?"; cut -c1-260 "$out/gemm_decode_cold.jsonl"
 fi
 if want pdl_off; then
   stamp "200-op chain with programmatic launch off"
