@@ -67,7 +67,8 @@ class Checker {
     if (s.kind != r.kind) {
       fail(who + ": the step is for a " + std::string(to_string(s.kind)) + " region, but region " +
            std::to_string(i) + " of the graph is a " + std::string(to_string(r.kind)) +
-           " region: the steps were made for another graph");
+           " region: the steps were made for another graph, or by a Sinter whose fusion rules differ "
+           "(e.g. before unit-axis permutes became aliases); build the plan again");
     }
     const StepMembership actual = membership_of(g_, r);
     auto compare = [&](const std::vector<std::string>& want, const std::vector<std::string>& have, const char* what) {

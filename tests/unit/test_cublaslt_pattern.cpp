@@ -146,6 +146,26 @@ TEST(CublasLtPattern, Fp8LayoutAndAmaxOfD) {
     EXPECT_NE(m.reason.find("TN layout"), std::string::npos) << m.reason;
   }
   {
+    Graph g;  // alpha is the constant as the graph computes with it: 0.3 rounded to e4m3 (0.3125)
+    auto a = g.input("a", DType::fp8_e4m3, {32, 64});
+    auto b = g.input("b", DType::fp8_e4m3, {64, 48}, {1, 64});
+    g.output(g.mul(g.matmul(a, b, MatmulAttrs{ComputeType::f32, DType::fp8_e4m3}), 0.3), "y");
+    const auto m = match_first_matmul(g);
+    ASSERT_TRUE(m.pattern) << m.reason;
+    EXPECT_FLOAT_EQ(m.pattern->alpha, 0.3125f);
+    EXPECT_FLOAT_EQ(m.pattern->beta, 0.0f);  // no residual: C stays unread
+  }
+  {
+    Graph g;  // a bias with an fp8 D: cuBLASLt's bias is 16-bit there
+    auto a = g.input("a", DType::fp8_e4m3, {32, 64});
+    auto b = g.input("b", DType::fp8_e4m3, {64, 48}, {1, 64});
+    auto bias = g.input("bias", DType::fp8_e4m3, {48});
+    g.output(g.add(g.matmul(a, b, MatmulAttrs{ComputeType::f32, DType::fp8_e4m3}), bias), "y");
+    const auto m = match_first_matmul(g);
+    EXPECT_FALSE(m.pattern);
+    EXPECT_NE(m.reason.find("with an fp8 D"), std::string::npos) << m.reason;
+  }
+  {
     Graph g;  // a bf16 D: cuBLASLt has no amax of D for it
     auto a = g.input("a", DType::fp8_e4m3, {32, 64});
     auto b = g.input("b", DType::fp8_e4m3, {64, 48}, {1, 64});

@@ -2,6 +2,7 @@
 
 #include <cublasLt.h>
 
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
@@ -121,7 +122,10 @@ struct Problem {
     const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(handle(), op, a, b, c, d, pref, count,
                                                             results.data(), &returned);
     cublasLtMatmulPreferenceDestroy(pref);
-    if (s == CUBLAS_STATUS_NOT_SUPPORTED) returned = 0;
+    // NOT_SUPPORTED and INVALID_VALUE both mean "no algorithm for this combination" here (an fp8
+    // combination cuBLASLt does not take answers the latter); the caller reports it, and the
+    // region goes to the next engine instead of failing the build.
+    if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE) returned = 0;
     else SINTER_CUBLASLT_CHECK(s);
     results.resize(static_cast<size_t>(returned));
     return results;
@@ -159,6 +163,10 @@ class CublasLtStep : public PreparedStep {
     }
     if (p.amax_output >= 0) {
       void* amax = bind.outputs.at(p.amax_output);
+      // Zeroed first: whether cuBLASLt overwrites the amax or folds into what is there is not
+      // documented, and an arena slot holds an earlier tensor's bytes (an amax is >= 0).
+      const cudaError_t z = cudaMemsetAsync(amax, 0, sizeof(float), stream);
+      if (z != cudaSuccess) throw Error(ErrorCode::cuda, std::string("cudaMemsetAsync of the amax of D: ") + cudaGetErrorString(z));
       SINTER_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(problem_.op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &amax, sizeof amax));
     }
     void* d = bind.outputs.at(p.output);
@@ -201,7 +209,12 @@ std::vector<Candidate> CublasLtEngine::candidates(const Graph& g, const fuse::Re
   const Problem problem(*m.pattern);
   std::vector<Candidate> out;
   int i = 0;
-  for (const auto& h : problem.heuristics(max_candidates_)) {
+  const auto results = problem.heuristics(max_candidates_);
+  if (results.empty()) {
+    std::fprintf(stderr, "sinter: cublaslt offers no candidate for region %d: its heuristic returned no algorithm "
+                         "for [%s] (cuBLASLt %s)\n", r.id, m.pattern->epilogue_name.c_str(), cublaslt_version().c_str());
+  }
+  for (const auto& h : results) {
     out.push_back({std::string(name()), i++,
                    "cublaslt [" + m.pattern->epilogue_name + "] " + describe_algo(h.algo, h.workspaceSize)});
   }

@@ -1,6 +1,7 @@
 #include "engines/cublaslt/matmul_pattern.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "sinter/error.hpp"
 
@@ -131,9 +132,13 @@ MatchResult match_matmul(const Graph& g, const fuse::Region& r) {
         return no("epilogue mul '" + e.name + "' scales after the bias or activation; cuBLASLt's alpha scales "
                   "only A B and C");
       }
-      const float c = static_cast<float>(std::get<ConstantAttrs>(g.node(producer).attrs).value);
+      // the value the graph multiplies by: the constant rounded to its dtype, as the reference
+      // and the jit engine use it (0.3 in e4m3 is 0.3125)
+      const auto& k = std::get<ConstantAttrs>(g.node(producer).attrs);
+      const float c = static_cast<float>(round_to_dtype(k.value, k.dtype));
+      if (!std::isfinite(c)) return no("epilogue mul '" + e.name + "' is by a non-finite constant");
       p.alpha *= c;
-      p.beta *= c;
+      if (p.residual_input >= 0) p.beta *= c;  // C is scaled only once it has been added
       pre_activation = e.outputs[0];
       cur = e.outputs[0];
       continue;
@@ -145,14 +150,16 @@ MatchResult match_matmul(const Graph& g, const fuse::Region& r) {
       if (idx < 0 || p.activation != Activation::none) {
         return no("epilogue add '" + e.name + "' is not a bias or residual before the activation");
       }
+      if (is_fp8(out.dtype)) {
+        return no("epilogue add '" + e.name + "': a bias or residual with an fp8 D (cuBLASLt's bias and C are then "
+                  "16-bit, not fp8)");
+      }
       const bool row_vector = num_elements(o.dims) == p.n && o.dims.back() == p.n &&
                               (o.strides.back() == 1 || p.n == 1) && o.dtype == out.dtype;
       const bool full = o.dims == out.dims && o.strides == contiguous_strides(o.dims) &&
                         o.dtype == out.dtype;
       if (row_vector && p.bias_input < 0 && p.residual_input < 0) {
         p.bias_input = idx;
-      } else if (full && is_fp8(out.dtype)) {
-        return no("epilogue add '" + e.name + "': a residual with an fp8 D (cuBLASLt's C is then 16-bit)");
       } else if (full && p.bias_input < 0 && p.residual_input < 0) {
         p.residual_input = idx;
         p.beta = 1.0f;
