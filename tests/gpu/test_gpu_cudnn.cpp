@@ -208,6 +208,24 @@ TEST_F(GpuCudnn, ConvEpilogueOddShapes) {
   }
 }
 
+// conv + bias + relu with exit reductions of the stored y folded into the cuDNN graph: the global
+// amax (what fp8 scaling needs) and per-channel sums (batch statistics), in f32; odd spatial
+// sizes. Forced: auto keeps these regions on jit until this test has passed on the device.
+TEST_F(GpuCudnn, ConvExitReductions) {
+  for (bool per_channel_sum : {false, true}) {
+    SCOPED_TRACE(per_channel_sum ? "amax + per-channel sum" : "amax");
+    Graph g(per_channel_sum ? "cudnn_conv_amax_sum" : "cudnn_conv_amax");
+    auto x = g.input("x", DType::bf16, {3, 13, 11, 32});
+    auto w = g.input("w", DType::bf16, {40, 3, 3, 32});
+    auto y = g.relu(g.add(g.conv2d(x, w, Conv2dAttrs{.pad_begin = {1, 1}, .pad_end = {1, 1}}),
+                          g.input("bias", DType::bf16, {40})));
+    g.output(y, "y");
+    g.output(g.reduce(OpKind::reduce_amax, y, {}, false, DType::f32), "amax");
+    if (per_channel_sum) g.output(g.reduce(OpKind::reduce_sum, y, {0, 1, 2}, false, DType::f32), "channel_sum");
+    check_on_cudnn(std::move(g));
+  }
+}
+
 // matmul with its epilogue chain (forced: auto leaves matmuls to cuBLASLt and jit): batched with
 // a broadcast column-major B, a residual, a single row.
 TEST_F(GpuCudnn, MatmulEpilogues) {

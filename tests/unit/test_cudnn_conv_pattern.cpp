@@ -3,6 +3,8 @@
 // (no GPU needed; only the operation graph needs a handle).
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "engines/cudnn/conv_graph.hpp"
 #include "engines/cudnn/conv_pattern.hpp"
 
@@ -91,5 +93,57 @@ TEST(CudnnConvGraph, OperationsFinalizeWithoutAGpu) {
     std::unique_ptr<cudnn::OperationGraph> ops;
     ASSERT_NO_THROW(ops = cudnn::build_conv_operations(*m.pattern));
     EXPECT_EQ(ops->ops.size(), residual ? 4u : 3u);
+  }
+}
+
+namespace {
+// conv + bias + relu, y stored, with `reductions` of y appended by the caller
+Graph conv_with_reductions(const std::function<void(Graph&, Tensor)>& reductions) {
+  Graph g("conv_reduce");
+  auto x = g.input("x", DType::bf16, {2, 9, 7, 16});
+  auto w = g.input("w", DType::bf16, {24, 3, 3, 16});
+  auto y = g.relu(g.add(g.conv2d(x, w, Conv2dAttrs{.pad_begin = {1, 1}, .pad_end = {1, 1}}),
+                        g.input("b", DType::bf16, {24})));
+  g.output(y, "y");
+  reductions(g, y);
+  return g;
+}
+}  // namespace
+
+// Exit reductions of the stored output: a global amax and per-channel sums in f32 are lowered;
+// per-pixel (row) reductions, max, and non-f32 outputs are refused with their reason.
+TEST(CudnnConvPattern, ExitReductions) {
+  {
+    Graph g = conv_with_reductions([](Graph& g, Tensor y) {
+      g.output(g.reduce(OpKind::reduce_amax, y, {}, false, DType::f32), "amax");
+      g.output(g.reduce(OpKind::reduce_sum, y, {0, 1, 2}, false, DType::f32), "channel_sum");
+    });
+    const auto m = match_first_conv(g);
+    ASSERT_TRUE(m.pattern) << m.reason;
+    ASSERT_EQ(m.pattern->reductions.size(), 2u);
+    EXPECT_TRUE(m.pattern->reductions[0].amax);
+    EXPECT_FALSE(m.pattern->reductions[0].per_channel);
+    EXPECT_FALSE(m.pattern->reductions[1].amax);
+    EXPECT_TRUE(m.pattern->reductions[1].per_channel);
+    EXPECT_NE(m.pattern->summary.find("+amax+sum/ch"), std::string::npos) << m.pattern->summary;
+    if (cudnn::library().loaded) {  // the REDUCTION nodes finalize (no GPU needed)
+      std::unique_ptr<cudnn::OperationGraph> ops;
+      ASSERT_NO_THROW(ops = cudnn::build_conv_operations(*m.pattern));
+      EXPECT_EQ(ops->ops.size(), 5u);  // conv, bias add, relu, two reductions
+    }
+  }
+  {
+    Graph g = conv_with_reductions([](Graph& g, Tensor y) {
+      g.output(g.reduce(OpKind::reduce_sum, y, {3}, false, DType::f32), "pixel_sum");
+    });
+    EXPECT_NE(match_first_conv(g).reason.find("per pixel"), std::string::npos) << match_first_conv(g).reason;
+  }
+  {
+    Graph g = conv_with_reductions([](Graph& g, Tensor y) { g.output(g.reduce_max(y), "max"); });
+    EXPECT_NE(match_first_conv(g).reason.find("sum and amax are"), std::string::npos) << match_first_conv(g).reason;
+  }
+  {
+    Graph g = conv_with_reductions([](Graph& g, Tensor y) { g.output(g.amax(y), "amax_bf16"); });
+    EXPECT_NE(match_first_conv(g).reason.find("writes f32"), std::string::npos) << match_first_conv(g).reason;
   }
 }

@@ -48,6 +48,14 @@ std::unique_ptr<OperationGraph> build_conv_operations(const ConvPattern& p) {
   const int64_t k = p.y_dims[1];
   append_epilogue(*out, p.epilogue, *value, y, p.dtype, p.y_dims, p.y_strides, {1, k, 1, 1}, {k, 1, k, k},
                   kConvUidEpilogue);
+  // Exit reductions read the stored y (as cuDNN's conv + statistics fusions do) into f32 outputs.
+  for (size_t i = 0; i < p.reductions.size(); ++i) {
+    const ConvReduction& cr = p.reductions[i];
+    const std::vector<int64_t> dims = cr.per_channel ? std::vector<int64_t>{1, k, 1, 1} : std::vector<int64_t>{1, 1, 1, 1};
+    const std::vector<int64_t> strides = cr.per_channel ? std::vector<int64_t>{k, 1, k, k} : std::vector<int64_t>{1, 1, 1, 1};
+    const Descriptor& r = keep(make_tensor(kConvUidReduction + static_cast<int64_t>(i), f32, dims, strides));
+    op(make_reduction(cr.amax ? CUDNN_REDUCE_TENSOR_AMAX : CUDNN_REDUCE_TENSOR_ADD, y, r));
+  }
   return out;
 }
 

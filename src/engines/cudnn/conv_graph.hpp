@@ -8,7 +8,7 @@
 
 namespace sinter::cudnn {
 
-enum ConvUid : int64_t { kConvUidX = 1, kConvUidW = 2, kConvUidY = 3, kConvUidEpilogue = 10 };
+enum ConvUid : int64_t { kConvUidX = 1, kConvUidW = 2, kConvUidY = 3, kConvUidEpilogue = 10, kConvUidReduction = 40 };
 
 std::unique_ptr<OperationGraph> build_conv_operations(const ConvPattern& p);
 

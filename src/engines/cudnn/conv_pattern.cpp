@@ -18,9 +18,7 @@ std::vector<int64_t> nhwc_to_nchw_order(const Dims& v) { return {v[0], v[3], v[1
 ConvMatch match_conv(const Graph& g, const fuse::Region& r) {
   auto no = [](std::string why) { return ConvMatch{std::nullopt, std::move(why)}; };
   if (r.kind != fuse::RegionKind::conv) return no("not a conv region");
-  if (!r.prologue.empty() || !r.reductions.empty()) {
-    return no("a fused prologue or exit reduction around conv is not lowered");
-  }
+  if (!r.prologue.empty()) return no("a fused prologue before conv is not lowered");
   const Node& n = g.node(r.anchor);
   const auto& at = std::get<Conv2dAttrs>(n.attrs);
   const TensorInfo& x = g.tensor(n.inputs[0]);
@@ -48,8 +46,28 @@ ConvMatch match_conv(const Graph& g, const fuse::Region& r) {
 
   p.summary = std::string(to_string(p.dtype)) + " " + std::to_string(w.dims[1]) + "x" +
               std::to_string(w.dims[2]) + " s" + std::to_string(at.stride[0]);
-  const EpilogueChain chain = match_epilogue_chain(g, r, n.outputs[0], p.dtype);
+  const EpilogueChain chain = match_epilogue_chain(g, r, n.outputs[0], p.dtype, r.reductions.size());
   if (chain.output < 0) return no(chain.reason);
+  const TensorId stored = r.outputs[static_cast<size_t>(chain.output)];
+  for (const fuse::ExitReduce& x : r.reductions) {
+    const Node& red = g.node(x.node);
+    const std::string who = "exit reduction '" + red.name + "'";
+    if (red.op != OpKind::reduce_sum && red.op != OpKind::reduce_amax) {
+      return no(who + " (" + std::string(to_string(red.op)) + ") is not lowered: sum and amax are");
+    }
+    if (red.inputs[0] != stored) return no(who + " does not reduce the stored output");
+    if (x.pattern == fuse::ExitReduction::rows) return no(who + " is per pixel (rows); per channel or global are lowered");
+    if (g.tensor(red.outputs[0]).dtype != DType::f32) {
+      return no(who + " is " + std::string(to_string(g.tensor(red.outputs[0]).dtype)) + "; cuDNN's reduction writes f32");
+    }
+    ConvReduction cr;
+    cr.amax = red.op == OpKind::reduce_amax;
+    cr.per_channel = x.pattern == fuse::ExitReduction::columns;
+    cr.output = index_of(r.outputs, red.outputs[0]);
+    if (cr.output < 0) return no(who + " is not among the region's outputs");
+    p.reductions.push_back(cr);
+    p.summary += cr.amax ? (cr.per_channel ? "+amax/ch" : "+amax") : (cr.per_channel ? "+sum/ch" : "+sum");
+  }
   p.epilogue = chain.steps;
   p.y_output = chain.output;
   p.summary += chain.summary;

@@ -25,6 +25,9 @@ struct Lowering {
     int index;  // among the region's inputs or outputs
   };
   std::vector<Operand> operands;
+  // Outputs zeroed before each launch, with their bytes: reduction outputs, which cuDNN's fused
+  // reductions may accumulate into (0 is the identity of the sums and amaxes lowered).
+  std::vector<std::pair<int, size_t>> zeroed_outputs;
   std::function<std::unique_ptr<OperationGraph>()> build;
 };
 
@@ -53,6 +56,12 @@ Match match(const Graph& g, const fuse::Region& r, bool lower_secondary) {
     ConvMatch m = match_conv(g, r);
     if (!m.pattern) return {std::nullopt, m.reason};
     const ConvPattern p = *m.pattern;
+    if (!p.reductions.empty() && !lower_secondary) {
+      // Written 2026-12-03 without a device call: until GpuCudnn.ConvExitReductions has passed on
+      // the GPU, auto mode keeps these regions on the jit engine, whose results are verified.
+      return {std::nullopt, "conv with exit reductions goes to cuDNN only when it is forced (--engine cudnn) "
+                            "until that lowering is verified on the GPU"};
+    }
     Lowering l;
     l.what = "conv [" + p.summary + "]";
     l.operands = {{kConvUidX, false, p.x_input}, {kConvUidW, false, p.w_input}, {kConvUidY, true, p.y_output}};
@@ -60,6 +69,11 @@ Match match(const Graph& g, const fuse::Region& r, bool lower_secondary) {
       if (p.epilogue[i].input >= 0) {
         l.operands.push_back({kConvUidEpilogue + static_cast<int64_t>(i), false, p.epilogue[i].input});
       }
+    }
+    for (size_t i = 0; i < p.reductions.size(); ++i) {
+      const ConvReduction& cr = p.reductions[i];
+      l.operands.push_back({kConvUidReduction + static_cast<int64_t>(i), true, cr.output});
+      l.zeroed_outputs.push_back({cr.output, sizeof(float) * static_cast<size_t>(cr.per_channel ? p.y_dims[1] : 1)});
     }
     l.build = [p] { return build_conv_operations(p); };
     return {std::move(l), {}};
@@ -136,6 +150,13 @@ class CudnnStep : public PreparedStep {
           .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, bind.workspace);
       pack_->finalize();
       pack_ptrs_ = ptrs;
+    }
+    for (const auto& [index, bytes] : l_.zeroed_outputs) {
+      const cudaError_t z = cudaMemsetAsync(bind.outputs.at(index), 0, bytes, stream);
+      if (z != cudaSuccess) {
+        throw Error(ErrorCode::cuda, std::string("cudaMemsetAsync of a cuDNN reduction output failed: ") +
+                                         cudaGetErrorString(z));
+      }
     }
     SINTER_CUDNN_CHECK(lib.BackendExecute(handle(), config_.plan->get(), pack_->get()));
     // cuDNN does not promise to leave its workspace zeroed; the executor's contract wants zero

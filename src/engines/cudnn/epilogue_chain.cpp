@@ -12,7 +12,8 @@ int index_of(const std::vector<TensorId>& list, TensorId t) {
 
 }  // namespace
 
-EpilogueChain match_epilogue_chain(const Graph& g, const fuse::Region& r, TensorId start, DType dtype) {
+EpilogueChain match_epilogue_chain(const Graph& g, const fuse::Region& r, TensorId start, DType dtype,
+                                   size_t other_outputs) {
   EpilogueChain c;
   auto no = [&](std::string why) {
     c.reason = std::move(why);
@@ -56,7 +57,9 @@ EpilogueChain match_epilogue_chain(const Graph& g, const fuse::Region& r, Tensor
     value = e.outputs[0];
   }
   c.output = index_of(r.outputs, value);
-  if (c.output < 0 || r.outputs.size() != 1) return no("only the epilogue chain's last value may be stored");
+  if (c.output < 0 || r.outputs.size() != 1 + other_outputs) {
+    return no("only the epilogue chain's last value may be stored");
+  }
   return c;
 }
 

@@ -26,7 +26,9 @@ struct EpilogueChain {
 };
 
 // `start` is the anchor's output, `out` its TensorInfo; every step must keep `dtype`.
-EpilogueChain match_epilogue_chain(const Graph& g, const fuse::Region& r, TensorId start, DType dtype);
+// `other_outputs`: region outputs the caller lowers itself (exit reductions), not chain values.
+EpilogueChain match_epilogue_chain(const Graph& g, const fuse::Region& r, TensorId start, DType dtype,
+                                   size_t other_outputs = 0);
 
 // Appends one pointwise op per step after `value` (the anchor's float virtual output), the last
 // writing `y`. Tensors are in cuDNN's order: `dims`/`strides` those of y (and of a residual),
