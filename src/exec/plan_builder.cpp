@@ -2,6 +2,7 @@
 
 #include "cuda/device.hpp"
 #include "engines/cublaslt/cublaslt_engine.hpp"
+#include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/jit/jit_engine.hpp"
 #include "plan/kernel_record.hpp"
 #include "sinter/error.hpp"
@@ -45,9 +46,14 @@ plan::Plan build_plan(const StreamExecutor& ex, const std::string& producer) {
       if (!config) throw Error(ErrorCode::internal, "step " + std::to_string(i) + ": not a cuBLASLt step");
       s.config = plan::add_blob(p, plan::BlobKind::vendor_config, *config);
       s.config_description = prepared->describe();
+    } else if (info.engine == plan::kCudnnEngine) {
+      const auto config = cudnn::engine_config(*prepared);
+      if (!config) throw Error(ErrorCode::internal, "step " + std::to_string(i) + ": not a cuDNN step");
+      s.config = plan::add_blob(p, plan::BlobKind::vendor_config, *config);
+      s.config_description = prepared->describe();
     } else {
       throw Error(ErrorCode::unsupported, "step " + std::to_string(i) + " (" + info.description + "): engine '" +
-                                              info.engine + "' cannot be saved in a plan yet (plans store jit and cublaslt steps)");
+                                              info.engine + "' cannot be saved in a plan yet (plans store jit, cublaslt and cudnn steps)");
     }
     p.steps.push_back(std::move(s));
   }

@@ -1,10 +1,12 @@
 #include "exec/plan_executor.hpp"
 
 #include <chrono>
+#include <cstdio>
 
 #include "cuda/check.hpp"
 #include "cuda/device.hpp"
 #include "engines/cublaslt/cublaslt_engine.hpp"
+#include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/jit/jit_engine.hpp"
 #include "plan/kernel_record.hpp"
 #include "plan/memory_plan.hpp"
@@ -38,6 +40,14 @@ PlanExecutor::PlanExecutor(plan::Plan plan, int device) : plan_(std::move(plan))
         steps_.push_back(cublaslt::load_cublaslt_step(g, r, plan_.blobs.at(s.config).bytes, s.workspace_bytes));
         notes_.push_back("step " + std::to_string(i) + ": cuBLASLt algo rebuilt from the plan's config (" +
                          s.config_description + "), checked with cublasLtMatmulAlgoCheck");
+      } else if (s.engine == plan::kCudnnEngine) {
+        const auto t0 = std::chrono::steady_clock::now();
+        steps_.push_back(cudnn::load_cudnn_step(g, r, plan_.blobs.at(s.config).bytes, s.workspace_bytes));
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.1f", ms);
+        notes_.push_back("step " + std::to_string(i) + ": cuDNN engine config rebuilt at load (" + s.config_description +
+                         "), built and finalized in " + buf + " ms");
       } else if (s.engine == plan::kAliasEngine) {
         steps_.push_back(nullptr);
         alias_of_[g.node(r.anchor).outputs[0]] = g.node(r.anchor).inputs[0];

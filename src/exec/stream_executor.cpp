@@ -61,7 +61,8 @@ StreamExecutor::StreamExecutor(Graph graph, cuda::KernelCache& cache, ExecutorOp
   if (options.for_plan) {
     if (!engines.front()->steps_can_be_saved() && options.engine != "auto") {
       throw Error(ErrorCode::unsupported, "engine '" + options.engine +
-                                              "' cannot be saved in a plan yet (plans store jit and cublaslt steps)");
+                                              "' cannot be saved in a plan here (plans store jit and cublaslt steps; cudnn "
+                                              "steps with SINTER_PLAN_CUDNN=1, not yet verified on a GPU)");
     }
     std::erase_if(engines, [](const Engine* e) { return !e->steps_can_be_saved(); });
   }

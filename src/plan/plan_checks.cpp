@@ -6,6 +6,7 @@
 #include <set>
 
 #include "engines/cublaslt/matmul_pattern.hpp"
+#include "engines/cudnn/engine_configs.hpp"
 #include "plan/bundle_format.hpp"
 
 namespace sinter::plan::bundle_detail {
@@ -96,6 +97,18 @@ class Checker {
         fail(who + ": a cuBLASLt config (cublasLtMatmulAlgo_t) has " + std::to_string(kCublasLtConfigBytes) +
              " bytes, blob " + s.config + " has " + std::to_string(b.bytes.size()));
       }
+    } else if (s.engine == kCudnnEngine) {
+      if (!s.kernels.empty()) fail(who + ": a cudnn step has a config, not kernels");
+      if (!has_config) fail(who + ": a cudnn step needs its engine config (\"config\")");
+      if (r.kind != fuse::RegionKind::sdpa && r.kind != fuse::RegionKind::conv && r.kind != fuse::RegionKind::matmul &&
+          r.kind != fuse::RegionKind::rowwise) {
+        fail(who + ": cuDNN does not lower " + std::string(to_string(r.kind)) + " regions");
+      }
+      const Blob& b = blob(who, s.config, BlobKind::vendor_config);
+      std::string why;
+      if (!cudnn::parse_saved_config(std::string_view(b.bytes.data(), b.bytes.size()), &why)) {
+        fail(who + ": blob " + s.config + ": " + why);
+      }
     } else if (s.engine == kAliasEngine) {
       if (!s.kernels.empty() || has_config || s.workspace_bytes != 0) {
         fail(who + ": an alias step launches nothing: no kernels, config or workspace");
@@ -108,7 +121,7 @@ class Checker {
       }
       alias_of_[n.outputs[0]] = n.inputs[0];
     } else {
-      fail(who + ": unknown engine \"" + s.engine + "\"; known engines: jit, cublaslt, alias");
+      fail(who + ": unknown engine \"" + s.engine + "\"; known engines: jit, cublaslt, cudnn, alias");
     }
 
     if (s.workspace_bytes == 0) {

@@ -3,6 +3,7 @@
 // bundles are refused. Every output is compared with the CPU reference on fresh random inputs,
 // with outputs poisoned first.
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 
 #include "cuda/check.hpp"
@@ -70,6 +71,36 @@ TEST_F(GpuPlan, LoadedBundleRunsWithZeroCompilation) {
     expect_matches(g, inputs, got, "stream");
     std::filesystem::remove(file);
   }
+}
+
+// cuDNN steps in bundles (opt-in, SINTER_PLAN_CUDNN=1): conv_block's convs and the transformer
+// block's attention go to cuDNN when a plan may hold them; the bundle stores each step's engine
+// config, the load rebuilds it (and says so), and the loaded plan computes the reference's answer.
+TEST_F(GpuPlan, CudnnStepsRebuiltAtLoad) {
+  ::setenv("SINTER_PLAN_CUDNN", "1", 1);
+  for (const Graph& g : {examples::conv_block(), examples::transformer_block()}) {
+    SCOPED_TRACE(g.name());
+    const std::string file = temp_path(g.name() + "_cudnn.plan");
+    const plan::Plan saved = round_trip(g, {}, file);
+    int cudnn_steps = 0;
+    for (const plan::Step& st : saved.steps) cudnn_steps += st.engine == "cudnn";
+    EXPECT_GT(cudnn_steps, 0) << "no step went to cuDNN";
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const TensorMap inputs = random_inputs(g, seed);
+    PlanExecutor runner(plan::load_plan_bundle(file));
+    const TensorMap got = runner.run(inputs);
+    int rebuilt = 0;
+    for (const std::string& n : runner.load_notes()) {
+      std::printf("    note: %s\n", n.c_str());
+      rebuilt += n.find("cuDNN engine config rebuilt at load") != std::string::npos;
+    }
+    EXPECT_EQ(rebuilt, cudnn_steps);
+    std::printf("  %s: %d cuDNN steps, load %.2f ms\n", g.name().c_str(), cudnn_steps, runner.load_ms());
+    expect_matches(g, inputs, got, "cudnn-plan");
+    std::filesystem::remove(file);
+  }
+  ::unsetenv("SINTER_PLAN_CUDNN");
 }
 
 TEST_F(GpuPlan, GraphExecutorReplaysAndRebindsByUpdate) {

@@ -232,3 +232,29 @@ TEST(PlanBundle, WriterRefusesPlansTheLoaderWouldReject) {
     EXPECT_TRUE(contains(e.message(), "cannot save the plan")) << e.message();
   }
 }
+
+// A cuDNN step (opt-in in plans: SINTER_PLAN_CUDNN=1) is stored as its engine config text: it round
+// trips, and a config that does not parse is refused by name.
+TEST(PlanBundle, CudnnStepsCarryTheirEngineConfig) {
+  auto with_cudnn_step = [](const std::string& config_text) {
+    Plan p = test::make_fixture_plan();
+    const std::string old_blob = p.steps[0].config;  // the fixture's matmul step: a kind cuDNN lowers
+    Step& mm = p.steps[0];
+    mm.engine = std::string(kCudnnEngine);
+    mm.description = "cudnn 9.14.0 matmul [f32] eng 3";
+    mm.config = add_blob(p, BlobKind::vendor_config, config_text);
+    mm.config_description = "eng 3 knobs {24=7} [heur A] ws 0 KiB";
+    p.blobs.erase(old_blob);  // the cuBLASLt algo is no longer used by any step
+    return p;
+  };
+  const Plan p = with_cudnn_step("sinter.cudnn.engine_config 1\nengine 3\nknob 24 7\n");
+  const Plan q = load_plan_bundle(plan_bundle_bytes(p), "t.plan");
+  EXPECT_EQ(q.steps[0].engine, "cudnn");
+  EXPECT_EQ(q.blobs.at(q.steps[0].config).bytes, p.blobs.at(p.steps[0].config).bytes);
+  try {
+    (void)plan_bundle_bytes(with_cudnn_step("engine 3\n"));
+    ADD_FAILURE() << "a cuDNN step with a config that does not parse was written";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.message(), "not a cuDNN engine config")) << e.message();
+  }
+}

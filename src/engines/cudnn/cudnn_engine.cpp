@@ -1,6 +1,7 @@
 #include "engines/cudnn/cudnn_engine.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <optional>
 
@@ -123,7 +124,9 @@ std::string candidate_text(const Lowering& l, const std::string& config) {
 class CudnnStep : public PreparedStep {
  public:
   CudnnStep(Lowering l, std::unique_ptr<OperationGraph> graph, PlannedConfig config)
-      : l_(std::move(l)), graph_(std::move(graph)), config_(std::move(config)) {}
+      : l_(std::move(l)), graph_(std::move(graph)), config_(std::move(config)),
+        saved_(saved_config_of(*config_.config)) {}
+  const SavedConfig& saved() const { return saved_; }
 
   void launch(const Binding& bind, cudaStream_t stream) override {
     const Library& lib = library();
@@ -176,6 +179,7 @@ class CudnnStep : public PreparedStep {
   Lowering l_;
   std::unique_ptr<OperationGraph> graph_;
   PlannedConfig config_;
+  SavedConfig saved_;  // what a plan bundle stores for this step
   DescriptorPtr pack_;
   std::vector<void*> pack_ptrs_;  // the operand pointers, then the workspace, of pack_
 };
@@ -239,6 +243,36 @@ std::unique_ptr<PreparedStep> CudnnEngine::prepare(const Graph& g, const fuse::R
   }
   return std::make_unique<CudnnStep>(*m.lowering, std::move(graph),
                                      std::move(list.configs[static_cast<size_t>(c.index)]));
+}
+
+bool CudnnEngine::steps_can_be_saved() const {
+  const char* v = std::getenv("SINTER_PLAN_CUDNN");  // read each time: a test may set it
+  return v && std::string(v) == "1";
+}
+
+std::optional<std::vector<char>> engine_config(const PreparedStep& step) {
+  const auto* s = dynamic_cast<const CudnnStep*>(&step);
+  if (!s) return std::nullopt;
+  const std::string text = to_text(s->saved());
+  return std::vector<char>(text.begin(), text.end());
+}
+
+std::unique_ptr<PreparedStep> load_cudnn_step(const Graph& g, const fuse::Region& r, std::span<const char> config,
+                                              size_t workspace) {
+  const std::string who = "cudnn, region " + std::to_string(r.id);
+  std::string why;
+  const std::optional<SavedConfig> saved = parse_saved_config(std::string_view(config.data(), config.size()), &why);
+  if (!saved) throw Error(ErrorCode::corrupt_bundle, who + ": " + why);
+  const Match m = match(g, r, /*lower_secondary=*/true);
+  if (!m.lowering) throw Error(ErrorCode::unsupported, who + ": " + m.reason);
+  auto graph = build_graph(*m.lowering);
+  PlannedConfig planned = plan_saved_config(*graph->graph, handle(), *saved);
+  if (static_cast<size_t>(planned.workspace) > workspace) {
+    throw Error(ErrorCode::unsupported, who + ": the rebuilt engine config (" + planned.description + ") needs " +
+                                            std::to_string(planned.workspace) + " bytes of workspace; the plan reserved " +
+                                            std::to_string(workspace) + "; build the plan again");
+  }
+  return std::make_unique<CudnnStep>(*m.lowering, std::move(graph), std::move(planned));
 }
 
 }  // namespace sinter::cudnn

@@ -7,6 +7,10 @@
 // with "cuDNN not found (...)".
 #pragma once
 
+#include <optional>
+#include <span>
+#include <vector>
+
 #include "engines/engine.hpp"
 
 namespace sinter::cudnn {
@@ -20,7 +24,10 @@ class CudnnEngine : public Engine {
   explicit CudnnEngine(int max_candidates = 4, bool lower_secondary = true)
       : max_candidates_(max_candidates), lower_secondary_(lower_secondary) {}
   std::string_view name() const override { return "cudnn"; }
-  bool steps_can_be_saved() const override { return false; }  // not yet: plans store jit and cuBLASLt steps
+  // Plan bundles store a cuDNN step as its engine config (engine index + knobs), rebuilt at load
+  // (load_cudnn_step). Written 2026-12-03 without a device call, so it is opt-in until a plan
+  // with cuDNN steps has loaded and run correctly on the GPU: SINTER_PLAN_CUDNN=1.
+  bool steps_can_be_saved() const override;
   Support supports(const Graph& g, const fuse::Region& r) const override;
   std::vector<Candidate> candidates(const Graph& g, const fuse::Region& r,
                                     const EngineContext& ctx) const override;
@@ -34,5 +41,15 @@ class CudnnEngine : public Engine {
 
 // The loaded cuDNN's version ("9.14.0"), or "none".
 std::string cudnn_version();
+
+// What a plan bundle stores for a cuDNN step (engine_configs.hpp SavedConfig as text), or
+// nullopt when `step` is not one.
+std::optional<std::vector<char>> engine_config(const PreparedStep& step);
+// A cuDNN step rebuilt from a bundle: the region lowered again (every kind cuDNN lowers, as if it
+// were forced), the saved engine config built directly (no heuristic query) and finalized. Throws
+// Error(corrupt_bundle) for a config that does not parse, Error(unsupported) naming the engine and
+// cuDNN's status when this cuDNN cannot build it, or when it needs more workspace than `workspace`.
+std::unique_ptr<PreparedStep> load_cudnn_step(const Graph& g, const fuse::Region& r, std::span<const char> config,
+                                              size_t workspace);
 
 }  // namespace sinter::cudnn

@@ -2,6 +2,7 @@
 
 #include <mutex>
 #include <set>
+#include <sstream>
 
 #include "sinter/error.hpp"
 
@@ -174,6 +175,116 @@ ConfigList plan_configs(const Descriptor& op_graph, cudnnHandle_t h, int limit) 
                      std::to_string(failed) + " config(s) did not build, last " + last_failure;
     }
   }
+  return out;
+}
+
+SavedConfig saved_config_of(const Descriptor& cfg) {
+  const Library& lib = library();
+  SavedConfig out;
+  Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  cudnnBackendDescriptor_t raw = engine.get();
+  int64_t n = 0;
+  SINTER_CUDNN_CHECK(lib.BackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                             1, &n, &raw));
+  SINTER_CUDNN_CHECK(lib.BackendGetAttribute(raw, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n,
+                                             &out.engine));
+  for (const auto& kc : get_descriptors(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR,
+                                        CUDNN_KNOB_TYPE_COUNTS)) {
+    cudnnBackendKnobType_t type{};
+    int64_t value = 0;
+    SINTER_CUDNN_CHECK(lib.BackendGetAttribute(kc->get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1,
+                                               &n, &type));
+    SINTER_CUDNN_CHECK(lib.BackendGetAttribute(kc->get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &n,
+                                               &value));
+    out.knobs.emplace_back(static_cast<int64_t>(type), value);
+  }
+  return out;
+}
+
+namespace {
+constexpr std::string_view kSavedConfigHeader = "sinter.cudnn.engine_config 1";
+}  // namespace
+
+std::string to_text(const SavedConfig& c) {
+  std::string s = std::string(kSavedConfigHeader) + "\nengine " + std::to_string(c.engine) + "\n";
+  for (const auto& [type, value] : c.knobs) s += "knob " + std::to_string(type) + " " + std::to_string(value) + "\n";
+  return s;
+}
+
+std::optional<SavedConfig> parse_saved_config(std::string_view text, std::string* why) {
+  auto fail = [&](std::string w) -> std::optional<SavedConfig> {
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  std::istringstream in{std::string(text)};
+  std::string line;
+  if (!std::getline(in, line) || line != kSavedConfigHeader) {
+    return fail("not a cuDNN engine config (the first line is not \"" + std::string(kSavedConfigHeader) + "\")");
+  }
+  SavedConfig c;
+  int lineno = 1;
+  while (std::getline(in, line)) {
+    ++lineno;
+    std::istringstream fields(line);
+    std::string word;
+    fields >> word;
+    int64_t a = 0, b = 0;
+    if (word == "engine" && (fields >> a) && a >= 0 && c.engine < 0) {
+      c.engine = a;
+    } else if (word == "knob" && (fields >> a >> b) && a >= 0 && a < CUDNN_KNOB_TYPE_COUNTS) {
+      c.knobs.emplace_back(a, b);
+    } else {
+      return fail("line " + std::to_string(lineno) + " of the cuDNN engine config is not \"engine N\" or "
+                  "\"knob TYPE VALUE\": \"" + line.substr(0, 60) + "\"");
+    }
+    std::string rest;
+    if (fields >> rest) return fail("line " + std::to_string(lineno) + " of the cuDNN engine config has extra words");
+  }
+  if (c.engine < 0) return fail("the cuDNN engine config names no engine");
+  return c;
+}
+
+PlannedConfig plan_saved_config(const Descriptor& op_graph, cudnnHandle_t h, const SavedConfig& c) {
+  std::string what = "eng " + std::to_string(c.engine) + " knobs {";
+  for (size_t i = 0; i < c.knobs.size(); ++i) {
+    what += (i ? " " : "") + std::to_string(c.knobs[i].first) + "=" + std::to_string(c.knobs[i].second);
+  }
+  what += "}";
+  auto refuse = [&](const char* step, cudnnStatus_t s) {
+    throw Error(ErrorCode::unsupported, "cuDNN " + version_string() + " cannot rebuild the saved engine config (" +
+                                            what + "): " + step + ": " + status_message(s) +
+                                            "; build the plan again with this cuDNN");
+  };
+  auto engine_ptr = std::make_unique<Descriptor>(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  Descriptor& engine = *engine_ptr;
+  engine.set_desc(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, op_graph).set(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, c.engine);
+  if (const cudnnStatus_t s = engine.try_finalize(); s != CUDNN_STATUS_SUCCESS) refuse("the engine", s);
+  std::vector<DescriptorPtr> knobs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (const auto& [type, value] : c.knobs) {
+    knobs.push_back(std::make_unique<Descriptor>(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR));
+    knobs.back()->set(CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, static_cast<cudnnBackendKnobType_t>(type))
+        .set(CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, value);
+    if (const cudnnStatus_t s = knobs.back()->try_finalize(); s != CUDNN_STATUS_SUCCESS) refuse("a knob choice", s);
+    raw.push_back(knobs.back()->get());
+  }
+  auto cfg = std::make_unique<Descriptor>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  cfg->set_desc(CUDNN_ATTR_ENGINECFG_ENGINE, engine);
+  if (!raw.empty()) cfg->set_array(CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, raw);
+  if (const cudnnStatus_t s = cfg->try_finalize(); s != CUDNN_STATUS_SUCCESS) refuse("the engine config", s);
+  auto plan = std::make_unique<Descriptor>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, h);
+#pragma GCC diagnostic pop
+  plan->set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, *cfg);
+  if (const cudnnStatus_t s = plan->try_finalize(); s != CUDNN_STATUS_SUCCESS) refuse("the execution plan", s);
+  int64_t ws = 0, n = 0;
+  SINTER_CUDNN_CHECK(library().BackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                                   CUDNN_TYPE_INT64, 1, &n, &ws));
+  PlannedConfig out{std::move(cfg), std::move(plan), ws, what + " [saved] ws " + std::to_string(ws >> 10) + " KiB", {}};
+  out.keep.push_back(std::move(engine_ptr));
+  for (DescriptorPtr& k : knobs) out.keep.push_back(std::move(k));
   return out;
 }
 

@@ -4,7 +4,10 @@
 // behaviour notes.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engines/cudnn/backend_descriptor.hpp"
@@ -16,6 +19,8 @@ struct PlannedConfig {
   DescriptorPtr plan;    // its finalized execution plan
   int64_t workspace = 0;
   std::string description;  // "eng 8 [heur A] knobs {..} ws 0 KiB notes: tensor_core ..."
+  // Descriptors the config refers to, kept alive with it (a saved config's engine and knobs).
+  std::vector<DescriptorPtr> keep;
 };
 
 struct ConfigList {
@@ -37,6 +42,22 @@ std::string no_config_reason(const std::string& what, const std::vector<std::str
 
 // Up to `limit` planned configs, in heuristic order.
 ConfigList plan_configs(const Descriptor& op_graph, cudnnHandle_t handle, int limit);
+
+// An engine config as a plan bundle stores it: cuDNN's global engine index and the knob choices
+// (knob type, value). Rebuilt at load against the region's operation graph, with no heuristic
+// query: the engine, its knobs, the engine config and the execution plan are built directly.
+struct SavedConfig {
+  int64_t engine = -1;
+  std::vector<std::pair<int64_t, int64_t>> knobs;
+};
+SavedConfig saved_config_of(const Descriptor& engine_config);
+// "sinter.cudnn.engine_config 1\nengine 8\nknob 24 7\n..." and back; parse returns nullopt with
+// `why` set when the text is not one.
+std::string to_text(const SavedConfig& c);
+std::optional<SavedConfig> parse_saved_config(std::string_view text, std::string* why);
+// The execution plan of a saved config on `op_graph`; throws Error(unsupported) naming the
+// engine, the knobs and cuDNN's status when this cuDNN cannot build it.
+PlannedConfig plan_saved_config(const Descriptor& op_graph, cudnnHandle_t handle, const SavedConfig& c);
 
 // The process-wide handle (created on first use on the current device).
 cudnnHandle_t handle();
