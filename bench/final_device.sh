@@ -11,6 +11,8 @@
 #   layout_tests  GPU tests of layout copies, aliases, the examples and plans
 #   quick_tests   the GPU tests most sensitive to launch and layout changes (cuBLASLt, layout,
 #                 examples, plans, decode attention and GEMV), under one short timeout
+#   unverified    the GPU tests written without a device call (2026-12-03): cuDNN conv exit
+#                 reductions, cuDNN steps rebuilt from a bundle, cuBLASLt (amax of D zeroed first)
 #   pdl_off       the 200-op chain again with SINTER_PDL=0 (programmatic launch off), to compare
 #   gemm_decode   sinter_bench_gemm --quick --decode (decode GEMV candidates, Llama stack shapes),
 #                 L2 hot and cold
@@ -47,6 +49,11 @@ if want plan; then
   echo "exit $?"; grep -v "check " "$out/bench_plan.log" | cut -c1-250
   timeout 90 python3 bench/torch_decode_stack.py --quick > "$out/torch_decode_stack.jsonl" 2>&1
   echo "exit $?"; cat "$out/torch_decode_stack.jsonl"
+fi
+if want unverified; then
+  stamp "GPU tests written without a device call"
+  timeout 120 "$bin/sinter_gpu_tests" --gtest_filter='GpuCudnn.ConvExitReductions:GpuPlan.CudnnStepsRebuiltAtLoad:GpuCublasLt.*' > "$out/tests_unverified.log" 2>&1
+  echo "exit $?"; summary "$out/tests_unverified.log"; grep -E "Failure|note:|rel L2|cudnn offers" -A3 "$out/tests_unverified.log" | head -60
 fi
 if want quick_tests; then
   stamp "GPU tests: cuBLASLt, layout, examples, plans, decode"
