@@ -236,25 +236,16 @@ int main(int argc, char** argv) {
                   gb, sx.plan().steps.size(), sg.node_count(), build_ms,
                   static_cast<uintmax_t>(std::filesystem::file_size(sfile)), stack_ok ? "correct" : "WRONG",
                   stream_ms, graph_ms, gb / graph_ms, runs);
-      // Where a decode step's time goes: every step launched alone (events around it; the few
-      // microseconds of event overhead per step are in these numbers), summed by what it runs.
+      // Where a decode step's time goes: every step launched alone (PlanExecutor::time_steps;
+      // the few microseconds of event overhead per step are in these numbers), summed by kernel.
       std::map<std::string, std::pair<int, double>> by_kind;
       double sum_ms = 0;
-      const size_t steps = sx.plan().steps.size();
+      const std::vector<float> step_ms = sx.time_steps(9);
+      const size_t steps = step_ms.size();
       const size_t per_layer = steps / 16;
       for (size_t i = 0; i < steps; ++i) {
-        std::vector<double> t;
-        sx.launch_step(i, sx.stream());
-        for (int r = 0; r < 9; ++r) {
-          cuda::Event a, b;
-          a.record(sx.stream());
-          sx.launch_step(i, sx.stream());
-          b.record(sx.stream());
-          b.synchronize();
-          t.push_back(cuda::elapsed_ms(a, b));
-        }
         const plan::Step& st = sx.plan().steps[i];
-        const double ms = median(t);
+        const double ms = step_ms[i];
         sum_ms += ms;
         const std::string key = std::string(fuse::to_string(st.kind)) + " [" + st.engine + "] " + st.description.substr(0, 70);
         by_kind[key].first += 1;
@@ -269,21 +260,21 @@ int main(int argc, char** argv) {
       if (!tuned) {
         std::printf("4b. (the tuned build of the stack: run with --tuned)\n");
       } else {
-      tune::TimingCache timings;
-      plan::Plan tuned_plan;
-      const double tune_ms = wall_ms([&] { tuned_plan = make_plan(stack, {}, cache, &timings); });
-      PlanExecutor tx(std::move(tuned_plan));
-      const bool tuned_ok = matches(stack, in, tx.run(in), "tuned");
-      ok &= tuned_ok;
-      GraphExecutor tg(tx);
-      const double tuned_graph_ms = batch_ms(tx.stream(), 1, runs, [&] { tg.replay(); });
-      std::map<std::string, int> engines;
-      for (const plan::Step& st : tx.plan().steps) engines[st.engine] += 1;
-      std::string mix;
-      for (const auto& [e, c] : engines) mix += (mix.empty() ? "" : ", ") + e + " " + std::to_string(c);
-      std::printf("4b. the stack tuned (fast, %zu timing entries, build %.0f ms): outputs %s; graph executor %.3f ms "
-                  "(%.2f TB/s); steps by engine: %s\n",
-                  timings.size(), tune_ms, tuned_ok ? "correct" : "WRONG", tuned_graph_ms, gb / tuned_graph_ms, mix.c_str());
+        tune::TimingCache timings;
+        plan::Plan tuned_plan;
+        const double tune_ms = wall_ms([&] { tuned_plan = make_plan(stack, {}, cache, &timings); });
+        PlanExecutor tx(std::move(tuned_plan));
+        const bool tuned_ok = matches(stack, in, tx.run(in), "tuned");
+        ok &= tuned_ok;
+        GraphExecutor tg(tx);
+        const double tuned_graph_ms = batch_ms(tx.stream(), 1, runs, [&] { tg.replay(); });
+        std::map<std::string, int> engines;
+        for (const plan::Step& st : tx.plan().steps) engines[st.engine] += 1;
+        std::string mix;
+        for (const auto& [e, c] : engines) mix += (mix.empty() ? "" : ", ") + e + " " + std::to_string(c);
+        std::printf("4b. the stack tuned (fast, %zu timing entries, build %.0f ms): outputs %s; graph executor %.3f ms "
+                    "(%.2f TB/s); steps by engine: %s\n",
+                    timings.size(), tune_ms, tuned_ok ? "correct" : "WRONG", tuned_graph_ms, gb / tuned_graph_ms, mix.c_str());
       }
     }
     std::printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");

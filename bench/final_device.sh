@@ -30,10 +30,15 @@ t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 want() { [[ "$steps" == *",$1,"* ]]; }
 summary() { grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[==========\] .* ran|SKIPPED" "$1" | sort -u | head -30; }
+# gpu_tests LOG TIMEOUT FILTER [DETAIL_REGEX]: the GPU tests matching FILTER into $out/LOG, then
+# the pass/fail summary and the lines matching DETAIL_REGEX (default: failures), 3 lines after each.
+gpu_tests() {
+  timeout "$2" "$bin/sinter_gpu_tests" --gtest_filter="$3" > "$out/$1" 2>&1
+  echo "exit $?"; summary "$out/$1"; grep -E "${4:-Failure}" -A3 "$out/$1" | head -60
+}
 if want vendor_tests; then
   stamp "GPU tests: cuDNN and cuBLASLt engines"
-  timeout 150 "$bin/sinter_gpu_tests" --gtest_filter='GpuCudnn.*:GpuCublasLt.*' > "$out/tests_vendor.log" 2>&1
-  echo "exit $?"; summary "$out/tests_vendor.log"; grep -E "Failure|cuDNN [0-9]" "$out/tests_vendor.log" | sort | uniq -c | head
+  gpu_tests tests_vendor.log 150 'GpuCudnn.*:GpuCublasLt.*' 'Failure|cuDNN [0-9]'
 fi
 if want vendor; then
   stamp "vendor bench + PyTorch vendor baselines"
@@ -52,18 +57,15 @@ if want plan; then
 fi
 if want unverified; then
   stamp "GPU tests written without a device call"
-  timeout 120 "$bin/sinter_gpu_tests" --gtest_filter='GpuCudnn.ConvExitReductions:GpuPlan.CudnnStepsRebuiltAtLoad:GpuCublasLt.*' > "$out/tests_unverified.log" 2>&1
-  echo "exit $?"; summary "$out/tests_unverified.log"; grep -E "Failure|note:|rel L2|cudnn offers" -A3 "$out/tests_unverified.log" | head -60
+  gpu_tests tests_unverified.log 120 'GpuCudnn.ConvExitReductions:GpuPlan.CudnnStepsRebuiltAtLoad:GpuCublasLt.*' 'Failure|note:|rel L2|cudnn offers'
 fi
 if want quick_tests; then
   stamp "GPU tests: cuBLASLt, layout, examples, plans, decode"
-  timeout 150 "$bin/sinter_gpu_tests" --gtest_filter='GpuCublasLt.*:GpuRegions.PermuteSliceConcatReshape:GpuRegions.Layout*:GpuRegions.ExampleGraphs:GpuPlan.*:GpuDecodeAttention.*:GpuDecodeGemm.OddShapes*' > "$out/tests_quick.log" 2>&1
-  echo "exit $?"; summary "$out/tests_quick.log"; grep -E "Failure" -A8 "$out/tests_quick.log" | head -40
+  gpu_tests tests_quick.log 150 'GpuCublasLt.*:GpuRegions.PermuteSliceConcatReshape:GpuRegions.Layout*:GpuRegions.ExampleGraphs:GpuPlan.*:GpuDecodeAttention.*:GpuDecodeGemm.OddShapes*'
 fi
 if want layout_tests; then
   stamp "GPU tests: layout copies, aliases, examples, plans"
-  timeout 200 "$bin/sinter_gpu_tests" --gtest_filter='GpuRegions.PermuteSliceConcatReshape:GpuRegions.Layout*:GpuRegions.ExampleGraphs*:GpuPlan.*' > "$out/tests_layout.log" 2>&1
-  echo "exit $?"; summary "$out/tests_layout.log"; grep -E "Failure" -A6 "$out/tests_layout.log" | head -30
+  gpu_tests tests_layout.log 200 'GpuRegions.PermuteSliceConcatReshape:GpuRegions.Layout*:GpuRegions.ExampleGraphs*:GpuPlan.*'
 fi
 if want gemm_decode; then
   stamp "decode GEMM bench"
@@ -80,8 +82,7 @@ if want pdl_off; then
 fi
 if want rows_tests; then
   stamp "GPU tests: row-wise, pointwise, flash-decode, decode GEMV, examples"
-  timeout 150 "$bin/sinter_gpu_tests" --gtest_filter='GpuRegions.Rowwise*:GpuRegions.ExampleGraphs:GpuRegions.SdpaVariants:GpuDecodeAttention.*:GpuDecodeGemm.*:-GpuDecodeGemm.RealDecodeShape' > "$out/tests_rows.log" 2>&1
-  echo "exit $?"; summary "$out/tests_rows.log"
+  gpu_tests tests_rows.log 150 'GpuRegions.Rowwise*:GpuRegions.ExampleGraphs:GpuRegions.SdpaVariants:GpuDecodeAttention.*:GpuDecodeGemm.*:-GpuDecodeGemm.RealDecodeShape'
 fi
 if want memory; then
   stamp "memory-bound bench"
@@ -95,7 +96,6 @@ if want gemm; then
 fi
 if want hopper_tests; then
   stamp "Hopper GEMM tests"
-  timeout 90 "$bin/sinter_gpu_tests" --gtest_filter='GpuHopperGemm.*' > "$out/tests_gemm.log" 2>&1
-  echo "exit $?"; summary "$out/tests_gemm.log"
+  gpu_tests tests_gemm.log 90 'GpuHopperGemm.*'
 fi
 stamp done

@@ -20,7 +20,7 @@ import time
 
 import torch
 import torch.nn.functional as F
-from torch_timing import median_ms
+from torch_timing import cuda_graph_of, median_ms
 
 QUICK = "--quick" in sys.argv
 ITERS = 50 if QUICK else 200  # as bench/suite.sh's `sinter bench --iters`
@@ -143,21 +143,6 @@ def llama_decode_layer():
 
 CASES = {"transformer_block": transformer_block, "conv_block": conv_block,
          "mlp_layer": mlp_layer, "llama_decode_layer": llama_decode_layer}
-
-
-def cuda_graph_of(fn):
-    """fn captured once into a CUDA graph (after warm-up on a side stream, as PyTorch's docs ask:
-    the first calls pick kernels and allocate); returns the replay."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g.replay
 
 
 def measure_uncompiled(case, fn):

@@ -11,7 +11,7 @@ import json
 import sys
 
 import torch
-from torch_timing import median_ms as _median_ms
+from torch_timing import cuda_graph_of, median_ms as _median_ms
 import torch.nn.functional as F
 
 LAYERS, D, HEADS, KV_HEADS, DH, FF, PAST = 16, 2048, 32, 8, 64, 8192, 1024
@@ -80,16 +80,7 @@ def main():
 
     with torch.no_grad():
         eager = median_ms(step)
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                step()
-        torch.cuda.current_stream().wait_stream(s)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            step()
-        replay = median_ms(graph.replay)
+        replay = median_ms(cuda_graph_of(step))
     for engine, ms in (("torch-eager", eager), ("torch-cuda-graph", replay)):
         print(json.dumps({"case": "llama_decode_stack", "engine": engine, "ms": round(ms, 4),
                           "bytes": nbytes, "tbps": round(nbytes / (ms * 1e-3) / 1e12, 3)}), flush=True)

@@ -4,6 +4,21 @@ as `python3 bench/NAME.py`, so this folder is on the import path)."""
 import torch
 
 
+def cuda_graph_of(fn):
+    """fn captured once into a CUDA graph (after warm-up calls on a side stream, as PyTorch's docs
+    ask: the first calls pick kernels and allocate); returns the graph's replay."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g.replay
+
+
 def median_ms(fn, iters, warmup=5):
     for _ in range(warmup):
         fn()

@@ -37,6 +37,10 @@ class PlanExecutor {
   void launch(cudaStream_t stream);  // every step, in order
   void launch() { launch(stream_); }
   void launch_step(size_t step, cudaStream_t stream);  // one step (alias steps do nothing)
+  // Median milliseconds of each step launched alone on the executor's stream, `iters` times
+  // after one warm-up, CUDA events around each launch (their few microseconds included): the
+  // per-step breakdown of `sinter bench` and sinter_bench_plan.
+  std::vector<float> time_steps(int iters);
   TensorMap outputs();  // waits for the stream, then copies the graph outputs back
   TensorMap run(const TensorMap& inputs);  // set_inputs, poison, launch, outputs
 

@@ -47,24 +47,7 @@ std::vector<float> PlanRunner::time_runs(int iters, int warmup) {
   return out;
 }
 
-std::vector<float> PlanRunner::time_steps(int iters) {
-  std::vector<float> out;
-  cuda::Event start, stop;
-  for (size_t s = 0; s < ex_->plan().steps.size(); ++s) {
-    std::vector<float> t;
-    ex_->launch_step(s, ex_->stream());  // warm-up
-    for (int i = 0; i < iters; ++i) {
-      start.record(ex_->stream());
-      ex_->launch_step(s, ex_->stream());
-      stop.record(ex_->stream());
-      stop.synchronize();
-      t.push_back(cuda::elapsed_ms(start, stop));
-    }
-    std::sort(t.begin(), t.end());
-    out.push_back(t.empty() ? 0.0f : t[t.size() / 2]);
-  }
-  return out;
-}
+std::vector<float> PlanRunner::time_steps(int iters) { return ex_->time_steps(iters); }
 
 Percentiles percentiles(std::vector<float> ms) {
   Percentiles p;

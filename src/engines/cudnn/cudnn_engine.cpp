@@ -124,9 +124,8 @@ std::string candidate_text(const Lowering& l, const std::string& config) {
 class CudnnStep : public PreparedStep {
  public:
   CudnnStep(Lowering l, std::unique_ptr<OperationGraph> graph, PlannedConfig config)
-      : l_(std::move(l)), graph_(std::move(graph)), config_(std::move(config)),
-        saved_(saved_config_of(*config_.config)) {}
-  const SavedConfig& saved() const { return saved_; }
+      : l_(std::move(l)), graph_(std::move(graph)), config_(std::move(config)) {}
+  const PlannedConfig& config() const { return config_; }
 
   void launch(const Binding& bind, cudaStream_t stream) override {
     const Library& lib = library();
@@ -179,7 +178,6 @@ class CudnnStep : public PreparedStep {
   Lowering l_;
   std::unique_ptr<OperationGraph> graph_;
   PlannedConfig config_;
-  SavedConfig saved_;  // what a plan bundle stores for this step
   DescriptorPtr pack_;
   std::vector<void*> pack_ptrs_;  // the operand pointers, then the workspace, of pack_
 };
@@ -253,7 +251,7 @@ bool CudnnEngine::steps_can_be_saved() const {
 std::optional<std::vector<char>> engine_config(const PreparedStep& step) {
   const auto* s = dynamic_cast<const CudnnStep*>(&step);
   if (!s) return std::nullopt;
-  const std::string text = to_text(s->saved());
+  const std::string text = to_text(saved_config_of(*s->config().config));  // read only when a plan is saved
   return std::vector<char>(text.begin(), text.end());
 }
 

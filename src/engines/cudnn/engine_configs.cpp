@@ -52,33 +52,55 @@ std::vector<DescriptorPtr> get_descriptors(const Descriptor& from, cudnnBackendA
   return out;
 }
 
-// "eng 8 knobs {t0=1 t2=4} notes: tensor_core, runtime_compilation", and a key for dedup.
+// The engine descriptor a config refers to (cuDNN fills the one we pass).
+DescriptorPtr engine_of(const Descriptor& cfg) {
+  auto engine = std::make_unique<Descriptor>(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  cudnnBackendDescriptor_t raw = engine->get();
+  int64_t n = 0;
+  SINTER_CUDNN_CHECK(library().BackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE,
+                                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &raw));
+  return engine;
+}
+
+// "eng 8 knobs {24=7 2=0}": how candidates and saved configs are named.
+std::string config_name(const SavedConfig& c) {
+  std::string knobs;
+  for (const auto& [type, value] : c.knobs) {
+    knobs += (knobs.empty() ? "" : " ") + std::to_string(type) + "=" + std::to_string(value);
+  }
+  return "eng " + std::to_string(c.engine) + " knobs {" + knobs + "}";
+}
+
+// A finalized execution plan of one engine config, or cuDNN's status when it does not build.
+struct FinalizedPlan {
+  cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
+  DescriptorPtr plan;
+  int64_t workspace = 0;
+};
+FinalizedPlan finalize_plan(const Descriptor& cfg, cudnnHandle_t h) {
+  FinalizedPlan out;
+  out.plan = std::make_unique<Descriptor>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  out.plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, h);
+#pragma GCC diagnostic pop
+  out.plan->set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg);
+  out.status = out.plan->try_finalize();
+  if (out.status != CUDNN_STATUS_SUCCESS) return out;
+  int64_t n = 0;
+  SINTER_CUDNN_CHECK(library().BackendGetAttribute(out.plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                                   CUDNN_TYPE_INT64, 1, &n, &out.workspace));
+  return out;
+}
+
+// "eng 8 knobs {0=1 2=4} notes: tensor_core, runtime_compilation", and a key for dedup.
 std::pair<std::string, std::string> describe(const Descriptor& cfg) {
   const Library& lib = library();
-  std::string key;
-  Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-  cudnnBackendDescriptor_t raw = engine.get();
+  std::string desc = config_name(saved_config_of(cfg));
+  const std::string key = desc;
+  const DescriptorPtr engine = engine_of(cfg);
+  const cudnnBackendDescriptor_t raw = engine->get();
   int64_t n = 0;
-  SINTER_CUDNN_CHECK(lib.BackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE,
-                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &raw));
-  int64_t index = -1;
-  SINTER_CUDNN_CHECK(lib.BackendGetAttribute(raw, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64,
-                                             1, &n, &index));
-  std::string desc = "eng " + std::to_string(index);
-  key = desc;
-  std::string knobs;
-  for (const auto& kc : get_descriptors(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
-                                        CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, CUDNN_KNOB_TYPE_COUNTS)) {
-    cudnnBackendKnobType_t type{};
-    int64_t value = 0;
-    SINTER_CUDNN_CHECK(lib.BackendGetAttribute(kc->get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
-                                               CUDNN_TYPE_KNOB_TYPE, 1, &n, &type));
-    SINTER_CUDNN_CHECK(lib.BackendGetAttribute(kc->get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
-                                               CUDNN_TYPE_INT64, 1, &n, &value));
-    knobs += (knobs.empty() ? "" : " ") + std::to_string(static_cast<int>(type)) + "=" + std::to_string(value);
-  }
-  desc += " knobs {" + knobs + "}";
-  key += desc;
   std::string notes;
   cudnnBackendNumericalNote_t num[CUDNN_NUMERICAL_NOTE_TYPE_COUNT + 8];
   if (lib.BackendGetAttribute(raw, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
@@ -153,22 +175,15 @@ ConfigList plan_configs(const Descriptor& op_graph, cudnnHandle_t h, int limit) 
       if (static_cast<int>(out.configs.size()) >= limit) break;
       auto [desc, key] = describe(*cfg);
       if (!seen.insert(key).second) continue;
-      auto plan = std::make_unique<Descriptor>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-      plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, h);
-#pragma GCC diagnostic pop
-      plan->set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, *cfg);
-      if (const cudnnStatus_t s = plan->try_finalize(); s != CUDNN_STATUS_SUCCESS) {
+      FinalizedPlan fp = finalize_plan(*cfg, h);
+      if (fp.status != CUDNN_STATUS_SUCCESS) {
         ++failed;
-        last_failure = desc + ": " + status_message(s);
+        last_failure = desc + ": " + status_message(fp.status);
         continue;
       }
-      int64_t ws = 0, n = 0;
-      SINTER_CUDNN_CHECK(library().BackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                                       CUDNN_TYPE_INT64, 1, &n, &ws));
+      const int64_t ws = fp.workspace;
       desc += std::string(" [heur ") + mode_name + "] ws " + std::to_string(ws >> 10) + " KiB";
-      out.configs.push_back({std::move(cfg), std::move(plan), ws, std::move(desc)});
+      out.configs.push_back({std::move(cfg), std::move(fp.plan), ws, std::move(desc)});
     }
     if (failed) {
       out.dropped += std::string(out.dropped.empty() ? "" : "; ") + "heur " + mode_name + ": " +
@@ -181,13 +196,9 @@ ConfigList plan_configs(const Descriptor& op_graph, cudnnHandle_t h, int limit) 
 SavedConfig saved_config_of(const Descriptor& cfg) {
   const Library& lib = library();
   SavedConfig out;
-  Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-  cudnnBackendDescriptor_t raw = engine.get();
   int64_t n = 0;
-  SINTER_CUDNN_CHECK(lib.BackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                             1, &n, &raw));
-  SINTER_CUDNN_CHECK(lib.BackendGetAttribute(raw, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n,
-                                             &out.engine));
+  SINTER_CUDNN_CHECK(lib.BackendGetAttribute(engine_of(cfg)->get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64,
+                                             1, &n, &out.engine));
   for (const auto& kc : get_descriptors(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR,
                                         CUDNN_KNOB_TYPE_COUNTS)) {
     cudnnBackendKnobType_t type{};
@@ -245,11 +256,7 @@ std::optional<SavedConfig> parse_saved_config(std::string_view text, std::string
 }
 
 PlannedConfig plan_saved_config(const Descriptor& op_graph, cudnnHandle_t h, const SavedConfig& c) {
-  std::string what = "eng " + std::to_string(c.engine) + " knobs {";
-  for (size_t i = 0; i < c.knobs.size(); ++i) {
-    what += (i ? " " : "") + std::to_string(c.knobs[i].first) + "=" + std::to_string(c.knobs[i].second);
-  }
-  what += "}";
+  const std::string what = config_name(c);
   auto refuse = [&](const char* step, cudnnStatus_t s) {
     throw Error(ErrorCode::unsupported, "cuDNN " + version_string() + " cannot rebuild the saved engine config (" +
                                             what + "): " + step + ": " + status_message(s) +
@@ -272,17 +279,10 @@ PlannedConfig plan_saved_config(const Descriptor& op_graph, cudnnHandle_t h, con
   cfg->set_desc(CUDNN_ATTR_ENGINECFG_ENGINE, engine);
   if (!raw.empty()) cfg->set_array(CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, raw);
   if (const cudnnStatus_t s = cfg->try_finalize(); s != CUDNN_STATUS_SUCCESS) refuse("the engine config", s);
-  auto plan = std::make_unique<Descriptor>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, h);
-#pragma GCC diagnostic pop
-  plan->set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, *cfg);
-  if (const cudnnStatus_t s = plan->try_finalize(); s != CUDNN_STATUS_SUCCESS) refuse("the execution plan", s);
-  int64_t ws = 0, n = 0;
-  SINTER_CUDNN_CHECK(library().BackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                                   CUDNN_TYPE_INT64, 1, &n, &ws));
-  PlannedConfig out{std::move(cfg), std::move(plan), ws, what + " [saved] ws " + std::to_string(ws >> 10) + " KiB", {}};
+  FinalizedPlan fp = finalize_plan(*cfg, h);
+  if (fp.status != CUDNN_STATUS_SUCCESS) refuse("the execution plan", fp.status);
+  const int64_t ws = fp.workspace;
+  PlannedConfig out{std::move(cfg), std::move(fp.plan), ws, what + " [saved] ws " + std::to_string(ws >> 10) + " KiB", {}};
   out.keep.push_back(std::move(engine_ptr));
   for (DescriptorPtr& k : knobs) out.keep.push_back(std::move(k));
   return out;
