@@ -3,6 +3,9 @@
 //   gemm_4096, gemm_8192           bf16 [M, K] x [K, N] with B k-contiguous (an [N, K] weight)
 //   gemm_bias_gelu_amax_4096       our fused epilogue vs bare cuBLASLt (target <= 1.05x)
 //   (these three also print one line per Hopper candidate, forced: "candidate": its number)
+//   gemm_4096_kn, gemm_bias_gelu_amax_4096_kn   the same with a row-major [K, N] weight (B read
+//                                  n-contiguous), vs cuBLASLt on that layout; the bare one per
+//                                  Hopper candidate too
 //   decode_m{1,8,16}               x [M, 4096] x a 4096x14336 weight: weight bytes per second
 //   decode_m{1,8,16}[_kn]_{ffma,mma}  the same on each jit decode GEMV candidate (forced: the
 //                                  ffma tile for M <= 4, the mma tile), with the [N, K]
@@ -238,6 +241,11 @@ int main(int argc, char** argv) {
     const int64_t s = 4096;
     run_case("gemm_bias_gelu_amax_4096", gemm("gemm_bias_gelu_amax_4096", s, s, s, true),
              gemm("gemm_4096", s, s, s, false), 2.0 * s * s * s, 2.0 * s * s, cache, iters, true);
+    // a row-major [K, N] weight (read MN-major, wgmma transposing B), against cuBLASLt on the same
+    const Graph kn = gemm("gemm_4096_kn", s, s, s, false, false);
+    run_case(kn.name(), kn, kn, 2.0 * s * s * s, 2.0 * s * s, cache, iters, true);
+    run_case("gemm_bias_gelu_amax_4096_kn", gemm("gemm_bias_gelu_amax_4096_kn", s, s, s, true, false), kn,
+             2.0 * s * s * s, 2.0 * s * s, cache, iters);
   }
   for (int64_t m : {int64_t{1}, int64_t{8}, int64_t{16}}) {
     const int64_t k = 4096, n = 14336;

@@ -16,6 +16,7 @@
 #   pdl_off       the 200-op chain again with SINTER_PDL=0 (programmatic launch off), to compare
 #   gemm_decode   sinter_bench_gemm --quick --decode (decode GEMV candidates, Llama stack shapes),
 #                 L2 hot and cold
+#   decode_tests  GpuDecodeGemm.* (every decode GEMV candidate)
 #   rows_tests    GPU tests of the row-wise, pointwise, flash-decode, decode GEMV and example graphs
 #   memory        sinter_bench_memory on the issue-3 cases, with PyTorch's copy
 #   gemm          sinter_bench_gemm --quick (issue 4)
@@ -32,9 +33,18 @@ want() { [[ "$steps" == *",$1,"* ]]; }
 summary() { grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[==========\] .* ran|SKIPPED" "$1" | sort -u | head -30; }
 # gpu_tests LOG TIMEOUT FILTER [DETAIL_REGEX]: the GPU tests matching FILTER into $out/LOG, then
 # the pass/fail summary and the lines matching DETAIL_REGEX (default: failures), 3 lines after each.
+# The tests run as $SHARDS gtest shards in parallel (default 4): most of their time is NVRTC
+# compiling kernels on a fresh machine, one core each; the shards share the kernel cache.
 gpu_tests() {
-  timeout "$2" "$bin/sinter_gpu_tests" --gtest_filter="$3" > "$out/$1" 2>&1
-  echo "exit $?"; summary "$out/$1"; grep -E "${4:-Failure}" -A3 "$out/$1" | head -60
+  local shards="${SHARDS:-4}" pids=() rc=0
+  for ((i = 0; i < shards; ++i)); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout "$2" "$bin/sinter_gpu_tests" --gtest_filter="$3" \
+      > "$out/$1.shard$i" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+  cat "$out"/"$1".shard* > "$out/$1"; rm -f "$out"/"$1".shard*
+  echo "exit $rc (worst of $shards shards)"; summary "$out/$1"; grep -E "${4:-Failure}" -A3 "$out/$1" | head -60
 }
 if want vendor_tests; then
   stamp "GPU tests: cuDNN and cuBLASLt engines"
@@ -80,9 +90,13 @@ if want pdl_off; then
   SINTER_PDL=0 timeout 40 "$bin/sinter_bench_plan" --runs 7 --chain-only > "$out/bench_chain_nopdl.log" 2>&1
   echo "exit $?"; grep -v "check " "$out/bench_chain_nopdl.log"
 fi
+if want decode_tests; then
+  stamp "GPU tests: decode GEMV tiles"
+  gpu_tests tests_decode.log 200 'GpuDecodeGemm.*:-GpuDecodeGemm.RealDecodeShape'
+fi
 if want rows_tests; then
   stamp "GPU tests: row-wise, pointwise, flash-decode, decode GEMV, examples"
-  gpu_tests tests_rows.log 150 'GpuRegions.Rowwise*:GpuRegions.ExampleGraphs:GpuRegions.SdpaVariants:GpuDecodeAttention.*:GpuDecodeGemm.*:-GpuDecodeGemm.RealDecodeShape'
+  gpu_tests tests_rows.log 200 'GpuRegions.Rowwise*:GpuRegions.ExampleGraphs:GpuRegions.SdpaVariants:GpuDecodeAttention.*:GpuDecodeGemm.*:-GpuDecodeGemm.RealDecodeShape'
 fi
 if want memory; then
   stamp "memory-bound bench"
@@ -91,11 +105,11 @@ if want memory; then
 fi
 if want gemm; then
   stamp "GEMM bench"
-  timeout 80 "$bin/sinter_bench_gemm" --quick > "$out/gemm.jsonl" 2>&1
+  timeout 150 "$bin/sinter_bench_gemm" --quick > "$out/gemm.jsonl" 2>&1
   echo "exit $?"; cut -c1-230 "$out/gemm.jsonl"
 fi
 if want hopper_tests; then
   stamp "Hopper GEMM tests"
-  gpu_tests tests_gemm.log 90 'GpuHopperGemm.*'
+  gpu_tests tests_gemm.log 240 'GpuHopperGemm.*'
 fi
 stamp done

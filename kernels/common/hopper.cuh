@@ -118,6 +118,22 @@ __device__ __forceinline__ u64 wgmma_desc_k_sw128(const void* p) {
   return d;
 }
 
+// Shared-memory matrix descriptor of an MN-major ("N contiguous") B tile with 128-byte swizzle,
+// as TMA writes it from a row-major [K, N] matrix with {64 N, 64 K} boxes:
+// each box is one 64-column "atom" of 64 K rows x 128 bytes (8 swizzle patterns of 8 rows,
+// 1024 bytes apart), and the atoms of a wider tile follow each other 8192 bytes apart. For MN-major
+// operands the two offsets swap roles: the leading byte offset steps to the next 64-column atom
+// (8192 bytes), the stride byte offset to the next 8 K rows (1024 bytes). A k step of 16 rows
+// advances the start address by 2048 bytes, which keeps every pattern on its 1024-byte period.
+__device__ __forceinline__ u64 wgmma_desc_mn_sw128(const void* p) {
+  const u64 addr = smem_addr(p);
+  u64 d = (addr & 0x3FFFFull) >> 4;
+  d |= u64{8192 >> 4} << 16;     // leading byte offset: next 64-column atom
+  d |= u64{1024 >> 4} << 32;     // stride byte offset: next 8 K rows
+  d |= u64{1} << 62;             // swizzle mode: 128B
+  return d;
+}
+
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int kPending>
@@ -130,10 +146,12 @@ __device__ __forceinline__ void wgmma_fence_operand(float& r) { asm volatile("" 
 #define SINTER_WGMMA_D8(i) "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
                            "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 
-// D[64x128] (+)= A[64x16] * B[16x128]^T, both K-major in shared memory, f32 accumulate.
+// D[64x128] (+)= A[64x16] * B[16x128]^T from shared memory, f32 accumulate. A is K-major; B is
+// K-major, or MN-major with kTransB (the instruction's imm-trans-b, an immediate: hence a template
+// argument; PTX allows it for 16-bit types only). The fragment layout does not depend on it.
 // Fragment of thread t (warp w, lane l): d[j] is row 16 w + l/4 + 8 ((j/2) % 2), column
 // 8 (j/4) + 2 (l%4) + j%2.
-template <bool kBf16>
+template <bool kBf16, bool kTransB = false>
 __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 desc_a, u64 desc_b, bool accumulate) {
   const int scale_d = accumulate ? 1 : 0;
   if constexpr (kBf16) {
@@ -144,10 +162,10 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 desc_a, u64
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
         "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
         "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-        "%64, %65, p, 1, 1, 0, 0;\n}\n"
+        "%64, %65, p, 1, 1, 0, %67;\n}\n"
         : SINTER_WGMMA_D8(0), SINTER_WGMMA_D8(8), SINTER_WGMMA_D8(16), SINTER_WGMMA_D8(24),
           SINTER_WGMMA_D8(32), SINTER_WGMMA_D8(40), SINTER_WGMMA_D8(48), SINTER_WGMMA_D8(56)
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB ? 1 : 0));
   } else {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -156,16 +174,16 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 desc_a, u64
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
         "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
         "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-        "%64, %65, p, 1, 1, 0, 0;\n}\n"
+        "%64, %65, p, 1, 1, 0, %67;\n}\n"
         : SINTER_WGMMA_D8(0), SINTER_WGMMA_D8(8), SINTER_WGMMA_D8(16), SINTER_WGMMA_D8(24),
           SINTER_WGMMA_D8(32), SINTER_WGMMA_D8(40), SINTER_WGMMA_D8(48), SINTER_WGMMA_D8(56)
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB ? 1 : 0));
   }
 }
-// D[64x256] (+)= A[64x16] * B[16x256]^T, both K-major in shared memory, f32 accumulate. The
+// D[64x256] (+)= A[64x16] * B[16x256]^T, operands as for m64n128k16, f32 accumulate. The
 // fragment layout is that of m64n128k16 continued: d[j] is row 16 w + l/4 + 8 ((j/2) % 2),
 // column 8 (j/4) + 2 (l%4) + j%2, for j < 128.
-template <bool kBf16>
+template <bool kBf16, bool kTransB = false>
 __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 desc_a, u64 desc_b, bool accumulate) {
   const int scale_d = accumulate ? 1 : 0;
   if constexpr (kBf16) {
@@ -181,12 +199,12 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 desc_a, u6
         "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
         "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
         "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127 "
-        "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+        "}, %128, %129, p, 1, 1, 0, %131;\n}\n"
         : SINTER_WGMMA_D8(0), SINTER_WGMMA_D8(8), SINTER_WGMMA_D8(16), SINTER_WGMMA_D8(24),
           SINTER_WGMMA_D8(32), SINTER_WGMMA_D8(40), SINTER_WGMMA_D8(48), SINTER_WGMMA_D8(56),
           SINTER_WGMMA_D8(64), SINTER_WGMMA_D8(72), SINTER_WGMMA_D8(80), SINTER_WGMMA_D8(88),
           SINTER_WGMMA_D8(96), SINTER_WGMMA_D8(104), SINTER_WGMMA_D8(112), SINTER_WGMMA_D8(120)
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB ? 1 : 0));
   } else {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
@@ -200,12 +218,12 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 desc_a, u6
         "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
         "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
         "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127 "
-        "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+        "}, %128, %129, p, 1, 1, 0, %131;\n}\n"
         : SINTER_WGMMA_D8(0), SINTER_WGMMA_D8(8), SINTER_WGMMA_D8(16), SINTER_WGMMA_D8(24),
           SINTER_WGMMA_D8(32), SINTER_WGMMA_D8(40), SINTER_WGMMA_D8(48), SINTER_WGMMA_D8(56),
           SINTER_WGMMA_D8(64), SINTER_WGMMA_D8(72), SINTER_WGMMA_D8(80), SINTER_WGMMA_D8(88),
           SINTER_WGMMA_D8(96), SINTER_WGMMA_D8(104), SINTER_WGMMA_D8(112), SINTER_WGMMA_D8(120)
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB ? 1 : 0));
   }
 }
 #undef SINTER_WGMMA_D8

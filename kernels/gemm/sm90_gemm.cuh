@@ -6,14 +6,16 @@
 //   wgmma m64n128k16 from shared memory with f32 accumulators in registers.
 //   Persistent: a CTA walks tiles t = blockIdx.x, + gridDim.x, ... in a grouped order (8 M tiles
 //   share each N tile in turn) so concurrently running CTAs reuse A and B in L2.
-// Operands are K-major (k stride 1) 16-bit matrices read through 3D tensor maps {K, rows, batch}
-// with 128-byte swizzle and a {64, 128, 1} box; TMA zero-fills out-of-range rows and k, so any
-// M, N, K works without predication. The accumulators leave through a f32 C tile in shared memory
+// A is a K-major (k stride 1) 16-bit matrix read through a 3D tensor map {K, M, batch} with
+// 128-byte swizzle and a {64, 128, 1} box; B is K-major the same way or MN-major (kBMnMajor, see
+// gemm/sm90_operand_b.cuh). TMA zero-fills out-of-range rows and k, so any M, N, K works without
+// predication. The accumulators leave through a f32 C tile in shared memory
 // (kHopperLdC floats per row) to the generated epilogue, run by the 256 consumer threads.
 #pragma once
 
 #include "common/hopper.cuh"
 #include "common/types.cuh"
+#include "gemm/sm90_operand_b.cuh"
 
 constexpr int kHopperBM = 128, kHopperBN = 128, kHopperBK = 64, kHopperStages = 4;
 constexpr int kHopperThreads = 384, kHopperConsumerThreads = 256;
@@ -71,6 +73,7 @@ __device__ __forceinline__ HopperTile hopper_tile(i64 t, int tiles_m, int tiles_
 
 // Producer (one thread): fills the ring for every k-block of this CTA's tiles. `stage`/`phase`
 // persist across tiles, mirrored exactly by the consumers.
+template <bool kBMnMajor>
 __device__ __forceinline__ void hopper_produce(const SinterTensorMap* map_a, const SinterTensorMap* map_b,
                                                const HopperSmem& sm, i64 tiles, int tiles_m, int tiles_n,
                                                int k_blocks) {
@@ -83,7 +86,8 @@ __device__ __forceinline__ void hopper_produce(const SinterTensorMap* map_a, con
       char* dst = sm.stages + stage * kHopperStageBytes;
       mbarrier_arrive_expect_tx(&sm.full[stage], kHopperStageBytes);
       tma_load_3d(dst, map_a, &sm.full[stage], kb * kHopperBK, tile.mt * kHopperBM, tile.batch);
-      tma_load_3d(dst + kHopperTileA, map_b, &sm.full[stage], kb * kHopperBK, tile.nt * kHopperBN, tile.batch);
+      sm90_load_b<kBMnMajor, kHopperBN>(dst + kHopperTileA, map_b, &sm.full[stage], kb * kHopperBK,
+                                        tile.nt * kHopperBN, tile.batch);
       if (++stage == kHopperStages) {
         stage = 0;
         phase ^= 1u;
@@ -94,7 +98,7 @@ __device__ __forceinline__ void hopper_produce(const SinterTensorMap* map_a, con
 
 // Consumer warpgroup `wg` (0 or 1): the 64x128 accumulator of its rows of one tile. The previous
 // stage is released once the wgmma that reads it has retired (wait_group 1 keeps one in flight).
-template <bool kBf16>
+template <bool kBf16, bool kBMnMajor>
 __device__ __forceinline__ void hopper_consume(float (&d)[64], const HopperSmem& sm, int wg, int k_blocks,
                                                int& stage, u32& phase) {
 #pragma unroll
@@ -109,8 +113,8 @@ __device__ __forceinline__ void hopper_consume(float (&d)[64], const HopperSmem&
     wgmma_fence();
 #pragma unroll
     for (int k = 0; k < kHopperBK / 16; ++k) {
-      // k step of 16 elements = 32 bytes inside the swizzled 128-byte row
-      wgmma_m64n128k16<kBf16>(d, wgmma_desc_k_sw128(a + 32 * k), wgmma_desc_k_sw128(b + 32 * k), true);
+      // k step of 16 elements: 32 bytes inside A's swizzled 128-byte row
+      wgmma_m64n128k16<kBf16, kBMnMajor>(d, wgmma_desc_k_sw128(a + 32 * k), sm90_b_desc<kBMnMajor>(b, k), true);
     }
     wgmma_commit();
     wgmma_wait<1>();

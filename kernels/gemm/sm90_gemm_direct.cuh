@@ -19,19 +19,22 @@
 //     a TMA multicast into both CTAs' shared memory: B's L2 -> SM traffic halves. A stage is
 //     free only when the consumers of both CTAs have released it (2 x its consumers arrivals
 //     on "empty"), so the pair runs in lockstep.
-// Operands are K-major 16-bit matrices read through 3D tensor maps {K, rows, batch} with
-// 128-byte swizzle and boxes {64, kBM} (A) and {64, kBN} (B); TMA zero-fills rows and k outside
-// the matrix, so any M, N, K works without predication in the main loop.
+// A is a K-major 16-bit matrix read through a 3D tensor map {K, M, batch} with 128-byte swizzle
+// and a {64, kBM} box; B is K-major ({64, kBN} box) or, with kBMnMajor, N-contiguous ({64, 64}
+// boxes, gemm/sm90_operand_b.cuh). TMA zero-fills rows and k outside the matrix, so any M, N, K
+// works without predication in the main loop.
 #pragma once
 
 #include "common/hopper.cuh"
 #include "common/memory.cuh"
 #include "common/types.cuh"
+#include "gemm/sm90_operand_b.cuh"
 
-template <int kBM_, int kBN_, int kStages_, bool kPingPong_, int kCluster_ = 1>
+template <int kBM_, int kBN_, int kStages_, bool kPingPong_, int kCluster_ = 1, bool kBMnMajor_ = false>
 struct HopperDirectConfig {
   static constexpr int kBM = kBM_, kBN = kBN_, kBK = 64, kStages = kStages_;
   static constexpr bool kPingPong = kPingPong_;
+  static constexpr bool kBMnMajor = kBMnMajor_;  // B n-contiguous (a row-major [K, N] weight)
   static constexpr int kCluster = kCluster_;
   static constexpr int kThreads = 384;
   static constexpr int kTileA = kBM * kBK * 2, kTileB = kBN * kBK * 2;  // bytes per stage
@@ -134,12 +137,16 @@ __device__ __forceinline__ void hopper_direct_produce(const SinterTensorMap* map
       mbarrier_arrive_expect_tx(&sm.full[stage], C::kStageBytes);
       tma_load_3d(dst, map_a, &sm.full[stage], kb * C::kBK, tile.mt * C::kBM, tile.batch);
       if constexpr (C::kCluster == 1) {
-        tma_load_3d(dst + C::kTileA, map_b, &sm.full[stage], kb * C::kBK, tile.nt * C::kBN, tile.batch);
+        sm90_load_b<C::kBMnMajor, C::kBN>(dst + C::kTileA, map_b, &sm.full[stage], kb * C::kBK, tile.nt * C::kBN,
+                                          tile.batch);
       } else {
         // this CTA's half of B, into the same place in both CTAs
         const int half = w.rank * C::kBLoadRows;
-        tma_load_3d_multicast(dst + C::kTileA + half * C::kBK * 2, map_b, &sm.full[stage], kb * C::kBK,
-                              tile.nt * C::kBN + half, tile.batch, static_cast<u16>(0x3));
+        // (K-major: kBLoadRows rows of 128 bytes; MN-major: kBLoadRows / 64 atoms of 64 x 128 bytes;
+        // the same byte offset either way)
+        sm90_load_b_multicast<C::kBMnMajor, C::kBLoadRows>(dst + C::kTileA + half * C::kBK * 2, map_b,
+                                                            &sm.full[stage], kb * C::kBK, tile.nt * C::kBN + half,
+                                                            tile.batch, static_cast<u16>(0x3));
       }
       if (++stage == C::kStages) {
         stage = 0;
@@ -149,12 +156,12 @@ __device__ __forceinline__ void hopper_direct_produce(const SinterTensorMap* map
   }
 }
 
-template <int kBN, bool kBf16>
+template <int kBN, bool kBf16, bool kTransB>
 __device__ __forceinline__ void hopper_direct_wgmma(float (&d)[kBN / 2], u64 da, u64 db) {
   if constexpr (kBN == 256) {
-    wgmma_m64n256k16<kBf16>(d, da, db, true);
+    wgmma_m64n256k16<kBf16, kTransB>(d, da, db, true);
   } else {
-    wgmma_m64n128k16<kBf16>(d, da, db, true);
+    wgmma_m64n128k16<kBf16, kTransB>(d, da, db, true);
   }
 }
 
@@ -189,8 +196,9 @@ __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], cons
     wgmma_fence();
 #pragma unroll
     for (int k = 0; k < C::kBK / 16; ++k) {
-      // k step of 16 elements = 32 bytes inside the swizzled 128-byte row
-      hopper_direct_wgmma<C::kBN, kBf16>(d, wgmma_desc_k_sw128(a + 32 * k), wgmma_desc_k_sw128(b + 32 * k));
+      // k step of 16 elements: 32 bytes inside A's swizzled 128-byte row
+      hopper_direct_wgmma<C::kBN, kBf16, C::kBMnMajor>(d, wgmma_desc_k_sw128(a + 32 * k),
+                                                       sm90_b_desc<C::kBMnMajor>(b, k));
     }
     wgmma_commit();
     wgmma_wait<1>();

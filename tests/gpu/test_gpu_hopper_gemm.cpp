@@ -1,5 +1,6 @@
 // The Hopper GEMM (TMA + wgmma, warp-specialized, persistent) on the GPU against the CPU
-// reference: odd M/N/K that are no tile multiples, batched, f16 and bf16, the fused epilogue
+// reference: odd M/N/K that are no tile multiples, batched, f16 and bf16, B k- or n-contiguous
+// (an [N, K] or a row-major [K, N] weight), the fused epilogue
 // (bias, GELU, stored pre-activation, global amax, row and column sums), and the fallback to the
 // generic tile when TMA cannot read an operand. Every case also checks which kernel ran, so a
 // silent fallback fails the test.
@@ -130,10 +131,11 @@ TEST_F(GpuHopperGemm, BatchedF16WithResidualAndRowColumnSums) {
 // bias + GELU (pre-activation stored too) + global amax, times a per-row scale [M, 1], on shapes
 // that are no tile multiples in any dim, with K below one k-block, M of 1 and 3, and odd N (rows
 // start at odd element offsets, so pair stores fall back to single ones).
-Graph fused(const std::string& name, DType t, int64_t m, int64_t n, int64_t k) {
+// With `b_row_major`, b is a row-major [K, N] weight (n contiguous), read MN-major.
+Graph fused(const std::string& name, DType t, int64_t m, int64_t n, int64_t k, bool b_row_major = false) {
   Graph g(name);
   auto a = g.input("a", t, {m, k});
-  auto b = weight_nk(g, "b", t, k, n);
+  auto b = b_row_major ? g.input("b", t, {k, n}) : weight_nk(g, "b", t, k, n);
   auto pre = g.add(g.matmul(a, b), g.input("bias", t, {n}));
   g.output(pre, "pre");
   auto y = g.mul(g.gelu(pre), g.input("row_scale", t, {m, 1}));
@@ -176,12 +178,48 @@ TEST_F(GpuHopperGemm, EveryCandidateBatchedResidualRowColumnSums) {
   check_every_candidate(g, 2.0);
 }
 
+// b a row-major [K, N] weight (n contiguous, how the examples store it): TMA loads {64 n, 64 k}
+// boxes, one per 64-column atom of the tile, and wgmma reads them transposed. N tails (zero-filled
+// atoms), K below and between k-blocks, M of 1, f16, every config including the CTA pairs (each
+// loads half the atoms of B).
+TEST_F(GpuHopperGemm, EveryCandidateRowMajorB) {
+  struct Case { int64_t m, n, k; DType t; };
+  for (Case c : {Case{129, 200, 72, DType::bf16}, Case{1, 1000, 64, DType::bf16}, Case{333, 128, 136, DType::f16},
+                 Case{7, 8, 8, DType::bf16}, Case{517, 1032, 328, DType::bf16}}) {
+    check_every_candidate(fused("row_major_b_" + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+                                    std::to_string(c.k),
+                                c.t, c.m, c.n, c.k, true),
+                          2.0);
+  }
+  // many tiles per CTA (ring phases across tiles) and a long K
+  check_every_candidate(fused("row_major_b_many_tiles", DType::bf16, 2048, 2304, 72, true), 2.0);
+  Graph g("row_major_b_long_k");
+  auto a = g.input("a", DType::bf16, {256, 4096});
+  g.output(g.matmul(a, g.input("b", DType::bf16, {4096, 384})), "y");
+  check_every_candidate(g);
+}
+
+TEST_F(GpuHopperGemm, EveryCandidateRowMajorBBatchedSliced) {
+  // each batch a [72, 200] slice of a [72, 256] row-major buffer (row stride 256 > N), with a
+  // residual and row/column sums
+  Graph g("row_major_b_batched_sliced");
+  auto a = g.input("a", DType::bf16, {3, 150, 72});
+  auto b = g.input("b", DType::bf16, {3, 72, 200}, {72 * 256, 256, 1});
+  auto res = g.input("res", DType::bf16, {3, 150, 200});
+  auto y = g.add(g.matmul(a, b), res);
+  g.output(y, "y");
+  g.output(g.sum(y, {-1}), "rows");
+  g.output(g.sum(y, {0, 1}), "cols");
+  check_every_candidate(g, 2.0);
+}
+
 TEST_F(GpuHopperGemm, FallbackWhenTmaCannotReadAnOperand) {
   {
-    // b row-major [K, N]: n contiguous, not k; runs on the generic tile and says so
-    Graph g("sm90_fallback_b_row_major");
+    // b with neither dim contiguous (every other column of a row-major buffer): the generic
+    // tile, which says why
+    Graph g("sm90_fallback_b_strided");
     auto a = g.input("a", DType::bf16, {65, 64});
-    auto b = g.input("b", DType::bf16, {64, 96});
+    auto b = g.input("b", DType::bf16, {64, 96}, {192, 2});
     g.output(g.relu(g.matmul(a, b)), "y");
     check_on(std::move(g), false);
   }

@@ -54,8 +54,18 @@ TEST(JitMatmulSm90, TakesKContiguousBf16AndF16) {
   EXPECT_EQ(why_not(mm(DType::bf16, 1, 1, 1, true, false)), "");  // size-1 dims need no strides
 }
 
+// b [64, 64] with neither dim contiguous (every other element of a [64, 128] row-major buffer)
+Graph mm_strided_b() {
+  Graph g("strided_b");
+  auto a = g.input("a", DType::bf16, {64, 64});
+  auto b = g.input("b", DType::bf16, {64, 64}, {128, 2});
+  g.output(g.matmul(a, b), "y");
+  return g;
+}
+
 TEST(JitMatmulSm90, DeclinesWithAReason) {
-  EXPECT_NE(why_not(mm(DType::bf16, 64, 64, 64, false, false)).find("b is not k-contiguous"), std::string::npos);
+  EXPECT_NE(why_not(mm_strided_b()).find("b is neither k- nor n-contiguous"), std::string::npos);
+  EXPECT_NE(why_not(mm(DType::bf16, 64, 100, 64, false, false)).find("b's row stride of 200 bytes"), std::string::npos);
   EXPECT_NE(why_not(mm(DType::bf16, 64, 64, 100, true, false)).find("not a positive multiple of 16"), std::string::npos);
   EXPECT_NE(why_not(mm(DType::f32, 64, 64, 64, true, false)).find("not both bf16 or both f16"), std::string::npos);
   cuda::DeviceProperties a100 = h200();
@@ -68,12 +78,12 @@ TEST(JitMatmulSm90, DeclinesWithAReason) {
   EXPECT_NE(why_not(g).find("b is broadcast over the batch"), std::string::npos);
 
   // the fallback variant is the generic tile and its description carries the reason
-  const Graph f = mm(DType::bf16, 64, 64, 64, false, false);
+  const Graph f = mm_strided_b();
   const fuse::Partition p = fuse::partition_graph(f);
   const fuse::Region& r = matmul_region(f, p);
   EXPECT_EQ(matmul_variants(f, r, h200()), 1);
   const RegionKernels rk = build_matmul_variant(f, r, h200(), 0);
-  EXPECT_NE(rk.kernels.at(0).description.find("[sm90 gemm not used: b is not k-contiguous"), std::string::npos)
+  EXPECT_NE(rk.kernels.at(0).description.find("[sm90 gemm not used: b is neither k- nor n-contiguous"), std::string::npos)
       << rk.kernels.at(0).description;
 }
 
@@ -111,6 +121,37 @@ TEST(JitMatmulSm90, BatchedTensorMaps) {
   EXPECT_NE(build_matmul_variant(g, r, h200(), 0).kernels.at(0).description.find("stages4 tma warpspec"), std::string::npos);
   // variant 6 is the generic tile, for the tuner to time against
   EXPECT_EQ(build_matmul_variant(g, r, h200(), 6).kernels.at(0).description.find("sm90"), std::string::npos);
+}
+
+TEST(JitMatmulSm90, RowMajorBIsReadNContiguous) {
+  // b a row-major [K, N] batch of weights: the tensor map runs over {N, K, batch} with {64, 64}
+  // boxes (the kernel loads a tile's 64-column atoms one box each), for every Hopper variant
+  Graph g("batched_row_major_b");
+  auto a = g.input("a", DType::bf16, {3, 150, 72});
+  auto b = g.input("b", DType::bf16, {3, 72, 136});
+  g.output(g.matmul(a, b), "y");
+  const fuse::Partition p = fuse::partition_graph(g);
+  const fuse::Region& r = matmul_region(g, p);
+  EXPECT_EQ(sm90_gemm_unsupported(g, r, h200()), "");
+  ASSERT_EQ(matmul_variants(g, r, h200()), 7);
+  for (int v = 0; v < 6; ++v) {
+    const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+    ASSERT_NE(k.description.find("b-mn-major"), std::string::npos) << k.description;
+    const TensorMapSlot& tb = k.tensor_maps.at(1);
+    EXPECT_EQ(tb.dims[0], 136u);
+    EXPECT_EQ(tb.dims[1], 72u);
+    EXPECT_EQ(tb.dims[2], 3u);
+    EXPECT_EQ(tb.strides[0], 136u * 2);
+    EXPECT_EQ(tb.strides[1], 72u * 136 * 2);
+    EXPECT_EQ(tb.box[0], 64u);
+    EXPECT_EQ(tb.box[1], 64u);
+    EXPECT_EQ(k.tensor_maps.at(0).dims[0], 72u);  // A unchanged: {K, M, batch}
+  }
+  // the k-contiguous layout wins where both hold, and K-major kernels do not say mn-major
+  const Graph kn = mm(DType::bf16, 256, 1, 64, false, false);
+  const fuse::Partition pk = fuse::partition_graph(kn);
+  EXPECT_EQ(build_matmul_variant(kn, matmul_region(kn, pk), h200(), 0).kernels.at(0).description.find("mn-major"),
+            std::string::npos);
 }
 
 TEST(JitMatmulSm90, LargeShapesTake128x256First) {
@@ -174,7 +215,8 @@ TEST(JitMatmulSm90, CompilesWithoutSpills) {
   for (int v = 0; v < 6; ++v) {
   for (bool epilogue : {false, true}) {
     for (DType t : {DType::bf16, DType::f16}) {
-      const Graph g = mm(t, 333, 257, 136, true, epilogue);
+      // bf16 with a k-contiguous B, f16 with a row-major (n-contiguous) one
+      const Graph g = mm(t, 333, t == DType::bf16 ? 257 : 264, 136, t == DType::bf16, epilogue);
       const fuse::Partition p = fuse::partition_graph(g);
       const RegionKernels rk = build_matmul_variant(g, matmul_region(g, p), h200(), v);
       const KernelSpec& k = rk.kernels.at(0);

@@ -46,7 +46,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   const std::string args = w.finish();
   const std::string cfg = "HopperDirectConfig<" + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
                           std::to_string(c.stages) + ", " + (c.ping_pong ? "true" : "false") + ", " +
-                          std::to_string(c.cluster) + ">";
+                          std::to_string(c.cluster) + ", " + (o.b_mn_major ? "true" : "false") + ">";
 
   std::ostringstream src;
   src << "// matmul region " << r.id << " of graph '" << g.name() << "' (Hopper TMA + wgmma, direct epilogue)\n"
@@ -135,6 +135,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   spec.source = src.str();
   spec.description = std::string("matmul sm90 wgmma.") + (bf16 ? "bf16" : "f16") + " " + sm90_direct_name(c) +
                      " tma setmaxnreg persistent group" + std::to_string(1024 / c.bm) + " direct-epilogue" +
+                     (o.b_mn_major ? " b-mn-major" : "") +
                      (epi.index64() ? " idx64" : "") + epi.describe();
   // work items: tiles, or per cluster tile pairs; ping-pong: a CTA needs two tiles to keep both
   // consumers busy

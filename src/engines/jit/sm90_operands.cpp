@@ -22,6 +22,7 @@ Sm90Operands sm90_operands(const Graph& g, const fuse::Region& r) {
   o.a_stride_k = ta.strides[ra - 1];
   o.b_stride_k = tb.strides[rb - 2];
   o.b_stride_n = tb.strides[rb - 1];
+  o.b_mn_major = !(o.b_stride_k == 1 || o.k == 1) && (o.b_stride_n == 1 || o.n == 1);
   const Dims batch(ty.dims.begin(), ty.dims.end() - 2);
   const Dims a_batch = broadcast_strides(Dims(ta.dims.begin(), ta.dims.end() - 2),
                                          Dims(ta.strides.begin(), ta.strides.end() - 2), batch);
@@ -38,6 +39,10 @@ int64_t tma_stride(int64_t size, int64_t stride, int64_t packed) { return size =
 
 std::pair<int64_t, int64_t> sm90_operand_strides(const Sm90Operands& o, bool is_a) {
   const int64_t es = static_cast<int64_t>(dtype_size(o.dtype));
+  if (!is_a && o.b_mn_major) {
+    const int64_t row = tma_stride(o.k, o.b_stride_k * es, (o.n * es + 15) / 16 * 16);
+    return {row, o.batch.numel == 1 ? row * o.k : o.batch.strides[1][0] * es};
+  }
   const int64_t rows = is_a ? o.m : o.n;
   const int64_t row_packed = (o.k * es + 15) / 16 * 16;
   const int64_t row = tma_stride(rows, (is_a ? o.a_stride_m : o.b_stride_n) * es, row_packed);
@@ -53,13 +58,14 @@ TensorMapSlot sm90_tensor_map(const fuse::Region& r, const Sm90Operands& o, bool
   t.index = region_input_index(r, o.mm->inputs[is_a ? 0 : 1]);
   if (t.index < 0) throw Error(ErrorCode::internal, "sm90 gemm: an operand is not a region input");
   t.data_type = o.dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  t.dims[0] = static_cast<uint64_t>(o.k);
-  t.dims[1] = static_cast<uint64_t>(is_a ? o.m : o.n);
+  const bool mn_major = !is_a && o.b_mn_major;
+  t.dims[0] = static_cast<uint64_t>(mn_major ? o.n : o.k);
+  t.dims[1] = static_cast<uint64_t>(is_a ? o.m : mn_major ? o.k : o.n);
   t.dims[2] = static_cast<uint64_t>(o.batch.numel);
   t.strides[0] = static_cast<uint64_t>(row);
   t.strides[1] = static_cast<uint64_t>(batch);
-  t.box[0] = 64;
-  t.box[1] = box_rows;
+  t.box[0] = 64;  // 128 bytes: the widest inner box the 128-byte swizzle allows
+  t.box[1] = mn_major ? 64 : box_rows;  // MN-major: 64 k rows; the kernel loads the tile's 64-column atoms
   t.box[2] = 1;
   return t;
 }

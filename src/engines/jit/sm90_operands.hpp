@@ -19,13 +19,18 @@ struct Sm90Operands {
   DType dtype = DType::f32, dtype_b = DType::f32;
   int64_t m = 0, n = 0, k = 0;
   int64_t a_stride_m = 0, a_stride_k = 0, b_stride_k = 0, b_stride_n = 0;
+  // B is read n-contiguous (a row-major [K, N] weight) rather than k-contiguous (an [N, K]
+  // weight viewed as [K, N]); k-contiguous wins where both hold (k or n of 1).
+  bool b_mn_major = false;
   CollapsedShape batch;
 };
 
 Sm90Operands sm90_operands(const Graph& g, const fuse::Region& r);
-// Byte strides {rows, batch} of one operand, as the tensor map will have them.
+// Byte strides {rows, batch} of one operand, as the tensor map will have them: "rows" are M rows
+// of A, N rows of a k-contiguous B, K rows of an MN-major B.
 std::pair<int64_t, int64_t> sm90_operand_strides(const Sm90Operands& o, bool is_a);
-// The tensor map of A (box {64, box_rows}) or B over region `r`'s input.
+// The tensor map of A (box {64 k, box_rows}) or B over region `r`'s input: k-contiguous B as A
+// (box {64 k, box_rows}), MN-major B as {N, K, batch} with a {64 n, 64 k} box (box_rows unused).
 TensorMapSlot sm90_tensor_map(const fuse::Region& r, const Sm90Operands& o, bool is_a, uint32_t box_rows);
 // The SinterGemmShape argument of the kernels.
 SinterGemmShape sm90_gemm_shape(const Sm90Operands& o);
