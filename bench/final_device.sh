@@ -11,8 +11,8 @@
 #   layout_tests  GPU tests of layout copies, aliases, the examples and plans
 #   quick_tests   the GPU tests most sensitive to launch and layout changes (cuBLASLt, layout,
 #                 examples, plans, decode attention and GEMV), under one short timeout
-#   unverified    the GPU tests written without a device call (2026-12-03): cuDNN conv exit
-#                 reductions, cuDNN steps rebuilt from a bundle, cuBLASLt (amax of D zeroed first)
+#   unverified    the GPU tests written or changed without a device call: cuDNN steps rebuilt
+#                 from a bundle (serialized plans), plain f32 cuBLASLt
 #   pdl_off       the 200-op chain again with SINTER_PDL=0 (programmatic launch off), to compare
 #   gemm_decode   sinter_bench_gemm --quick --decode (decode GEMV candidates, Llama stack shapes),
 #                 L2 hot and cold
@@ -67,7 +67,7 @@ if want plan; then
 fi
 if want unverified; then
   stamp "GPU tests written without a device call"
-  gpu_tests tests_unverified.log 120 'GpuCudnn.ConvExitReductions:GpuPlan.CudnnStepsRebuiltAtLoad:GpuCublasLt.*' 'Failure|note:|rel L2|cudnn offers'
+  gpu_tests tests_unverified.log 120 'GpuPlan.CudnnStepsRebuiltAtLoad:GpuCublasLt.PlainF32BatchedWithBiasRelu' 'Failure|note:|rel L2|cudnn offers|cuDNN steps, load'
 fi
 if want quick_tests; then
   stamp "GPU tests: cuBLASLt, layout, examples, plans, decode"

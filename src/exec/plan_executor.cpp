@@ -48,8 +48,10 @@ PlanExecutor::PlanExecutor(plan::Plan plan, int device) : plan_(std::move(plan))
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         char buf[32];
         std::snprintf(buf, sizeof buf, "%.1f", ms);
-        notes_.push_back("step " + std::to_string(i) + ": cuDNN engine config rebuilt at load (" + s.config_description +
-                         "), built and finalized in " + buf + " ms");
+        // the loaded step's description says how: "[saved plan]" (deserialized, no compilation)
+        // or "[saved config ...]" (finalized again from the engine config, and why)
+        notes_.push_back("step " + std::to_string(i) + ": cuDNN step loaded in " + buf + " ms: " +
+                         steps_.back()->describe());
       } else if (s.engine == plan::kAliasEngine) {
         steps_.push_back(nullptr);
         alias_of_[g.node(r.anchor).outputs[0]] = g.node(r.anchor).inputs[0];

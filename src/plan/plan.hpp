@@ -68,7 +68,7 @@ struct KernelRecord {
 // Engine names a step may have.
 inline constexpr std::string_view kJitEngine = "jit";
 inline constexpr std::string_view kCublasLtEngine = "cublaslt";
-inline constexpr std::string_view kCudnnEngine = "cudnn";  // opt-in: SINTER_PLAN_CUDNN=1 (cudnn_engine.hpp)
+inline constexpr std::string_view kCudnnEngine = "cudnn";  // SINTER_PLAN_CUDNN=0 leaves it out (cudnn_engine.hpp)
 inline constexpr std::string_view kAliasEngine = "alias";  // a reshape (or unit-axis permute) sharing its input's memory
 
 struct Step {

@@ -69,6 +69,16 @@ TEST_F(GpuCublasLt, BatchedTransposedF16AndTf32) {
   check_on_cublaslt(std::move(f), 50.0);  // tf32 rounds the inputs to 10 mantissa bits: ~5e-4
 }
 
+TEST_F(GpuCublasLt, PlainF32BatchedWithBiasRelu) {
+  // f32 without tf32 (CUBLAS_COMPUTE_32F): held to the f32 bound, which tf32 would miss by ~50x;
+  // batched, odd sizes, a row bias and relu through the BIAS/RELU epilogues
+  Graph g("lt_f32");
+  auto a = g.input("a", DType::f32, {2, 67, 131});
+  auto b = g.input("b", DType::f32, {2, 131, 45});
+  g.output(g.relu(g.add(g.matmul(a, b), g.input("bias", DType::f32, {45}))), "y");
+  check_on_cublaslt(std::move(g));
+}
+
 // alpha and beta from scalar constants on the chain: alone, before a residual (beta 1), after it
 // (alpha = beta), and before a bias + relu; odd M and N.
 TEST_F(GpuCublasLt, AlphaBetaScaling) {

@@ -73,11 +73,10 @@ TEST_F(GpuPlan, LoadedBundleRunsWithZeroCompilation) {
   }
 }
 
-// cuDNN steps in bundles (opt-in, SINTER_PLAN_CUDNN=1): conv_block's convs and the transformer
-// block's attention go to cuDNN when a plan may hold them; the bundle stores each step's engine
-// config, the load rebuilds it (and says so), and the loaded plan computes the reference's answer.
+// cuDNN steps in bundles: conv_block's convs and the transformer block's attention go to cuDNN;
+// the bundle stores each step's engine config and, where cuDNN serializes it, the execution plan;
+// the load rebuilds each step (and says how), and the loaded plan computes the reference's answer.
 TEST_F(GpuPlan, CudnnStepsRebuiltAtLoad) {
-  ::setenv("SINTER_PLAN_CUDNN", "1", 1);
   for (const Graph& g : {examples::conv_block(), examples::transformer_block()}) {
     SCOPED_TRACE(g.name());
     const std::string file = temp_path(g.name() + "_cudnn.plan");
@@ -93,14 +92,19 @@ TEST_F(GpuPlan, CudnnStepsRebuiltAtLoad) {
     int rebuilt = 0;
     for (const std::string& n : runner.load_notes()) {
       std::printf("    note: %s\n", n.c_str());
-      rebuilt += n.find("cuDNN engine config rebuilt at load") != std::string::npos;
+      rebuilt += n.find("cuDNN step loaded") != std::string::npos;
     }
     EXPECT_EQ(rebuilt, cudnn_steps);
     std::printf("  %s: %d cuDNN steps, load %.2f ms\n", g.name().c_str(), cudnn_steps, runner.load_ms());
     expect_matches(g, inputs, got, "cudnn-plan");
     std::filesystem::remove(file);
   }
+  // SINTER_PLAN_CUDNN=0 keeps cuDNN out of plans
+  ::setenv("SINTER_PLAN_CUDNN", "0", 1);
+  const plan::Plan without = round_trip(examples::conv_block(), {}, temp_path("conv_block_no_cudnn.plan"));
   ::unsetenv("SINTER_PLAN_CUDNN");
+  for (const plan::Step& st : without.steps) EXPECT_NE(st.engine, "cudnn") << st.description;
+  std::filesystem::remove(temp_path("conv_block_no_cudnn.plan"));
 }
 
 TEST_F(GpuPlan, GraphExecutorReplaysAndRebindsByUpdate) {

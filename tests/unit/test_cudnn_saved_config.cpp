@@ -1,5 +1,6 @@
-// What a plan bundle stores for a cuDNN step: the engine index and knob choices as text, parsed
-// back exactly; anything else is refused with the line that is wrong (no GPU, no cuDNN needed).
+// What a plan bundle stores for a cuDNN step: the engine index and knob choices as text, then
+// maybe cuDNN's serialized plan, parsed back exactly; anything else is refused with the line that
+// is wrong (no GPU, no cuDNN needed).
 #include <gtest/gtest.h>
 
 #include "engines/cudnn/engine_configs.hpp"
@@ -20,6 +21,17 @@ TEST(CudnnSavedConfig, TextRoundTrip) {
   SavedConfig bare;  // an engine without knobs
   bare.engine = 0;
   ASSERT_TRUE(parse_saved_config(to_text(bare), &why)) << why;
+  // a serialized plan (any bytes, newlines included) ends the text and comes back byte for byte
+  c.plan_json = "{\"engine\": 8,\n \"blob\": \"knob 1 2\\nengine 3\"}\n";
+  const auto with_plan = parse_saved_config(to_text(c), &why);
+  ASSERT_TRUE(with_plan) << why;
+  EXPECT_EQ(with_plan->plan_json, c.plan_json);
+  EXPECT_EQ(with_plan->knobs, c.knobs);
+  // version 1 texts (no plan) still parse
+  const auto v1 = parse_saved_config("sinter.cudnn.engine_config 1\nengine 8\nknob 24 7\n", &why);
+  ASSERT_TRUE(v1) << why;
+  EXPECT_EQ(v1->engine, 8);
+  EXPECT_TRUE(v1->plan_json.empty());
 }
 
 TEST(CudnnSavedConfig, DamageIsNamed) {
@@ -28,7 +40,12 @@ TEST(CudnnSavedConfig, DamageIsNamed) {
   };
   const Case cases[] = {
       {"", "not a cuDNN engine config"},
-      {"sinter.cudnn.engine_config 2\nengine 1\n", "not a cuDNN engine config"},
+      {"sinter.cudnn.engine_config 3\nengine 1\n", "not a cuDNN engine config"},
+      {"sinter.cudnn.engine_config 1\nengine 1\nplan_json 2\n{}", "line 3"},  // version 1 has none
+      {"sinter.cudnn.engine_config 2\nengine 1\nplan_json 3\n{}", "should be 3 bytes"},
+      {"sinter.cudnn.engine_config 2\nengine 1\nplan_json 1\n{}", "should be 1 bytes"},
+      {"sinter.cudnn.engine_config 2\nengine 1\nplan_json 0\n", "line 3"},
+      {"sinter.cudnn.engine_config 2\nengine 1\nplan_json 2 x\n{}", "extra words"},
       {"sinter.cudnn.engine_config 1\n", "names no engine"},
       {"sinter.cudnn.engine_config 1\nengine 1\nengine 2\n", "line 3"},
       {"sinter.cudnn.engine_config 1\nengine 1\nknob 24\n", "line 3"},

@@ -233,8 +233,9 @@ TEST(PlanBundle, WriterRefusesPlansTheLoaderWouldReject) {
   }
 }
 
-// A cuDNN step (opt-in in plans: SINTER_PLAN_CUDNN=1) is stored as its engine config text: it round
-// trips, and a config that does not parse is refused by name.
+// A cuDNN step is stored as its engine config text (version 1: engine and knobs; version 2 may
+// end with cuDNN's serialized execution plan): it round trips, and a config that does not parse
+// is refused by name.
 TEST(PlanBundle, CudnnStepsCarryTheirEngineConfig) {
   auto with_cudnn_step = [](const std::string& config_text) {
     Plan p = test::make_fixture_plan();
@@ -247,10 +248,19 @@ TEST(PlanBundle, CudnnStepsCarryTheirEngineConfig) {
     p.blobs.erase(old_blob);  // the cuBLASLt algo is no longer used by any step
     return p;
   };
-  const Plan p = with_cudnn_step("sinter.cudnn.engine_config 1\nengine 3\nknob 24 7\n");
-  const Plan q = load_plan_bundle(plan_bundle_bytes(p), "t.plan");
-  EXPECT_EQ(q.steps[0].engine, "cudnn");
-  EXPECT_EQ(q.blobs.at(q.steps[0].config).bytes, p.blobs.at(p.steps[0].config).bytes);
+  for (const std::string text : {std::string("sinter.cudnn.engine_config 1\nengine 3\nknob 24 7\n"),
+                                 std::string("sinter.cudnn.engine_config 2\nengine 3\nknob 24 7\nplan_json 9\n{\"a\":\n1}\n")}) {
+    const Plan p = with_cudnn_step(text);
+    const Plan q = load_plan_bundle(plan_bundle_bytes(p), "t.plan");
+    EXPECT_EQ(q.steps[0].engine, "cudnn");
+    EXPECT_EQ(q.blobs.at(q.steps[0].config).bytes, p.blobs.at(p.steps[0].config).bytes);
+  }
+  try {
+    (void)plan_bundle_bytes(with_cudnn_step("sinter.cudnn.engine_config 2\nengine 3\nplan_json 20\n{}"));
+    ADD_FAILURE() << "a cuDNN step with a truncated serialized plan was written";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.message(), "serialized plan should be 20 bytes")) << e.message();
+  }
   try {
     (void)plan_bundle_bytes(with_cudnn_step("engine 3\n"));
     ADD_FAILURE() << "a cuDNN step with a config that does not parse was written";

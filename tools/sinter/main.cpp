@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   b->add_option("-o,--output", build.output, "plan bundle to write")->required();
   b->add_option("--tune", build.tune, "heuristic, fast or exhaustive (timings kept in the timing cache)")
       ->default_val("heuristic");
-  b->add_option("--engine", build.engine, "auto, jit or cublaslt (cudnn too with SINTER_PLAN_CUDNN=1, not yet verified on a GPU)")->default_val("auto");
+  b->add_option("--engine", build.engine, "auto, jit, cublaslt or cudnn (SINTER_PLAN_CUDNN=0 keeps cudnn out of plans)")->default_val("auto");
   b->add_flag("--no-fusion", build.no_fusion, "turn every fusion off (one step per op)");
   InspectOptions inspect;
   auto* in = app.add_subcommand("inspect", "Show what a plan bundle holds: steps, engines, candidates, "

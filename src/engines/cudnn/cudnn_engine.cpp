@@ -57,12 +57,6 @@ Match match(const Graph& g, const fuse::Region& r, bool lower_secondary) {
     ConvMatch m = match_conv(g, r);
     if (!m.pattern) return {std::nullopt, m.reason};
     const ConvPattern p = *m.pattern;
-    if (!p.reductions.empty() && !lower_secondary) {
-      // Written 2026-12-03 without a device call: until GpuCudnn.ConvExitReductions has passed on
-      // the GPU, auto mode keeps these regions on the jit engine, whose results are verified.
-      return {std::nullopt, "conv with exit reductions goes to cuDNN only when it is forced (--engine cudnn) "
-                            "until that lowering is verified on the GPU"};
-    }
     Lowering l;
     l.what = "conv [" + p.summary + "]";
     l.operands = {{kConvUidX, false, p.x_input}, {kConvUidW, false, p.w_input}, {kConvUidY, true, p.y_output}};
@@ -245,13 +239,15 @@ std::unique_ptr<PreparedStep> CudnnEngine::prepare(const Graph& g, const fuse::R
 
 bool CudnnEngine::steps_can_be_saved() const {
   const char* v = std::getenv("SINTER_PLAN_CUDNN");  // read each time: a test may set it
-  return v && std::string(v) == "1";
+  return !(v && std::string(v) == "0");
 }
 
 std::optional<std::vector<char>> engine_config(const PreparedStep& step) {
   const auto* s = dynamic_cast<const CudnnStep*>(&step);
   if (!s) return std::nullopt;
-  const std::string text = to_text(saved_config_of(*s->config().config));  // read only when a plan is saved
+  SavedConfig saved = saved_config_of(*s->config().config);  // read only when a plan is saved
+  saved.plan_json = plan_json_of(*s->config().plan);
+  const std::string text = to_text(saved);
   return std::vector<char>(text.begin(), text.end());
 }
 

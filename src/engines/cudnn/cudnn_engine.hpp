@@ -24,9 +24,9 @@ class CudnnEngine : public Engine {
   explicit CudnnEngine(int max_candidates = 4, bool lower_secondary = true)
       : max_candidates_(max_candidates), lower_secondary_(lower_secondary) {}
   std::string_view name() const override { return "cudnn"; }
-  // Plan bundles store a cuDNN step as its engine config (engine index + knobs), rebuilt at load
-  // (load_cudnn_step). Written 2026-12-03 without a device call, so it is opt-in until a plan
-  // with cuDNN steps has loaded and run correctly on the GPU: SINTER_PLAN_CUDNN=1.
+  // Plan bundles store a cuDNN step as its engine config (engine index + knobs) and, where cuDNN
+  // serializes it, its execution plan, rebuilt at load (load_cudnn_step). SINTER_PLAN_CUDNN=0
+  // keeps cuDNN steps out of plans (every step then loads without cuDNN).
   bool steps_can_be_saved() const override;
   Support supports(const Graph& g, const fuse::Region& r) const override;
   std::vector<Candidate> candidates(const Graph& g, const fuse::Region& r,

@@ -93,6 +93,26 @@ FinalizedPlan finalize_plan(const Descriptor& cfg, cudnnHandle_t h) {
   return out;
 }
 
+// An execution plan from its serialized form (plan_json_of), or cuDNN's status when it refuses.
+FinalizedPlan deserialize_plan(const std::string& json, cudnnHandle_t h) {
+  const Library& lib = library();
+  FinalizedPlan out;
+  out.plan = std::make_unique<Descriptor>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  out.plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, h);
+#pragma GCC diagnostic pop
+  out.status = lib.BackendSetAttribute(out.plan->get(), CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+                                       static_cast<int64_t>(json.size()), json.data());
+  if (out.status != CUDNN_STATUS_SUCCESS) return out;
+  out.status = out.plan->try_finalize();
+  if (out.status != CUDNN_STATUS_SUCCESS) return out;
+  int64_t n = 0;
+  out.status = lib.BackendGetAttribute(out.plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+                                       &n, &out.workspace);
+  return out;
+}
+
 // "eng 8 knobs {0=1 2=4} notes: tensor_core, runtime_compilation", and a key for dedup.
 std::pair<std::string, std::string> describe(const Descriptor& cfg) {
   const Library& lib = library();
@@ -212,13 +232,34 @@ SavedConfig saved_config_of(const Descriptor& cfg) {
   return out;
 }
 
+std::string plan_json_of(const Descriptor& plan) {
+  const Library& lib = library();
+  int64_t n = 0;
+  if (lib.BackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, 0, &n,
+                              nullptr) != CUDNN_STATUS_SUCCESS ||
+      n <= 0) {
+    return "";
+  }
+  std::string json(static_cast<size_t>(n), '\0');
+  if (lib.BackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, n, &n,
+                              json.data()) != CUDNN_STATUS_SUCCESS) {
+    return "";
+  }
+  json.resize(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  while (!json.empty() && json.back() == '\0') json.pop_back();
+  return json;
+}
+
 namespace {
-constexpr std::string_view kSavedConfigHeader = "sinter.cudnn.engine_config 1";
+constexpr std::string_view kSavedConfigHeader = "sinter.cudnn.engine_config 2";
+constexpr std::string_view kSavedConfigHeaderV1 = "sinter.cudnn.engine_config 1";  // no plan_json
 }  // namespace
 
 std::string to_text(const SavedConfig& c) {
   std::string s = std::string(kSavedConfigHeader) + "\nengine " + std::to_string(c.engine) + "\n";
   for (const auto& [type, value] : c.knobs) s += "knob " + std::to_string(type) + " " + std::to_string(value) + "\n";
+  // last: its bytes run to the end and may hold anything, newlines included
+  if (!c.plan_json.empty()) s += "plan_json " + std::to_string(c.plan_json.size()) + "\n" + c.plan_json;
   return s;
 }
 
@@ -229,9 +270,10 @@ std::optional<SavedConfig> parse_saved_config(std::string_view text, std::string
   };
   std::istringstream in{std::string(text)};
   std::string line;
-  if (!std::getline(in, line) || line != kSavedConfigHeader) {
+  if (!std::getline(in, line) || (line != kSavedConfigHeader && line != kSavedConfigHeaderV1)) {
     return fail("not a cuDNN engine config (the first line is not \"" + std::string(kSavedConfigHeader) + "\")");
   }
+  const bool v1 = line == kSavedConfigHeaderV1;
   SavedConfig c;
   int lineno = 1;
   while (std::getline(in, line)) {
@@ -244,6 +286,16 @@ std::optional<SavedConfig> parse_saved_config(std::string_view text, std::string
       c.engine = a;
     } else if (word == "knob" && (fields >> a >> b) && a >= 0 && a < CUDNN_KNOB_TYPE_COUNTS) {
       c.knobs.emplace_back(a, b);
+    } else if (!v1 && word == "plan_json" && (fields >> a) && a > 0) {
+      std::string rest;
+      if (fields >> rest) return fail("line " + std::to_string(lineno) + " of the cuDNN engine config has extra words");
+      const std::streamoff at = in.tellg();
+      if (at < 0 || static_cast<uint64_t>(a) != text.size() - static_cast<uint64_t>(at)) {
+        return fail("the cuDNN engine config's serialized plan should be " + std::to_string(a) + " bytes and end the "
+                    "config; " + std::to_string(at < 0 ? 0 : text.size() - static_cast<uint64_t>(at)) + " bytes follow");
+      }
+      c.plan_json.assign(text.substr(static_cast<size_t>(at)));
+      break;
     } else {
       return fail("line " + std::to_string(lineno) + " of the cuDNN engine config is not \"engine N\" or "
                   "\"knob TYPE VALUE\": \"" + line.substr(0, 60) + "\"");
@@ -279,10 +331,19 @@ PlannedConfig plan_saved_config(const Descriptor& op_graph, cudnnHandle_t h, con
   cfg->set_desc(CUDNN_ATTR_ENGINECFG_ENGINE, engine);
   if (!raw.empty()) cfg->set_array(CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, raw);
   if (const cudnnStatus_t s = cfg->try_finalize(); s != CUDNN_STATUS_SUCCESS) refuse("the engine config", s);
-  FinalizedPlan fp = finalize_plan(*cfg, h);
+  // The serialized plan first: it carries the compiled kernels. A refusal (another cuDNN,
+  // another GPU) is not an error: the config below rebuilds the same plan, only slower.
+  FinalizedPlan fp;
+  std::string how = "[saved config]";
+  if (!c.plan_json.empty()) {
+    fp = deserialize_plan(c.plan_json, h);
+    how = fp.status == CUDNN_STATUS_SUCCESS ? "[saved plan]"
+                                            : "[saved config; serialized plan refused: " + status_message(fp.status) + "]";
+  }
+  if (!fp.plan || fp.status != CUDNN_STATUS_SUCCESS) fp = finalize_plan(*cfg, h);
   if (fp.status != CUDNN_STATUS_SUCCESS) refuse("the execution plan", fp.status);
   const int64_t ws = fp.workspace;
-  PlannedConfig out{std::move(cfg), std::move(fp.plan), ws, what + " [saved] ws " + std::to_string(ws >> 10) + " KiB", {}};
+  PlannedConfig out{std::move(cfg), std::move(fp.plan), ws, what + " " + how + " ws " + std::to_string(ws >> 10) + " KiB", {}};
   out.keep.push_back(std::move(engine_ptr));
   for (DescriptorPtr& k : knobs) out.keep.push_back(std::move(k));
   return out;

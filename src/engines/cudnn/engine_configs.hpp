@@ -44,19 +44,28 @@ std::string no_config_reason(const std::string& what, const std::vector<std::str
 ConfigList plan_configs(const Descriptor& op_graph, cudnnHandle_t handle, int limit);
 
 // An engine config as a plan bundle stores it: cuDNN's global engine index and the knob choices
-// (knob type, value). Rebuilt at load against the region's operation graph, with no heuristic
-// query: the engine, its knobs, the engine config and the execution plan are built directly.
+// (knob type, value), plus, where cuDNN serializes the finalized execution plan (its runtime-
+// compiled engines, which take 30-50 ms to finalize on the H200), that serialized plan. Rebuilt
+// at load against the region's operation graph, with no heuristic query: the engine, its knobs
+// and the engine config are built directly, and the execution plan is deserialized (no kernel
+// compilation) or, where there is none or this cuDNN refuses it, finalized from the config.
 struct SavedConfig {
   int64_t engine = -1;
   std::vector<std::pair<int64_t, int64_t>> knobs;
+  std::string plan_json;  // CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION; empty: none
 };
 SavedConfig saved_config_of(const Descriptor& engine_config);
-// "sinter.cudnn.engine_config 1\nengine 8\nknob 24 7\n..." and back; parse returns nullopt with
-// `why` set when the text is not one.
+// The serialized form of a finalized execution plan, or "" where cuDNN offers none.
+std::string plan_json_of(const Descriptor& plan);
+// "sinter.cudnn.engine_config 2\nengine 8\nknob 24 7\n...[plan_json N\n<N bytes>]" and back
+// (version 1, without plan_json, still parses); parse returns nullopt with `why` set when the text
+// is not one.
 std::string to_text(const SavedConfig& c);
 std::optional<SavedConfig> parse_saved_config(std::string_view text, std::string* why);
 // The execution plan of a saved config on `op_graph`; throws Error(unsupported) naming the
-// engine, the knobs and cuDNN's status when this cuDNN cannot build it.
+// engine, the knobs and cuDNN's status when this cuDNN cannot build it. The description says
+// whether the plan was deserialized ("[saved plan]") or finalized again ("[saved config]", with
+// the reason a serialized plan was not used).
 PlannedConfig plan_saved_config(const Descriptor& op_graph, cudnnHandle_t handle, const SavedConfig& c);
 
 // The process-wide handle (created on first use on the current device).
