@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "fuse/layout_view.hpp"
 #include "fuse/region.hpp"
 #include "sinter/error.hpp"
 
@@ -319,6 +320,52 @@ class Partitioner {
     }
   }
 
+  // Layout chains: slices, reshapes and permutes that feed only the next one of the chain move no
+  // data until the chain's last copy, which reads the chain's first input through one composed
+  // strided view (layout_view.hpp). Called for the first op of a would-be chain: finds the longest
+  // single-consumer run from `n` that ends in a copy (a slice, or a permute that moves more than
+  // size-1 axes) and composes into a view; its ops before that copy are deferred and join the
+  // copy's region as its prologue. True when `n` was deferred.
+  static bool is_chain_op(OpKind k) { return k == OpKind::slice || k == OpKind::reshape || k == OpKind::permute; }
+  bool plan_layout_chain(NodeId n) {
+    if (!opt_.fuse_layout_chains || !is_chain_op(node(n).op)) return false;
+    const std::set<TensorId> graph_outputs(g_.outputs().begin(), g_.outputs().end());
+    std::vector<NodeId> chain{n};
+    size_t best = 0;
+    for (NodeId cur = n;;) {
+      const TensorId out = node(cur).outputs[0];
+      if (graph_outputs.count(out) || cons_[out].size() != 1) break;
+      const NodeId c = cons_[out][0];
+      if (!is_chain_op(node(c).op)) break;
+      chain.push_back(c);
+      cur = c;
+      const bool copy = node(c).op == OpKind::slice ||
+                        (node(c).op == OpKind::permute && !permute_moves_only_unit_axes(g_, node(c)));
+      if (copy && compose_layout_chain(g_, chain)) best = chain.size();
+    }
+    if (best < 2) return false;
+    const NodeId end = chain[best - 1];
+    chain.resize(best - 1);
+    for (NodeId m : chain) folded_.insert(m);
+    chain_of_[end] = std::move(chain);
+    return true;
+  }
+  void place_layout_chain(NodeId end, const std::vector<NodeId>& chain) {
+    const Node& nd = node(end);
+    place_anchor(end, RegionKind::layout,
+                 "a " + std::string(to_string(nd.op)) + " runs as a strided copy, so its input is stored");
+    const int r = p_.region_of_node[end];
+    for (NodeId m : chain) {
+      p_.regions[r].prologue.push_back(m);
+      assign(m, r, Stage::prologue);
+    }
+    const TensorId in = node(chain.front()).inputs[0];
+    if (region_of_tensor(in) >= 0 && region_of_tensor(in) != r && !is_constant(in)) {
+      refuse(chain.front(), in, "a layout chain (" + std::to_string(chain.size() + 1) +
+                                    " ops) runs as one strided copy, so its input is stored");
+    }
+  }
+
   void place(NodeId n) {
     const Node& nd = node(n);
     const std::string op(to_string(nd.op));
@@ -351,6 +398,9 @@ class Partitioner {
         return place_anchor(n, RegionKind::sdpa,
                             "an sdpa starts its own region and loads q, k, v from memory");
       case OpClass::layout:
+        if (folded_.count(n)) return;  // placed with the copy it feeds (plan_layout_chain)
+        if (auto it = chain_of_.find(n); it != chain_of_.end()) return place_layout_chain(n, it->second);
+        if (plan_layout_chain(n)) return;
         if (nd.op == OpKind::reshape) {
           return place_anchor(n, RegionKind::alias,
                               "a reshape aliases its input's memory, so the input is stored");
@@ -449,6 +499,8 @@ class Partitioner {
   std::vector<std::set<int>> deps_;  // region -> regions it reads from
   std::vector<Stage> stage_;         // by tensor
   std::set<NodeId> materialized_;    // constants that live in memory
+  std::set<NodeId> folded_;          // layout ops deferred into the copy at the end of their chain
+  std::map<NodeId, std::vector<NodeId>> chain_of_;  // that copy -> the ops before it, in order
   std::map<std::pair<TensorId, NodeId>, std::string> reasons_;
 };
 

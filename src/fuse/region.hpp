@@ -44,7 +44,8 @@ struct Region {
   RegionKind kind = RegionKind::pointwise;
   NodeId anchor = -1;             // -1 for pointwise regions
   Dims iteration_shape;           // the shape the epilogue runs over
-  std::vector<NodeId> prologue;   // pointwise nodes feeding the anchor's main input
+  std::vector<NodeId> prologue;   // pointwise nodes feeding the anchor's main input (row-wise), or
+                                  // the layout ops before a layout anchor, in chain order
   std::vector<NodeId> epilogue;   // pointwise nodes after the anchor (or the whole DAG)
   std::vector<ExitReduce> reductions;
   std::vector<NodeId> constants;  // scalar constants inlined into this region's code
@@ -74,6 +75,7 @@ struct FusionOptions {
   bool fuse_prologues = true;   // pointwise producers into row-wise anchors
   bool fuse_reductions = true;  // exit reductions into their producer's region
   bool fuse_pointwise = true;   // pointwise chains into one region
+  bool fuse_layout_chains = true;  // slice/reshape/permute chains into the copy that ends them
 };
 
 // Groups the nodes of a validated graph into regions. Deterministic.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "fuse/layout_view.hpp"
 #include "fuse/region.hpp"
 #include "sinter/error.hpp"
 
@@ -46,10 +47,27 @@ void verify_partition(const Graph& g, const Partition& p) {
         broken(where + ": '" + nd.name + "' does not have the iteration shape");
       }
     }
-    for (NodeId n : r.prologue) {
-      if (r.kind != RegionKind::rowwise) broken(where + ": only row-wise regions have a prologue");
-      if (g.tensor(g.node(n).outputs[0]).dims != r.iteration_shape) {
-        broken(where + ": prologue node '" + g.node(n).name + "' does not have the iteration shape");
+    if (r.kind == RegionKind::layout && !r.prologue.empty()) {
+      // a layout chain: each op reads the one before, the anchor the last, and the whole chain
+      // composes into one strided view of the first op's input
+      std::vector<NodeId> chain = r.prologue;
+      chain.push_back(r.anchor);
+      for (size_t i = 0; i < chain.size(); ++i) {
+        const Node& nd = g.node(chain[i]);
+        if (nd.op != OpKind::slice && nd.op != OpKind::reshape && nd.op != OpKind::permute) {
+          broken(where + ": '" + nd.name + "' in a layout chain is not a slice, reshape or permute");
+        }
+        if (i > 0 && nd.inputs[0] != g.node(chain[i - 1]).outputs[0]) {
+          broken(where + ": '" + nd.name + "' does not read the layout chain's previous op");
+        }
+      }
+      if (!compose_layout_chain(g, chain)) broken(where + ": the layout chain is not one strided view");
+    } else {
+      for (NodeId n : r.prologue) {
+        if (r.kind != RegionKind::rowwise) broken(where + ": only row-wise and layout regions have a prologue");
+        if (g.tensor(g.node(n).outputs[0]).dims != r.iteration_shape) {
+          broken(where + ": prologue node '" + g.node(n).name + "' does not have the iteration shape");
+        }
       }
     }
     for (const ExitReduce& e : r.reductions) {

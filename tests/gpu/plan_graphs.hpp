@@ -19,7 +19,7 @@ inline Graph pointwise_chain(int ops, int64_t elements) {
 
 inline fuse::FusionOptions no_fusion() {
   fuse::FusionOptions f;
-  f.fuse_epilogues = f.fuse_prologues = f.fuse_reductions = f.fuse_pointwise = false;
+  f.fuse_epilogues = f.fuse_prologues = f.fuse_reductions = f.fuse_pointwise = f.fuse_layout_chains = false;
   return f;
 }
 

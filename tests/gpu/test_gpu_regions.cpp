@@ -158,7 +158,7 @@ TEST_F(GpuRegions, ExampleGraphs) {
 
 TEST_F(GpuRegions, ExampleGraphsUnfused) {
   ExecutorOptions opts;
-  opts.fusion = fuse::FusionOptions{false, false, false, false};
+  opts.fusion = fuse::FusionOptions{false, false, false, false, false};
   for (const auto& ex : examples::all_examples()) check(ex.build(), 1.0, opts);
 }
 

@@ -127,6 +127,12 @@ TEST(JitCodegen, LayoutCopiesCompile) {
   g.output(g.slice(x, {0, 2}, {1, 1}, {3, 7}, {1, 3}), "s");
   g.output(g.concat({x, x}, 1), "c");
   g.output(g.reshape(v, {24}), "r");
+  // a layout chain (slice -> reshape -> permute): one copy through the composed view
+  auto qkv = g.input("qkv", DType::bf16, {2, 16, 3, 4, 8});
+  g.output(g.permute(g.reshape(g.slice(qkv, {2}, {1}, {2}), {2, 16, 4, 8}), {0, 2, 1, 3}), "k");
   const auto descs = compile_all(g);
-  EXPECT_GE(descs.size(), 4u);
+  EXPECT_GE(descs.size(), 5u);
+  bool chain = false;
+  for (const std::string& d : descs) chain = chain || d.find("layout chain slice+reshape+permute") != std::string::npos;
+  EXPECT_TRUE(chain);
 }

@@ -142,7 +142,7 @@ TEST(Partition, UnitAxisPermuteIsAnAlias) {
 
 TEST(Partition, NoFusionGivesOneRegionPerNode) {
   const Graph g = examples::mlp_layer();
-  FusionOptions off{false, false, false, false};
+  FusionOptions off{false, false, false, false, false};
   const Partition p = partition_graph(g, off);
   verify_partition(g, p);
   EXPECT_EQ(p.regions.size(), g.nodes().size());

@@ -248,7 +248,7 @@ TEST(PlanBundle, CudnnStepsCarryTheirEngineConfig) {
     p.blobs.erase(old_blob);  // the cuBLASLt algo is no longer used by any step
     return p;
   };
-  for (const std::string text : {std::string("sinter.cudnn.engine_config 1\nengine 3\nknob 24 7\n"),
+  for (const std::string& text : {std::string("sinter.cudnn.engine_config 1\nengine 3\nknob 24 7\n"),
                                  std::string("sinter.cudnn.engine_config 2\nengine 3\nknob 24 7\nplan_json 9\n{\"a\":\n1}\n")}) {
     const Plan p = with_cudnn_step(text);
     const Plan q = load_plan_bundle(plan_bundle_bytes(p), "t.plan");

@@ -51,7 +51,7 @@ void write_kernels(const Graph& g, const fuse::Partition& p, const std::string& 
 int cmd_explain(const ExplainOptions& o) {
   const Graph g = load_graph_file(o.file);
   fuse::FusionOptions fo;
-  fo.fuse_epilogues = fo.fuse_prologues = fo.fuse_reductions = fo.fuse_pointwise = !o.no_fusion;
+  fo.fuse_epilogues = fo.fuse_prologues = fo.fuse_reductions = fo.fuse_pointwise = fo.fuse_layout_chains = !o.no_fusion;
   const fuse::Partition p = fuse::partition_graph(g, fo);
   fuse::verify_partition(g, p);
   std::printf("graph '%s': %zu nodes in %zu regions\n\n", g.name().c_str(), g.nodes().size(),

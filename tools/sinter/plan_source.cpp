@@ -36,7 +36,7 @@ PlanSource build_plan_for_graph(const Graph& g, const BuildChoices& c) {
   cuda::KernelCache cache;  // on disk: SINTER_CACHE_DIR or ~/.cache/sinter/kernels
   ExecutorOptions opts;
   opts.engine = c.engine;
-  if (c.no_fusion) opts.fusion.fuse_epilogues = opts.fusion.fuse_prologues = opts.fusion.fuse_reductions = opts.fusion.fuse_pointwise = false;
+  if (c.no_fusion) opts.fusion = fuse::FusionOptions{false, false, false, false, false};
   const auto mode = tune::parse_tune_mode(c.tune);
   if (!mode) throw Error(ErrorCode::invalid_argument, "--tune must be heuristic, fast or exhaustive; found '" + c.tune + "'");
   opts.tuning.mode = *mode;

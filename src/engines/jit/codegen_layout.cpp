@@ -1,11 +1,13 @@
-// Layout regions: permute, slice, concat (one copy per input) and reshapes that cannot alias
-// (their input is a strided view) become strided copies (kernels/layout/copy.cuh).
+// Layout regions: permute, slice, concat (one copy per input), reshapes that cannot alias (their
+// input is a strided view) and layout chains (slice/reshape/permute runs ending in a copy, read
+// through one composed view) become strided copies (kernels/layout/copy.cuh).
 #include <algorithm>
 #include <sstream>
 
 #include "engines/jit/codegen.hpp"
 #include "engines/jit/codegen_common.hpp"
 #include "engines/jit/expr.hpp"
+#include "fuse/layout_view.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter::jit {
@@ -109,6 +111,19 @@ RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::De
   const TensorInfo& out = g.tensor(n.outputs[0]);
   const Dims out_contig = contiguous_strides(out.dims);
   RegionKernels rk;
+  if (!r.prologue.empty()) {
+    // a layout chain (fuse/layout_view.hpp): one copy through the composed view of its first input
+    std::vector<NodeId> chain = r.prologue;
+    chain.push_back(r.anchor);
+    const std::optional<fuse::StridedView> v = fuse::compose_layout_chain(g, chain);
+    if (!v) throw Error(ErrorCode::internal, "build_layout: region " + std::to_string(r.id) + "'s chain is not a view");
+    const TensorInfo& in = g.tensor(g.node(chain.front()).inputs[0]);
+    std::string ops;
+    for (NodeId c : chain) ops += (ops.empty() ? "" : "+") + std::string(to_string(g.node(c).op));
+    rk.kernels.push_back(copy_kernel(in.dtype, {{out.dims, v->strides, 0, v->offset, out_contig, 0}},
+                                     "layout chain " + ops));
+    return rk;
+  }
   switch (n.op) {
     case OpKind::reshape: {
       const TensorInfo& in = g.tensor(n.inputs[0]);
