@@ -152,6 +152,7 @@ int main(int argc, char** argv) {
     // Where the time goes, phase by phase: the work of ex.run timed in parts, whose sum is the
     // load-to-first-result time (the poison fill of run() is done untimed; it is a test aid).
     std::vector<double> read_ms, steps_ms, upload_ms, gpu_ms, download_ms;
+    std::vector<std::string> notes;  // of the last load: how each vendor step was rebuilt, in how long
     TensorMap first;
     for (int r = 0; r < std::min(runs, 11); ++r) {
       plan::Plan loaded;
@@ -163,6 +164,7 @@ int main(int argc, char** argv) {
       cudaStreamSynchronize(ex->stream());
       gpu_ms.push_back(wall_ms([&] { ex->launch(); cudaStreamSynchronize(ex->stream()); }));
       download_ms.push_back(wall_ms([&] { first = ex->outputs(); }));
+      notes = ex->load_notes();
       load_ms.push_back(read_ms.back() + steps_ms.back() + upload_ms.back() + gpu_ms.back() + download_ms.back());
     }
     const cuda::KernelCacheStats after = cache.stats();
@@ -175,6 +177,7 @@ int main(int argc, char** argv) {
     std::printf("   phases (medians): bundle read + checked %.2f ms, steps loaded %.2f ms, inputs uploaded %.2f ms, "
                 "launch + run %.2f ms, outputs copied back %.2f ms\n",
                 median(read_ms), median(steps_ms), median(upload_ms), median(gpu_ms), median(download_ms));
+    for (const std::string& n : notes) std::printf("   last load: %s\n", n.c_str());
     std::filesystem::remove(file);
 
     // 3. Rebinding: exec update versus capture + instantiate, for both graphs.

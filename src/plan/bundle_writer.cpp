@@ -56,6 +56,20 @@ OJson kernel_json(const KernelRecord& k) {
                           {"byte_offset", p.byte_offset}});
   }
   j["pointers"] = std::move(slots);
+  if (!k.tensor_maps.empty()) {
+    OJson maps = OJson::array();
+    for (const TensorMapRecord& t : k.tensor_maps) {
+      maps.push_back(OJson{{"source", std::string(to_string(t.source))},
+                           {"index", t.index},
+                           {"byte_offset", t.byte_offset},
+                           {"arg_offset", t.arg_offset},
+                           {"data_type", t.data_type},
+                           {"dims", OJson::array({t.dims[0], t.dims[1], t.dims[2]})},
+                           {"strides", OJson::array({t.strides[0], t.strides[1]})},
+                           {"box", OJson::array({t.box[0], t.box[1], t.box[2]})}});
+    }
+    j["tensor_maps"] = std::move(maps);
+  }
   j["cubin"] = k.cubin;
   if (!k.cache_key.empty()) j["cache_key"] = k.cache_key;
   return j;
@@ -110,7 +124,8 @@ std::string write_manifest(const Plan& plan, const std::map<std::string, uint64_
   m["fusion"] = OJson{{"fuse_epilogues", plan.fusion.fuse_epilogues},
                       {"fuse_prologues", plan.fusion.fuse_prologues},
                       {"fuse_reductions", plan.fusion.fuse_reductions},
-                      {"fuse_pointwise", plan.fusion.fuse_pointwise}};
+                      {"fuse_pointwise", plan.fusion.fuse_pointwise},
+                      {"fuse_layout_chains", plan.fusion.fuse_layout_chains}};
   m["graph"] = save_graph_json(g);
   OJson buffers = OJson::array();
   for (const BufferAssignment& b : plan.memory.buffers) {

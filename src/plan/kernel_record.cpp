@@ -60,6 +60,18 @@ KernelRecord add_kernel_record(Plan& plan, const jit::KernelSpec& spec, std::spa
     r.pointers.push_back({to_plan(p.source), p.index, p.workspace_offset, p.arg_offset,
                           static_cast<uint32_t>(p.alignment), p.byte_offset});
   }
+  for (const jit::TensorMapSlot& t : spec.tensor_maps) {
+    if (t.arg_offset > r.args.size() || r.args.size() - t.arg_offset < 128) {
+      throw Error(ErrorCode::internal, "kernel '" + spec.description + "': a tensor map at " +
+                                           std::to_string(t.arg_offset) + " is outside its " +
+                                           std::to_string(r.args.size()) + " argument bytes");
+    }
+    // an encoded map holds this process's address: the runner encodes its own
+    std::memset(r.args.data() + t.arg_offset, 0, 128);
+    r.tensor_maps.push_back({to_plan(t.source), t.index, t.byte_offset, t.arg_offset, t.data_type,
+                             {t.dims[0], t.dims[1], t.dims[2]}, {t.strides[0], t.strides[1]},
+                             {t.box[0], t.box[1], t.box[2]}});
+  }
   r.cubin = add_blob(plan, BlobKind::cubin, cubin);
   r.cache_key = std::move(cache_key);
   return r;
@@ -84,6 +96,18 @@ jit::KernelSpec to_kernel_spec(const KernelRecord& r) {
     spec.pointers.push_back({to_jit(p.source), p.index, static_cast<size_t>(p.workspace_offset),
                              static_cast<size_t>(p.arg_offset), static_cast<int>(p.alignment),
                              p.byte_offset});
+  }
+  for (const TensorMapRecord& t : r.tensor_maps) {
+    jit::TensorMapSlot m;
+    m.source = to_jit(t.source);
+    m.index = t.index;
+    m.byte_offset = t.byte_offset;
+    m.arg_offset = static_cast<size_t>(t.arg_offset);
+    m.data_type = t.data_type;
+    for (int i = 0; i < 3; ++i) m.dims[i] = t.dims[i];
+    for (int i = 0; i < 2; ++i) m.strides[i] = t.strides[i];
+    for (int i = 0; i < 3; ++i) m.box[i] = t.box[i];
+    spec.tensor_maps.push_back(m);
   }
   return spec;
 }

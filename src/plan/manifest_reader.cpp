@@ -144,13 +144,16 @@ class ManifestReader {
 
   fuse::FusionOptions read_fusion(const Cursor& c) const {
     c.expect_object("the fusion options");
-    c.check_keys({"fuse_epilogues", "fuse_prologues", "fuse_reductions", "fuse_pointwise"},
+    c.check_keys({"fuse_epilogues", "fuse_prologues", "fuse_reductions", "fuse_pointwise", "fuse_layout_chains"},
                  "the fusion options");
     fuse::FusionOptions f;
     f.fuse_epilogues = c.at("fuse_epilogues").as_bool();
     f.fuse_prologues = c.at("fuse_prologues").as_bool();
     f.fuse_reductions = c.at("fuse_reductions").as_bool();
     f.fuse_pointwise = c.at("fuse_pointwise").as_bool();
+    // bundles written before layout chains existed were partitioned without them
+    const auto chains = c.find("fuse_layout_chains");
+    f.fuse_layout_chains = chains && chains->as_bool();
     return f;
   }
 
@@ -233,7 +236,8 @@ class ManifestReader {
   KernelRecord read_kernel(const Cursor& c) const {
     c.expect_object("a kernel");
     c.check_keys({"entry", "description", "grid", "block", "dynamic_shared_memory", "cluster",
-                  "cooperative", "programmatic", "persistent_work", "args", "pointers", "cubin", "cache_key"},
+                  "cooperative", "programmatic", "persistent_work", "args", "pointers", "tensor_maps", "cubin",
+                  "cache_key"},
                  "a kernel");
     KernelRecord k;
     const Cursor entry = c.at("entry");
@@ -256,9 +260,39 @@ class ManifestReader {
     for (const Cursor& p : c.at("pointers").items("pointer slots", SIZE_MAX)) {
       k.pointers.push_back(read_pointer(p));
     }
+    if (auto maps = c.find("tensor_maps")) {
+      for (const Cursor& t : maps->items("tensor maps", SIZE_MAX)) k.tensor_maps.push_back(read_tensor_map(t));
+    }
     k.cubin = read_key(c.at("cubin"), "the cubin");
     if (auto key = c.find("cache_key")) k.cache_key = read_key(*key, "the kernel cache key");
     return k;
+  }
+
+  // Ranges only; what the map may address is checked against the region's tensors in plan_checks.
+  TensorMapRecord read_tensor_map(const Cursor& c) const {
+    c.expect_object("a tensor map");
+    c.check_keys({"source", "index", "byte_offset", "arg_offset", "data_type", "dims", "strides", "box"},
+                 "a tensor map");
+    TensorMapRecord t;
+    const Cursor source = c.at("source");
+    const std::string name = source.as_string("a tensor map source");
+    if (name == "input") t.source = PointerSource::input;
+    else if (name == "output") t.source = PointerSource::output;
+    else source.fail("a tensor map reads an input or an output, found " + json_detail::describe(source.json()));
+    t.index = static_cast<int>(c.at("index").as_int(0, kMaxIndex));
+    t.byte_offset = c.at("byte_offset").as_int(0, kMaxDeviceBytes);
+    t.arg_offset = static_cast<uint64_t>(c.at("arg_offset").as_int(0, kMaxArgBytes));
+    t.data_type = static_cast<int>(c.at("data_type").as_int(0, 64));
+    const auto dims = c.at("dims").items("tensor map dims", 3);
+    const auto strides = c.at("strides").items("tensor map strides", 2);
+    const auto box = c.at("box").items("tensor map box", 3);
+    if (dims.size() != 3 || strides.size() != 2 || box.size() != 3) {
+      c.fail("a tensor map has 3 dims, 2 strides and a 3D box");
+    }
+    for (int i = 0; i < 3; ++i) t.dims[i] = static_cast<uint64_t>(dims[i].as_int(1, int64_t{1} << 32));
+    for (int i = 0; i < 2; ++i) t.strides[i] = static_cast<uint64_t>(strides[i].as_int(0, (int64_t{1} << 40) - 1));
+    for (int i = 0; i < 3; ++i) t.box[i] = static_cast<uint32_t>(box[i].as_int(1, 256));
+    return t;
   }
 
   PointerSlot read_pointer(const Cursor& c) const {

@@ -42,6 +42,22 @@ struct PointerSlot {
 
 using Dim3 = std::array<uint32_t, 3>;
 
+// A TMA tensor map (CUtensorMap, 128 bytes) in the argument bytes, encoded by the runner once the
+// tensor's address is known: a tiled 3D view {dims[0] innermost, dims[1], dims[2]} of 16-bit
+// elements (data_type: CUtensorMapDataType, f16 or bf16) with byte strides for dims 1 and 2,
+// a box, and 128-byte swizzle (kernels/common/hopper.cuh).
+struct TensorMapRecord {
+  PointerSource source = PointerSource::input;  // input or output
+  int index = 0;
+  int64_t byte_offset = 0;
+  uint64_t arg_offset = 0;  // 64-aligned; the 128 bytes there are zero in a bundle
+  int data_type = 0;
+  std::array<uint64_t, 3> dims{1, 1, 1};
+  std::array<uint64_t, 2> strides{0, 0};
+  std::array<uint32_t, 3> box{1, 1, 1};
+  bool operator==(const TensorMapRecord&) const = default;
+};
+
 // One launch of one of our kernels: its launch shape, its packed argument struct with every
 // pointer zeroed (the slots say what goes there), and its cubin by blob key.
 struct KernelRecord {
@@ -58,6 +74,7 @@ struct KernelRecord {
   int64_t persistent_work = 0;
   std::vector<uint8_t> args;
   std::vector<PointerSlot> pointers;
+  std::vector<TensorMapRecord> tensor_maps;  // absent in older bundles (none of their kernels used TMA)
   std::string cubin;  // key into Plan::blobs
   // The KernelCache key (hex) the cubin was compiled under, for inspect; informational, since a
   // runner loads the cubin itself and never consults a cache. Empty when unknown.

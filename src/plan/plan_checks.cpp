@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <set>
 
+#include <cuda.h>
+
 #include "engines/cublaslt/matmul_pattern.hpp"
 #include "engines/cudnn/engine_configs.hpp"
+
 #include "plan/bundle_format.hpp"
 
 namespace sinter::plan::bundle_detail {
@@ -206,6 +209,55 @@ class Checker {
         fail(slot + ": byte offset " + std::to_string(p.byte_offset) + " breaks its " + std::to_string(p.alignment) +
              "-byte alignment");
       }
+    }
+    for (size_t j = 0; j < k.tensor_maps.size(); ++j) check_tensor_map(who + ", tensor map " + std::to_string(j), r, k, k.tensor_maps[j]);
+  }
+
+  // A TMA map must sit in its own 128 zeroed argument bytes and may address only its tensor:
+  // TMA checks a box against the map's dims, not against the buffer.
+  void check_tensor_map(const std::string& where, const fuse::Region& r, const KernelRecord& k,
+                        const TensorMapRecord& t) {
+    if (t.arg_offset % 64 != 0 || t.arg_offset + 128 > k.args.size()) {
+      fail(where + ": the 128-byte map at argument offset " + std::to_string(t.arg_offset) +
+           " must be 64-aligned and inside the " + std::to_string(k.args.size()) + " argument bytes");
+    }
+    for (const PointerSlot& p : k.pointers) {
+      if (p.arg_offset + 8 > t.arg_offset && p.arg_offset < t.arg_offset + 128) {
+        fail(where + ": overlaps the pointer slot at argument offset " + std::to_string(p.arg_offset));
+      }
+    }
+    for (const TensorMapRecord& o : k.tensor_maps) {
+      if (&o != &t && o.arg_offset < t.arg_offset + 128 && t.arg_offset < o.arg_offset + 128) {
+        fail(where + ": overlaps the tensor map at argument offset " + std::to_string(o.arg_offset));
+      }
+    }
+    for (size_t b = 0; b < 128; ++b) {
+      if (k.args[t.arg_offset + b] != 0) fail(where + ": the argument bytes under it are not zero (a bundle never stores addresses)");
+    }
+    if (t.data_type != CU_TENSOR_MAP_DATA_TYPE_FLOAT16 && t.data_type != CU_TENSOR_MAP_DATA_TYPE_BFLOAT16) {
+      fail(where + ": data type " + std::to_string(t.data_type) + " is not f16 or bf16");
+    }
+    const auto& list = t.source == PointerSource::input ? r.inputs : r.outputs;
+    if (t.source == PointerSource::workspace || static_cast<size_t>(t.index) >= list.size()) {
+      fail(where + ": " + std::string(to_string(t.source)) + " " + std::to_string(t.index) +
+           " is not a tensor of the region");
+    }
+    const DType dt = g_.tensor(list[t.index]).dtype;
+    if ((dt == DType::bf16) != (t.data_type == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16) ||
+        (dt == DType::f16) != (t.data_type == CU_TENSOR_MAP_DATA_TYPE_FLOAT16)) {
+      fail(where + ": its data type does not match the tensor's " + std::string(to_string(dt)));
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (t.strides[i] % 16 != 0) fail(where + ": stride " + std::to_string(t.strides[i]) + " is not a multiple of 16 bytes");
+    }
+    if (t.box[0] * 2 > 128) fail(where + ": an inner box of " + std::to_string(t.box[0]) + " elements exceeds the 128-byte swizzle");
+    const uint64_t extent = storage_bytes(g_.tensor(list[t.index]));
+    // the furthest byte the map reaches, in 128-bit arithmetic against overflow
+    const unsigned __int128 last = static_cast<unsigned __int128>(t.dims[0]) * 2 +
+                                   static_cast<unsigned __int128>(t.dims[1] - 1) * t.strides[0] +
+                                   static_cast<unsigned __int128>(t.dims[2] - 1) * t.strides[1];
+    if (t.byte_offset < 0 || static_cast<unsigned __int128>(t.byte_offset) + last > extent) {
+      fail(where + ": the map reaches past the tensor's " + std::to_string(extent) + " bytes");
     }
   }
 

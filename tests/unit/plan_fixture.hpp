@@ -13,10 +13,10 @@
 
 namespace sinter::test {
 
-inline Graph plan_fixture_graph(int chain = 3, const std::string& name = "plan_fixture") {
+inline Graph plan_fixture_graph(int chain = 3, const std::string& name = "plan_fixture", DType dtype = DType::f32) {
   Graph g(name);
-  Tensor x = g.input("x", DType::f32, {64, 32});
-  Tensor w = g.input("w", DType::f32, {32, 16});
+  Tensor x = g.input("x", dtype, {64, 32});
+  Tensor w = g.input("w", dtype, {32, 16});
   Tensor h = g.matmul(x, w);
   for (int i = 0; i < chain; ++i) h = (i % 2 == 0) ? g.relu(h) : g.exp(h);
   g.output(h, "y");
@@ -31,10 +31,11 @@ inline fuse::FusionOptions plan_fixture_fusion() {
   return f;
 }
 
-inline plan::Plan make_fixture_plan(int chain = 3, const std::string& name = "plan_fixture") {
+inline plan::Plan make_fixture_plan(int chain = 3, const std::string& name = "plan_fixture",
+                                    DType dtype = DType::f32) {
   plan::Plan p;
   p.producer = "sinter unit test";
-  p.graph = plan_fixture_graph(chain, name);
+  p.graph = plan_fixture_graph(chain, name, dtype);
   p.fusion = plan_fixture_fusion();
   p.target = {"sm_90a", "NVIDIA H200", 132};
   const fuse::Partition part = plan::plan_partition(p);

@@ -1,5 +1,6 @@
 // Plan bundles (docs/plan-bundle.md): round trip, deterministic bytes, atomic save, and every
 // class of damage rejected as Error(corrupt_bundle) with a message that says what is wrong.
+#include <cuda.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/bundle_format.hpp"
+#include "plan/kernel_record.hpp"
 #include "plan_fixture.hpp"
 #include "sinter/json.hpp"
 
@@ -231,6 +233,69 @@ TEST(PlanBundle, WriterRefusesPlansTheLoaderWouldReject) {
     EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
     EXPECT_TRUE(contains(e.message(), "cannot save the plan")) << e.message();
   }
+}
+
+// TMA tensor maps of a kernel (the Hopper GEMM's operands) travel in the bundle: their slots
+// round trip, the 128 argument bytes under them are zero, and a map that could read past its
+// tensor, overlaps a pointer or names a wrong type is refused by name.
+TEST(PlanBundle, TensorMapsRoundTripAndAreChecked) {
+  auto with_map = [](const std::function<void(TensorMapRecord&)>& edit) {
+    Plan p = test::make_fixture_plan(3, "plan_fixture", DType::bf16);
+    KernelRecord& k = p.steps[1].kernels[0];  // a pointwise step over [64, 16] bf16: 2048 bytes
+    k.args.resize(256, 0);
+    TensorMapRecord t;
+    t.source = PointerSource::input;
+    t.index = 0;
+    t.arg_offset = 128;
+    t.data_type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    t.dims = {16, 64, 1};
+    t.strides = {32, 2048};
+    t.box = {64, 64, 1};
+    edit(t);
+    k.tensor_maps.push_back(t);
+    return p;
+  };
+  const Plan p = with_map([](TensorMapRecord&) {});
+  const Plan q = load_plan_bundle(plan_bundle_bytes(p), "t.plan");
+  ASSERT_EQ(q.steps[1].kernels[0].tensor_maps.size(), 1u);
+  EXPECT_EQ(q.steps[1].kernels[0].tensor_maps[0], p.steps[1].kernels[0].tensor_maps[0]);
+  const sinter::jit::KernelSpec spec = to_kernel_spec(q.steps[1].kernels[0]);
+  ASSERT_EQ(spec.tensor_maps.size(), 1u);
+  EXPECT_EQ(spec.tensor_maps[0].arg_offset, 128u);
+  EXPECT_EQ(spec.tensor_maps[0].dims[1], 64u);
+  EXPECT_EQ(spec.tensor_maps[0].box[0], 64u);
+  struct Case {
+    const char* expect;
+    std::function<void(TensorMapRecord&)> edit;
+  };
+  const std::vector<Case> cases = {
+      {"reaches past the tensor's 2048 bytes", [](TensorMapRecord& t) { t.dims[1] = 65; }},
+      {"reaches past", [](TensorMapRecord& t) { t.byte_offset = 32; }},
+      {"must be 64-aligned", [](TensorMapRecord& t) { t.arg_offset = 96; }},
+      {"inside the 256 argument bytes", [](TensorMapRecord& t) { t.arg_offset = 192; }},
+      {"overlaps the pointer slot", [](TensorMapRecord& t) { t.arg_offset = 0; }},
+      {"is not f16 or bf16", [](TensorMapRecord& t) { t.data_type = 7; }},
+      {"does not match the tensor's bf16", [](TensorMapRecord& t) { t.data_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; }},
+      {"not a multiple of 16 bytes", [](TensorMapRecord& t) { t.strides[0] = 40; }},
+      {"is not a tensor of the region", [](TensorMapRecord& t) { t.index = 3; }},
+  };
+  for (const Case& c : cases) {
+    try {
+      (void)plan_bundle_bytes(with_map(c.edit));
+      ADD_FAILURE() << "a plan with a bad tensor map was written (expected \"" << c.expect << "\")";
+    } catch (const Error& e) {
+      EXPECT_TRUE(contains(e.message(), c.expect)) << "expected \"" << c.expect << "\" in: " << e.message();
+    }
+  }
+  // bytes under a map that are not zero (an address) are refused at load, too
+  Plan dirty = with_map([](TensorMapRecord&) {});
+  const std::vector<char> bytes = plan_bundle_bytes(dirty);
+  const std::string m = rejection(edited(bytes, [](auto& j) {
+    std::string args = j["steps"][1]["kernels"][0]["args"];
+    args[2 * 130] = '7';
+    j["steps"][1]["kernels"][0]["args"] = args;
+  }));
+  EXPECT_TRUE(contains(m, "not zero")) << m;
 }
 
 // A cuDNN step is stored as its engine config text (version 1: engine and knobs; version 2 may
