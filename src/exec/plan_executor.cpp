@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <future>
 
 #include "cuda/check.hpp"
 #include "cuda/device.hpp"
@@ -25,10 +26,46 @@ PlanExecutor::PlanExecutor(plan::Plan plan, int device) : plan_(std::move(plan))
   partition_ = plan::plan_partition(plan_);
   const Graph& g = plan_.graph;
   alias_of_.assign(g.tensors().size(), -1);
+  auto who = [&](size_t i) {
+    const plan::Step& s = plan_.steps[i];
+    return "plan step " + std::to_string(i) + " (" + s.engine + ", " + s.description + ")";
+  };
+  // cuDNN steps load on one worker thread while this one loads the rest: deserializing a cuDNN
+  // plan takes milliseconds of host time (0.6-3 ms each on the H200), as long as every jit and
+  // cuBLASLt step together. One thread for all of them: they share cuDNN's process-wide handle,
+  // which must not be used by two threads at once.
+  std::vector<size_t> cudnn_steps;
+  for (size_t i = 0; i < plan_.steps.size(); ++i) {
+    if (plan_.steps[i].engine == plan::kCudnnEngine) cudnn_steps.push_back(i);
+  }
+  struct CudnnLoad {
+    std::unique_ptr<PreparedStep> step;
+    double ms = 0;
+  };
+  std::future<std::vector<CudnnLoad>> cudnn_loads;
+  if (!cudnn_steps.empty()) {
+    cudnn_loads = std::async(std::launch::async, [&, cudnn_steps] {
+      cuda::DeviceGuard worker_guard(device_);
+      std::vector<CudnnLoad> out;
+      for (size_t i : cudnn_steps) {
+        const plan::Step& s = plan_.steps[i];
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+          out.push_back({cudnn::load_cudnn_step(g, partition_.regions.at(s.region), plan_.blobs.at(s.config).bytes,
+                                                s.workspace_bytes),
+                         0});
+        } catch (const Error& e) {
+          throw Error(e.code(), who(i) + ": " + e.message());
+        }
+        out.back().ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      }
+      return out;
+    });
+  }
+  std::vector<std::string> step_notes(plan_.steps.size());
   for (size_t i = 0; i < plan_.steps.size(); ++i) {
     const plan::Step& s = plan_.steps[i];
     const fuse::Region& r = partition_.regions.at(s.region);
-    const std::string who = "plan step " + std::to_string(i) + " (" + s.engine + ", " + s.description + ")";
     try {
       if (s.engine == plan::kJitEngine) {
         std::vector<jit::KernelSpec> specs;
@@ -40,18 +77,10 @@ PlanExecutor::PlanExecutor(plan::Plan plan, int device) : plan_(std::move(plan))
         steps_.push_back(jit::load_jit_step(std::move(specs), cubins, s.workspace_bytes, device_));
       } else if (s.engine == plan::kCublasLtEngine) {
         steps_.push_back(cublaslt::load_cublaslt_step(g, r, plan_.blobs.at(s.config).bytes, s.workspace_bytes));
-        notes_.push_back("step " + std::to_string(i) + ": cuBLASLt algo rebuilt from the plan's config (" +
-                         s.config_description + "), checked with cublasLtMatmulAlgoCheck");
+        step_notes[i] = "step " + std::to_string(i) + ": cuBLASLt algo rebuilt from the plan's config (" +
+                        s.config_description + "), checked with cublasLtMatmulAlgoCheck";
       } else if (s.engine == plan::kCudnnEngine) {
-        const auto t0 = std::chrono::steady_clock::now();
-        steps_.push_back(cudnn::load_cudnn_step(g, r, plan_.blobs.at(s.config).bytes, s.workspace_bytes));
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.1f", ms);
-        // the loaded step's description says how: "[saved plan]" (deserialized, no compilation)
-        // or "[saved config ...]" (finalized again from the engine config, and why)
-        notes_.push_back("step " + std::to_string(i) + ": cuDNN step loaded in " + buf + " ms: " +
-                         steps_.back()->describe());
+        steps_.push_back(nullptr);  // filled from the worker below
       } else if (s.engine == plan::kAliasEngine) {
         steps_.push_back(nullptr);
         alias_of_[g.node(r.anchor).outputs[0]] = g.node(r.anchor).inputs[0];
@@ -59,8 +88,25 @@ PlanExecutor::PlanExecutor(plan::Plan plan, int device) : plan_(std::move(plan))
         throw Error(ErrorCode::unsupported, "unknown engine '" + s.engine + "'");
       }
     } catch (const Error& e) {
-      throw Error(e.code(), who + ": " + e.message());
+      if (cudnn_loads.valid()) cudnn_loads.wait();  // the worker reads this executor's plan
+      throw Error(e.code(), who(i) + ": " + e.message());
     }
+  }
+  if (cudnn_loads.valid()) {
+    std::vector<CudnnLoad> loads = cudnn_loads.get();  // rethrows the worker's error
+    for (size_t j = 0; j < cudnn_steps.size(); ++j) {
+      const size_t i = cudnn_steps[j];
+      steps_[i] = std::move(loads[j].step);
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f", loads[j].ms);
+      // the loaded step's description says how: "[saved plan]" (deserialized, no compilation)
+      // or "[saved config ...]" (finalized again from the engine config, and why)
+      step_notes[i] = "step " + std::to_string(i) + ": cuDNN step loaded in " + buf + " ms (on a worker thread): " +
+                      steps_[i]->describe();
+    }
+  }
+  for (std::string& n : step_notes) {
+    if (!n.empty()) notes_.push_back(std::move(n));
   }
   for (TensorId id : g.inputs()) input_buffers_.emplace_back(plan::storage_bytes(g.tensor(id)));
   arena_ = cuda::DeviceBuffer(plan::device_bytes(plan_));
