@@ -11,8 +11,9 @@
 #   layout_tests  GPU tests of layout copies, aliases, the examples and plans
 #   quick_tests   the GPU tests most sensitive to launch and layout changes (cuBLASLt, layout,
 #                 examples, plans, decode attention and GEMV), under one short timeout
-#   unverified    the GPU tests written or changed without a device call: cuDNN steps rebuilt
-#                 from a bundle (serialized plans), plain f32 cuBLASLt
+#   unverified    the GPU tests written or changed without a device call: the Hopper GEMM with
+#                 the batch folded into M (SINTER_SM90_FOLD_BATCH=1), and the transformer block
+#                 benched with it
 #   pdl_off       the 200-op chain again with SINTER_PDL=0 (programmatic launch off), to compare
 #   gemm_decode   sinter_bench_gemm --quick --decode (decode GEMV candidates, Llama stack shapes),
 #                 L2 hot and cold
@@ -67,7 +68,11 @@ if want plan; then
 fi
 if want unverified; then
   stamp "GPU tests written without a device call"
-  gpu_tests tests_unverified.log 120 'GpuPlan.CudnnStepsRebuiltAtLoad:GpuCublasLt.PlainF32BatchedWithBiasRelu' 'Failure|note:|rel L2|cudnn offers|cuDNN steps, load'
+  gpu_tests tests_unverified.log 150 'GpuHopperGemm.FoldedBroadcastBatch' 'Failure|rel L2|candidate'
+  # the suite's transformer block with its projections on the folded Hopper GEMM
+  SINTER_SM90_FOLD_BATCH=1 timeout 60 "$bin/sinter" bench examples/transformer_block.json --executor graph \
+    > "$out/tb_folded.log" 2>&1
+  echo "exit $?"; cut -c1-200 "$out/tb_folded.log" | head -40
 fi
 if want quick_tests; then
   stamp "GPU tests: cuBLASLt, layout, examples, plans, decode"

@@ -4,6 +4,8 @@
 // (bias, GELU, stored pre-activation, global amax, row and column sums), and the fallback to the
 // generic tile when TMA cannot read an operand. Every case also checks which kernel ran, so a
 // silent fallback fails the test.
+#include <cstdlib>
+
 #include "engines/jit/codegen.hpp"
 #include "fuse/region.hpp"
 #include "gpu/region_check.hpp"
@@ -211,6 +213,30 @@ TEST_F(GpuHopperGemm, EveryCandidateRowMajorBBatchedSliced) {
   g.output(g.sum(y, {-1}), "rows");
   g.output(g.sum(y, {0, 1}), "cols");
   check_every_candidate(g, 2.0);
+}
+
+// Activations [B, M, K] times a 2D weight broadcast over B: with SINTER_SM90_FOLD_BATCH=1, one
+// GEMM of B x M rows on every Hopper candidate (the transformer block's projections), with a
+// residual [B, M, N] and a per-row scale [B, M, 1] that the epilogue indexes by the flattened row.
+TEST_F(GpuHopperGemm, FoldedBroadcastBatch) {
+  ::setenv("SINTER_SM90_FOLD_BATCH", "1", 1);
+  for (bool row_major_w : {true, false}) {
+    Graph g(row_major_w ? "folded_kn" : "folded_nk");
+    auto x = g.input("x", DType::bf16, {3, 77, 136});
+    auto w = row_major_w ? g.input("w", DType::bf16, {136, 200}) : weight_nk(g, "w", DType::bf16, 136, 200);
+    auto y = g.add(g.mul(g.matmul(x, w), g.input("row_scale", DType::bf16, {3, 77, 1})),
+                   g.input("res", DType::bf16, {3, 77, 200}));
+    g.output(y, "y");
+    g.output(g.amax(y), "amax");
+    check_every_candidate(g, 2.0);
+    StreamExecutor ex(g, shared_cache(), {});
+    for (const StepInfo& s : ex.steps()) {
+      if (s.kind == "matmul" && s.engine == "jit") {
+        EXPECT_NE(s.description.find("batch-folded"), std::string::npos) << s.description;
+      }
+    }
+  }
+  ::unsetenv("SINTER_SM90_FOLD_BATCH");
 }
 
 TEST_F(GpuHopperGemm, FallbackWhenTmaCannotReadAnOperand) {

@@ -154,6 +154,36 @@ TEST(JitMatmulSm90, RowMajorBIsReadNContiguous) {
             std::string::npos);
 }
 
+TEST(JitMatmulSm90, BroadcastWeightFoldsTheBatchIntoM) {
+  // x [2, 128, 512] (rows evenly spaced across the batch) @ w [512, 1536] broadcast over it: with
+  // SINTER_SM90_FOLD_BATCH=1 one [256, 512] x [512, 1536] GEMM; without, the generic tile
+  Graph g("folded");
+  auto x = g.input("x", DType::bf16, {2, 128, 512});
+  auto w = g.input("w", DType::bf16, {512, 1536});
+  g.output(g.add(g.matmul(x, w), g.input("bias", DType::bf16, {1536})), "y");
+  const fuse::Partition p = fuse::partition_graph(g);
+  const fuse::Region& r = matmul_region(g, p);
+  ::unsetenv("SINTER_SM90_FOLD_BATCH");
+  EXPECT_NE(sm90_gemm_unsupported(g, r, h200()).find("b is broadcast over the batch"), std::string::npos);
+  ::setenv("SINTER_SM90_FOLD_BATCH", "1", 1);
+  EXPECT_EQ(sm90_gemm_unsupported(g, r, h200()), "");
+  const KernelSpec k = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+  EXPECT_NE(k.description.find("batch-folded"), std::string::npos) << k.description;
+  const TensorMapSlot& ta = k.tensor_maps.at(0);
+  EXPECT_EQ(ta.dims[0], 512u);
+  EXPECT_EQ(ta.dims[1], 256u);  // 2 x 128 rows
+  EXPECT_EQ(ta.dims[2], 1u);
+  EXPECT_EQ(ta.strides[0], 512u * 2);
+  // a sliced batch (rows not evenly spaced across batches) does not fold
+  Graph h("not_folded");
+  auto xs = h.input("x", DType::bf16, {2, 128, 512}, {2 * 130 * 512, 512, 1});
+  h.output(h.matmul(xs, h.input("w", DType::bf16, {512, 1536})), "y");
+  const fuse::Partition q = fuse::partition_graph(h);
+  EXPECT_NE(sm90_gemm_unsupported(h, matmul_region(h, q), h200()).find("b is broadcast over the batch"),
+            std::string::npos);
+  ::unsetenv("SINTER_SM90_FOLD_BATCH");
+}
+
 TEST(JitMatmulSm90, LargeShapesTake128x256First) {
   const Graph g = mm(DType::bf16, 4096, 4096, 4096, true, false);
   const fuse::Partition p = fuse::partition_graph(g);

@@ -169,7 +169,7 @@ RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cud
   spec.source = src.str();
   spec.description = std::string("matmul sm90 wgmma.") + (bf16 ? "bf16" : "f16") +
                      " 128x128x64 stages4 tma warpspec(1p+2c) persistent group8" +
-                     (o.b_mn_major ? " b-mn-major" : "") +
+                     (o.b_mn_major ? " b-mn-major" : "") + (o.batch_folded ? " batch-folded" : "") +
                      (epi.index64() ? " idx64" : "") + epi.describe();
   const int64_t tiles = o.batch.numel * ((o.m + 127) / 128) * ((o.n + 127) / 128);
   spec.launch.grid = dim3(static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, dev.sm_count > 0 ? dev.sm_count : 132)));

@@ -2,9 +2,32 @@
 
 #include <cuda.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "sinter/error.hpp"
 
 namespace sinter::jit {
+
+namespace {
+
+bool fold_batch_enabled() {
+  const char* v = std::getenv("SINTER_SM90_FOLD_BATCH");  // read each time: a test may set it
+  return v && std::string(v) == "1";
+}
+
+// A weight broadcast over the batch and A's rows evenly spaced across batches (batch stride = M
+// x row stride): the batched GEMM is one GEMM of batches x M rows. The epilogue indexes by the
+// flattened output row (batch x M + row), which is the same number either way.
+void fold_broadcast_batch(Sm90Operands& o) {
+  if (o.batch.numel <= 1 || o.batch.sizes.size() != 1 || !fold_batch_enabled()) return;
+  if (o.batch.strides[1][0] != 0 || o.batch.strides[0][0] != o.m * o.a_stride_m || o.a_stride_m <= 0) return;
+  o.m *= o.batch.numel;
+  o.batch = collapse(Dims{}, {Dims{}, Dims{}});
+  o.batch_folded = true;
+}
+
+}  // namespace
 
 Sm90Operands sm90_operands(const Graph& g, const fuse::Region& r) {
   Sm90Operands o;
@@ -29,6 +52,7 @@ Sm90Operands sm90_operands(const Graph& g, const fuse::Region& r) {
   const Dims b_batch = broadcast_strides(Dims(tb.dims.begin(), tb.dims.end() - 2),
                                          Dims(tb.strides.begin(), tb.strides.end() - 2), batch);
   o.batch = collapse(batch, {a_batch, b_batch});
+  fold_broadcast_batch(o);
   return o;
 }
 

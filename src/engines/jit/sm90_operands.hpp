@@ -22,6 +22,11 @@ struct Sm90Operands {
   // B is read n-contiguous (a row-major [K, N] weight) rather than k-contiguous (an [N, K]
   // weight viewed as [K, N]); k-contiguous wins where both hold (k or n of 1).
   bool b_mn_major = false;
+  // The batch folded into M: a [..., M, K] with rows evenly spaced across batches times a weight
+  // broadcast over them is one [batches x M, K] GEMM (a transformer's activations times a 2D
+  // weight). Off unless SINTER_SM90_FOLD_BATCH=1 until GpuHopperGemm.FoldedBroadcastBatch has
+  // passed on a GPU (written 2026-12-03 after the session's last device call).
+  bool batch_folded = false;
   CollapsedShape batch;
 };
 
