@@ -13,8 +13,33 @@
 namespace sinter::testing {
 namespace {
 
+// b as a [K, N] view of an [N, K] weight: k contiguous, what TMA reads.
+Tensor weight_nk(Graph& g, const std::string& name, DType t, int64_t k, int64_t n) {
+  return g.input(name, t, {k, n}, {1, k});
+}
+
 class GpuHopperGemm : public GpuRegions {
  protected:
+  // see FoldedBroadcastBatch* below
+  void check_folded(bool row_major_w) {
+    ::setenv("SINTER_SM90_FOLD_BATCH", "1", 1);
+    Graph g(row_major_w ? "folded_kn" : "folded_nk");
+    auto x = g.input("x", DType::bf16, {3, 77, 136});
+    auto w = row_major_w ? g.input("w", DType::bf16, {136, 200}) : weight_nk(g, "w", DType::bf16, 136, 200);
+    auto y = g.add(g.mul(g.matmul(x, w), g.input("row_scale", DType::bf16, {3, 77, 1})),
+                   g.input("res", DType::bf16, {3, 77, 200}));
+    g.output(y, "y");
+    g.output(g.amax(y), "amax");
+    check_every_candidate(g, 2.0);
+    StreamExecutor ex(g, shared_cache(), {});
+    for (const StepInfo& s : ex.steps()) {
+      if (s.kind == "matmul" && s.engine == "jit") {
+        EXPECT_NE(s.description.find("batch-folded"), std::string::npos) << s.description;
+      }
+    }
+    ::unsetenv("SINTER_SM90_FOLD_BATCH");
+  }
+
   // Checks `g` on the jit engine and that its matmul step ran on the Hopper kernel (or, with
   // `expect_sm90` false, on the generic tile with the fallback reported).
   void check_on(Graph g, bool expect_sm90, double bound_scale = 1.0) {
@@ -85,10 +110,7 @@ class GpuHopperGemm : public GpuRegions {
   }
 };
 
-// b as a [K, N] view of an [N, K] weight: k contiguous, what TMA reads.
-Tensor weight_nk(Graph& g, const std::string& name, DType t, int64_t k, int64_t n) {
-  return g.input(name, t, {k, n}, {1, k});
-}
+
 
 TEST_F(GpuHopperGemm, OddShapesBiasGeluAmax) {
   struct Case { int64_t m, n, k; };
@@ -218,26 +240,8 @@ TEST_F(GpuHopperGemm, EveryCandidateRowMajorBBatchedSliced) {
 // Activations [B, M, K] times a 2D weight broadcast over B: with SINTER_SM90_FOLD_BATCH=1, one
 // GEMM of B x M rows on every Hopper candidate (the transformer block's projections), with a
 // residual [B, M, N] and a per-row scale [B, M, 1] that the epilogue indexes by the flattened row.
-TEST_F(GpuHopperGemm, FoldedBroadcastBatch) {
-  ::setenv("SINTER_SM90_FOLD_BATCH", "1", 1);
-  for (bool row_major_w : {true, false}) {
-    Graph g(row_major_w ? "folded_kn" : "folded_nk");
-    auto x = g.input("x", DType::bf16, {3, 77, 136});
-    auto w = row_major_w ? g.input("w", DType::bf16, {136, 200}) : weight_nk(g, "w", DType::bf16, 136, 200);
-    auto y = g.add(g.mul(g.matmul(x, w), g.input("row_scale", DType::bf16, {3, 77, 1})),
-                   g.input("res", DType::bf16, {3, 77, 200}));
-    g.output(y, "y");
-    g.output(g.amax(y), "amax");
-    check_every_candidate(g, 2.0);
-    StreamExecutor ex(g, shared_cache(), {});
-    for (const StepInfo& s : ex.steps()) {
-      if (s.kind == "matmul" && s.engine == "jit") {
-        EXPECT_NE(s.description.find("batch-folded"), std::string::npos) << s.description;
-      }
-    }
-  }
-  ::unsetenv("SINTER_SM90_FOLD_BATCH");
-}
+TEST_F(GpuHopperGemm, FoldedBroadcastBatchRowMajorWeight) { check_folded(true); }
+TEST_F(GpuHopperGemm, FoldedBroadcastBatchNKWeight) { check_folded(false); }
 
 TEST_F(GpuHopperGemm, FallbackWhenTmaCannotReadAnOperand) {
   {
