@@ -1,4 +1,4 @@
-// Loading a plan bundle, outside in: the header (magic, version, sizes, the whole-file checksum),
+// Loading a plan bundle, outside in: the header (magic, version, sizes, the manifest's checksum),
 // then the blob table against the blob area, then the manifest (manifest_reader.cpp) and the
 // semantic checks (plan_checks.cpp). Every length in the file is checked against the file's own
 // size before it is used, so nothing here allocates more than the file holds.
@@ -46,6 +46,11 @@ Header read_header(std::span<const char> file, std::string_view source) {
                        std::to_string(kBundleVersion) + "); update Sinter to load this bundle");
     }
     if (version == 0) fail(source, "format version 0 is not valid (versions start at 1)");
+    if (version < kBundleVersion) {
+      fail(source, "format version " + std::to_string(version) + " was written by an older Sinter (this build reads " +
+                       std::to_string(kBundleVersion) + "; version 1 kept no TMA maps for Hopper kernels); "
+                       "build the plan again with `sinter build`");
+    }
   }
   if (size < kBundleHeaderSize) {
     fail(source, "truncated: the file has " + std::to_string(size) + " bytes, shorter than the " +
@@ -113,10 +118,11 @@ Header read_header(std::span<const char> file, std::string_view source) {
     fail(source, "the padding " + range(manifest_end, r.area_offset - manifest_end) +
                      " after the manifest is not zero");
   }
-  const cuda::Sha256Digest sum = cuda::sha256(h + kBundleHeaderSize, size - kBundleHeaderSize);
+  // The manifest and its padding; each blob is checked against its key (read_blob_table), and
+  // the manifest, which holds the keys, is covered here: every byte is hashed once.
+  const cuda::Sha256Digest sum = cuda::sha256(h + kBundleHeaderSize, r.area_offset - kBundleHeaderSize);
   if (std::memcmp(sum.data(), h + kChecksumAt, sum.size()) != 0) {
-    fail(source, "checksum mismatch: the bytes after the header do not match the header's SHA-256 "
-                 "(the file is damaged)");
+    fail(source, "checksum mismatch: the manifest does not match the header's SHA-256 (the file is damaged)");
   }
   return r;
 }

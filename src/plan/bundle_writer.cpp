@@ -197,7 +197,8 @@ std::vector<char> frame_plan_bundle(std::string_view manifest, std::span<const c
   put_le(h + kManifestSizeAt, manifest.size(), 8);
   put_le(h + kBlobAreaOffsetAt, area_at, 8);
   put_le(h + kBlobAreaSizeAt, blob_area.size(), 8);
-  const cuda::Sha256Digest sum = cuda::sha256(h + kBundleHeaderSize, out.size() - kBundleHeaderSize);
+  // the manifest and its padding; the blobs are covered by their keys, which the manifest holds
+  const cuda::Sha256Digest sum = cuda::sha256(h + kBundleHeaderSize, area_at - kBundleHeaderSize);
   std::memcpy(h + kChecksumAt, sum.data(), sum.size());
   return out;
 }

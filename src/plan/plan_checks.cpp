@@ -248,8 +248,12 @@ class Checker {
       fail(where + ": its data type does not match the tensor's " + std::string(to_string(dt)));
     }
     for (int i = 0; i < 2; ++i) {
-      if (t.strides[i] % 16 != 0) fail(where + ": stride " + std::to_string(t.strides[i]) + " is not a multiple of 16 bytes");
+      if (t.strides[i] == 0 || t.strides[i] % 16 != 0) {
+        fail(where + ": stride " + std::to_string(t.strides[i]) + " is not a positive multiple of 16 bytes");
+      }
     }
+    // TMA needs a 16-byte aligned global address; arena buffers are aligned, so the offset must be
+    if (t.byte_offset % 16 != 0) fail(where + ": byte offset " + std::to_string(t.byte_offset) + " is not a multiple of 16");
     if (t.box[0] * 2 > 128) fail(where + ": an inner box of " + std::to_string(t.box[0]) + " elements exceeds the 128-byte swizzle");
     const uint64_t extent = storage_bytes(g_.tensor(list[t.index]));
     // the furthest byte the map reaches, in 128-bit arithmetic against overflow

@@ -27,6 +27,17 @@ TEST(CudnnSavedConfig, TextRoundTrip) {
   ASSERT_TRUE(with_plan) << why;
   EXPECT_EQ(with_plan->plan_json, c.plan_json);
   EXPECT_EQ(with_plan->knobs, c.knobs);
+  // the digest of the graph the plan was made for comes back too
+  c.graph_digest = std::string(63, 'a') + "0";
+  const auto with_digest = parse_saved_config(to_text(c), &why);
+  ASSERT_TRUE(with_digest) << why;
+  EXPECT_EQ(with_digest->graph_digest, c.graph_digest);
+  EXPECT_EQ(with_digest->plan_json, c.plan_json);
+  // version 2 texts (a plan, no digest) still parse; the loader will not use such a plan
+  const auto v2 = parse_saved_config("sinter.cudnn.engine_config 2\nengine 8\nplan_json 2\n{}", &why);
+  ASSERT_TRUE(v2) << why;
+  EXPECT_EQ(v2->plan_json, "{}");
+  EXPECT_TRUE(v2->graph_digest.empty());
   // version 1 texts (no plan) still parse
   const auto v1 = parse_saved_config("sinter.cudnn.engine_config 1\nengine 8\nknob 24 7\n", &why);
   ASSERT_TRUE(v1) << why;
@@ -40,7 +51,9 @@ TEST(CudnnSavedConfig, DamageIsNamed) {
   };
   const Case cases[] = {
       {"", "not a cuDNN engine config"},
-      {"sinter.cudnn.engine_config 3\nengine 1\n", "not a cuDNN engine config"},
+      {"sinter.cudnn.engine_config 4\nengine 1\n", "not a cuDNN engine config"},
+      {"sinter.cudnn.engine_config 3\nengine 1\ngraph abc\n", "not 64 hex digits"},
+      {"sinter.cudnn.engine_config 2\nengine 1\ngraph " + std::string(64, 'a') + "\n", "line 3"},  // version 2 has none
       {"sinter.cudnn.engine_config 1\nengine 1\nplan_json 2\n{}", "line 3"},  // version 1 has none
       {"sinter.cudnn.engine_config 2\nengine 1\nplan_json 3\n{}", "should be 3 bytes"},
       {"sinter.cudnn.engine_config 2\nengine 1\nplan_json 1\n{}", "should be 1 bytes"},

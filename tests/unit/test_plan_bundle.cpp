@@ -146,9 +146,12 @@ TEST(PlanBundle, WrongMagicAndVersion) {
   EXPECT_TRUE(contains(rejection(std::vector<char>{'{', '}'}), "not a Sinter plan bundle"));
   std::vector<char> newer = bytes;
   bundle_detail::put_le(newer.data() + bundle_detail::kVersionAt, kBundleVersion + 1, 4);
-  EXPECT_TRUE(contains(rejection(newer), "format version 2 is newer than this build reads (1)"));
+  EXPECT_TRUE(contains(rejection(newer), "format version 3 is newer than this build reads (2)"));
   newer.resize(20);  // a newer file says so even when its layout is unknown (truncated here)
   EXPECT_TRUE(contains(rejection(newer), "newer"));
+  std::vector<char> older = bytes;
+  bundle_detail::put_le(older.data() + bundle_detail::kVersionAt, kBundleVersion - 1, 4);
+  EXPECT_TRUE(contains(rejection(older), "format version 1 was written by an older Sinter"));
   std::vector<char> zero = bytes;
   bundle_detail::put_le(zero.data() + bundle_detail::kVersionAt, 0, 4);
   EXPECT_TRUE(contains(rejection(zero), "version 0"));
@@ -276,7 +279,9 @@ TEST(PlanBundle, TensorMapsRoundTripAndAreChecked) {
       {"overlaps the pointer slot", [](TensorMapRecord& t) { t.arg_offset = 0; }},
       {"is not f16 or bf16", [](TensorMapRecord& t) { t.data_type = 7; }},
       {"does not match the tensor's bf16", [](TensorMapRecord& t) { t.data_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; }},
-      {"not a multiple of 16 bytes", [](TensorMapRecord& t) { t.strides[0] = 40; }},
+      {"not a positive multiple of 16 bytes", [](TensorMapRecord& t) { t.strides[0] = 40; }},
+      {"not a positive multiple of 16 bytes", [](TensorMapRecord& t) { t.strides[1] = 0; }},
+      {"byte offset 8 is not a multiple of 16", [](TensorMapRecord& t) { t.byte_offset = 8; }},
       {"is not a tensor of the region", [](TensorMapRecord& t) { t.index = 3; }},
   };
   for (const Case& c : cases) {
@@ -314,7 +319,9 @@ TEST(PlanBundle, CudnnStepsCarryTheirEngineConfig) {
     return p;
   };
   for (const std::string& text : {std::string("sinter.cudnn.engine_config 1\nengine 3\nknob 24 7\n"),
-                                 std::string("sinter.cudnn.engine_config 2\nengine 3\nknob 24 7\nplan_json 9\n{\"a\":\n1}\n")}) {
+                                 std::string("sinter.cudnn.engine_config 2\nengine 3\nknob 24 7\nplan_json 9\n{\"a\":\n1}\n"),
+                                 "sinter.cudnn.engine_config 3\nengine 3\nknob 24 7\ngraph " + std::string(64, 'e') +
+                                     "\nplan_json 9\n{\"a\":\n1}\n"}) {
     const Plan p = with_cudnn_step(text);
     const Plan q = load_plan_bundle(plan_bundle_bytes(p), "t.plan");
     EXPECT_EQ(q.steps[0].engine, "cudnn");

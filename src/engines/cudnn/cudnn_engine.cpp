@@ -12,6 +12,7 @@
 #include "engines/cudnn/norm_lowering.hpp"
 #include "engines/cudnn/sdpa_graph.hpp"
 #include "engines/cudnn/sdpa_pattern.hpp"
+#include "cuda/sha256.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter::cudnn {
@@ -30,6 +31,9 @@ struct Lowering {
   // reductions may accumulate into (0 is the identity of the sums and amaxes lowered).
   std::vector<std::pair<int, size_t>> zeroed_outputs;
   std::function<std::unique_ptr<OperationGraph>()> build;
+  // what, and each operand's uid, dtype, dims and strides: what the operation graph is built
+  // from. A saved execution plan records its digest, so a plan is never run on another graph.
+  std::string signature;
 };
 
 struct Match {
@@ -37,7 +41,7 @@ struct Match {
   std::string reason;
 };
 
-Match match(const Graph& g, const fuse::Region& r, bool lower_secondary) {
+Match match_region(const Graph& g, const fuse::Region& r, bool lower_secondary) {
   const Library& lib = library();
   if (!lib.loaded) return {std::nullopt, "cuDNN not found (" + lib.reason + ")"};
   if (r.kind == fuse::RegionKind::sdpa) {
@@ -111,6 +115,20 @@ Match match(const Graph& g, const fuse::Region& r, bool lower_secondary) {
                         "and rmsnorm regions so far, not " + std::string(to_string(r.kind))};
 }
 
+Match match(const Graph& g, const fuse::Region& r, bool lower_secondary) {
+  Match m = match_region(g, r, lower_secondary);
+  if (!m.lowering) return m;
+  std::string& sig = m.lowering->signature;
+  sig = m.lowering->what;
+  for (const Lowering::Operand& o : m.lowering->operands) {
+    const TensorInfo& t = g.tensor(o.output ? r.outputs.at(o.index) : r.inputs.at(o.index));
+    sig += "\n" + std::to_string(o.uid) + (o.output ? " out " : " in ") + std::to_string(o.index) + " " +
+           std::string(to_string(t.dtype)) + " " + dims_to_string(t.dims) + " " + dims_to_string(t.strides);
+  }
+  for (const auto& [index, bytes] : m.lowering->zeroed_outputs) sig += "\nzeroed " + std::to_string(index) + " " + std::to_string(bytes);
+  return m;
+}
+
 std::string candidate_text(const Lowering& l, const std::string& config) {
   return "cudnn " + version_string() + " " + l.what + " " + config;
 }
@@ -120,6 +138,7 @@ class CudnnStep : public PreparedStep {
   CudnnStep(Lowering l, std::unique_ptr<OperationGraph> graph, PlannedConfig config)
       : l_(std::move(l)), graph_(std::move(graph)), config_(std::move(config)) {}
   const PlannedConfig& config() const { return config_; }
+  const Lowering& lowering() const { return l_; }
 
   void launch(const Binding& bind, cudaStream_t stream) override {
     const Library& lib = library();
@@ -247,6 +266,7 @@ std::optional<std::vector<char>> engine_config(const PreparedStep& step) {
   if (!s) return std::nullopt;
   SavedConfig saved = saved_config_of(*s->config().config);  // read only when a plan is saved
   saved.plan_json = plan_json_of(*s->config().plan);
+  if (!saved.plan_json.empty()) saved.graph_digest = cuda::to_hex(cuda::sha256(s->lowering().signature));
   const std::string text = to_text(saved);
   return std::vector<char>(text.begin(), text.end());
 }
@@ -260,7 +280,8 @@ std::unique_ptr<PreparedStep> load_cudnn_step(const Graph& g, const fuse::Region
   const Match m = match(g, r, /*lower_secondary=*/true);
   if (!m.lowering) throw Error(ErrorCode::unsupported, who + ": " + m.reason);
   auto graph = build_graph(*m.lowering);
-  PlannedConfig planned = plan_saved_config(*graph->graph, handle(), *saved);
+  PlannedConfig planned = plan_saved_config(*graph->graph, handle(), *saved,
+                                            cuda::to_hex(cuda::sha256(m.lowering->signature)));
   if (static_cast<size_t>(planned.workspace) > workspace) {
     throw Error(ErrorCode::unsupported, who + ": the rebuilt engine config (" + planned.description + ") needs " +
                                             std::to_string(planned.workspace) + " bytes of workspace; the plan reserved " +

@@ -251,7 +251,8 @@ std::string plan_json_of(const Descriptor& plan) {
 }
 
 namespace {
-constexpr std::string_view kSavedConfigHeader = "sinter.cudnn.engine_config 2";
+constexpr std::string_view kSavedConfigHeader = "sinter.cudnn.engine_config 3";
+constexpr std::string_view kSavedConfigHeaderV2 = "sinter.cudnn.engine_config 2";  // no graph digest
 constexpr std::string_view kSavedConfigHeaderV1 = "sinter.cudnn.engine_config 1";  // no plan_json
 }  // namespace
 
@@ -259,6 +260,7 @@ std::string to_text(const SavedConfig& c) {
   std::string s = std::string(kSavedConfigHeader) + "\nengine " + std::to_string(c.engine) + "\n";
   for (const auto& [type, value] : c.knobs) s += "knob " + std::to_string(type) + " " + std::to_string(value) + "\n";
   // last: its bytes run to the end and may hold anything, newlines included
+  if (!c.graph_digest.empty()) s += "graph " + c.graph_digest + "\n";
   if (!c.plan_json.empty()) s += "plan_json " + std::to_string(c.plan_json.size()) + "\n" + c.plan_json;
   return s;
 }
@@ -268,15 +270,26 @@ std::optional<SavedConfig> parse_saved_config(std::string_view text, std::string
     if (why) *why = std::move(w);
     return std::nullopt;
   };
-  std::istringstream in{std::string(text)};
+  // Lines are cut from the view as they are read: the serialized plan that may end the text is
+  // tens of KB, and is copied once, not streamed through (this runs at every plan load).
+  size_t pos = 0;
+  auto next_line = [&](std::string& out) {
+    if (pos >= text.size()) return false;
+    const size_t end = std::min(text.find('\n', pos), text.size());
+    out.assign(text.substr(pos, end - pos));
+    pos = end + 1;
+    return true;
+  };
   std::string line;
-  if (!std::getline(in, line) || (line != kSavedConfigHeader && line != kSavedConfigHeaderV1)) {
+  if (!next_line(line) ||
+      (line != kSavedConfigHeader && line != kSavedConfigHeaderV2 && line != kSavedConfigHeaderV1)) {
     return fail("not a cuDNN engine config (the first line is not \"" + std::string(kSavedConfigHeader) + "\")");
   }
   const bool v1 = line == kSavedConfigHeaderV1;
+  const bool v3 = line == kSavedConfigHeader;
   SavedConfig c;
   int lineno = 1;
-  while (std::getline(in, line)) {
+  while (next_line(line)) {
     ++lineno;
     std::istringstream fields(line);
     std::string word;
@@ -286,15 +299,19 @@ std::optional<SavedConfig> parse_saved_config(std::string_view text, std::string
       c.engine = a;
     } else if (word == "knob" && (fields >> a >> b) && a >= 0 && a < CUDNN_KNOB_TYPE_COUNTS) {
       c.knobs.emplace_back(a, b);
+    } else if (v3 && word == "graph" && c.graph_digest.empty() && (fields >> c.graph_digest)) {
+      if (c.graph_digest.size() != 64 || c.graph_digest.find_first_not_of("0123456789abcdef") != std::string::npos) {
+        return fail("line " + std::to_string(lineno) + " of the cuDNN engine config: the graph digest is not 64 hex digits");
+      }
     } else if (!v1 && word == "plan_json" && (fields >> a) && a > 0) {
       std::string rest;
       if (fields >> rest) return fail("line " + std::to_string(lineno) + " of the cuDNN engine config has extra words");
-      const std::streamoff at = in.tellg();
-      if (at < 0 || static_cast<uint64_t>(a) != text.size() - static_cast<uint64_t>(at)) {
+      const size_t at = std::min(pos, text.size());
+      if (static_cast<uint64_t>(a) != text.size() - at) {
         return fail("the cuDNN engine config's serialized plan should be " + std::to_string(a) + " bytes and end the "
-                    "config; " + std::to_string(at < 0 ? 0 : text.size() - static_cast<uint64_t>(at)) + " bytes follow");
+                    "config; " + std::to_string(text.size() - at) + " bytes follow");
       }
-      c.plan_json.assign(text.substr(static_cast<size_t>(at)));
+      c.plan_json.assign(text.substr(at));
       break;
     } else {
       return fail("line " + std::to_string(lineno) + " of the cuDNN engine config is not \"engine N\" or "
@@ -307,7 +324,8 @@ std::optional<SavedConfig> parse_saved_config(std::string_view text, std::string
   return c;
 }
 
-PlannedConfig plan_saved_config(const Descriptor& op_graph, cudnnHandle_t h, const SavedConfig& c) {
+PlannedConfig plan_saved_config(const Descriptor& op_graph, cudnnHandle_t h, const SavedConfig& c,
+                                const std::string& graph_digest) {
   const std::string what = config_name(c);
   auto refuse = [&](const char* step, cudnnStatus_t s) {
     throw Error(ErrorCode::unsupported, "cuDNN " + version_string() + " cannot rebuild the saved engine config (" +
@@ -335,7 +353,10 @@ PlannedConfig plan_saved_config(const Descriptor& op_graph, cudnnHandle_t h, con
   // another GPU) is not an error: the config below rebuilds the same plan, only slower.
   FinalizedPlan fp;
   std::string how = "[saved config]";
-  if (!c.plan_json.empty()) {
+  if (!c.plan_json.empty() && c.graph_digest != graph_digest) {
+    how = c.graph_digest.empty() ? "[saved config; the serialized plan has no graph digest (an older bundle)]"
+                                 : "[saved config; the serialized plan was made for another operation graph]";
+  } else if (!c.plan_json.empty()) {
     fp = deserialize_plan(c.plan_json, h);
     how = fp.status == CUDNN_STATUS_SUCCESS ? "[saved plan]"
                                             : "[saved config; serialized plan refused: " + status_message(fp.status) + "]";

@@ -53,20 +53,27 @@ struct SavedConfig {
   int64_t engine = -1;
   std::vector<std::pair<int64_t, int64_t>> knobs;
   std::string plan_json;  // CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION; empty: none
+  // With plan_json: the SHA-256 (hex) of the signature of the lowering the plan was finalized
+  // for. A serialized plan carries its own operation graph, so without this check a plan saved
+  // for one region would run on another's buffers.
+  std::string graph_digest;
 };
 SavedConfig saved_config_of(const Descriptor& engine_config);
 // The serialized form of a finalized execution plan, or "" where cuDNN offers none.
 std::string plan_json_of(const Descriptor& plan);
-// "sinter.cudnn.engine_config 2\nengine 8\nknob 24 7\n...[plan_json N\n<N bytes>]" and back
-// (version 1, without plan_json, still parses); parse returns nullopt with `why` set when the text
-// is not one.
+// "sinter.cudnn.engine_config 3\nengine 8\nknob 24 7\n...[graph DIGEST\nplan_json N\n<N bytes>]"
+// and back (versions 1 and 2 still parse: a version 2 plan_json, without a digest, is never
+// deserialized); parse returns nullopt with `why` set when the text is not one.
 std::string to_text(const SavedConfig& c);
 std::optional<SavedConfig> parse_saved_config(std::string_view text, std::string* why);
 // The execution plan of a saved config on `op_graph`; throws Error(unsupported) naming the
 // engine, the knobs and cuDNN's status when this cuDNN cannot build it. The description says
 // whether the plan was deserialized ("[saved plan]") or finalized again ("[saved config]", with
 // the reason a serialized plan was not used).
-PlannedConfig plan_saved_config(const Descriptor& op_graph, cudnnHandle_t handle, const SavedConfig& c);
+// `graph_digest`: the digest of the lowering `op_graph` was built from; a serialized plan whose
+// digest differs is not used (the config is finalized instead, and the description says why).
+PlannedConfig plan_saved_config(const Descriptor& op_graph, cudnnHandle_t handle, const SavedConfig& c,
+                                const std::string& graph_digest);
 
 // The process-wide handle (created on first use on the current device).
 cudnnHandle_t handle();
