@@ -63,6 +63,11 @@ void compress(std::uint32_t state[8], const std::uint8_t* blocks, std::size_t co
 
 }  // namespace sha256_detail
 
+bool sha256_uses_cpu_extensions() {
+  static const bool sha_ni = sha256_detail::sha_ni_available();
+  return sha_ni;
+}
+
 Sha256::Sha256()
     : state_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
              0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <future>
+#include <map>
 
 #include "cuda/check.hpp"
 #include "cuda/device.hpp"
@@ -24,6 +25,15 @@ PlanExecutor::PlanExecutor(plan::Plan plan, int device) : plan_(std::move(plan))
   if (std::string note = plan::check_plan_target(plan_, dev); !note.empty()) notes_.push_back(note);
   stream_ = cuda::Stream();
   partition_ = plan::plan_partition(plan_);
+  // Where the load's time goes, for the notes (`sinter run PLAN` and sinter_bench_plan print them).
+  auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+  };
+  const double setup_ms = since(start);
+  double jit_ms = 0, cublaslt_ms = 0;
+  int jit_steps = 0, cublaslt_steps = 0;
+  // A cubin several steps share (two layernorms of one shape) is loaded once.
+  std::map<std::string, std::shared_ptr<const cuda::Library>> libraries;
   const Graph& g = plan_.graph;
   alias_of_.assign(g.tensors().size(), -1);
   auto who = [&](size_t i) {
@@ -45,7 +55,9 @@ PlanExecutor::PlanExecutor(plan::Plan plan, int device) : plan_(std::move(plan))
   std::future<std::vector<CudnnLoad>> cudnn_loads;
   if (!cudnn_steps.empty()) {
     cudnn_loads = std::async(std::launch::async, [&, cudnn_steps] {
-      cuda::DeviceGuard worker_guard(device_);
+      // A plain set, not a guard: the thread is new (its current device is 0 by default), and
+      // restoring 0 on exit would create a context on GPU 0 when this plan runs on another one.
+      cuda::set_device(device_);
       std::vector<CudnnLoad> out;
       for (size_t i : cudnn_steps) {
         const plan::Step& s = plan_.steps[i];
@@ -68,15 +80,24 @@ PlanExecutor::PlanExecutor(plan::Plan plan, int device) : plan_(std::move(plan))
     const fuse::Region& r = partition_.regions.at(s.region);
     try {
       if (s.engine == plan::kJitEngine) {
+        const auto t0 = std::chrono::steady_clock::now();
         std::vector<jit::KernelSpec> specs;
-        std::vector<std::span<const char>> cubins;
+        std::vector<std::shared_ptr<const cuda::Library>> libs;
         for (const plan::KernelRecord& k : s.kernels) {
           specs.push_back(plan::to_kernel_spec(k));
-          cubins.push_back(plan_.blobs.at(k.cubin).bytes);
+          std::shared_ptr<const cuda::Library>& lib = libraries[k.cubin];
+          // Loaded straight from the plan's bytes: no KernelCache, so no way to compile.
+          if (!lib) lib = std::make_shared<const cuda::Library>(cuda::Library::load(plan_.blobs.at(k.cubin).bytes));
+          libs.push_back(lib);
         }
-        steps_.push_back(jit::load_jit_step(std::move(specs), cubins, s.workspace_bytes, device_));
+        steps_.push_back(jit::load_jit_step(std::move(specs), std::move(libs), s.workspace_bytes, device_));
+        jit_ms += since(t0);
+        ++jit_steps;
       } else if (s.engine == plan::kCublasLtEngine) {
+        const auto t0 = std::chrono::steady_clock::now();
         steps_.push_back(cublaslt::load_cublaslt_step(g, r, plan_.blobs.at(s.config).bytes, s.workspace_bytes));
+        cublaslt_ms += since(t0);
+        ++cublaslt_steps;
         step_notes[i] = "step " + std::to_string(i) + ": cuBLASLt algo rebuilt from the plan's config (" +
                         s.config_description + "), checked with cublasLtMatmulAlgoCheck";
       } else if (s.engine == plan::kCudnnEngine) {
@@ -92,8 +113,11 @@ PlanExecutor::PlanExecutor(plan::Plan plan, int device) : plan_(std::move(plan))
       throw Error(e.code(), who(i) + ": " + e.message());
     }
   }
+  const auto wait_start = std::chrono::steady_clock::now();
+  double cudnn_wait_ms = 0;
   if (cudnn_loads.valid()) {
     std::vector<CudnnLoad> loads = cudnn_loads.get();  // rethrows the worker's error
+    cudnn_wait_ms = since(wait_start);
     for (size_t j = 0; j < cudnn_steps.size(); ++j) {
       const size_t i = cudnn_steps[j];
       steps_[i] = std::move(loads[j].step);
@@ -108,6 +132,7 @@ PlanExecutor::PlanExecutor(plan::Plan plan, int device) : plan_(std::move(plan))
   for (std::string& n : step_notes) {
     if (!n.empty()) notes_.push_back(std::move(n));
   }
+  const auto buffers_start = std::chrono::steady_clock::now();
   for (TensorId id : g.inputs()) input_buffers_.emplace_back(plan::storage_bytes(g.tensor(id)));
   arena_ = cuda::DeviceBuffer(plan::device_bytes(plan_));
   arena_.memset(0);  // workspaces start zeroed; steps keep them so
@@ -117,7 +142,14 @@ PlanExecutor::PlanExecutor(plan::Plan plan, int device) : plan_(std::move(plan))
   for (const plan::BufferAssignment& b : plan_.memory.buffers) own_pointer_[b.tensor] = base + b.offset;
   bound_.assign(g.tensors().size(), nullptr);
   resolve_pointers();
-  load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  load_ms_ = since(start);
+  char phases[320];
+  std::snprintf(phases, sizeof phases,
+                "load %.2f ms: stream + partition %.2f, %d jit steps (%zu cubins) %.2f, %d cuBLASLt steps %.2f, "
+                "waiting for the cuDNN worker %.2f, %zu input buffers + arena %.2f",
+                load_ms_, setup_ms, jit_steps, libraries.size(), jit_ms, cublaslt_steps, cublaslt_ms, cudnn_wait_ms,
+                input_buffers_.size(), since(buffers_start));
+  notes_.push_back(phases);
 }
 
 PlanExecutor::~PlanExecutor() = default;

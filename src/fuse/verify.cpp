@@ -25,6 +25,14 @@ void verify_partition(const Graph& g, const Partition& p) {
   const size_t nn = g.nodes().size();
   if (p.region_of_node.size() != nn) broken("region_of_node has the wrong size");
   std::vector<int> placed(nn, -1);
+  // readers of each tensor (a node reading a tensor twice is listed once)
+  std::vector<std::vector<NodeId>> consumers(g.tensors().size());
+  for (size_t n = 0; n < nn; ++n) {
+    for (TensorId t : g.nodes()[n].inputs) {
+      const auto id = static_cast<NodeId>(n);
+      if (consumers[t].empty() || consumers[t].back() != id) consumers[t].push_back(id);
+    }
+  }
   for (const Region& r : p.regions) {
     for (NodeId n : r.nodes()) {
       const bool inlined = std::find(r.constants.begin(), r.constants.end(), n) != r.constants.end();
@@ -62,6 +70,20 @@ void verify_partition(const Graph& g, const Partition& p) {
         }
       }
       if (!compose_layout_chain(g, chain)) broken(where + ": the layout chain is not one strided view");
+      // Only the end of the chain is stored: every op before it must be read by the next op
+      // alone, and be neither a graph output nor a region output, or a reader would find it unwritten.
+      if (r.inputs.size() != 1 || r.inputs[0] != g.node(chain.front()).inputs[0]) {
+        broken(where + ": a layout chain reads one tensor, the input of its first op");
+      }
+      const std::set<TensorId> graph_outputs(g.outputs().begin(), g.outputs().end());
+      for (size_t i = 0; i + 1 < chain.size(); ++i) {
+        const TensorId mid = g.node(chain[i]).outputs[0];
+        const std::vector<NodeId>& readers = consumers[mid];
+        if (readers.size() != 1 || readers[0] != chain[i + 1] || graph_outputs.count(mid) ||
+            std::find(r.outputs.begin(), r.outputs.end(), mid) != r.outputs.end()) {
+          broken(where + ": '" + g.tensor(mid).name + "' inside a layout chain is read outside it or stored");
+        }
+      }
     } else {
       for (NodeId n : r.prologue) {
         if (r.kind != RegionKind::rowwise) broken(where + ": only row-wise and layout regions have a prologue");

@@ -249,13 +249,13 @@ std::vector<CompiledKernel> compiled_kernels(const PreparedStep& step) {
   return out;
 }
 
-std::unique_ptr<PreparedStep> load_jit_step(std::vector<KernelSpec> specs, const std::vector<std::span<const char>>& cubins,
+std::unique_ptr<PreparedStep> load_jit_step(std::vector<KernelSpec> specs,
+                                            std::vector<std::shared_ptr<const cuda::Library>> libraries,
                                             size_t workspace_bytes, int device) {
-  if (specs.size() != cubins.size()) throw Error(ErrorCode::internal, "load_jit_step: one cubin per kernel");
+  if (specs.size() != libraries.size()) throw Error(ErrorCode::internal, "load_jit_step: one library per kernel");
   std::vector<JitStep::Loaded> loaded;
   for (size_t i = 0; i < specs.size(); ++i) {
-    // Loaded straight from the plan's bytes: no KernelCache, so no way to compile.
-    auto lib = std::make_shared<const cuda::Library>(cuda::Library::load(cubins[i]));
+    std::shared_ptr<const cuda::Library> lib = std::move(libraries[i]);
     cuda::Kernel kernel = lib->get_kernel(specs[i].entry);
     if (specs[i].launch.dynamic_shared_memory > 0) {  // see prepare: static smem counts too
       kernel.set_max_dynamic_shared_memory(static_cast<int>(specs[i].launch.dynamic_shared_memory), device);

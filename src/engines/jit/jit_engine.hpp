@@ -2,9 +2,11 @@
 // NVRTC through the KernelCache.
 #pragma once
 
+#include <memory>
 #include <span>
 
 #include "engines/engine.hpp"
+#include "cuda/library.hpp"
 #include "engines/jit/kernel_spec.hpp"
 
 namespace sinter::jit {
@@ -28,9 +30,10 @@ struct CompiledKernel {
 };
 std::vector<CompiledKernel> compiled_kernels(const PreparedStep& step);
 
-// A jit step from compiled kernels (a plan's): each cubin is loaded on `device`; nothing is
-// generated or compiled.
-std::unique_ptr<PreparedStep> load_jit_step(std::vector<KernelSpec> specs, const std::vector<std::span<const char>>& cubins,
+// A jit step from compiled kernels (a plan's): one loaded library (cubin) per kernel, shared
+// with other steps where they run the same cubin; nothing is generated or compiled.
+std::unique_ptr<PreparedStep> load_jit_step(std::vector<KernelSpec> specs,
+                                            std::vector<std::shared_ptr<const cuda::Library>> libraries,
                                             size_t workspace_bytes, int device);
 
 }  // namespace sinter::jit
