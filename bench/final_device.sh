@@ -11,9 +11,10 @@
 #   layout_tests  GPU tests of layout copies, aliases, the examples and plans
 #   quick_tests   the GPU tests most sensitive to launch and layout changes (cuBLASLt, layout,
 #                 examples, plans, decode attention and GEMV), under one short timeout
-#   unverified    the GPU tests written or changed without a device call: the Hopper GEMM with
-#                 the batch folded into M (SINTER_SM90_FOLD_BATCH=1), and the transformer block
-#                 benched with it
+#   unverified    the GPU tests written or changed without a device call (UNVERIFIED_TESTS, a
+#                 gtest filter; default: the folded Hopper GEMM and cuBLASLt bias + residual, both
+#                 first passed in session 6), and the transformer block benched
+#   bundle        sinter build/inspect/run of the transformer block's bundle (kept in $OUT)
 #   pdl_off       the 200-op chain again with SINTER_PDL=0 (programmatic launch off), to compare
 #   gemm_decode   sinter_bench_gemm --quick --decode (decode GEMV candidates, Llama stack shapes),
 #                 L2 hot and cold
@@ -68,11 +69,20 @@ if want plan; then
 fi
 if want unverified; then
   stamp "GPU tests written without a device call"
-  gpu_tests tests_unverified.log 150 'GpuHopperGemm.FoldedBroadcastBatch*' 'Failure|rel L2|candidate'
-  # the suite's transformer block with its projections on the folded Hopper GEMM
-  SINTER_SM90_FOLD_BATCH=1 timeout 60 "$bin/sinter" bench examples/transformer_block.json --executor graph \
+  gpu_tests tests_unverified.log 150 "${UNVERIFIED_TESTS:-GpuHopperGemm.FoldedBroadcastBatch*:GpuCublasLt.BiasAndResidualEitherOrder}" \
+    'Failure|rel L2|candidate'
+  # the suite's transformer block, step by step
+  timeout 60 "$bin/sinter" bench examples/transformer_block.json --executor graph \
     > "$out/tb_folded.log" 2>&1
   echo "exit $?"; cut -c1-200 "$out/tb_folded.log" | head -40
+fi
+if want bundle; then
+  stamp "transformer block bundle: build, inspect, run from the bundle (load notes); the bundle comes back in \$OUT"
+  timeout 120 "$bin/sinter" build examples/transformer_block.json -o "$out/transformer_block.plan" > "$out/bundle.log" 2>&1
+  echo "exit $?"
+  timeout 60 "$bin/sinter" inspect "$out/transformer_block.plan" >> "$out/bundle.log" 2>&1
+  for i in 1 2; do timeout 60 "$bin/sinter" run "$out/transformer_block.plan" --executor graph >> "$out/bundle.log" 2>&1; done
+  echo "exit $?"; cut -c1-300 "$out/bundle.log" | head -80
 fi
 if want quick_tests; then
   stamp "GPU tests: cuBLASLt, layout, examples, plans, decode"

@@ -102,6 +102,22 @@ TEST_F(GpuCublasLt, AlphaBetaScaling) {
   }
 }
 
+// A bias and a residual on one matmul, in both orders (D = A B + C + bias): the transformer
+// block's projections, [batch, M, K] x a 2D [K, N] weight broadcast over the batch; odd sizes.
+TEST_F(GpuCublasLt, BiasAndResidualEitherOrder) {
+  for (int bias_first = 0; bias_first < 2; ++bias_first) {
+    SCOPED_TRACE(bias_first ? "bias first" : "residual first");
+    Graph g(bias_first ? "lt_bias_res" : "lt_res_bias");
+    auto a = g.input("a", DType::bf16, {2, 75, 136});
+    auto b = g.input("b", DType::bf16, {136, 88});
+    auto bias = g.input("bias", DType::bf16, {88});
+    auto res = g.input("res", DType::bf16, {2, 75, 88});
+    auto mm = g.matmul(a, b);
+    g.output(bias_first ? g.add(g.add(mm, bias), res) : g.add(g.add(mm, res), bias), "y");
+    check_on_cublaslt(std::move(g));
+  }
+}
+
 // fp8 e4m3 inputs (TN: A row-major, B an [N, K] weight): into an fp8 D with cuBLASLt's amax of
 // D (f32) as the region's exit reduction, and into a bf16 D with a bias.
 TEST_F(GpuCublasLt, Fp8InputsAmaxOfDAndBias) {

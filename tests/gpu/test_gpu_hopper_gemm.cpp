@@ -22,7 +22,7 @@ class GpuHopperGemm : public GpuRegions {
  protected:
   // see FoldedBroadcastBatch* below
   void check_folded(bool row_major_w) {
-    ::setenv("SINTER_SM90_FOLD_BATCH", "1", 1);
+    ::unsetenv("SINTER_SM90_FOLD_BATCH");  // folding is the default
     Graph g(row_major_w ? "folded_kn" : "folded_nk");
     auto x = g.input("x", DType::bf16, {3, 77, 136});
     auto w = row_major_w ? g.input("w", DType::bf16, {136, 200}) : weight_nk(g, "w", DType::bf16, 136, 200);
@@ -37,7 +37,6 @@ class GpuHopperGemm : public GpuRegions {
         EXPECT_NE(s.description.find("batch-folded"), std::string::npos) << s.description;
       }
     }
-    ::unsetenv("SINTER_SM90_FOLD_BATCH");
   }
 
   // Checks `g` on the jit engine and that its matmul step ran on the Hopper kernel (or, with
@@ -237,7 +236,7 @@ TEST_F(GpuHopperGemm, EveryCandidateRowMajorBBatchedSliced) {
   check_every_candidate(g, 2.0);
 }
 
-// Activations [B, M, K] times a 2D weight broadcast over B: with SINTER_SM90_FOLD_BATCH=1, one
+// Activations [B, M, K] times a 2D weight broadcast over B: one
 // GEMM of B x M rows on every Hopper candidate (the transformer block's projections), with a
 // residual [B, M, N] and a per-row scale [B, M, 1] that the epilogue indexes by the flattened row.
 TEST_F(GpuHopperGemm, FoldedBroadcastBatchRowMajorWeight) { check_folded(true); }

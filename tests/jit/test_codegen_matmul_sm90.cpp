@@ -156,16 +156,16 @@ TEST(JitMatmulSm90, RowMajorBIsReadNContiguous) {
 
 TEST(JitMatmulSm90, BroadcastWeightFoldsTheBatchIntoM) {
   // x [2, 128, 512] (rows evenly spaced across the batch) @ w [512, 1536] broadcast over it: with
-  // SINTER_SM90_FOLD_BATCH=1 one [256, 512] x [512, 1536] GEMM; without, the generic tile
+  // one [256, 512] x [512, 1536] GEMM (the default); with SINTER_SM90_FOLD_BATCH=0, the generic tile
   Graph g("folded");
   auto x = g.input("x", DType::bf16, {2, 128, 512});
   auto w = g.input("w", DType::bf16, {512, 1536});
   g.output(g.add(g.matmul(x, w), g.input("bias", DType::bf16, {1536})), "y");
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
-  ::unsetenv("SINTER_SM90_FOLD_BATCH");
+  ::setenv("SINTER_SM90_FOLD_BATCH", "0", 1);
   EXPECT_NE(sm90_gemm_unsupported(g, r, h200()).find("b is broadcast over the batch"), std::string::npos);
-  ::setenv("SINTER_SM90_FOLD_BATCH", "1", 1);
+  ::unsetenv("SINTER_SM90_FOLD_BATCH");
   EXPECT_EQ(sm90_gemm_unsupported(g, r, h200()), "");
   const KernelSpec k = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
   EXPECT_NE(k.description.find("batch-folded"), std::string::npos) << k.description;

@@ -188,3 +188,48 @@ TEST(CublasLtPattern, Fp8LayoutAndAmaxOfD) {
     EXPECT_NE(m.reason.find("writes the amax of D as f32"), std::string::npos) << m.reason;
   }
 }
+
+// A bias and a residual on one chain, in either order: D = A B + C + bias (the transformer
+// block's projections: matmul + bias + x). Two biases or two residuals are refused.
+TEST(CublasLtPattern, BiasAndResidualInEitherOrder) {
+  for (bool bias_first : {true, false}) {
+    Graph g;
+    auto a = g.input("a", DType::bf16, {2, 16, 8});
+    auto b = g.input("b", DType::bf16, {8, 4});
+    auto bias = g.input("bias", DType::bf16, {4});
+    auto res = g.input("res", DType::bf16, {2, 16, 4});
+    auto mm = g.matmul(a, b);
+    g.output(bias_first ? g.add(g.add(mm, bias), res) : g.add(g.add(mm, res), bias), "y");
+    const auto m = match_first_matmul(g);
+    ASSERT_TRUE(m.pattern) << m.reason;  // the 2D weight is broadcast over the batch (stride 0)
+    EXPECT_GE(m.pattern->bias_input, 0);
+    EXPECT_GE(m.pattern->residual_input, 0);
+    EXPECT_FLOAT_EQ(m.pattern->beta, 1.0f);
+    EXPECT_EQ(m.pattern->epilogue_name, "bias+residual");
+  }
+  for (bool bias_first : {true, false}) {
+    Graph g;
+    auto a = g.input("a", DType::bf16, {16, 8});
+    auto b = g.input("b", DType::bf16, {8, 4});
+    auto bias = g.input("bias", DType::bf16, {4});
+    auto res = g.input("res", DType::bf16, {16, 4});
+    auto mm = g.matmul(a, b);
+    g.output(bias_first ? g.add(g.add(mm, bias), res) : g.add(g.add(mm, res), bias), "y");
+    const auto m = match_first_matmul(g);
+    ASSERT_TRUE(m.pattern) << m.reason;
+    EXPECT_GE(m.pattern->bias_input, 0);
+    EXPECT_GE(m.pattern->residual_input, 0);
+    EXPECT_EQ(m.pattern->epilogue_name, "bias+residual");
+  }
+  {
+    Graph g;
+    auto a = g.input("a", DType::bf16, {16, 8});
+    auto b = g.input("b", DType::bf16, {8, 4});
+    auto b1 = g.input("b1", DType::bf16, {4});
+    auto b2 = g.input("b2", DType::bf16, {4});
+    g.output(g.add(g.add(g.matmul(a, b), b1), b2), "y");
+    const auto m = match_first_matmul(g);
+    EXPECT_FALSE(m.pattern);
+    EXPECT_NE(m.reason.find("neither a bias"), std::string::npos) << m.reason;
+  }
+}

@@ -111,7 +111,8 @@ MatchResult match_matmul(const Graph& g, const fuse::Region& r) {
   p.a.batch_stride = *sa;
   p.b.batch_stride = *sb;
 
-  // The epilogue: [residual] | [bias] [activation], a chain from the matmul's output.
+  // The epilogue: [alpha] [bias and/or residual, either order] [activation, without a residual],
+  // a chain from the matmul's output.
   TensorId cur = mm.outputs[0];
   TensorId pre_activation = cur;
   for (NodeId n : r.epilogue) {
@@ -158,9 +159,11 @@ MatchResult match_matmul(const Graph& g, const fuse::Region& r) {
                               (o.strides.back() == 1 || p.n == 1) && o.dtype == out.dtype;
       const bool full = o.dims == out.dims && o.strides == contiguous_strides(o.dims) &&
                         o.dtype == out.dtype;
-      if (row_vector && p.bias_input < 0 && p.residual_input < 0) {
+      // D = act(alpha A B + beta C + bias): a bias and a residual (C) add in either order
+      // (rounded once instead of after each add, within the dtype's bound).
+      if (row_vector && p.bias_input < 0) {
         p.bias_input = idx;
-      } else if (full && p.bias_input < 0 && p.residual_input < 0) {
+      } else if (full && p.residual_input < 0) {
         p.residual_input = idx;
         p.beta = 1.0f;
       } else {
@@ -210,7 +213,10 @@ MatchResult match_matmul(const Graph& g, const fuse::Region& r) {
               "', which no cuBLASLt epilogue writes");
   }
   if (p.aux_output >= 0 && p.bias_input < 0) return no("a GELU aux output needs a bias in cuBLASLt");
-  p.epilogue_name = p.residual_input >= 0 ? "residual" : p.bias_input >= 0 ? "bias" : "";
+  p.epilogue_name = p.residual_input >= 0 && p.bias_input >= 0 ? "bias+residual"
+                   : p.residual_input >= 0                      ? "residual"
+                   : p.bias_input >= 0                          ? "bias"
+                                                                : "";
   if (p.activation != Activation::none) {
     p.epilogue_name += std::string(p.epilogue_name.empty() ? "" : "+") +
                        (p.activation == Activation::relu ? "relu" : "gelu_tanh");

@@ -13,7 +13,7 @@ namespace {
 
 bool fold_batch_enabled() {
   const char* v = std::getenv("SINTER_SM90_FOLD_BATCH");  // read each time: a test may set it
-  return v && std::string(v) == "1";
+  return !(v && std::string(v) == "0");
 }
 
 // A weight broadcast over the batch and A's rows evenly spaced across batches (batch stride = M
