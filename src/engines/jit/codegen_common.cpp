@@ -54,6 +54,12 @@ std::string reduce_kind(OpKind op) {
   throw Error(ErrorCode::internal, "not a reduction: " + std::string(to_string(op)));
 }
 
+int64_t balanced_grid(int64_t work, int64_t max_grid) {
+  if (work <= 0 || max_grid <= 0) return 1;
+  const int64_t rounds = (work + max_grid - 1) / max_grid;
+  return (work + rounds - 1) / rounds;
+}
+
 int region_output_index(const fuse::Region& r, TensorId t) {
   auto it = std::find(r.outputs.begin(), r.outputs.end(), t);
   if (it == r.outputs.end()) return -1;

@@ -49,6 +49,12 @@ std::vector<ExitSlot> plan_exit_slots(const Graph& g, const fuse::Region& r, siz
 // Adds the SinterReduceSlot of each exit to `spec` (fields and pointer slots).
 void pack_exit_slots(KernelSpec& spec, const std::vector<ExitSlot>& slots);
 
+// The grid of a persistent (grid-stride) kernel over `work` items with at most `max_grid` CTAs
+// resident: the fewest CTAs that take no more rounds than max_grid would, so every CTA does the
+// same number of items. 16384 rows over 528 CTAs is 31 rounds plus a 32nd in which 16 CTAs work
+// and 512 idle; 512 CTAs do 32 rounds each and finish together.
+int64_t balanced_grid(int64_t work, int64_t max_grid);
+
 int region_output_index(const fuse::Region& r, TensorId t);
 int region_input_index(const fuse::Region& r, TensorId t);
 

@@ -370,7 +370,7 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   const int64_t tile_elems = int64_t{kBlock} * kUnroll * vec;
   const int64_t tiles = (cs.numel + tile_elems - 1) / tile_elems;
   const int64_t max_grid = int64_t{dev.sm_count > 0 ? dev.sm_count : 132} * (2048 / kBlock);
-  spec.launch.grid = dim3(static_cast<unsigned>(std::max<int64_t>(1, std::min(tiles, max_grid))));
+  spec.launch.grid = dim3(static_cast<unsigned>(balanced_grid(tiles, max_grid)));
   spec.launch.block = dim3(kBlock);
   spec.persistent_work = tiles;
   rk.kernels.push_back(std::move(spec));
