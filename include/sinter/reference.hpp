@@ -11,6 +11,11 @@ namespace sinter {
 struct ReferenceOptions {
   // Also return every intermediate tensor, by name (used by the fusion tests).
   bool keep_intermediates = false;
+  // false: only what a fused kernel rounds is rounded (graph outputs, casts and non-float
+  // tensors); other float intermediates keep float64. The unfused semantics (true) and the fused
+  // one (false) are both correct answers; where they differ (a sum that cancels after its terms
+  // were rounded) a GPU test accepts an output that agrees with either.
+  bool round_intermediates = true;
 };
 
 // `inputs` must hold every graph input by name, with its declared dtype and dims (strides may

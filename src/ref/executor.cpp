@@ -2,6 +2,7 @@
 // topological order on float64 RefTensors, and rounds every node output to its dtype exactly once,
 // at the tensor boundary. Between nodes a tensor holds exactly the values its dtype can hold, so a
 // bf16 intermediate loses precision here just as it does on the GPU.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -155,7 +156,11 @@ TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Reference
                                              dims_to_string(info.dims));
       }
       // The tensor boundary: the one place where values are rounded to the dtype.
-      for (double& v : out[i].data) v = round_to_dtype(v, info.dtype);
+      const bool rounds = opts.round_intermediates || !is_float(info.dtype) || n.op == OpKind::cast ||
+                          std::find(g.outputs().begin(), g.outputs().end(), n.outputs[i]) != g.outputs().end();
+      if (rounds) {
+        for (double& v : out[i].data) v = round_to_dtype(v, info.dtype);
+      }
       values[n.outputs[i]] = std::move(out[i]);
       ready[n.outputs[i]] = true;
     }

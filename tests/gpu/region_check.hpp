@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <random>
 
 #include "exec/stream_executor.hpp"
@@ -15,6 +16,32 @@ namespace sinter::testing {
 inline uint64_t fresh_seed() {
   static std::mt19937_64 rng(std::random_device{}());
   return rng();
+}
+
+// The error of output `id` of `got` against the reference. The reference rounds every tensor
+// (the unfused semantics, `want`); a fused kernel keeps intermediates in f32, and where a sum
+// cancels after its terms were rounded (a 1x1 matmul + bias near zero: 0.00098 rounded against
+// 0.00051 exact, seen on the H200) the two semantics differ by far more than the dtype's bound.
+// So where `want` misses `bound`, the output is compared with the fused semantics too
+// (ReferenceOptions::round_intermediates = false, computed once per input set into
+// `fused_want`) and the smaller error counts.
+struct OutputError {
+  double err = 0;
+  bool fused_semantics = false;  // the smaller error is against the fused reference
+};
+inline OutputError output_error(const Graph& g, TensorId id, const TensorMap& inputs, const TensorMap& got,
+                                const TensorMap& want, std::optional<TensorMap>& fused_want, double bound) {
+  const std::string& name = g.tensor(id).name;
+  OutputError e{relative_l2_error(got.at(name), want.at(name)), false};
+  if (e.err <= bound) return e;
+  if (!fused_want) {
+    ReferenceOptions o;
+    o.round_intermediates = false;
+    fused_want = run_reference(g, inputs, o);
+  }
+  const double fused = relative_l2_error(got.at(name), fused_want->at(name));
+  if (fused < e.err) e = {fused, true};
+  return e;
 }
 
 inline cuda::KernelCache& shared_cache() {
@@ -37,14 +64,15 @@ class GpuRegions : public GpuTest {
     const TensorMap want = run_reference(g, inputs);
     StreamExecutor ex(g, shared_cache(), opts);
     const TensorMap got = ex.run(inputs);
+    std::optional<TensorMap> fused_want;
     for (TensorId id : g.outputs()) {
       const TensorInfo& info = g.tensor(id);
-      const double err = relative_l2_error(got.at(info.name), want.at(info.name));
       const double bound = relative_l2_bound(g, id) * bound_scale;
-      std::printf("  %-28s %-8s %-18s rel L2 %.3g (bound %.3g)\n", (g.name() + "." + info.name).c_str(),
-                  std::string(to_string(info.dtype)).c_str(), dims_to_string(info.dims).c_str(), err,
-                  bound);
-      EXPECT_LE(err, bound) << "output '" << info.name << "'";
+      const OutputError e = output_error(g, id, inputs, got, want, fused_want, bound);
+      std::printf("  %-28s %-8s %-18s rel L2 %.3g (bound %.3g)%s\n", (g.name() + "." + info.name).c_str(),
+                  std::string(to_string(info.dtype)).c_str(), dims_to_string(info.dims).c_str(), e.err,
+                  bound, e.fused_semantics ? " against the fused reference (intermediates unrounded)" : "");
+      EXPECT_LE(e.err, bound) << "output '" << info.name << "'";
     }
   }
 
@@ -57,10 +85,11 @@ class GpuRegions : public GpuTest {
       const TensorMap inputs = random_inputs(g, seed);
       const TensorMap want = run_reference(g, inputs);
       const TensorMap got = ex.run(inputs);
+      std::optional<TensorMap> fused_want;
       for (TensorId id : g.outputs()) {
-        const TensorInfo& info = g.tensor(id);
-        const double err = relative_l2_error(got.at(info.name), want.at(info.name));
-        EXPECT_LE(err, relative_l2_bound(g, id) * bound_scale) << "output '" << info.name << "'";
+        const double bound = relative_l2_bound(g, id) * bound_scale;
+        EXPECT_LE(output_error(g, id, inputs, got, want, fused_want, bound).err, bound)
+            << "output '" << g.tensor(id).name << "'";
       }
     }
   }

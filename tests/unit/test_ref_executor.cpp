@@ -103,6 +103,27 @@ TEST(RefExecutor, EachNodeRoundsOnceNotEachOperation) {
   expect_values(run_values(h, {{"x", tensor(DType::f16, {1}, {60000})}}, "y"), {kInf});
 }
 
+TEST(RefExecutor, FusedSemanticsRoundOnlyOutputsCastsAndIntegers) {
+  // The same (a + c) - b as above without rounding intermediates: 1.25, as a fused kernel keeping
+  // the add in f32 computes it. An explicit cast still rounds: cast(a + c, bf16) is 256.
+  Graph g;
+  auto a = g.input("a", DType::bf16, {1});
+  auto b = g.input("b", DType::bf16, {1});
+  auto c = g.input("c", DType::bf16, {1});
+  g.output(g.sub(g.add(a, c), b), "add_first");
+  g.output(g.sub(g.cast(g.cast(g.add(a, c), DType::f32), DType::bf16), b), "cast_first");
+  TensorMap in{{"a", tensor(DType::bf16, {1}, {256})},
+               {"b", tensor(DType::bf16, {1}, {255})},
+               {"c", tensor(DType::bf16, {1}, {0.25})}};
+  ReferenceOptions fused;
+  fused.round_intermediates = false;
+  const TensorMap out = run_reference(g, in, fused);
+  expect_values(out.at("add_first").values(), {1.25});
+  expect_values(out.at("cast_first").values(), {1});
+  // the default rounds every boundary
+  expect_values(run_reference(g, in).at("add_first").values(), {1});
+}
+
 TEST(RefExecutor, StridedInputIsReadLogicallyAndOutputsAreContiguous) {
   // x is logically [2, 3] but stored column-major: storage [1, 4, 2, 5, 3, 6].
   Graph g;
