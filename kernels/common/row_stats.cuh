@@ -91,8 +91,27 @@ __device__ __forceinline__ MeanM2 warp_combine(MeanM2 v) {
 }
 
 // Every thread of the CTA gets the combination of all threads' summaries. `scratch` holds 32.
+// Pairwise at each shuffle step (verified on the H200 since session 2).
 template <typename T>
 __device__ __forceinline__ T block_combine(T v, T* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = combine(v, shfl_xor(v, o));
+  __syncthreads();  // scratch may still be read by a previous call
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : empty_of(v);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = combine(v, shfl_xor(v, o));
+  return v;
+}
+
+// The same through warp_combine (fewer instructions: softmax's row kernel 712 -> 536 SASS
+// instructions, add+layernorm's 824 -> 696 and 46 -> 40 registers). Written after session 6's
+// last device call; the codegen emits it only with SINTER_ROW_COMBINE=warp until the GPU tests
+// (GpuRegions.RowwiseWarpCombine) have passed on the H200.
+template <typename T>
+__device__ __forceinline__ T block_combine_warp_first(T v, T* scratch) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
   v = warp_combine(v);
   __syncthreads();  // scratch may still be read by a previous call

@@ -3,6 +3,7 @@
 // (DESIGN.md), odd sizes, strides and broadcasts.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <random>
 
@@ -330,6 +331,56 @@ TEST_F(GpuRegions, SoftmaxMaskedRows) {
       }
     });
   }
+}
+
+// Layernorm and softmax rows reduced through warp_combine (SINTER_ROW_COMBINE=warp,
+// kernels/common/row_stats.cuh), on every row-wise candidate: odd row lengths, one element,
+// -inf-masked parts of rows (a thread or a whole warp holding only -inf must add nothing), and
+// layernorm rows whose mean dwarfs their spread (the M2 about the warp mean must not cancel).
+TEST_F(GpuRegions, RowwiseWarpCombine) {
+  ::setenv("SINTER_ROW_COMBINE", "warp", 1);
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int candidate = 0; candidate < jit::rowwise_variant_count(); ++candidate) {
+    SCOPED_TRACE("candidate " + std::to_string(candidate));
+    ExecutorOptions opts;
+    opts.engine = "jit";
+    opts.tuning.candidate = candidate;
+    for (auto shape : {Dims{5, 8192}, Dims{3, 1000}, Dims{7, 24}, Dims{1, 1}}) {
+      SCOPED_TRACE("shape " + dims_to_string(shape));
+      const Dims row{shape.back()};
+      Graph ln("add_ln_warp");
+      auto x = ln.input("x", DType::bf16, shape);
+      auto s = ln.add(x, ln.input("res", DType::bf16, shape));
+      ln.output(ln.layernorm(s, ln.input("w", DType::bf16, row), ln.input("b", DType::bf16, row)), "y");
+      {
+        StreamExecutor ex(ln, shared_cache(), opts);
+        for (const StepInfo& st : ex.steps()) {
+          if (st.kind == "rowwise") EXPECT_NE(st.description.find("warp-combine"), std::string::npos) << st.description;
+        }
+      }
+      check(std::move(ln), 1.0, opts);
+      Graph sm("softmax_warp");
+      sm.output(sm.softmax(sm.mul(sm.input("x", DType::bf16, shape), 8.0)), "y");
+      check(std::move(sm), 1.0, opts);
+    }
+    for (int64_t cols : {int64_t{8192}, int64_t{3000}, int64_t{64}}) {
+      Graph g("softmax_masked_warp");
+      g.output(g.softmax(g.add(g.input("x", DType::f32, {4, cols}), g.input("mask", DType::f32, {4, cols}))), "y");
+      check(std::move(g), 1.0, opts, [cols, inf](TensorMap& in) {
+        HostTensor& m = in.at("mask");
+        for (int64_t c = 0; c < cols; ++c) {
+          m.set(0 * cols + c, c < cols / 2 ? -inf : 0.0);   // first half masked: whole warps of -inf
+          m.set(1 * cols + c, c % 3 == 0 ? 0.0 : -inf);     // most masked, spread out
+          m.set(2 * cols + c, c == cols - 1 ? 0.0 : -inf);  // one element left
+          m.set(3 * cols + c, 0.0);
+        }
+      });
+    }
+    Graph off("ln_offset_warp");
+    off.output(off.layernorm(off.add(off.input("x", DType::f32, {6, 4096}), 1000.0), off.input("w", DType::f32, {4096})), "y");
+    check(std::move(off), 10.0, opts);  // as LayerNormLargeOffsetRows
+  }
+  ::unsetenv("SINTER_ROW_COMBINE");
 }
 
 }  // namespace

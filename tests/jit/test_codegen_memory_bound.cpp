@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 
 #include "cuda/nvrtc.hpp"
@@ -116,6 +117,25 @@ TEST(JitCodegen, RowwiseVariantsCompile) {
     auto sn = g.input("s", DType::f32, {5, 16});
     g.output(g.rope(g.mul(x, 2.0), c, sn, inter), "y");
     compile_all(g);
+  }
+}
+
+// The two-phase warp combine of row statistics (SINTER_ROW_COMBINE=warp, not the default until
+// GpuRegions.RowwiseWarpCombine passes on a GPU) compiles for every row-wise candidate.
+TEST(JitCodegen, RowwiseWarpCombineCompiles) {
+  ::setenv("SINTER_ROW_COMBINE", "warp", 1);
+  Graph g("rows_warp");
+  auto x = g.input("x", DType::bf16, {4, 3000});
+  auto w = g.input("w", DType::bf16, {3000});
+  g.output(g.layernorm(g.add(x, g.input("r", DType::bf16, {4, 3000})), w, w), "ln");
+  g.output(g.softmax(x), "sm");
+  const std::vector<std::string> descs = compile_all(g);
+  ::unsetenv("SINTER_ROW_COMBINE");
+  ASSERT_FALSE(descs.empty());
+  for (const std::string& d : descs) {
+    if (d.find("layernorm") != std::string::npos || d.find("softmax") != std::string::npos) {
+      EXPECT_NE(d.find("warp-combine"), std::string::npos) << d;
+    }
   }
 }
 

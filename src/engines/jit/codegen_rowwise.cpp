@@ -6,6 +6,7 @@
 // keeps kItems vectors of kVec elements of the anchor's input in registers, so the row is read
 // from memory once; longer rows are streamed in passes that recompute the prologue.
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -60,6 +61,13 @@ class RowwiseGen {
   int stages() const {
     if (variant_.stage == RowwiseVariant::Stage::heuristic) return bulk() ? 3 : 2;
     return bulk() ? std::clamp(variant_.stages, 2, 4) : 2;
+  }
+  // The block reduction of two-number row statistics (kernels/common/row_stats.cuh): pairwise
+  // by default; SINTER_ROW_COMBINE=warp picks warp_combine's two-phase form (fewer instructions
+  // for an issue-bound row kernel; not yet run on a GPU). Read each time: a test may set it.
+  static std::string block_combine_fn() {
+    const char* v = std::getenv("SINTER_ROW_COMBINE");
+    return v && std::string(v) == "warp" ? "block_combine_warp_first" : "block_combine";
   }
   // Global accesses of data touched once: with streaming hints when the variant asks for them.
   std::string store_fn() const { return variant_.stream ? "store_vec_stream" : "store_vec"; }
@@ -574,7 +582,7 @@ RegionKernels RowwiseGen::build() {
             << "      const float m_ = n_ > 0.0f ? __fdividef(s_, n_) : 0.0f;\n      float q_ = 0.0f;\n"
             << over_own("q_ += (x - m_) * (x - m_)")
             << "      __shared__ MeanM2 stats_[32];\n"
-            << "      const MeanM2 t_ = block_combine(MeanM2{n_, m_, q_}, stats_);\n"
+            << "      const MeanM2 t_ = " << block_combine_fn() << "(MeanM2{n_, m_, q_}, stats_);\n"
             << "      stat0 = t_.mean;\n      stat1 = rsqrtf(t_.m2 * " << inv_cols << " + " << eps
             << "); }\n";
         break;
@@ -595,7 +603,7 @@ RegionKernels RowwiseGen::build() {
             << "      const float ml_ = mm_ * 1.4426950408889634f;\n"
             << over_own("xs[k][j] = fast_exp2(fmaf(x, 1.4426950408889634f, -ml_)); s_ += xs[k][j]")
             << "      __shared__ MaxSum stats_[32];\n"
-            << "      const MaxSum t_ = block_combine(MaxSum{m_, s_}, stats_);\n"
+            << "      const MaxSum t_ = " << block_combine_fn() << "(MaxSum{m_, s_}, stats_);\n"
             << "      stat0 = t_.max;\n"
             << "      stat1 = fast_exp2((mm_ - t_.max) * 1.4426950408889634f) / t_.sum; }\n";
         break;
@@ -703,7 +711,11 @@ RegionKernels RowwiseGen::build() {
                                   : stage_bytes_ > 0 ? " cp.async-staged" : "") +
                      (text.find("_stream(") != std::string::npos ? " stream-hints" : "") +
                      (std::find(resident_.begin(), resident_.end(), true) != resident_.end() ? " resident-weights" : "") +
-                     (min_blocks > 0 ? " min-ctas" + std::to_string(min_blocks) : "") + " threads" +
+                     (min_blocks > 0 ? " min-ctas" + std::to_string(min_blocks) : "") +
+                     ((aop == OpKind::layernorm || aop == OpKind::softmax) && block_combine_fn() != "block_combine"
+                          ? " warp-combine"
+                          : "") +
+                     " threads" +
                      std::to_string(threads_) + " vec" + std::to_string(vec_) + " items" +
                      std::to_string(items_);
   spec.args.add(rows_);
