@@ -24,6 +24,9 @@
 #   memory        sinter_bench_memory on the issue-3 cases, with PyTorch's copy
 #   gemm          sinter_bench_gemm --quick (issue 4)
 #   hopper_tests  GpuHopperGemm.*
+#   probe         bench/experiments/stream_probe (built by nvcc into BIN_DIR): copy and read-only
+#                 stream structures against cudaMemcpy
+#   all_tests     every GPU test (ALL_TESTS, a gtest filter; default all), SHARDS shards
 set -uo pipefail
 bin="${1:-.device}"
 steps=",${2:-vendor_tests,vendor,plan,rows_tests,memory,gemm,hopper_tests},"
@@ -49,6 +52,11 @@ gpu_tests() {
   cat "$out"/"$1".shard* > "$out/$1"; rm -f "$out"/"$1".shard*
   echo "exit $rc (worst of $shards shards)"; summary "$out/$1"; grep -E "${4:-Failure}" -A3 "$out/$1" | head -60
 }
+if want probe; then
+  stamp "stream probe: copy and read structures vs cudaMemcpy"
+  timeout 120 "$bin/stream_probe" > "$out/stream_probe.log" 2>&1
+  echo "exit $?"; cat "$out/stream_probe.log"
+fi
 if want vendor_tests; then
   stamp "GPU tests: cuDNN and cuBLASLt engines"
   gpu_tests tests_vendor.log 150 'GpuCudnn.*:GpuCublasLt.*' 'Failure|cuDNN [0-9]'
@@ -131,5 +139,9 @@ fi
 if want hopper_tests; then
   stamp "Hopper GEMM tests"
   gpu_tests tests_gemm.log 240 'GpuHopperGemm.*'
+fi
+if want all_tests; then
+  stamp "every GPU test"
+  gpu_tests tests_all.log 330 "${ALL_TESTS:-*}"
 fi
 stamp done

@@ -125,14 +125,24 @@ Library::~Library() {
   if (library_) cudaLibraryUnload(library_);
 }
 
-Library::Library(Library&& other) noexcept : library_(std::exchange(other.library_, nullptr)) {}
+Library::Library(Library&& other) noexcept
+    : library_(std::exchange(other.library_, nullptr)), limits_(std::move(other.limits_)) {}
 
 Library& Library::operator=(Library&& other) noexcept {
   if (this != &other) {
     if (library_) cudaLibraryUnload(library_);
     library_ = std::exchange(other.library_, nullptr);
+    limits_ = std::move(other.limits_);  // a moved-from Library holds nothing to launch
   }
   return *this;
+}
+
+void Library::allow_dynamic_shared_memory(const Kernel& kernel, int bytes, int device) const {
+  std::lock_guard<std::mutex> lock(limits_->mutex);
+  int& allowed = limits_->dynamic_shared_memory[{kernel.name(), device}];
+  if (bytes <= allowed) return;
+  kernel.set_max_dynamic_shared_memory(bytes, device);
+  allowed = bytes;
 }
 
 Kernel Library::get_kernel(const std::string& name) const {

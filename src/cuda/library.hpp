@@ -6,6 +6,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -71,10 +74,20 @@ class Library {
   cudaLibrary_t get() const { return library_; }
   // Throws ErrorCode::cuda naming the kernel when the library has no such (extern "C") kernel.
   Kernel get_kernel(const std::string& name) const;
+  // Lets `kernel` (one of this library's) launch with `bytes` of dynamic shared memory on
+  // `device`. The attribute belongs to the loaded kernel, not to a launch, and several plan steps
+  // can share one loaded cubin with different sizes: it is only ever raised, to the largest size
+  // asked for, so one step's setting cannot make another's launch fail. Thread-safe.
+  void allow_dynamic_shared_memory(const Kernel& kernel, int bytes, int device) const;
 
  private:
   explicit Library(cudaLibrary_t library) : library_(library) {}
+  struct Limits {
+    std::mutex mutex;
+    std::map<std::pair<std::string, int>, int> dynamic_shared_memory;  // (kernel, device) -> bytes
+  };
   cudaLibrary_t library_ = nullptr;
+  std::unique_ptr<Limits> limits_ = std::make_unique<Limits>();
 };
 
 }  // namespace sinter::cuda

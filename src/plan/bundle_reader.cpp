@@ -59,13 +59,13 @@ Header read_header(std::span<const char> file, std::string_view source) {
   const char* h = file.data();
   const uint64_t header_size = get_le(h + kHeaderSizeAt, 4);
   if (header_size != kBundleHeaderSize) {
-    fail(source, "header size " + std::to_string(header_size) + ", but version 1 headers have " +
+    fail(source, "header size " + std::to_string(header_size) + ", but version " + std::to_string(kBundleVersion) + " headers have " +
                      std::to_string(kBundleHeaderSize) + " bytes");
   }
   if (const uint64_t flags = get_le(h + kFlagsAt, 8); flags != 0) {
     char hex[20];
     std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(flags));
-    fail(source, std::string("unknown flags ") + hex + " (version 1 defines none)");
+    fail(source, std::string("unknown flags ") + hex + " (version " + std::to_string(kBundleVersion) + " defines none)");
   }
   if (!all_zero(file.subspan(kReservedAt, kBundleHeaderSize - kReservedAt))) {
     fail(source, "the reserved header bytes " + range(kReservedAt, kBundleHeaderSize - kReservedAt) +

@@ -156,7 +156,9 @@ TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Reference
                                              dims_to_string(info.dims));
       }
       // The tensor boundary: the one place where values are rounded to the dtype.
+      // Constants are rounded either way: a kernel reads them already in their dtype.
       const bool rounds = opts.round_intermediates || !is_float(info.dtype) || n.op == OpKind::cast ||
+                          n.op == OpKind::constant ||
                           std::find(g.outputs().begin(), g.outputs().end(), n.outputs[i]) != g.outputs().end();
       if (rounds) {
         for (double& v : out[i].data) v = round_to_dtype(v, info.dtype);

@@ -313,12 +313,13 @@ TEST_F(GpuRegions, LayerNormLargeOffsetRows) {
 }
 
 // Softmax rows whose parts are -inf (a mask added before the softmax): threads holding only
-// -inf elements must contribute nothing, not NaN; a fully masked row is NaN as in the reference.
+// -inf elements must contribute nothing, not NaN, also when the row's max is far below 0; a fully
+// masked row is NaN as in the reference.
 TEST_F(GpuRegions, SoftmaxMaskedRows) {
   for (int64_t cols : {int64_t{8192}, int64_t{3000}, int64_t{64}}) {
     Graph g("softmax_masked");
-    auto x = g.input("x", DType::f32, {4, cols});
-    auto mask = g.input("mask", DType::f32, {4, cols});
+    auto x = g.input("x", DType::f32, {5, cols});
+    auto mask = g.input("mask", DType::f32, {5, cols});
     g.output(g.softmax(g.add(x, mask)), "y");
     check(std::move(g), 1.0, {}, [cols](TensorMap& in) {
       HostTensor& m = in.at("mask");
@@ -328,6 +329,8 @@ TEST_F(GpuRegions, SoftmaxMaskedRows) {
         m.set(1 * cols + c, c % 3 == 0 ? 0.0 : -inf);         // most masked, spread out
         m.set(2 * cols + c, c == cols - 1 ? 0.0 : -inf);      // one element left
         m.set(3 * cols + c, 0.0);                              // nothing masked
+        // half masked and the rest near -200: a masked thread's rescale exp(0 - max) overflows
+        m.set(4 * cols + c, c < cols / 2 ? -inf : -200.0);
       }
     });
   }
@@ -355,7 +358,9 @@ TEST_F(GpuRegions, RowwiseWarpCombine) {
       {
         StreamExecutor ex(ln, shared_cache(), opts);
         for (const StepInfo& st : ex.steps()) {
-          if (st.kind == "rowwise") EXPECT_NE(st.description.find("warp-combine"), std::string::npos) << st.description;
+          if (st.kind == "rowwise") {
+            EXPECT_NE(st.description.find("warp-combine"), std::string::npos) << st.description;
+          }
         }
       }
       check(std::move(ln), 1.0, opts);
@@ -365,7 +370,7 @@ TEST_F(GpuRegions, RowwiseWarpCombine) {
     }
     for (int64_t cols : {int64_t{8192}, int64_t{3000}, int64_t{64}}) {
       Graph g("softmax_masked_warp");
-      g.output(g.softmax(g.add(g.input("x", DType::f32, {4, cols}), g.input("mask", DType::f32, {4, cols}))), "y");
+      g.output(g.softmax(g.add(g.input("x", DType::f32, {5, cols}), g.input("mask", DType::f32, {5, cols}))), "y");
       check(std::move(g), 1.0, opts, [cols, inf](TensorMap& in) {
         HostTensor& m = in.at("mask");
         for (int64_t c = 0; c < cols; ++c) {
@@ -373,6 +378,7 @@ TEST_F(GpuRegions, RowwiseWarpCombine) {
           m.set(1 * cols + c, c % 3 == 0 ? 0.0 : -inf);     // most masked, spread out
           m.set(2 * cols + c, c == cols - 1 ? 0.0 : -inf);  // one element left
           m.set(3 * cols + c, 0.0);
+          m.set(4 * cols + c, c < cols / 2 ? -inf : -200.0);  // masked threads' rescale would overflow
         }
       });
     }

@@ -31,8 +31,9 @@ struct Lowering {
   // reductions may accumulate into (0 is the identity of the sums and amaxes lowered).
   std::vector<std::pair<int, size_t>> zeroed_outputs;
   std::function<std::unique_ptr<OperationGraph>()> build;
-  // what, and each operand's uid, dtype, dims and strides: what the operation graph is built
-  // from. A saved execution plan records its digest, so a plan is never run on another graph.
+  // the lowering version, the region's structural hash (attributes included), what, and each
+  // operand's uid, dtype, dims and strides: what the operation graph is built from. A saved
+  // execution plan records its digest, so a plan is never run on another graph.
   std::string signature;
 };
 
@@ -119,7 +120,14 @@ Match match(const Graph& g, const fuse::Region& r, bool lower_secondary) {
   Match m = match_region(g, r, lower_secondary);
   if (!m.lowering) return m;
   std::string& sig = m.lowering->signature;
-  sig = m.lowering->what;
+  // The region's structure with every node's attributes (a conv's padding, strides and
+  // dilation, an sdpa's scale and mask) and the version of these lowerings: bump
+  // kLoweringVersion when a lowering builds another operation graph from the same region.
+  constexpr int kLoweringVersion = 1;
+  char region_hash[17];
+  std::snprintf(region_hash, sizeof region_hash, "%016llx",
+                static_cast<unsigned long long>(structural_hash(fuse::region_subgraph(g, r), true)));
+  sig = "lowering " + std::to_string(kLoweringVersion) + "\nregion " + region_hash + "\n" + m.lowering->what;
   for (const Lowering::Operand& o : m.lowering->operands) {
     const TensorInfo& t = g.tensor(o.output ? r.outputs.at(o.index) : r.inputs.at(o.index));
     sig += "\n" + std::to_string(o.uid) + (o.output ? " out " : " in ") + std::to_string(o.index) + " " +

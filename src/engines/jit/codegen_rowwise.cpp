@@ -605,7 +605,11 @@ RegionKernels RowwiseGen::build() {
             << "      __shared__ MaxSum stats_[32];\n"
             << "      const MaxSum t_ = " << block_combine_fn() << "(MaxSum{m_, s_}, stats_);\n"
             << "      stat0 = t_.max;\n"
-            << "      stat1 = fast_exp2((mm_ - t_.max) * 1.4426950408889634f) / t_.sum; }\n";
+            // A thread whose elements are all -inf (s_ == 0) outputs exp(-inf - max) / sum = 0
+            // wherever the row's sum is finite and nonzero: its rescale exp(0 - max) would
+            // overflow to inf for a row max below about -88 and make 0 * inf = NaN.
+            << "      stat1 = (s_ == 0.0f && t_.sum > 0.0f && t_.sum < __int_as_float(0x7f800000)) ? 0.0f\n"
+            << "            : fast_exp2((mm_ - t_.max) * 1.4426950408889634f) / t_.sum; }\n";
         break;
       default: break;
     }
@@ -712,7 +716,8 @@ RegionKernels RowwiseGen::build() {
                      (text.find("_stream(") != std::string::npos ? " stream-hints" : "") +
                      (std::find(resident_.begin(), resident_.end(), true) != resident_.end() ? " resident-weights" : "") +
                      (min_blocks > 0 ? " min-ctas" + std::to_string(min_blocks) : "") +
-                     ((aop == OpKind::layernorm || aop == OpKind::softmax) && block_combine_fn() != "block_combine"
+                     (in_registers_ && (aop == OpKind::layernorm || aop == OpKind::softmax) &&
+                              block_combine_fn() != "block_combine"
                           ? " warp-combine"
                           : "") +
                      " threads" +

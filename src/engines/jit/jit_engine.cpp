@@ -145,8 +145,8 @@ std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Reg
     // kernel with 48 KB dynamic plus a static reduction buffer fails to launch without it
     // (seen on the H200: cudaErrorInvalidValue for the softmax bulk ring).
     if (spec.launch.dynamic_shared_memory > 0) {
-      kernel.set_max_dynamic_shared_memory(static_cast<int>(spec.launch.dynamic_shared_memory),
-                                           ctx.device.ordinal);
+      lib->allow_dynamic_shared_memory(kernel, static_cast<int>(spec.launch.dynamic_shared_memory),
+                                       ctx.device.ordinal);
     }
     if (spec.persistent_work > 0) {
       const int per_sm = kernel.max_active_blocks_per_sm(static_cast<int>(spec.launch.block.x),
@@ -258,7 +258,7 @@ std::unique_ptr<PreparedStep> load_jit_step(std::vector<KernelSpec> specs,
     std::shared_ptr<const cuda::Library> lib = std::move(libraries[i]);
     cuda::Kernel kernel = lib->get_kernel(specs[i].entry);
     if (specs[i].launch.dynamic_shared_memory > 0) {  // see prepare: static smem counts too
-      kernel.set_max_dynamic_shared_memory(static_cast<int>(specs[i].launch.dynamic_shared_memory), device);
+      lib->allow_dynamic_shared_memory(kernel, static_cast<int>(specs[i].launch.dynamic_shared_memory), device);
     }
     loaded.push_back({std::move(specs[i]), std::move(lib), kernel, nullptr});
   }
