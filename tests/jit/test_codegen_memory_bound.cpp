@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 
 #include "cuda/nvrtc.hpp"
@@ -23,7 +24,8 @@ cuda::DeviceProperties fake_h200() {
   return p;
 }
 
-// Compiles every kernel of every region of `g`; returns the descriptions.
+// Compiles every kernel of every region of `g`; returns the descriptions. With
+// SINTER_DUMP_CUBIN_DIR set, each kernel's source and cubin are written there (for cuobjdump -sass).
 std::vector<std::string> compile_all(Graph& g) {
   g.validate();
   const fuse::Partition p = fuse::partition_graph(g);
@@ -35,7 +37,14 @@ std::vector<std::string> compile_all(Graph& g) {
       SCOPED_TRACE(k.description + "\n" + k.source);
       cuda::CompileOptions opts;
       opts.arch = "sm_90a";
-      EXPECT_NO_THROW(cuda::compile_cuda("region.cu", k.source, opts));
+      cuda::CompileResult c;
+      EXPECT_NO_THROW(c = cuda::compile_cuda("region.cu", k.source, opts));
+      if (const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR")) {
+        const std::string stem = std::string(dir) + "/" + g.name() + "_region" + std::to_string(r.id) + "_v" +
+                                 std::to_string(v) + "_k" + std::to_string(descs.size());
+        std::ofstream(stem + ".cu") << "// " << k.description << "\n" << k.source;
+        std::ofstream(stem + ".cubin", std::ios::binary).write(c.cubin.data(), static_cast<std::streamsize>(c.cubin.size()));
+      }
       EXPECT_EQ(k.args.size() % 8, 0u);
       descs.push_back(k.description);
     }
@@ -83,6 +92,19 @@ TEST(JitCodegen, PointwiseAccessClassesCompile) {
   const auto descs = compile_all(g);
   ASSERT_FALSE(descs.empty());
   EXPECT_NE(descs[0].find("full"), std::string::npos);
+}
+
+// The issue-3 benchmark's 10-op chain (sinter_bench_memory pointwise_chain10: a row bias and a
+// column scale broadcast into a 16384 x 16384 bf16 tensor), every pointwise candidate.
+TEST(JitCodegen, BenchmarkChainCompiles) {
+  Graph g("pointwise_chain10");
+  auto x = g.input("x", DType::bf16, {16384, 16384});
+  auto h = g.mul(g.add(x, g.input("bias", DType::bf16, {16384})), g.input("scale", DType::bf16, {16384, 1}));
+  h = g.max(g.abs(g.sub(g.min(g.square(g.relu(g.add(g.mul(h, 0.5), 1.0))), 4.0), 0.25)), 0.0625);
+  g.output(h, "y");
+  const auto descs = compile_all(g);
+  ASSERT_FALSE(descs.empty());
+  EXPECT_NE(descs[0].find("[full,strided,splat]"), std::string::npos) << descs[0];
 }
 
 TEST(JitCodegen, RowwiseVariantsCompile) {
