@@ -128,7 +128,7 @@ if want rows_tests; then
 fi
 if want memory; then
   stamp "memory-bound bench"
-  timeout 100 "$bin/sinter_bench_memory" --quick --cases add_layernorm,add_rmsnorm,softmax,pointwise_chain10,copy > "$out/sinter.jsonl" 2>&1
+  timeout "${MEMORY_TIMEOUT:-240}" "$bin/sinter_bench_memory" --quick --cases "${MEMORY_CASES:-add_layernorm,add_rmsnorm,softmax,pointwise_chain10,copy}" > "$out/sinter.jsonl" 2>&1
   echo "exit $?"; cut -c1-190 "$out/sinter.jsonl"
 fi
 if want gemm; then

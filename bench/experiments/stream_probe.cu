@@ -150,6 +150,22 @@ __global__ void read_persistent(const uint4* __restrict__ src, long long n, unsi
   if (acc == 0x12345678u) *out = acc;
 }
 
+// One tile per CTA, the grid covering the array.
+template <int kUnroll>
+__global__ void read_flat(const uint4* __restrict__ src, long long n, unsigned* out) {
+  const long long base = static_cast<long long>(blockIdx.x) * blockDim.x * kUnroll;
+  unsigned acc = 0;
+  uint4 v[kUnroll];
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const long long i = base + u * blockDim.x + threadIdx.x;
+    v[u] = i < n ? ld_nc(src + i) : make_uint4(0, 0, 0, 0);
+  }
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) acc += v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  if (acc == 0x12345678u) *out = acc;
+}
+
 template <int kChunk, int kStages>
 __global__ void __launch_bounds__(256) read_bulk(const char* __restrict__ src, long long bytes, unsigned* out) {
   extern __shared__ __align__(128) char smem[];
@@ -249,6 +265,9 @@ int main() {
          }),                                                                                         \
          2.0 * copy_bytes)
   FLAT(1, 256);
+  FLAT(2, 256);
+  FLAT(1, 512);
+  FLAT(1, 128);
   FLAT(4, 256);
   FLAT(8, 128);
   FLAT(4, 512);
@@ -279,6 +298,17 @@ int main() {
            read_persistent<U><<<sms * PER, T>>>(reinterpret_cast<const uint4*>(src), w16, sink);           \
          }),                                                                                               \
          double(bytes))
+#define READF(U, T)                                                                                      \
+  std::snprintf(label, sizeof label, "read %lld MB flat unroll " #U " threads " #T, bytes >> 20);          \
+  report(label, timer.median_ms([&] {                                                                      \
+           read_flat<U><<<static_cast<unsigned>((w16 + T * U - 1) / (T * U)), T>>>(                        \
+               reinterpret_cast<const uint4*>(src), w16, sink);                                            \
+         }),                                                                                               \
+         double(bytes))
+    READF(1, 256);
+    READF(2, 256);
+    READF(4, 256);
+    READF(8, 128);
     READP(4, 512, 4);
     READP(8, 256, 8);
     READP(8, 512, 4);

@@ -369,10 +369,15 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   spec.args.finish();
   const int64_t tile_elems = int64_t{kBlock} * kUnroll * vec;
   const int64_t tiles = (cs.numel + tile_elems - 1) / tile_elems;
-  const int64_t max_grid = int64_t{dev.sm_count > 0 ? dev.sm_count : 132} * (2048 / kBlock);
-  spec.launch.grid = dim3(static_cast<unsigned>(balanced_grid(tiles, max_grid)));
   spec.launch.block = dim3(kBlock);
-  spec.persistent_work = tiles;
+  if (variant.flat && tiles < (int64_t{1} << 31) - 1) {
+    spec.launch.grid = dim3(static_cast<unsigned>(std::max<int64_t>(tiles, 1)));  // one tile each
+    spec.description += " flat";
+  } else {
+    const int64_t max_grid = int64_t{dev.sm_count > 0 ? dev.sm_count : 132} * (2048 / kBlock);
+    spec.launch.grid = dim3(static_cast<unsigned>(balanced_grid(tiles, max_grid)));
+    spec.persistent_work = tiles;
+  }
   rk.kernels.push_back(std::move(spec));
   return rk;
 }

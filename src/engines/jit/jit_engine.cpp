@@ -198,9 +198,15 @@ constexpr RowwiseVariant kRowwiseVariants[] = {
     {Stage::bulk, 512, 3, false, true}, {Stage::bulk, 256, 3, false, true}, {Stage::on, 512, 2, false, true},
     // 16: a 2-buffer bulk ring at 3 CTAs of 512 per SM (registers capped at 42): an add+layernorm
     // row pair is 32 KB, so 3 x 64 KB of rings fit where 46 registers allowed only 2 CTAs
-    {Stage::bulk, 512, 2, false, false, 3}};
+    {Stage::bulk, 512, 2, false, false, 3},
+    // 17-19: one row per CTA over a grid of every row (no persistent loop)
+    {Stage::off, 512, 2, false, false, 0, true}, {Stage::off, 256, 2, false, false, 0, true},
+    {Stage::off, 1024, 2, false, false, 0, true}};
 constexpr PointwiseVariant kPointwiseVariants[] = {{4}, {8}, {2}, {4, true}, {8, true},
-                                                   {2, false, true}, {4, false, true}};
+                                                   {2, false, true}, {4, false, true},
+                                                   // 7-9: one tile per CTA, no persistent loop
+                                                   {1, false, false, true}, {2, false, false, true},
+                                                   {4, false, false, true}};
 
 int variant_count(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
   if (r.kind == fuse::RegionKind::matmul) return matmul_variants(g, r, dev);
