@@ -12,9 +12,9 @@
 #   quick_tests   the GPU tests most sensitive to launch and layout changes (cuBLASLt, layout,
 #                 examples, plans, decode attention and GEMV), under one short timeout
 #   unverified    the GPU tests written or changed without a device call (UNVERIFIED_TESTS, a
-#                 gtest filter; default: the warp-first row-statistics combine, opt-in with
-#                 SINTER_ROW_COMBINE=warp), then softmax and add+layernorm benched with it, and
-#                 the transformer block benched
+#                 gtest filter; default: the row-wise and pointwise candidates), then softmax and
+#                 add+layernorm benched with the other row-statistics combine
+#                 (SINTER_ROW_COMBINE=pairwise|warp, default pairwise), and the transformer block
 #   bundle        sinter build/inspect/run of the transformer block's bundle (kept in $OUT)
 #   pdl_off       the 200-op chain again with SINTER_PDL=0 (programmatic launch off), to compare
 #   gemm_decode   sinter_bench_gemm --quick --decode (decode GEMV candidates, Llama stack shapes),
@@ -78,10 +78,10 @@ if want plan; then
 fi
 if want unverified; then
   stamp "GPU tests written without a device call"
-  gpu_tests tests_unverified.log 150 "${UNVERIFIED_TESTS:-GpuRegions.RowwiseWarpCombine}" 'Failure'
-  # every softmax and add+layernorm candidate with the warp-first combine (session 6's default
-  # combine measured 0.1534-0.1567 ms softmax, 0.2058-0.2086 ms add+layernorm)
-  SINTER_ROW_COMBINE=warp timeout 90 "$bin/sinter_bench_memory" --quick --cases softmax,add_layernorm \
+  gpu_tests tests_unverified.log 150 "${UNVERIFIED_TESTS:-GpuRegions.Rowwise*:GpuRegions.PointwiseCandidatesEachCorrect}" 'Failure'
+  # every softmax and add+layernorm candidate with one combine forced (session 7: layernorm
+  # warp-first 0.2036-0.2048 ms vs pairwise 0.2057-0.2082; softmax pairwise 0.1549-0.1554 vs 0.1603)
+  SINTER_ROW_COMBINE="${ROW_COMBINE:-pairwise}" timeout 90 "$bin/sinter_bench_memory" --quick --cases softmax,add_layernorm \
     > "$out/memory_warp_combine.jsonl" 2>&1
   echo "exit $?"; cut -c1-190 "$out/memory_warp_combine.jsonl"
   # the suite's transformer block, step by step

@@ -91,7 +91,7 @@ __device__ __forceinline__ MeanM2 warp_combine(MeanM2 v) {
 }
 
 // Every thread of the CTA gets the combination of all threads' summaries. `scratch` holds 32.
-// Pairwise at each shuffle step (verified on the H200 since session 2).
+// Pairwise at each shuffle step (verified on the H200 since session 2; softmax's default).
 template <typename T>
 __device__ __forceinline__ T block_combine(T v, T* scratch) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
@@ -107,9 +107,9 @@ __device__ __forceinline__ T block_combine(T v, T* scratch) {
 }
 
 // The same through warp_combine (fewer instructions: softmax's row kernel 712 -> 536 SASS
-// instructions, add+layernorm's 824 -> 696 and 46 -> 40 registers). Written after session 6's
-// last device call; the codegen emits it only with SINTER_ROW_COMBINE=warp until the GPU tests
-// (GpuRegions.RowwiseWarpCombine) have passed on the H200.
+// instructions, add+layernorm's 824 -> 696 and 46 -> 40 registers). Verified on the H200 in
+// session 7 (GpuRegions.RowwiseWarpCombine, every row-wise candidate); layernorm uses it by
+// default, softmax keeps the pairwise form, which timed faster (codegen_rowwise.cpp).
 template <typename T>
 __device__ __forceinline__ T block_combine_warp_first(T v, T* scratch) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;

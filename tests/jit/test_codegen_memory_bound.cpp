@@ -142,7 +142,7 @@ TEST(JitCodegen, RowwiseVariantsCompile) {
   }
 }
 
-// The two-phase warp combine of row statistics (SINTER_ROW_COMBINE=warp, not the default until
+// The two-phase warp combine of row statistics (SINTER_ROW_COMBINE=warp forces it for softmax too;
 // GpuRegions.RowwiseWarpCombine passes on a GPU) compiles for every row-wise candidate.
 TEST(JitCodegen, RowwiseWarpCombineCompiles) {
   ::setenv("SINTER_ROW_COMBINE", "warp", 1);

@@ -24,7 +24,8 @@ struct PointwiseVariant {
   // One tile per CTA and a grid that covers the tensor, instead of a persistent grid looping over
   // tiles. The H200 probe (bench/experiments/stream_probe.cu) copied 512 MB at 4.19 TB/s this way
   // (one 16-byte vector per thread, 256 threads) against at most 3.90 with any persistent loop,
-  // and cudaMemcpy's 4.12.
+  // and cudaMemcpy's 4.12; the 10-op chain went from 0.3109 to 0.2687 ms. Regions with exit
+  // reductions keep the persistent grid.
   bool flat = false;
 };
 

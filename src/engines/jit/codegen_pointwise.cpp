@@ -370,7 +370,9 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   const int64_t tile_elems = int64_t{kBlock} * kUnroll * vec;
   const int64_t tiles = (cs.numel + tile_elems - 1) / tile_elems;
   spec.launch.block = dim3(kBlock);
-  if (variant.flat && tiles < (int64_t{1} << 31) - 1) {
+  // Flat only without exit reductions: each CTA ends its part of a reduction with atomics on one
+  // address, which a grid of 10^5 CTAs would serialize; a persistent grid has a few hundred.
+  if (variant.flat && r.reductions.empty() && tiles < (int64_t{1} << 31) - 1) {
     spec.launch.grid = dim3(static_cast<unsigned>(std::max<int64_t>(tiles, 1)));  // one tile each
     spec.description += " flat";
   } else {

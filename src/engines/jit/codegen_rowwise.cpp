@@ -64,12 +64,16 @@ class RowwiseGen {
     if (variant_.stage == RowwiseVariant::Stage::heuristic) return bulk() ? 3 : 2;
     return bulk() ? std::clamp(variant_.stages, 2, 4) : 2;
   }
-  // The block reduction of two-number row statistics (kernels/common/row_stats.cuh): pairwise
-  // by default; SINTER_ROW_COMBINE=warp picks warp_combine's two-phase form (fewer instructions
-  // for an issue-bound row kernel; not yet run on a GPU). Read each time: a test may set it.
-  static std::string block_combine_fn() {
+  // The block reduction of two-number row statistics (kernels/common/row_stats.cuh). Layernorm's
+  // (mean, M2) combines per warp first (warp_combine: add+layernorm 824 -> 696 SASS instructions;
+  // H200, session 7, same call: 0.2036 ms against 0.2082 for the default candidate); softmax's
+  // (max, sum) keeps the pairwise combine, which measured faster there (0.1554 against 0.1603).
+  // SINTER_ROW_COMBINE=warp or =pairwise forces one form for both (read each time: tests set it).
+  static std::string block_combine_fn(OpKind op) {
     const char* v = std::getenv("SINTER_ROW_COMBINE");
-    return v && std::string(v) == "warp" ? "block_combine_warp_first" : "block_combine";
+    const std::string forced = v ? v : "";
+    const bool warp = forced == "warp" || (forced != "pairwise" && op == OpKind::layernorm);
+    return warp ? "block_combine_warp_first" : "block_combine";
   }
   // Global accesses of data touched once: with streaming hints when the variant asks for them.
   std::string store_fn() const { return variant_.stream ? "store_vec_stream" : "store_vec"; }
@@ -584,7 +588,7 @@ RegionKernels RowwiseGen::build() {
             << "      const float m_ = n_ > 0.0f ? __fdividef(s_, n_) : 0.0f;\n      float q_ = 0.0f;\n"
             << over_own("q_ += (x - m_) * (x - m_)")
             << "      __shared__ MeanM2 stats_[32];\n"
-            << "      const MeanM2 t_ = " << block_combine_fn() << "(MeanM2{n_, m_, q_}, stats_);\n"
+            << "      const MeanM2 t_ = " << block_combine_fn(OpKind::layernorm) << "(MeanM2{n_, m_, q_}, stats_);\n"
             << "      stat0 = t_.mean;\n      stat1 = rsqrtf(t_.m2 * " << inv_cols << " + " << eps
             << "); }\n";
         break;
@@ -605,7 +609,7 @@ RegionKernels RowwiseGen::build() {
             << "      const float ml_ = mm_ * 1.4426950408889634f;\n"
             << over_own("xs[k][j] = fast_exp2(fmaf(x, 1.4426950408889634f, -ml_)); s_ += xs[k][j]")
             << "      __shared__ MaxSum stats_[32];\n"
-            << "      const MaxSum t_ = " << block_combine_fn() << "(MaxSum{m_, s_}, stats_);\n"
+            << "      const MaxSum t_ = " << block_combine_fn(OpKind::softmax) << "(MaxSum{m_, s_}, stats_);\n"
             << "      stat0 = t_.max;\n"
             // A thread whose elements are all -inf (s_ == 0) outputs exp(-inf - max) / sum = 0
             // wherever the row's sum is finite and nonzero: its rescale exp(0 - max) would
@@ -720,7 +724,7 @@ RegionKernels RowwiseGen::build() {
                      (min_blocks > 0 ? " min-ctas" + std::to_string(min_blocks) : "") +
                      (flat() ? " flat" : "") +
                      (in_registers_ && (aop == OpKind::layernorm || aop == OpKind::softmax) &&
-                              block_combine_fn() != "block_combine"
+                              block_combine_fn(aop) != "block_combine"
                           ? " warp-combine"
                           : "") +
                      " threads" +
