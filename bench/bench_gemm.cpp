@@ -148,14 +148,9 @@ std::vector<std::pair<std::string, int>> decode_candidates(const Graph& g, const
       std::fprintf(stderr, "sinter_bench_gemm: %s: decode tile not offered: %s\n", g.name().c_str(), why.c_str());
       return out;
     }
-    const std::vector<jit::MatmulVariant> tiles = jit::matmul_tiles(g, r, dev);
-    for (size_t v = 0; v < tiles.size(); ++v) {
-      if (tiles[v].tile == jit::MatmulTile::decode_ffma) out.emplace_back("ffma", static_cast<int>(v));
-      if (tiles[v].tile == jit::MatmulTile::decode_gemv) {
-        const int depth = tiles[v].decode_depth;
-        out.emplace_back(depth == 2 ? "mma" : "mma_depth" + std::to_string(depth), static_cast<int>(v));
-      }
-    }
+    const int ffma = jit::matmul_variant_of(g, r, dev, jit::MatmulTile::decode_ffma);
+    if (ffma >= 0) out.emplace_back("ffma", ffma);
+    out.emplace_back("mma", jit::matmul_variant_of(g, r, dev, jit::MatmulTile::decode_gemv));
     return out;
   }
   return out;

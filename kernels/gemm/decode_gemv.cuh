@@ -157,10 +157,7 @@ __device__ __forceinline__ void decode_stage_x(const u16* x, const SinterGemmSha
 // n0 .. n0 + kDecodeBN over k in [k_lo, k_hi) into shared memory. With splits > 1, the partial
 // goes to part[(slot * splits + split)] and only the last CTA of `slot` gets the full sum (true);
 // the others return false. Every thread of the CTA calls it; it ends with a barrier.
-// kDepth: W steps a warp keeps in flight in registers (16 registers each). 2 is the measured
-// default; 3 and 4 are candidates that keep more bytes in flight at two CTAs per SM (the H200
-// streams this weight at ~3.6 TB/s only with about 100 KB in flight per SM: stream_probe.cu).
-template <bool kKMajor, int kMTile, int kWVec, int kXVec, bool kBf16, int kDepth = 2>
+template <bool kKMajor, int kMTile, int kWVec, int kXVec, bool kBf16>
 __device__ __forceinline__ bool decode_gemv_tile(const u16* x, const u16* w, const SinterGemmShape& s, int n0,
                                                  int k_lo, int k_hi, i64 slot, int split, int splits,
                                                  float* part, unsigned int* counts, char* smem, float* ctile) {
@@ -172,30 +169,24 @@ __device__ __forceinline__ bool decode_gemv_tile(const u16* x, const u16* w, con
   const int iters = (k_hi - k_lo + kDecodeKIter - 1) / kDecodeKIter;
   u16* xs = reinterpret_cast<u16*>(smem);
 
-  // W's first kDepth steps are in flight while x is staged
-  static_assert(kDepth >= 2 && kDepth <= 4, "2 to 4 steps of W in flight");
-  uint4 v[kDepth][4];
+  // W's first two steps are in flight while x is staged
+  uint4 v0[4], v1[4];
   const int kw = k_lo + wk * L::kWarpK;
-#pragma unroll
-  for (int d = 0; d < kDepth; ++d) {
-    if (d < iters) decode_load_step<kKMajor, kWVec>(v[d], w, s, n_warp, kw + d * kDecodeKIter, g, t);
-  }
+  if (iters > 0) decode_load_step<kKMajor, kWVec>(v0, w, s, n_warp, kw, g, t);
+  if (iters > 1) decode_load_step<kKMajor, kWVec>(v1, w, s, n_warp, kw + kDecodeKIter, g, t);
   decode_stage_x<kMTile, kXVec, S::kXLd>(x, s, k_lo, iters * kDecodeKIter, xs);
   __syncthreads();
 
   float acc[L::kFrags][4];
 #pragma unroll
   for (int f = 0; f < L::kFrags; ++f) acc[f][0] = acc[f][1] = acc[f][2] = acc[f][3] = 0.0f;
-  // buffer d holds steps d, d + kDepth, ...: each is refilled right after its mma
-  for (int it = 0; it < iters; it += kDepth) {
-#pragma unroll
-    for (int d = 0; d < kDepth; ++d) {
-      if (it + d < iters) {
-        decode_mma_step<kKMajor, kMTile, kBf16>(v[d], xs, (it + d) * kDecodeKIter + wk * L::kWarpK, g, t, acc);
-        if (it + d + kDepth < iters) {
-          decode_load_step<kKMajor, kWVec>(v[d], w, s, n_warp, kw + (it + d + kDepth) * kDecodeKIter, g, t);
-        }
-      }
+  for (int it = 0; it < iters; it += 2) {
+    const int kx = it * kDecodeKIter + wk * L::kWarpK;
+    decode_mma_step<kKMajor, kMTile, kBf16>(v0, xs, kx, g, t, acc);
+    if (it + 2 < iters) decode_load_step<kKMajor, kWVec>(v0, w, s, n_warp, kw + (it + 2) * kDecodeKIter, g, t);
+    if (it + 1 < iters) {
+      decode_mma_step<kKMajor, kMTile, kBf16>(v1, xs, kx + kDecodeKIter, g, t, acc);
+      if (it + 3 < iters) decode_load_step<kKMajor, kWVec>(v1, w, s, n_warp, kw + (it + 3) * kDecodeKIter, g, t);
     }
   }
 

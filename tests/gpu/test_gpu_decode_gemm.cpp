@@ -19,21 +19,17 @@ namespace {
 
 class GpuDecodeGemm : public GpuRegions {
  protected:
-  // The jit candidate numbers of every decode tile offered for `g`'s matmul region (ffma, mma at
-  // each depth). Each as (candidate, the words its step's description must hold).
+  // The jit candidate numbers of every decode tile offered for `g`'s matmul region (ffma, mma).
+  // Each as (candidate, the word its step's description must hold: "gemv ffma" or "gemv mma").
   std::vector<std::pair<int, std::string>> decode_candidates(const Graph& g) {
     const fuse::Partition p = fuse::partition_graph(g);
     for (const fuse::Region& r : p.regions) {
       if (r.kind != fuse::RegionKind::matmul) continue;
       EXPECT_EQ(jit::decode_gemv_unsupported(g, r, properties_), "") << g.name();
       std::vector<std::pair<int, std::string>> out;
-      const std::vector<jit::MatmulVariant> tiles = jit::matmul_tiles(g, r, properties_);
-      for (size_t v = 0; v < tiles.size(); ++v) {
-        if (tiles[v].tile == jit::MatmulTile::decode_ffma) out.emplace_back(static_cast<int>(v), "gemv ffma");
-        if (tiles[v].tile == jit::MatmulTile::decode_gemv) {
-          const int depth = tiles[v].decode_depth;
-          out.emplace_back(static_cast<int>(v), depth == 2 ? "gemv mma" : "depth" + std::to_string(depth));
-        }
+      for (jit::MatmulTile t : {jit::MatmulTile::decode_ffma, jit::MatmulTile::decode_gemv}) {
+        const int v = jit::matmul_variant_of(g, r, properties_, t);
+        if (v >= 0) out.emplace_back(v, t == jit::MatmulTile::decode_ffma ? "gemv ffma" : "gemv mma");
       }
       return out;
     }

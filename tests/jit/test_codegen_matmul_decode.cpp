@@ -48,11 +48,10 @@ struct Built {
 };
 
 // The kernels of one decode tile (mma or ffma) for g's matmul region.
-RegionKernels build_tile(const Graph& g, MatmulTile tile, int depth = 2) {
+RegionKernels build_tile(const Graph& g, MatmulTile tile) {
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
-  return tile == MatmulTile::decode_ffma ? build_matmul_decode_ffma(g, r, h200())
-                                         : build_matmul_decode(g, r, h200(), depth);
+  return tile == MatmulTile::decode_ffma ? build_matmul_decode_ffma(g, r, h200()) : build_matmul_decode(g, r, h200());
 }
 
 Built build_first(const Graph& g, const cuda::DeviceProperties& dev = h200()) {
@@ -66,24 +65,22 @@ Built build_first(const Graph& g, const cuda::DeviceProperties& dev = h200()) {
 }
 
 TEST(JitMatmulDecode, OfferedFirstForUpToSixteenRows) {
-  // with the Hopper GEMM: decode (and at depths 3 and 4), the C-tile kernel, 5 direct-epilogue
-  // configs, generic
+  // with the Hopper GEMM: decode, the C-tile kernel, 5 direct-epilogue configs, generic
   Built b = build_first(decode(DType::bf16, 16, 14336, 4096, true, false));
   EXPECT_EQ(b.why_not, "");
-  EXPECT_EQ(b.variants, 10);
+  EXPECT_EQ(b.variants, 8);
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv"), std::string::npos) << b.rk.kernels.at(0).description;
   // an n-major (row-major [K, N]) weight: the decode tiles first, then the Hopper GEMM reading B
   // transposed (C-tile kernel, 5 direct-epilogue configs), generic
   b = build_first(decode(DType::bf16, 1, 14336, 4096, false, false));
-  EXPECT_EQ(b.variants, 5 + 6);
+  EXPECT_EQ(b.variants, 3 + 6);
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv mma"), std::string::npos);
   b = build_first(decode(DType::bf16, 5, 14336, 4096, false, false));
-  EXPECT_EQ(b.variants, 4 + 6);
+  EXPECT_EQ(b.variants, 2 + 6);
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv mma"), std::string::npos);
-  // M <= 4 with an [N, K] weight: mma, ffma, mma at depths 3 and 4, the C-tile kernel, 5
-  // direct-epilogue configs, generic
+  // M <= 4 with an [N, K] weight: mma, ffma, the C-tile kernel, 5 direct-epilogue configs, generic
   b = build_first(decode(DType::bf16, 4, 14336, 4096, true, false));
-  EXPECT_EQ(b.variants, 11);
+  EXPECT_EQ(b.variants, 9);
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv mma"), std::string::npos)
       << b.rk.kernels.at(0).description;
   // the other tiles stay available to the tuner, in their order
@@ -92,12 +89,10 @@ TEST(JitMatmulDecode, OfferedFirstForUpToSixteenRows) {
   const fuse::Region& r = matmul_region(g, p);
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_ffma), -1);
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_gemv), 0);
-  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_ctile), 3);
-  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_direct), 4);
+  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_ctile), 1);
+  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_direct), 2);
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::generic), matmul_variants(g, r, h200()) - 1);
-  EXPECT_NE(build_matmul_variant(g, r, h200(), 1).kernels.at(0).description.find("depth3"), std::string::npos);
-  EXPECT_NE(build_matmul_variant(g, r, h200(), 2).kernels.at(0).description.find("depth4"), std::string::npos);
-  EXPECT_NE(build_matmul_variant(g, r, h200(), 3).kernels.at(0).description.find("sm90 wgmma"), std::string::npos);
+  EXPECT_NE(build_matmul_variant(g, r, h200(), 1).kernels.at(0).description.find("sm90 wgmma"), std::string::npos);
 }
 
 TEST(JitMatmulDecode, DeclinesWithAReason) {
@@ -218,15 +213,11 @@ TEST(JitMatmulDecode, CompilesWithoutSpills) {
                         Case{DType::bf16, 3, 1001, 777, true, true}, Case{DType::f16, 13, 1001, 777, false, true},
                         Case{DType::f16, 2, 4096, 4096, true, true}, Case{DType::bf16, 4, 2048, 8192, true, false},
                         Case{DType::bf16, 1, 2048, 2048, false, true}, Case{DType::f16, 4, 1001, 777, false, true}}) {
-   // the ffma tile, then the mma tile at 2, 3 and 4 W steps in flight
-   for (int which = 0; which < 4; ++which) {
-    const MatmulTile tile = which == 0 ? MatmulTile::decode_ffma : MatmulTile::decode_gemv;
-    const int depth = which == 0 ? 2 : which + 1;
-    if (depth == 4 && c.epilogue) continue;  // offered for bare matmuls only
+   for (MatmulTile tile : {MatmulTile::decode_ffma, MatmulTile::decode_gemv}) {
     const Graph g = decode(c.t, c.m, c.n, c.k, c.k_major, c.epilogue);
     const fuse::Partition p = fuse::partition_graph(g);
     if (matmul_variant_of(g, matmul_region(g, p), h200(), tile) < 0) continue;
-    const RegionKernels rk = build_tile(g, tile, depth);
+    const RegionKernels rk = build_tile(g, tile);
     const KernelSpec& k = rk.kernels.at(0);
     ASSERT_NE(k.description.find("decode gemv"), std::string::npos) << k.description;
     cuda::CompileOptions opts;
@@ -242,8 +233,7 @@ TEST(JitMatmulDecode, CompilesWithoutSpills) {
     std::printf("  %s\n%s", k.description.c_str(), res.log.c_str());
     EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
     if (const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR")) {
-      const std::string name = std::string("decode_") +
-                               (tile == MatmulTile::decode_ffma ? "ffma_" : "mma" + std::to_string(depth) + "_") +
+      const std::string name = std::string("decode_") + (tile == MatmulTile::decode_ffma ? "ffma_" : "mma_") +
                                (c.k_major ? "nk_" : "kn_") + "m" + std::to_string(c.m) +
                                "_n" + std::to_string(c.n) + "_k" + std::to_string(c.k) +
                                (c.epilogue ? "_epilogue" : "") + ".cubin";

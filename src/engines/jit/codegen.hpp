@@ -101,8 +101,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
                                        const Sm90DirectConfig& c);
 // Why the decode GEMV tile cannot run this region ("" when it can), and the tile itself.
 std::string decode_gemv_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-                                  int depth = 2);
+RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 // The same for the ffma decode tile (M <= 4, [N, K] weight).
 std::string decode_ffma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_matmul_decode_ffma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
@@ -120,7 +119,6 @@ enum class MatmulTile { decode_ffma, decode_gemv, sm90_ctile, sm90_direct, gener
 struct MatmulVariant {
   MatmulTile tile = MatmulTile::generic;
   Sm90DirectConfig direct;  // sm90_direct only
-  int decode_depth = 2;     // decode_gemv only: W steps in flight per warp (decode_gemv.cuh)
 };
 std::vector<MatmulVariant> matmul_tiles(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 int matmul_variants(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);

@@ -185,8 +185,7 @@ std::string decode_unsupported(const Graph& g, const fuse::Region& r, const cuda
   return "";
 }
 
-RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev, bool ffma,
-                           int mma_depth) {
+RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev, bool ffma) {
   const std::string why_not = decode_unsupported(g, r, dev, ffma);
   if (!why_not.empty()) {
     throw Error(ErrorCode::internal, std::string(ffma ? "build_matmul_decode_ffma" : "build_matmul_decode") +
@@ -253,7 +252,7 @@ RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::De
       kn     ? "decode_ffma_kn_tile<" + m_tile + ", " + depth + ", " + vecs + ", " + bf + ">"
       : ffma ? "decode_ffma_tile<" + m_tile + ", " + depth + ", " + vecs + ", " + bf + ">"
              : std::string("decode_gemv_tile<") + (d.k_major ? "true" : "false") + ", " + m_tile + ", " + vecs + ", " +
-                   bf + ", " + std::to_string(mma_depth) + ">";
+                   bf + ">";
   std::ostringstream src;
   src << "// matmul region " << r.id << " of graph '" << g.name() << "' (decode gemv " << (ffma ? "ffma" : "mma")
       << ", M <= " << (ffma ? kFfmaMaxM : kDecodeMaxM) << ")\n"
@@ -272,8 +271,7 @@ RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::De
   // out: [batches, M, N]; CTA = (batch, column tile, k chunk); y tile [M, bn]
   const std::string bn = scope.bn;
   // the ffma tile holds a 4-deep ring of W in registers: two CTAs per SM keep enough in flight
-  // so does the mma tile deeper than 2 steps (at most 128 registers)
-  src << "extern \"C\" __global__ void __launch_bounds__(" << scope.threads << (ffma || mma_depth > 2 ? ", 2" : "")
+  src << "extern \"C\" __global__ void __launch_bounds__(" << scope.threads << (ffma ? ", 2" : "")
       << ") sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
       << "  extern __shared__ float4 smem_[];  // float4: 16-byte aligned x rows\n"
       << epi.kernel_begin("  ")
@@ -301,7 +299,7 @@ RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::De
   const std::string dt = bf16 ? "bf16" : "f16";
   spec.description = std::string("matmul decode gemv ") +
                      (ffma ? "ffma." + dt + " m" + m_tile + "x" + std::to_string(tk.bn) + " ring" + std::to_string(ffma_depth(tk.m_tile))
-                           : "mma." + dt + " m" + m_tile + "x128" + (mma_depth != 2 ? " depth" + std::to_string(mma_depth) : "")) +
+                           : "mma." + dt + " m" + m_tile + "x128") +
                      " w:" + (d.k_major ? "[N,K]" : "[K,N]") + (d.w_vec == 8 ? "-vec8" : "-scalar") +
                      " x:" + (d.x_vec == 8 ? "vec8" : "scalar") + " splitk" + std::to_string(split.splits) + "x" +
                      std::to_string(split.chunk) + (epi.index64() ? " idx64" : "") + epi.describe();
@@ -321,13 +319,11 @@ std::string decode_gemv_unsupported(const Graph& g, const fuse::Region& r, const
 std::string decode_ffma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
   return decode_unsupported(g, r, dev, true);
 }
-RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-                                  int depth) {
-  if (depth < 2 || depth > 4) throw Error(ErrorCode::internal, "build_matmul_decode: depth " + std::to_string(depth));
-  return build_decode(g, r, dev, false, depth);
+RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+  return build_decode(g, r, dev, false);
 }
 RegionKernels build_matmul_decode_ffma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
-  return build_decode(g, r, dev, true, 2);
+  return build_decode(g, r, dev, true);
 }
 
 }  // namespace sinter::jit

@@ -215,13 +215,6 @@ std::vector<MatmulVariant> matmul_tiles(const Graph& g, const fuse::Region& r, c
   // 1.553 with cuBLASLt for those matmuls. Decode choices need timings with cold weights.)
   if (decode_gemv_unsupported(g, r, dev).empty()) tiles.push_back({MatmulTile::decode_gemv, {}});
   if (decode_ffma_unsupported(g, r, dev).empty()) tiles.push_back({MatmulTile::decode_ffma, {}});
-  // The mma decode tile with 3 and 4 W steps in flight per warp (candidates, not yet timed). At 4
-  // an epilogue spills a few registers under the 128 that two CTAs per SM allow (ptxas), so 4 is
-  // offered for bare matmuls only.
-  if (decode_gemv_unsupported(g, r, dev).empty()) {
-    tiles.push_back({MatmulTile::decode_gemv, {}, 3});
-    if (r.epilogue.empty() && r.reductions.empty()) tiles.push_back({MatmulTile::decode_gemv, {}, 4});
-  }
   if (sm90_gemm_unsupported(g, r, dev).empty()) {
     // Where 128x256 tiles fill the GPU, the direct-epilogue configs go first: on the H200 the
     // 128x256 CTA-pair config ran 4096^3 in 0.1965 ms and 8192^3 in 1.418 ms, against 0.2226 and
@@ -254,7 +247,7 @@ RegionKernels build_matmul_variant(const Graph& g, const fuse::Region& r, const 
   const MatmulVariant v = matmul_tiles(g, r, dev).at(static_cast<size_t>(variant));
   switch (v.tile) {
     case MatmulTile::decode_ffma: return build_matmul_decode_ffma(g, r, dev);
-    case MatmulTile::decode_gemv: return build_matmul_decode(g, r, dev, v.decode_depth);
+    case MatmulTile::decode_gemv: return build_matmul_decode(g, r, dev);
     case MatmulTile::sm90_ctile: return build_matmul_sm90(g, r, dev);
     case MatmulTile::sm90_direct: return build_matmul_sm90_direct(g, r, dev, v.direct);
     case MatmulTile::generic: break;
