@@ -1,5 +1,6 @@
-// Pointwise regions (no anchor): one flat, persistent, vectorized kernel over the collapsed
-// iteration shape. Each operand gets an access class from its strides: full (same layout as the
+// Pointwise regions (no anchor): one vectorized kernel over the collapsed iteration shape, by
+// default one tile per CTA with a grid covering the tensor (PointwiseVariant::flat; regions with
+// exit reductions and some candidates use a persistent grid looping over tiles). Each operand gets an access class from its strides: full (same layout as the
 // outputs: one 16-byte load per vector), scalar (loaded once), strided (offset computed once per
 // vector; a vector load when its innermost stride is 1, else a gather). Global exit reductions
 // are reduced per CTA and finished by the last CTA.
