@@ -13,8 +13,9 @@
 #                 examples, plans, decode attention and GEMV), under one short timeout
 #   unverified    the GPU tests written or changed without a device call (UNVERIFIED_TESTS, a
 #                 gtest filter; default: the row-wise and pointwise candidates), then softmax and
-#                 add+layernorm benched with the other row-statistics combine
-#                 (SINTER_ROW_COMBINE=pairwise|warp, default pairwise), and the transformer block
+#                 add+layernorm benched with one row-statistics combine forced for both
+#                 (ROW_COMBINE=pairwise|warp, default pairwise: layernorm's non-default one), and
+#                 the transformer block
 #   bundle        sinter build/inspect/run of the transformer block's bundle (kept in $OUT)
 #   pdl_off       the 200-op chain again with SINTER_PDL=0 (programmatic launch off), to compare
 #   gemm_decode   sinter_bench_gemm --quick --decode (decode GEMV candidates, Llama stack shapes),
@@ -82,8 +83,8 @@ if want unverified; then
   # every softmax and add+layernorm candidate with one combine forced (session 7: layernorm
   # warp-first 0.2036-0.2048 ms vs pairwise 0.2057-0.2082; softmax pairwise 0.1549-0.1554 vs 0.1603)
   SINTER_ROW_COMBINE="${ROW_COMBINE:-pairwise}" timeout 90 "$bin/sinter_bench_memory" --quick --cases softmax,add_layernorm \
-    > "$out/memory_warp_combine.jsonl" 2>&1
-  echo "exit $?"; cut -c1-190 "$out/memory_warp_combine.jsonl"
+    > "$out/memory_row_combine.jsonl" 2>&1
+  echo "exit $?"; cut -c1-190 "$out/memory_row_combine.jsonl"
   # the suite's transformer block, step by step
   timeout 60 "$bin/sinter" bench examples/transformer_block.json --executor graph \
     > "$out/tb_folded.log" 2>&1

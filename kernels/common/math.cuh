@@ -31,7 +31,8 @@ __device__ __forceinline__ float op_min(float a, float b) {
   return (a != a || b != b) ? a + b : fminf(a, b);
 #endif
 }
-// One FMNMX.NAN instead of a compare and a select (x < 0 ? 0 : x); NaN stays NaN.
+// One FMNMX.NAN instead of a compare and a select (x < 0 ? 0 : x); NaN stays NaN. relu(-0.0) is
+// +0.0 here where the reference keeps -0.0: equal as values, only a sign test could tell.
 __device__ __forceinline__ float op_relu(float x) { return op_max(x, 0.0f); }
 __device__ __forceinline__ int op_max(int a, int b) { return a > b ? a : b; }
 __device__ __forceinline__ int op_min(int a, int b) { return a < b ? a : b; }

@@ -138,6 +138,7 @@ Library& Library::operator=(Library&& other) noexcept {
 }
 
 void Library::allow_dynamic_shared_memory(const Kernel& kernel, int bytes, int device) const {
+  if (!limits_) throw Error(ErrorCode::internal, "allow_dynamic_shared_memory on a moved-from Library");
   std::lock_guard<std::mutex> lock(limits_->mutex);
   int& allowed = limits_->dynamic_shared_memory[{kernel.name(), device}];
   if (bytes <= allowed) return;

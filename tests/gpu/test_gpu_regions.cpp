@@ -297,6 +297,26 @@ TEST_F(GpuRegions, PointwiseCandidatesEachCorrect) {
       g.output(g.amax(h), "amax");
       check(std::move(g), 1.0, opts);
     }
+    // Without the amax exit: the flat candidates launch flat here (with an exit reduction they
+    // keep the persistent grid), [2999, 4104] on thousands of CTAs.
+    for (auto shape : {Dims{2999, 4104}, Dims{7, 1001}, Dims{1, 1}}) {
+      SCOPED_TRACE("shape " + dims_to_string(shape) + ", no exit reduction");
+      Graph g("pw_chain10_noexit");
+      auto x = g.input("x", DType::bf16, shape);
+      auto bias = g.input("bias", DType::bf16, {shape.back()});
+      auto scale = g.input("scale", DType::bf16, {shape[0], 1});
+      g.output(g.max(g.abs(g.sub(g.min(g.square(g.relu(g.add(g.mul(g.mul(g.add(x, bias), scale), 0.5), 1.0))), 4.0),
+                                     0.25)),
+                     0.0625),
+               "y");
+      {
+        StreamExecutor ex(g, shared_cache(), opts);
+        ASSERT_EQ(ex.steps().size(), 1u);
+        const bool flat = ex.steps()[0].description.find(" flat") != std::string::npos;
+        EXPECT_EQ(flat, candidate == 0 || candidate == 8 || candidate == 9) << ex.steps()[0].description;
+      }
+      check(std::move(g), 1.0, opts);
+    }
   }
 }
 
@@ -336,12 +356,16 @@ TEST_F(GpuRegions, SoftmaxMaskedRows) {
   }
 }
 
-// Layernorm and softmax rows reduced through warp_combine (SINTER_ROW_COMBINE=warp,
-// kernels/common/row_stats.cuh), on every row-wise candidate: odd row lengths, one element,
+// Layernorm and softmax rows reduced through warp_combine and through the pairwise combine
+// (SINTER_ROW_COMBINE=warp, =pairwise; kernels/common/row_stats.cuh), on every row-wise candidate: odd row lengths, one element,
 // -inf-masked parts of rows (a thread or a whole warp holding only -inf must add nothing), and
 // layernorm rows whose mean dwarfs their spread (the M2 about the warp mean must not cancel).
 TEST_F(GpuRegions, RowwiseWarpCombine) {
-  ::setenv("SINTER_ROW_COMBINE", "warp", 1);
+  // both forms forced for both ops: layernorm's default is warp-first, softmax's pairwise
+  for (const char* combine : {"warp", "pairwise"}) {
+  SCOPED_TRACE(std::string("SINTER_ROW_COMBINE=") + combine);
+  ::setenv("SINTER_ROW_COMBINE", combine, 1);
+  const bool warp = std::string(combine) == "warp";
   const double inf = std::numeric_limits<double>::infinity();
   for (int candidate = 0; candidate < jit::rowwise_variant_count(); ++candidate) {
     SCOPED_TRACE("candidate " + std::to_string(candidate));
@@ -359,7 +383,7 @@ TEST_F(GpuRegions, RowwiseWarpCombine) {
         StreamExecutor ex(ln, shared_cache(), opts);
         for (const StepInfo& st : ex.steps()) {
           if (st.kind == "rowwise") {
-            EXPECT_NE(st.description.find("warp-combine"), std::string::npos) << st.description;
+            EXPECT_EQ(st.description.find("warp-combine") != std::string::npos, warp) << st.description;
           }
         }
       }
@@ -385,6 +409,7 @@ TEST_F(GpuRegions, RowwiseWarpCombine) {
     Graph off("ln_offset_warp");
     off.output(off.layernorm(off.add(off.input("x", DType::f32, {6, 4096}), 1000.0), off.input("w", DType::f32, {4096})), "y");
     check(std::move(off), 10.0, opts);  // as LayerNormLargeOffsetRows
+  }
   }
   ::unsetenv("SINTER_ROW_COMBINE");
 }

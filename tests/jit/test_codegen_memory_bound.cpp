@@ -142,21 +142,25 @@ TEST(JitCodegen, RowwiseVariantsCompile) {
   }
 }
 
-// The two-phase warp combine of row statistics (SINTER_ROW_COMBINE=warp forces it for softmax too;
-// GpuRegions.RowwiseWarpCombine passes on a GPU) compiles for every row-wise candidate.
+// Both row-statistics combines (SINTER_ROW_COMBINE=warp or =pairwise forces one for layernorm
+// and softmax alike; GpuRegions.RowwiseWarpCombine runs both on a GPU) compile for every row-wise
+// candidate, and the steps say which they use.
 TEST(JitCodegen, RowwiseWarpCombineCompiles) {
-  ::setenv("SINTER_ROW_COMBINE", "warp", 1);
-  Graph g("rows_warp");
-  auto x = g.input("x", DType::bf16, {4, 3000});
-  auto w = g.input("w", DType::bf16, {3000});
-  g.output(g.layernorm(g.add(x, g.input("r", DType::bf16, {4, 3000})), w, w), "ln");
-  g.output(g.softmax(x), "sm");
-  const std::vector<std::string> descs = compile_all(g);
-  ::unsetenv("SINTER_ROW_COMBINE");
-  ASSERT_FALSE(descs.empty());
-  for (const std::string& d : descs) {
-    if (d.find("layernorm") != std::string::npos || d.find("softmax") != std::string::npos) {
-      EXPECT_NE(d.find("warp-combine"), std::string::npos) << d;
+  for (const char* combine : {"warp", "pairwise"}) {
+    ::setenv("SINTER_ROW_COMBINE", combine, 1);
+    Graph g(std::string("rows_") + combine);
+    auto x = g.input("x", DType::bf16, {4, 3000});
+    auto w = g.input("w", DType::bf16, {3000});
+    g.output(g.layernorm(g.add(x, g.input("r", DType::bf16, {4, 3000})), w, w), "ln");
+    g.output(g.softmax(x), "sm");
+    const std::vector<std::string> descs = compile_all(g);
+    ::unsetenv("SINTER_ROW_COMBINE");
+    ASSERT_FALSE(descs.empty());
+    for (const std::string& d : descs) {
+      if (d.find("registers") != std::string::npos &&
+          (d.find("layernorm") != std::string::npos || d.find("softmax") != std::string::npos)) {
+        EXPECT_EQ(d.find("warp-combine") != std::string::npos, std::string(combine) == "warp") << d;
+      }
     }
   }
 }

@@ -55,7 +55,9 @@ struct RowwiseVariant {
   // for rings whose shared memory would allow more CTAs than the registers do.
   int min_blocks = 0;
   // One row per CTA, the grid covering every row, instead of a persistent grid (see
-  // PointwiseVariant::flat). Staging the next row has nothing to stage then.
+  // PointwiseVariant::flat; regions with global exit reductions keep the persistent grid).
+  // Staging the next row has nothing to stage then. Measured on the H200: no faster than the
+  // persistent kernels for any row op (docs/benchmarks.md, session 7).
   bool flat = false;
 };
 

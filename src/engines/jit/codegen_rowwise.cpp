@@ -57,8 +57,9 @@ class RowwiseGen {
     }
     return variant_.stage == RowwiseVariant::Stage::bulk;
   }
-  // One row per CTA over a grid of every row (RowwiseVariant::flat), where the grid can hold them.
-  bool flat() const { return variant_.flat && rows_ < (int64_t{1} << 31) - 1; }
+  // One row per CTA over a grid of every row (RowwiseVariant::flat), where the grid can hold them
+  // and no exit reduction ends each CTA with atomics on one address (as for pointwise tiles).
+  bool flat() const { return variant_.flat && global_exits_.empty() && rows_ < (int64_t{1} << 31) - 1; }
   // Row buffers in shared memory: the bulk ring's depth, or cp.async's double buffer.
   int stages() const {
     if (variant_.stage == RowwiseVariant::Stage::heuristic) return bulk() ? 3 : 2;
