@@ -28,6 +28,10 @@
 #   probe         bench/experiments/stream_probe (built by nvcc into BIN_DIR): copy and read-only
 #                 stream structures against cudaMemcpy
 #   all_tests     every GPU test (ALL_TESTS, a gtest filter; default all), SHARDS shards
+#   profile       Nsight Compute on the default kernel of each PROFILE_CASES memory-bound case
+#                 (default softmax,add_layernorm,add_rmsnorm,copy): speed of light, warp stall
+#                 reasons, scheduler and memory statistics, occupancy. Why softmax runs 20% under
+#                 a copy of its bytes is the open question of issue 3 (docs/benchmarks.md)
 set -uo pipefail
 bin="${1:-.device}"
 steps=",${2:-vendor_tests,vendor,plan,rows_tests,memory,gemm,hopper_tests},"
@@ -140,6 +144,24 @@ fi
 if want hopper_tests; then
   stamp "Hopper GEMM tests"
   gpu_tests tests_gemm.log 240 'GpuHopperGemm.*'
+fi
+if want profile; then
+  stamp "Nsight Compute on the memory-bound defaults"
+  ncu_bin="$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
+  if [ -z "$ncu_bin" ]; then
+    echo "no ncu on this machine"
+  else
+    IFS=, read -ra cases <<< "${PROFILE_CASES:-softmax,add_layernorm,add_rmsnorm,copy}"
+    for c in "${cases[@]}"; do
+      # the bench's first launches are the default candidate's warm-up: profile the third
+      timeout 120 "$ncu_bin" --kernel-name sinter_region --launch-skip 2 --launch-count 1 \
+        --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+        --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+        "$bin/sinter_bench_memory" --quick --cases "$c" > "$out/ncu_$c.log" 2>&1
+      echo "exit $? ($c)"
+      grep -E "sinter_region|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Issue Slots Busy|Issued Ipc|No Eligible|Warp Cycles Per Issued|Achieved Occupancy|Registers Per|Grid Size|Block Size|Stall|stall" "$out/ncu_$c.log" | head -40
+    done
+  fi
 fi
 if want all_tests; then
   stamp "every GPU test"
