@@ -239,7 +239,7 @@ TEST(JitMatmulDecode, CompilesWithoutSpills) {
                                (c.epilogue ? "_epilogue" : "") + ".cubin";
       std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
           .write(res.cubin.data(), static_cast<std::streamsize>(res.cubin.size()));
-      std::ofstream(std::filesystem::path(dir) / (name + ".cu")) << k.source;
+      std::ofstream(std::filesystem::path(dir) / (name + ".cu")) << "// " << k.description << "\n" << k.source;
     }
    }
   }

@@ -238,6 +238,12 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
     const cuda::CompileResult res = cuda::compile_cuda("sm90_bench_fused.cu", k.source, opts);
     std::printf("  %s\n%s", k.description.c_str(), res.log.c_str());
     EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
+    if (const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR")) {  // for bench/sass_report.sh
+      const std::string name = "sm90_bench_fused_v" + std::to_string(v) + ".cubin";
+      std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
+          .write(res.cubin.data(), static_cast<std::streamsize>(res.cubin.size()));
+      std::ofstream(std::filesystem::path(dir) / (name + ".cu")) << "// " << k.description << "\n" << k.source;
+    }
   }
 }
 
@@ -269,7 +275,7 @@ TEST(JitMatmulSm90, CompilesWithoutSpills) {
                                  (epilogue ? "_epilogue" : "") + ".cubin";
         std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
             .write(res.cubin.data(), static_cast<std::streamsize>(res.cubin.size()));
-        std::ofstream(std::filesystem::path(dir) / (name + ".cu")) << k.source;
+        std::ofstream(std::filesystem::path(dir) / (name + ".cu")) << "// " << k.description << "\n" << k.source;
       }
     }
   }
