@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/bulk_copy.cuh"
+#include "common/stream_memory.cuh"  // st_stream_16
 
 #define CHECK(x)                                                                                   \
   do {                                                                                             \
@@ -22,15 +23,13 @@
     }                                                                                              \
   } while (0)
 
+// As stream_memory.cuh's ld_stream_16 without its L2::256B prefetch hint (what this probe timed).
 __device__ __forceinline__ uint4 ld_nc(const uint4* p) {
   uint4 v;
   asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p));
   return v;
-}
-__device__ __forceinline__ void st_cs(uint4* p, uint4 v) {
-  asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
 }
 // a bf16x2 add in each word: the work of a cheap pointwise op
 __device__ __forceinline__ uint4 bump(uint4 v) {
@@ -58,7 +57,7 @@ __global__ void copy_persistent(const uint4* __restrict__ src, uint4* __restrict
       const long long i = base + u * blockDim.x + threadIdx.x;
       if (kBump) v[u] = bump(v[u]);
       if (i < n) {
-        if (kHints) st_cs(dst + i, v[u]); else dst[i] = v[u];
+        if (kHints) st_stream_16(dst + i, v[u]); else dst[i] = v[u];
       }
     }
   }
@@ -81,6 +80,30 @@ __global__ void copy_flat(const uint4* __restrict__ src, uint4* __restrict__ dst
   }
 }
 
+// A ring of kStages chunk buffers fed by cp.async.bulk: chunk c of src into buffer s, counted on
+// full[s] (thread 0 issues).
+template <int kChunk>
+__device__ __forceinline__ void ring_load(char* smem, u64* full, int s, const char* src, long long c) {
+  mbarrier_arrive_expect_tx(&full[s], kChunk);
+  bulk_copy_g2s(smem + s * kChunk, src + c * kChunk, kChunk, &full[s]);
+}
+// This CTA's chunks are blockIdx.x, + gridDim.x, ...; returns how many. Every thread calls it:
+// thread 0 sets up the barriers and loads the first kStages chunks.
+template <int kChunk, int kStages>
+__device__ long long ring_start(const char* src, long long bytes, char* smem, u64* full) {
+  const long long chunks = bytes / kChunk, first = blockIdx.x, stride = gridDim.x;
+  const long long mine = first < chunks ? (chunks - first + stride - 1) / stride : 0;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) mbarrier_init(&full[s], 1);
+    fence_barrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages && s < mine; ++s) ring_load<kChunk>(smem, full, s, src, first + s * stride);
+  }
+  return mine;
+}
+
 // Through shared memory with the bulk copy engine: chunks of kChunk bytes in a ring of kStages,
 // one thread issuing loads and stores; with kBump every thread transforms the chunk in place
 // (the shape a bulk-staged pointwise tile would have). n is a multiple of kChunk here.
@@ -88,22 +111,10 @@ template <int kChunk, int kStages, bool kBump>
 __global__ void __launch_bounds__(256) copy_bulk(const char* __restrict__ src, char* __restrict__ dst, long long bytes) {
   extern __shared__ __align__(128) char smem[];
   __shared__ u64 full[kStages];
-  const long long chunks = bytes / kChunk;
   const long long first = blockIdx.x, stride = gridDim.x;
-  const long long mine = first < chunks ? (chunks - first + stride - 1) / stride : 0;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) mbarrier_init(&full[s], 1);
-    fence_barrier_init();
-  }
-  __syncthreads();
+  const long long mine = ring_start<kChunk, kStages>(src, bytes, smem, full);
   // a pure copy needs one thread; the others would only wait (and could fall two phases behind)
   if (!kBump && threadIdx.x != 0) return;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages && s < mine; ++s) {
-      mbarrier_arrive_expect_tx(&full[s], kChunk);
-      bulk_copy_g2s(smem + s * kChunk, src + (first + s * stride) * kChunk, kChunk, &full[s]);
-    }
-  }
   for (long long j = 0; j < mine; ++j) {
     const int s = static_cast<int>(j % kStages);
     mbarrier_wait(&full[s], static_cast<u32>((j / kStages) & 1));
@@ -122,9 +133,7 @@ __global__ void __launch_bounds__(256) copy_bulk(const char* __restrict__ src, c
       // refill the previous chunk's buffer once its store has read it (this one may still run)
       if (j >= 1 && j - 1 + kStages < mine) {
         asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
-        const int ps = static_cast<int>((j - 1) % kStages);
-        mbarrier_arrive_expect_tx(&full[ps], kChunk);
-        bulk_copy_g2s(smem + ps * kChunk, src + (first + (j - 1 + kStages) * stride) * kChunk, kChunk, &full[ps]);
+        ring_load<kChunk>(smem, full, static_cast<int>((j - 1) % kStages), src, first + (j - 1 + kStages) * stride);
       }
     }
     if (kBump) __syncthreads();  // nobody writes buffer s again before its refill lands
@@ -170,20 +179,8 @@ template <int kChunk, int kStages>
 __global__ void __launch_bounds__(256) read_bulk(const char* __restrict__ src, long long bytes, unsigned* out) {
   extern __shared__ __align__(128) char smem[];
   __shared__ u64 full[kStages];
-  const long long chunks = bytes / kChunk;
   const long long first = blockIdx.x, stride = gridDim.x;
-  const long long mine = first < chunks ? (chunks - first + stride - 1) / stride : 0;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) mbarrier_init(&full[s], 1);
-    fence_barrier_init();
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages && s < mine; ++s) {
-      mbarrier_arrive_expect_tx(&full[s], kChunk);
-      bulk_copy_g2s(smem + s * kChunk, src + (first + s * stride) * kChunk, kChunk, &full[s]);
-    }
-  }
+  const long long mine = ring_start<kChunk, kStages>(src, bytes, smem, full);
   unsigned acc = 0;
   for (long long j = 0; j < mine; ++j) {
     const int s = static_cast<int>(j % kStages);
@@ -194,10 +191,7 @@ __global__ void __launch_bounds__(256) read_bulk(const char* __restrict__ src, l
       acc += v.x ^ v.y ^ v.z ^ v.w;
     }
     __syncthreads();  // everyone is done with buffer s
-    if (threadIdx.x == 0 && j + kStages < mine) {
-      mbarrier_arrive_expect_tx(&full[s], kChunk);
-      bulk_copy_g2s(smem + s * kChunk, src + (first + (j + kStages) * stride) * kChunk, kChunk, &full[s]);
-    }
+    if (threadIdx.x == 0 && j + kStages < mine) ring_load<kChunk>(smem, full, s, src, first + (j + kStages) * stride);
   }
   if (acc == 0x12345678u) *out = acc;
 }

@@ -91,4 +91,8 @@ void verify_partition(const Graph& g, const Partition& p);
 // reference (the partition tests) and by engines that want a graph view of a region.
 Graph region_subgraph(const Graph& g, const Region& r);
 
+// 16 hex digits of the structural hash (with shapes) of region_subgraph: ops, every attribute,
+// dtypes, dims and input strides, not names. What the timing cache and cuDNN's saved plans key on.
+std::string region_structure_hash(const Graph& g, const Region& r);
+
 }  // namespace sinter::fuse

@@ -1,5 +1,6 @@
 // A region as a standalone graph, with the original tensor and node names.
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include "fuse/region.hpp"
@@ -27,6 +28,13 @@ Graph region_subgraph(const Graph& g, const Region& r) {
   }
   for (TensorId out : r.outputs) sub.output(map.at(out));
   return sub;
+}
+
+std::string region_structure_hash(const Graph& g, const Region& r) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx",
+                static_cast<unsigned long long>(structural_hash(region_subgraph(g, r), true)));
+  return buf;
 }
 
 }  // namespace sinter::fuse

@@ -17,12 +17,6 @@ namespace {
 constexpr const char* kFormat = "sinter.timing_cache";
 constexpr int kVersion = 1;
 
-std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 }  // namespace
 
 std::string DeviceKey::to_string() const {
@@ -32,9 +26,8 @@ std::string DeviceKey::to_string() const {
 }
 
 std::string region_key(const Graph& g, const fuse::Region& r, const DeviceKey& device) {
-  const Graph sub = fuse::region_subgraph(g, r);
   return std::string(to_string(r.kind)) + " " + dims_to_string(r.iteration_shape) + " " +
-         hex64(structural_hash(sub, true)) + " @ " + device.to_string();
+         fuse::region_structure_hash(g, r) + " @ " + device.to_string();
 }
 
 TimingCache::TimingCache(std::filesystem::path file) : file_(std::move(file)) {}

@@ -124,10 +124,8 @@ Match match(const Graph& g, const fuse::Region& r, bool lower_secondary) {
   // dilation, an sdpa's scale and mask) and the version of these lowerings: bump
   // kLoweringVersion when a lowering builds another operation graph from the same region.
   constexpr int kLoweringVersion = 1;
-  char region_hash[17];
-  std::snprintf(region_hash, sizeof region_hash, "%016llx",
-                static_cast<unsigned long long>(structural_hash(fuse::region_subgraph(g, r), true)));
-  sig = "lowering " + std::to_string(kLoweringVersion) + "\nregion " + region_hash + "\n" + m.lowering->what;
+  sig = "lowering " + std::to_string(kLoweringVersion) + "\nregion " + fuse::region_structure_hash(g, r) + "\n" +
+        m.lowering->what;
   for (const Lowering::Operand& o : m.lowering->operands) {
     const TensorInfo& t = g.tensor(o.output ? r.outputs.at(o.index) : r.inputs.at(o.index));
     sig += "\n" + std::to_string(o.uid) + (o.output ? " out " : " in ") + std::to_string(o.index) + " " +

@@ -60,6 +60,19 @@ int64_t balanced_grid(int64_t work, int64_t max_grid) {
   return (work + rounds - 1) / rounds;
 }
 
+bool set_work_grid(KernelSpec& spec, int64_t work, bool want_flat, const cuda::DeviceProperties& dev) {
+  constexpr int64_t kMaxGridX = (int64_t{1} << 31) - 1;
+  if (want_flat && work <= kMaxGridX) {
+    spec.launch.grid = dim3(static_cast<unsigned>(std::max<int64_t>(work, 1)));
+    return true;
+  }
+  const int per_sm = std::max(1, 2048 / static_cast<int>(std::max(spec.launch.block.x, 1u)));
+  const int64_t max_grid = int64_t{dev.sm_count > 0 ? dev.sm_count : 132} * per_sm;
+  spec.launch.grid = dim3(static_cast<unsigned>(balanced_grid(work, max_grid)));
+  spec.persistent_work = work;
+  return false;
+}
+
 int region_output_index(const fuse::Region& r, TensorId t) {
   auto it = std::find(r.outputs.begin(), r.outputs.end(), t);
   if (it == r.outputs.end()) return -1;

@@ -373,14 +373,7 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   spec.launch.block = dim3(kBlock);
   // Flat only without exit reductions: each CTA ends its part of a reduction with atomics on one
   // address, which a grid of 10^5 CTAs would serialize; a persistent grid has a few hundred.
-  if (variant.flat && r.reductions.empty() && tiles < (int64_t{1} << 31) - 1) {
-    spec.launch.grid = dim3(static_cast<unsigned>(std::max<int64_t>(tiles, 1)));  // one tile each
-    spec.description += " flat";
-  } else {
-    const int64_t max_grid = int64_t{dev.sm_count > 0 ? dev.sm_count : 132} * (2048 / kBlock);
-    spec.launch.grid = dim3(static_cast<unsigned>(balanced_grid(tiles, max_grid)));
-    spec.persistent_work = tiles;
-  }
+  if (set_work_grid(spec, tiles, variant.flat && r.reductions.empty(), dev)) spec.description += " flat";
   rk.kernels.push_back(std::move(spec));
   return rk;
 }

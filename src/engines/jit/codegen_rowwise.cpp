@@ -57,9 +57,6 @@ class RowwiseGen {
     }
     return variant_.stage == RowwiseVariant::Stage::bulk;
   }
-  // One row per CTA over a grid of every row (RowwiseVariant::flat), where the grid can hold them
-  // and no exit reduction ends each CTA with atomics on one address (as for pointwise tiles).
-  bool flat() const { return variant_.flat && global_exits_.empty() && rows_ < (int64_t{1} << 31) - 1; }
   // Row buffers in shared memory: the bulk ring's depth, or cp.async's double buffer.
   int stages() const {
     if (variant_.stage == RowwiseVariant::Stage::heuristic) return bulk() ? 3 : 2;
@@ -723,7 +720,6 @@ RegionKernels RowwiseGen::build() {
                      (text.find("_stream(") != std::string::npos ? " stream-hints" : "") +
                      (std::find(resident_.begin(), resident_.end(), true) != resident_.end() ? " resident-weights" : "") +
                      (min_blocks > 0 ? " min-ctas" + std::to_string(min_blocks) : "") +
-                     (flat() ? " flat" : "") +
                      (in_registers_ && (aop == OpKind::layernorm || aop == OpKind::softmax) &&
                               block_combine_fn(aop) != "block_combine"
                           ? " warp-combine"
@@ -761,14 +757,9 @@ RegionKernels RowwiseGen::build() {
   spec.args.finish();
   spec.launch.block = dim3(threads_);
   spec.launch.dynamic_shared_memory = static_cast<size_t>(stages()) * stage_bytes_;
-  if (flat()) {
-    spec.launch.grid = dim3(static_cast<unsigned>(std::max<int64_t>(rows_, 1)));  // one row each
-  } else {
-    const int per_sm = std::max(1, 2048 / threads_);
-    const int64_t max_grid = int64_t{dev_.sm_count > 0 ? dev_.sm_count : 132} * per_sm;
-    spec.launch.grid = dim3(static_cast<unsigned>(balanced_grid(rows_, max_grid)));
-    spec.persistent_work = rows_;
-  }
+  // One row per CTA where the variant asks (RowwiseVariant::flat) and no exit reduction ends each
+  // CTA with atomics on one address (as for pointwise tiles).
+  if (set_work_grid(spec, rows_, variant_.flat && global_exits_.empty(), dev_)) spec.description += " flat";
   rk.kernels.push_back(std::move(spec));
   return rk;
 }
