@@ -12,10 +12,10 @@
 #   quick_tests   the GPU tests most sensitive to launch and layout changes (cuBLASLt, layout,
 #                 examples, plans, decode attention and GEMV), under one short timeout
 #   unverified    the GPU tests written or changed without a device call (UNVERIFIED_TESTS, a
-#                 gtest filter; default: the row-wise and pointwise candidates), then softmax and
-#                 add+layernorm benched with one row-statistics combine forced for both
-#                 (ROW_COMBINE=pairwise|warp, default pairwise: layernorm's non-default one), and
-#                 the transformer block
+#                 gtest filter; default: the row-wise and pointwise candidates), then softmax,
+#                 add+layernorm and add+rmsnorm benched with a one-pass row-statistics combine
+#                 forced (ROW_COMBINE=pairwise|warp, default pairwise), the pre-session-8 kernels
+#                 to set beside the two-pass default of the memory step, and the transformer block
 #   bundle        sinter build/inspect/run of the transformer block's bundle (kept in $OUT)
 #   pdl_off       the 200-op chain again with SINTER_PDL=0 (programmatic launch off), to compare
 #   gemm_decode   sinter_bench_gemm --quick --decode (decode GEMV candidates, Llama stack shapes),
@@ -23,6 +23,8 @@
 #   decode_tests  GpuDecodeGemm.* (every decode GEMV candidate)
 #   rows_tests    GPU tests of the row-wise, pointwise, flash-decode, decode GEMV and example graphs
 #   memory        sinter_bench_memory on the issue-3 cases, with PyTorch's copy
+#   torch_memory  bench/torch_baselines.py --quick: PyTorch eager and torch.compile on the same
+#                 memory-bound cases (and the GEMM ones it also times), for ratios in one call
 #   gemm          sinter_bench_gemm --quick (issue 4)
 #   hopper_tests  GpuHopperGemm.*
 #   probe         bench/experiments/stream_probe (built by nvcc into BIN_DIR): copy and read-only
@@ -84,9 +86,9 @@ fi
 if want unverified; then
   stamp "GPU tests written without a device call"
   gpu_tests tests_unverified.log 150 "${UNVERIFIED_TESTS:-GpuRegions.Rowwise*:GpuRegions.PointwiseCandidatesEachCorrect}" 'Failure'
-  # every softmax and add+layernorm candidate with one combine forced (session 7: layernorm
-  # warp-first 0.2036-0.2048 ms vs pairwise 0.2057-0.2082; softmax pairwise 0.1549-0.1554 vs 0.1603)
-  SINTER_ROW_COMBINE="${ROW_COMBINE:-pairwise}" timeout 90 "$bin/sinter_bench_memory" --quick --cases softmax,add_layernorm \
+  # every softmax, add+layernorm and add+rmsnorm candidate with a one-pass combine forced (and
+  # rmsnorm's guarded two-barrier reduction), against the two-pass default in the memory step
+  SINTER_ROW_COMBINE="${ROW_COMBINE:-pairwise}" timeout 120 "$bin/sinter_bench_memory" --quick --cases softmax,add_layernorm,add_rmsnorm \
     > "$out/memory_row_combine.jsonl" 2>&1
   echo "exit $?"; cut -c1-190 "$out/memory_row_combine.jsonl"
   # the suite's transformer block, step by step
@@ -135,6 +137,11 @@ if want memory; then
   stamp "memory-bound bench"
   timeout "${MEMORY_TIMEOUT:-240}" "$bin/sinter_bench_memory" --quick --cases "${MEMORY_CASES:-add_layernorm,add_rmsnorm,softmax,pointwise_chain10,copy}" > "$out/sinter.jsonl" 2>&1
   echo "exit $?"; cut -c1-190 "$out/sinter.jsonl"
+fi
+if want torch_memory; then
+  stamp "PyTorch memory-bound baselines (eager, torch.compile)"
+  timeout 240 python3 bench/torch_baselines.py --quick > "$out/torch.jsonl" 2>&1
+  echo "exit $?"; grep -E '"(copy|add_layernorm|add_rmsnorm|softmax|pointwise_chain10)"' "$out/torch.jsonl" | cut -c1-160
 fi
 if want gemm; then
   stamp "GEMM bench"

@@ -356,16 +356,21 @@ TEST_F(GpuRegions, SoftmaxMaskedRows) {
   }
 }
 
-// Layernorm and softmax rows reduced through warp_combine and through the pairwise combine
-// (SINTER_ROW_COMBINE=warp, =pairwise; kernels/common/row_stats.cuh), on every row-wise candidate: odd row lengths, one element,
-// -inf-masked parts of rows (a thread or a whole warp holding only -inf must add nothing), and
-// layernorm rows whose mean dwarfs their spread (the M2 about the warp mean must not cancel).
+// Layernorm and softmax rows reduced in each form (codegen_rowwise.cpp, RowCombine): the default
+// two passes of single-barrier block reductions, the same through the guarded block_reduce
+// (SINTER_ROW_COMBINE=two-pass-guarded), and the one-pass combines of kernels/common/row_stats.cuh
+// forced by SINTER_ROW_COMBINE=warp and =pairwise, on every row-wise candidate: odd row lengths,
+// one element, -inf-masked parts of rows (a thread or a whole warp holding only -inf must add
+// nothing), and layernorm rows whose mean dwarfs their spread (no cancellation in the variance).
 TEST_F(GpuRegions, RowwiseWarpCombine) {
-  // both forms forced for both ops: layernorm's default is warp-first, softmax's pairwise
-  for (const char* combine : {"warp", "pairwise"}) {
+  for (const char* combine : {"two-pass", "two-pass-guarded", "warp", "pairwise"}) {
   SCOPED_TRACE(std::string("SINTER_ROW_COMBINE=") + combine);
-  ::setenv("SINTER_ROW_COMBINE", combine, 1);
-  const bool warp = std::string(combine) == "warp";
+  const std::string form = combine;
+  if (form == "two-pass") {
+    ::unsetenv("SINTER_ROW_COMBINE");
+  } else {
+    ::setenv("SINTER_ROW_COMBINE", combine, 1);
+  }
   const double inf = std::numeric_limits<double>::infinity();
   for (int candidate = 0; candidate < jit::rowwise_variant_count(); ++candidate) {
     SCOPED_TRACE("candidate " + std::to_string(candidate));
@@ -383,7 +388,11 @@ TEST_F(GpuRegions, RowwiseWarpCombine) {
         StreamExecutor ex(ln, shared_cache(), opts);
         for (const StepInfo& st : ex.steps()) {
           if (st.kind == "rowwise") {
-            EXPECT_EQ(st.description.find("warp-combine") != std::string::npos, warp) << st.description;
+            EXPECT_EQ(st.description.find("warp-combine") != std::string::npos, form == "warp") << st.description;
+            EXPECT_EQ(st.description.find("pairwise-combine") != std::string::npos, form == "pairwise")
+                << st.description;
+            EXPECT_EQ(st.description.find("guarded-reduce") != std::string::npos, form == "two-pass-guarded")
+                << st.description;
           }
         }
       }

@@ -107,6 +107,28 @@ TEST(JitCodegen, BenchmarkChainCompiles) {
   EXPECT_NE(descs[0].find("[full,strided,splat]"), std::string::npos) << descs[0];
 }
 
+// The issue-3 benchmark's row-wise regions (sinter_bench_memory add_layernorm, add_rmsnorm,
+// softmax: 16384 x 8192 bf16), every candidate; with SINTER_DUMP_CUBIN_DIR, their SASS can be
+// read without a GPU.
+TEST(JitCodegen, BenchmarkRowsCompile) {
+  for (OpKind op : {OpKind::layernorm, OpKind::rmsnorm, OpKind::softmax}) {
+    Graph g("bench_" + std::string(to_string(op)));
+    auto x = g.input("x", DType::bf16, {16384, 8192});
+    if (op == OpKind::softmax) {
+      g.output(g.softmax(x), "y");
+    } else {
+      auto sum = g.add(x, g.input("res", DType::bf16, {16384, 8192}));
+      auto w = g.input("w", DType::bf16, {8192});
+      g.output(op == OpKind::rmsnorm ? g.rmsnorm(sum, w, std::nullopt, 1e-6)
+                                     : g.layernorm(sum, w, g.input("b", DType::bf16, {8192}), 1e-5),
+               "y");
+    }
+    const auto descs = compile_all(g);
+    ASSERT_FALSE(descs.empty());
+    EXPECT_NE(descs[0].find("registers"), std::string::npos) << descs[0];
+  }
+}
+
 TEST(JitCodegen, RowwiseVariantsCompile) {
   for (int64_t cols : {8192, 1000, 100000}) {
     Graph g("rows");
@@ -142,11 +164,12 @@ TEST(JitCodegen, RowwiseVariantsCompile) {
   }
 }
 
-// Both row-statistics combines (SINTER_ROW_COMBINE=warp or =pairwise forces one for layernorm
-// and softmax alike; GpuRegions.RowwiseWarpCombine runs both on a GPU) compile for every row-wise
-// candidate, and the steps say which they use.
+// The forced row-statistics forms (SINTER_ROW_COMBINE=two-pass-guarded, =warp or =pairwise, for
+// layernorm and softmax alike, in place of the default single-barrier two passes;
+// GpuRegions.RowwiseWarpCombine runs all four on a GPU) compile for every row-wise candidate, and
+// the steps say which they use.
 TEST(JitCodegen, RowwiseWarpCombineCompiles) {
-  for (const char* combine : {"warp", "pairwise"}) {
+  for (const char* combine : {"two-pass-guarded", "warp", "pairwise"}) {
     ::setenv("SINTER_ROW_COMBINE", combine, 1);
     Graph g(std::string("rows_") + combine);
     auto x = g.input("x", DType::bf16, {4, 3000});
@@ -160,6 +183,8 @@ TEST(JitCodegen, RowwiseWarpCombineCompiles) {
       if (d.find("registers") != std::string::npos &&
           (d.find("layernorm") != std::string::npos || d.find("softmax") != std::string::npos)) {
         EXPECT_EQ(d.find("warp-combine") != std::string::npos, std::string(combine) == "warp") << d;
+        EXPECT_EQ(d.find("pairwise-combine") != std::string::npos, std::string(combine) == "pairwise") << d;
+        EXPECT_EQ(d.find("guarded-reduce") != std::string::npos, std::string(combine) == "two-pass-guarded") << d;
       }
     }
   }

@@ -57,7 +57,9 @@ struct RowwiseVariant {
   // One row per CTA, the grid covering every row, instead of a persistent grid (see
   // PointwiseVariant::flat; regions with global exit reductions keep the persistent grid).
   // Staging the next row has nothing to stage then. Measured on the H200: no faster than the
-  // persistent kernels for any row op (docs/benchmarks.md, session 7).
+  // persistent kernels for any row op with the one-pass statistics (session 7); with the two-pass
+  // ones, flat rows of 256 threads are softmax's fastest kernel and its default (session 8,
+  // docs/benchmarks.md).
   bool flat = false;
 };
 

@@ -42,7 +42,8 @@ class RowwiseGen {
   const TensorInfo& t(TensorId id) const { return g_.tensor(id); }
   std::string in_name(size_t i) const { return "in" + std::to_string(i); }
   void plan();
-  // Whether to stage the next row (RowwiseVariant::Stage; the heuristic follows measurements).
+  // Whether to stage the next row (RowwiseVariant::Stage; the heuristic follows measurements;
+  // softmax's heuristic default is resolved in plan() to unstaged flat rows).
   bool stage_rows() const {
     if (variant_.stage != RowwiseVariant::Stage::heuristic) return variant_.stage != RowwiseVariant::Stage::off;
     return anchor_ && (anchor_->op == OpKind::layernorm || anchor_->op == OpKind::softmax);
@@ -62,16 +63,45 @@ class RowwiseGen {
     if (variant_.stage == RowwiseVariant::Stage::heuristic) return bulk() ? 3 : 2;
     return bulk() ? std::clamp(variant_.stages, 2, 4) : 2;
   }
-  // The block reduction of two-number row statistics (kernels/common/row_stats.cuh). Layernorm's
-  // (mean, M2) combines per warp first (warp_combine: add+layernorm 824 -> 696 SASS instructions;
-  // H200, session 7, same call: 0.2036 ms against 0.2082 for the default candidate); softmax's
-  // (max, sum) keeps the pairwise combine, which measured faster there (0.1554 against 0.1603).
-  // SINTER_ROW_COMBINE=warp or =pairwise forces one form for both (read each time: tests set it).
-  static std::string block_combine_fn(OpKind op) {
+  // How layernorm's and softmax's two row statistics are reduced across the CTA when the row
+  // sits in registers. Default: two passes over the registers, each statistic a plain block
+  // reduction: softmax's max then its sum of exp(x - max), layernorm's mean then its sum of
+  // squared deviations from it, with one barrier each (block_reduce_alternating). The one-pass
+  // forms of kernels/common/row_stats.cuh reduce a (max, sum) or (n, mean, M2) summary once, but
+  // each combine step rescales or divides: the H200 profile of softmax 16384x8192 (session 8,
+  // Nsight Compute) found that kernel issue-bound (0.81 warps issued per scheduler cycle, DRAM
+  // 56% at ncu's clocks) with ~200 of its ~380 instructions per thread and row in the pairwise
+  // combine, for 16 elements. SINTER_ROW_COMBINE forces a form (read each time: tests set it):
+  // two-pass-guarded (the two passes through the guarded two-barrier block_reduce), warp or
+  // pairwise (one pass).
+  enum class RowCombine { two_pass, two_pass_guarded, warp, pairwise };
+  static RowCombine row_combine() {
     const char* v = std::getenv("SINTER_ROW_COMBINE");
     const std::string forced = v ? v : "";
-    const bool warp = forced == "warp" || (forced != "pairwise" && op == OpKind::layernorm);
-    return warp ? "block_combine_warp_first" : "block_combine";
+    if (forced == "warp") return RowCombine::warp;
+    if (forced == "pairwise") return RowCombine::pairwise;
+    if (forced == "two-pass-guarded") return RowCombine::two_pass_guarded;
+    return RowCombine::two_pass;
+  }
+  static bool two_pass() {
+    return row_combine() == RowCombine::two_pass || row_combine() == RowCombine::two_pass_guarded;
+  }
+  static std::string combine_tag() {
+    switch (row_combine()) {
+      case RowCombine::two_pass: return "";
+      case RowCombine::two_pass_guarded: return " guarded-reduce";
+      case RowCombine::warp: return " warp-combine";
+      case RowCombine::pairwise: return " pairwise-combine";
+    }
+    return "";
+  }
+  static std::string block_combine_fn() {
+    return row_combine() == RowCombine::warp ? "block_combine_warp_first" : "block_combine";
+  }
+  // The block reduction of one two-pass statistic (`slot`: the first or second of the row).
+  static std::string stat_reduce(const std::string& kind, const std::string& value, int slot) {
+    if (row_combine() == RowCombine::two_pass_guarded) return "block_reduce<" + kind + ">(" + value + ", scratch)";
+    return "block_reduce_alternating<" + kind + ">(" + value + ", rowstat_[" + std::to_string(slot) + "])";
   }
   // Global accesses of data touched once: with streaming hints when the variant asks for them.
   std::string store_fn() const { return variant_.stream ? "store_vec_stream" : "store_vec"; }
@@ -107,6 +137,16 @@ void RowwiseGen::plan() {
   cols_ = shape.empty() ? 1 : shape.back();
   rows_ = num_elements(shape) / cols_;
   if (r_.anchor >= 0) anchor_ = &g_.node(r_.anchor);
+  if (variant_.stage == RowwiseVariant::Stage::heuristic && anchor_ && anchor_->op == OpKind::softmax &&
+      two_pass()) {
+    // Softmax's default: one row per CTA of at most 256 threads, read straight into registers
+    // (candidate 18's kernel). H200, 16384 x 8192 bf16, session 8, same call: 0.1360 ms against
+    // 0.1548 for the bulk-ring persistent kernel that was the default and 0.1439 for flat rows of
+    // 512 threads; with the one-pass pairwise combine that kernel took 0.1708.
+    variant_.stage = RowwiseVariant::Stage::off;
+    variant_.max_threads = 256;
+    variant_.flat = true;
+  }
   const Dims lead(shape.begin(), shape.end() - (shape.empty() ? 0 : 1));
   // Collapse the leading dims over every input's row strides at once.
   std::vector<Dims> row_strides;
@@ -402,7 +442,10 @@ RegionKernels RowwiseGen::build() {
                                : "exp2f((" + x + " - stat0) * 1.4426950408889634f) * stat1";
           break;
         case OpKind::layernorm: {
-          expr = "(" + x + " - stat0) * stat1 * l" + std::to_string(input_index(anchor_->inputs[1])) + "[j]";
+          // in registers with the two-pass statistics, the variance pass replaced x by x - mean
+          const std::string centered =
+              in_registers_ && two_pass() ? x : "(" + x + " - stat0)";
+          expr = centered + " * stat1 * l" + std::to_string(input_index(anchor_->inputs[1])) + "[j]";
           if (anchor_->inputs.size() > 2) expr += " + l" + std::to_string(input_index(anchor_->inputs[2])) + "[j]";
           break;
         }
@@ -484,7 +527,7 @@ RegionKernels RowwiseGen::build() {
   const int min_blocks = variant_.min_blocks > 0 && threads_ * variant_.min_blocks <= 2048 ? variant_.min_blocks : 0;
   const std::string bounds = min_blocks > 0 ? "kThreads, " + std::to_string(min_blocks) : "kThreads";
   src << "extern \"C\" __global__ void __launch_bounds__(" << bounds << ") sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
-      << "  __shared__ float scratch[33];\n";
+      << "  __shared__ float scratch[33];\n  __shared__ float rowstat_[2][32];\n  (void)rowstat_;\n";
   if (bulk_staged) {
     // The ring starts kStages - 1 rows ahead. Buffer s holds this CTA's rows it_ = s, s + kStages,
     // ...; the k-th of them completes phase k of bars_[s], so its wait parity is (it_ / kStages) & 1.
@@ -519,16 +562,22 @@ RegionKernels RowwiseGen::build() {
         << "      if (c0 < a.cols) load_raw(a." << in_name(i) << " + ro + c0, wr" << i << "[k]);\n"
         << "    }\n  }\n";
   }
+  if (bulk_staged) {
+    // The ring position of row it_ (it_ % kStages) and its wait parity ((it_ / kStages) & 1),
+    // kept as counters: the 64-bit division by kStages cost ~20 instructions per row.
+    src << "  int ring_stage_ = 0;\n  u32 ring_phase_ = 0;\n";
+  }
   src << "  i64 it_ = 0;\n  for (i64 row = blockIdx.x; row < a.rows; row += gridDim.x, ++it_) {\n";
   if (bulk_staged) {
     // Refilling buffer (it_ - 1) % kStages is safe: every thread finished reading it before the
     // block reduction of row it_ - 1, whose barrier thread 0 has passed to get here.
-    src << "    const int stage_ = static_cast<int>(it_ % kStages);\n"
+    src << "    const int stage_ = ring_stage_;\n"
         << "    if (threadIdx.x == 0) {\n"
         << "      const i64 next_ = row + static_cast<i64>(kStages - 1) * gridDim.x;\n"
-        << "      if (next_ < a.rows) issue_row(a, next_, static_cast<int>((it_ + kStages - 1) % kStages), smem_, bars_);\n"
+        << "      if (next_ < a.rows) issue_row(a, next_, stage_ == 0 ? kStages - 1 : stage_ - 1, smem_, bars_);\n"
         << "    }\n"
-        << "    mbarrier_wait(&bars_[stage_], static_cast<u32>((it_ / kStages) & 1));  // this row has landed\n"
+        << "    mbarrier_wait(&bars_[stage_], ring_phase_);  // this row has landed\n"
+        << "    if (++ring_stage_ == kStages) { ring_stage_ = 0; ring_phase_ ^= 1u; }\n"
         << staged_pointers("    ");
   } else if (!staged_list.empty()) {
     src << "    const int stage_ = static_cast<int>(it_ & 1);\n"
@@ -558,26 +607,30 @@ RegionKernels RowwiseGen::build() {
         << prologue_chunk("c0", "        ", true)
         << "#pragma unroll\n        for (int j = 0; j < kVec; ++j) xs[k][j] = x_[j];\n"
         << pro_out_stores("c0", "        ") << "      }\n    }\n";
-    // statistics
-    auto over_x = [&](const std::string& init, const std::string& update, const std::string& kind) {
-      std::ostringstream s;
-      s << "    { float p_ = " << init << ";\n#pragma unroll\n      for (int k = 0; k < kItems; ++k) {\n"
-        << "        const i64 c0 = (static_cast<i64>(k) * kThreads + threadIdx.x) * kVec;\n"
-        << "        if (c0 < a.cols) {\n#pragma unroll\n          for (int j = 0; j < kVec; ++j) { const float x = xs[k][j]; "
-        << update << "; }\n        }\n      }\n";
-      s << "      stat_ = block_reduce<" << kind << ">(p_, scratch); }\n";
-      return s.str();
-    };
-    // This thread's own elements, for the one-pass statistics (row_stats.cuh).
+    // This thread's own elements, for the row statistics.
     auto over_own = [&](const std::string& update) {
       return "#pragma unroll\n      for (int k = 0; k < kItems; ++k) {\n"
              "        const i64 c0 = (static_cast<i64>(k) * kThreads + threadIdx.x) * kVec;\n"
              "        if (c0 < a.cols) {\n#pragma unroll\n          for (int j = 0; j < kVec; ++j) { "
              "const float x = xs[k][j]; " + update + "; }\n        }\n      }\n";
     };
-    src << "    float stat_, stat0 = 0.0f, stat1 = 1.0f;\n    (void)stat_;\n";
+    // The two single-barrier block reductions of a row alternate between the two arrays of
+    // rowstat_, [0] then [1] (see block_reduce_alternating).
+    src << "    float stat0 = 0.0f, stat1 = 1.0f;\n";
     switch (aop) {
       case OpKind::layernorm:
+        if (two_pass()) {
+          // The exact two-pass variance: the row mean first, then the squared deviations from it
+          // (no E[x^2] - E[x]^2 cancellation; the values are in registers, so no second read).
+          // The deviations replace x in registers: the epilogue scales them (one subtraction
+          // per element less there).
+          src << "    { float s_ = 0.0f;\n" << over_own("s_ += x")
+              << "      const float m_ = " << stat_reduce("kReduceSum", "s_", 0) << " * " << inv_cols << ";\n"
+              << "      float q_ = 0.0f;\n" << over_own("const float d_ = x - m_; xs[k][j] = d_; q_ += d_ * d_")
+              << "      stat0 = m_;\n      stat1 = rsqrtf(" << stat_reduce("kReduceSum", "q_", 1) << " * "
+              << inv_cols << " + " << eps << "); }\n";
+          break;
+        }
         // mean and variance in one block reduction: per-thread (n, mean, M2), combined by Chan.
         src << "    { float s_ = 0.0f, n_ = 0.0f;\n"
             << "#pragma unroll\n      for (int k = 0; k < kItems; ++k) {\n"
@@ -586,15 +639,29 @@ RegionKernels RowwiseGen::build() {
             << "      const float m_ = n_ > 0.0f ? __fdividef(s_, n_) : 0.0f;\n      float q_ = 0.0f;\n"
             << over_own("q_ += (x - m_) * (x - m_)")
             << "      __shared__ MeanM2 stats_[32];\n"
-            << "      const MeanM2 t_ = " << block_combine_fn(OpKind::layernorm) << "(MeanM2{n_, m_, q_}, stats_);\n"
+            << "      const MeanM2 t_ = " << block_combine_fn() << "(MeanM2{n_, m_, q_}, stats_);\n"
             << "      stat0 = t_.mean;\n      stat1 = rsqrtf(t_.m2 * " << inv_cols << " + " << eps
             << "); }\n";
         break;
       case OpKind::rmsnorm:
-        src << over_x("0.0f", "p_ += x * x", "kReduceSum") << "    stat1 = rsqrtf(stat_ * "
-            << inv_cols << " + " << eps << ");\n";
+        // The guarded two-barrier block_reduce: with the single-barrier one the default rmsnorm
+        // kernel (direct loads, persistent) took 5% longer (H200, session 8, same call, 16384 x
+        // 8192 bf16: 0.2096 ms against 0.1989; again 0.2083 in another call).
+        src << "    { float p_ = 0.0f;\n" << over_own("p_ += x * x")
+            << "      stat1 = rsqrtf(block_reduce<kReduceSum>(p_, scratch) * " << inv_cols << " + " << eps << "); }\n";
         break;
       case OpKind::softmax:
+        if (two_pass()) {
+          // The row max first (max.NaN: a NaN element makes the row NaN, as in the reference),
+          // then each element's exp against it, kept in registers, and the row sum. A row of
+          // -inf comes out NaN (exp(-inf - -inf)), as in the reference.
+          src << "    { float m_ = reduce_identity<kReduceMax>();\n" << over_own("m_ = op_max(m_, x)")
+              << "      m_ = " << stat_reduce("kReduceMax", "m_", 0) << ";\n"
+              << "      const float ml_ = m_ * 1.4426950408889634f;\n      float s_ = 0.0f;\n"
+              << over_own("xs[k][j] = fast_exp2(fmaf(x, 1.4426950408889634f, -ml_)); s_ += xs[k][j]")
+              << "      stat0 = m_;\n      stat1 = 1.0f / " << stat_reduce("kReduceSum", "s_", 1) << "; }\n";
+          break;
+        }
         // One block reduction of (max, sum of exp(x - max)): each thread exponentiates its
         // elements once against its own max, keeps them in registers, and rescales them by
         // exp(own max - row max) / row sum at the end. A thread whose elements are all -inf
@@ -607,7 +674,7 @@ RegionKernels RowwiseGen::build() {
             << "      const float ml_ = mm_ * 1.4426950408889634f;\n"
             << over_own("xs[k][j] = fast_exp2(fmaf(x, 1.4426950408889634f, -ml_)); s_ += xs[k][j]")
             << "      __shared__ MaxSum stats_[32];\n"
-            << "      const MaxSum t_ = " << block_combine_fn(OpKind::softmax) << "(MaxSum{m_, s_}, stats_);\n"
+            << "      const MaxSum t_ = " << block_combine_fn() << "(MaxSum{m_, s_}, stats_);\n"
             << "      stat0 = t_.max;\n"
             // A thread whose elements are all -inf (s_ == 0) outputs exp(-inf - max) / sum = 0
             // wherever the row's sum is finite and nonzero: its rescale exp(0 - max) would
@@ -720,10 +787,7 @@ RegionKernels RowwiseGen::build() {
                      (text.find("_stream(") != std::string::npos ? " stream-hints" : "") +
                      (std::find(resident_.begin(), resident_.end(), true) != resident_.end() ? " resident-weights" : "") +
                      (min_blocks > 0 ? " min-ctas" + std::to_string(min_blocks) : "") +
-                     (in_registers_ && (aop == OpKind::layernorm || aop == OpKind::softmax) &&
-                              block_combine_fn(aop) != "block_combine"
-                          ? " warp-combine"
-                          : "") +
+                     (in_registers_ && (aop == OpKind::layernorm || aop == OpKind::softmax) ? combine_tag() : "") +
                      " threads" +
                      std::to_string(threads_) + " vec" + std::to_string(vec_) + " items" +
                      std::to_string(items_);
