@@ -141,20 +141,28 @@ __global__ void __launch_bounds__(256) copy_bulk(const char* __restrict__ src, c
   if (threadIdx.x == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 }
 
-// Read-only streams: the sum of every 32-bit word (kept so the loads are not dead).
+// Read-only streams: a fold of every 32-bit word (kept so the loads are not dead).
+// One tile: kUnroll vectors per thread, lanes adjacent, starting at vector `base`.
+template <int kUnroll>
+__device__ __forceinline__ unsigned fold_tile(const uint4* __restrict__ src, long long base, long long n) {
+  uint4 v[kUnroll];
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const long long i = base + u * blockDim.x + threadIdx.x;
+    v[u] = i < n ? ld_nc(src + i) : make_uint4(0, 0, 0, 0);
+  }
+  unsigned acc = 0;
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) acc += v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  return acc;
+}
+
 template <int kUnroll>
 __global__ void read_persistent(const uint4* __restrict__ src, long long n, unsigned* out) {
   const long long tile = static_cast<long long>(blockDim.x) * kUnroll;
   unsigned acc = 0;
   for (long long base = blockIdx.x * tile; base < n; base += static_cast<long long>(gridDim.x) * tile) {
-    uint4 v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const long long i = base + u * blockDim.x + threadIdx.x;
-      v[u] = i < n ? ld_nc(src + i) : make_uint4(0, 0, 0, 0);
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) acc += v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    acc += fold_tile<kUnroll>(src, base, n);
   }
   if (acc == 0x12345678u) *out = acc;
 }
@@ -162,16 +170,7 @@ __global__ void read_persistent(const uint4* __restrict__ src, long long n, unsi
 // One tile per CTA, the grid covering the array.
 template <int kUnroll>
 __global__ void read_flat(const uint4* __restrict__ src, long long n, unsigned* out) {
-  const long long base = static_cast<long long>(blockIdx.x) * blockDim.x * kUnroll;
-  unsigned acc = 0;
-  uint4 v[kUnroll];
-#pragma unroll
-  for (int u = 0; u < kUnroll; ++u) {
-    const long long i = base + u * blockDim.x + threadIdx.x;
-    v[u] = i < n ? ld_nc(src + i) : make_uint4(0, 0, 0, 0);
-  }
-#pragma unroll
-  for (int u = 0; u < kUnroll; ++u) acc += v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  const unsigned acc = fold_tile<kUnroll>(src, static_cast<long long>(blockIdx.x) * blockDim.x * kUnroll, n);
   if (acc == 0x12345678u) *out = acc;
 }
 

@@ -178,12 +178,16 @@ TEST(JitMatmulDecode, FfmaMappingAndSplit) {
     EXPECT_NE(k.description.find(c.expect), std::string::npos) << k.description << " (want " << c.expect << ")";
     const int64_t bn = c.k_major ? 32 : 256, tiles = (c.n + bn - 1) / bn;
     EXPECT_EQ(k.launch.grid.x % tiles, 0u) << k.description;
-    if (c.grid != 0) EXPECT_EQ(k.launch.grid.x, c.grid) << k.description;
+    if (c.grid != 0) {
+      EXPECT_EQ(k.launch.grid.x, c.grid) << k.description;
+    }
     // every chunk fits the x stage: 16384 elements over the M tile
     const int64_t m_tile = c.m <= 1 ? 1 : c.m <= 2 ? 2 : 4;
     const int64_t splits = k.launch.grid.x / tiles;
     EXPECT_LE((c.k + splits - 1) / splits, 16384 / m_tile) << k.description;
-    if (splits > 1) EXPECT_GE(rk.workspace_bytes, static_cast<size_t>(tiles * splits * m_tile * bn * 4));
+    if (splits > 1) {
+      EXPECT_GE(rk.workspace_bytes, static_cast<size_t>(tiles * splits * m_tile * bn * 4));
+    }
   }
 }
 

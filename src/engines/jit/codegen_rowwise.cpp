@@ -42,27 +42,33 @@ class RowwiseGen {
   const TensorInfo& t(TensorId id) const { return g_.tensor(id); }
   std::string in_name(size_t i) const { return "in" + std::to_string(i); }
   void plan();
-  // Whether to stage the next row (RowwiseVariant::Stage; the heuristic follows measurements;
-  // softmax's heuristic default is resolved in plan() to unstaged flat rows).
-  bool stage_rows() const {
-    if (variant_.stage != RowwiseVariant::Stage::heuristic) return variant_.stage != RowwiseVariant::Stage::off;
-    return anchor_ && (anchor_->op == OpKind::layernorm || anchor_->op == OpKind::softmax);
-  }
-  // The heuristic stages layernorm and softmax rows with the bulk ring, 3 buffers deep (see
-  // RowwiseVariant): it keeps two rows in flight per CTA where cp.async kept one (H200, 16384x8192
-  // bf16: add+layernorm 0.2058 ms against 0.2101 with cp.async staging; softmax 0.1534 against
-  // 0.1544, session 6).
-  bool bulk() const {
-    if (variant_.stage == RowwiseVariant::Stage::heuristic) {
-      return anchor_ && (anchor_->op == OpKind::layernorm || anchor_->op == OpKind::softmax);
+  // The heuristic variant (candidate 0) made concrete from H200 measurements, once, before
+  // anything reads the variant:
+  //  - softmax with the two-pass statistics: one row per CTA of at most 256 threads, read
+  //    straight into registers (candidate 18's kernel). 16384 x 8192 bf16, session 8, same call:
+  //    0.1360 ms against 0.1548 for the bulk-ring persistent kernel that was the default and
+  //    0.1439 for flat rows of 512 threads; with the one-pass pairwise combine it took 0.1708;
+  //  - layernorm, and softmax under a forced one-pass combine: rows staged by the bulk ring, 3
+  //    buffers deep; it keeps two rows in flight per CTA where cp.async kept one (add+layernorm
+  //    0.2058 ms against 0.2101 with cp.async staging; softmax 0.1534 against 0.1544, session 6);
+  //  - every other row op unstaged (rmsnorm 0.197 ms direct against 0.220 staged; RowwiseVariant).
+  void resolve_heuristic() {
+    if (variant_.stage != RowwiseVariant::Stage::heuristic) return;
+    const OpKind op = anchor_ ? anchor_->op : OpKind::identity;
+    variant_.stage = RowwiseVariant::Stage::off;
+    if (op == OpKind::softmax && two_pass()) {
+      variant_.max_threads = 256;
+      variant_.flat = true;
+    } else if (op == OpKind::layernorm || op == OpKind::softmax) {
+      variant_.stage = RowwiseVariant::Stage::bulk;
+      variant_.stages = 3;
     }
-    return variant_.stage == RowwiseVariant::Stage::bulk;
   }
+  // Whether to stage the next row (RowwiseVariant::Stage), and with the bulk ring.
+  bool stage_rows() const { return variant_.stage != RowwiseVariant::Stage::off; }
+  bool bulk() const { return variant_.stage == RowwiseVariant::Stage::bulk; }
   // Row buffers in shared memory: the bulk ring's depth, or cp.async's double buffer.
-  int stages() const {
-    if (variant_.stage == RowwiseVariant::Stage::heuristic) return bulk() ? 3 : 2;
-    return bulk() ? std::clamp(variant_.stages, 2, 4) : 2;
-  }
+  int stages() const { return bulk() ? std::clamp(variant_.stages, 2, 4) : 2; }
   // How layernorm's and softmax's two row statistics are reduced across the CTA when the row
   // sits in registers. Default: two passes over the registers, each statistic a plain block
   // reduction: softmax's max then its sum of exp(x - max), layernorm's mean then its sum of
@@ -75,7 +81,7 @@ class RowwiseGen {
   // two-pass-guarded (the two passes through the guarded two-barrier block_reduce), warp or
   // pairwise (one pass).
   enum class RowCombine { two_pass, two_pass_guarded, warp, pairwise };
-  static RowCombine row_combine() {
+  static RowCombine row_combine_from_env() {
     const char* v = std::getenv("SINTER_ROW_COMBINE");
     const std::string forced = v ? v : "";
     if (forced == "warp") return RowCombine::warp;
@@ -83,11 +89,9 @@ class RowwiseGen {
     if (forced == "two-pass-guarded") return RowCombine::two_pass_guarded;
     return RowCombine::two_pass;
   }
-  static bool two_pass() {
-    return row_combine() == RowCombine::two_pass || row_combine() == RowCombine::two_pass_guarded;
-  }
-  static std::string combine_tag() {
-    switch (row_combine()) {
+  bool two_pass() const { return combine_ == RowCombine::two_pass || combine_ == RowCombine::two_pass_guarded; }
+  std::string combine_tag() const {
+    switch (combine_) {
       case RowCombine::two_pass: return "";
       case RowCombine::two_pass_guarded: return " guarded-reduce";
       case RowCombine::warp: return " warp-combine";
@@ -95,12 +99,13 @@ class RowwiseGen {
     }
     return "";
   }
-  static std::string block_combine_fn() {
-    return row_combine() == RowCombine::warp ? "block_combine_warp_first" : "block_combine";
+  std::string block_combine_fn() const {
+    return combine_ == RowCombine::warp ? "block_combine_warp_first" : "block_combine";
   }
-  // The block reduction of one two-pass statistic (`slot`: the first or second of the row).
-  static std::string stat_reduce(const std::string& kind, const std::string& value, int slot) {
-    if (row_combine() == RowCombine::two_pass_guarded) return "block_reduce<" + kind + ">(" + value + ", scratch)";
+  // The block reduction of one two-pass statistic (`slot`: the first or second of the row; the
+  // stats block declares rowstat_).
+  std::string stat_reduce(const std::string& kind, const std::string& value, int slot) const {
+    if (combine_ == RowCombine::two_pass_guarded) return "block_reduce<" + kind + ">(" + value + ", scratch)";
     return "block_reduce_alternating<" + kind + ">(" + value + ", rowstat_[" + std::to_string(slot) + "])";
   }
   // Global accesses of data touched once: with streaming hints when the variant asks for them.
@@ -115,6 +120,7 @@ class RowwiseGen {
   const fuse::Region& r_;
   const cuda::DeviceProperties& dev_;
   RowwiseVariant variant_;
+  const RowCombine combine_ = row_combine_from_env();  // read once per build
   BodyEmitter body_;
   const Node* anchor_ = nullptr;
   int64_t rows_ = 1, cols_ = 1;
@@ -137,16 +143,7 @@ void RowwiseGen::plan() {
   cols_ = shape.empty() ? 1 : shape.back();
   rows_ = num_elements(shape) / cols_;
   if (r_.anchor >= 0) anchor_ = &g_.node(r_.anchor);
-  if (variant_.stage == RowwiseVariant::Stage::heuristic && anchor_ && anchor_->op == OpKind::softmax &&
-      two_pass()) {
-    // Softmax's default: one row per CTA of at most 256 threads, read straight into registers
-    // (candidate 18's kernel). H200, 16384 x 8192 bf16, session 8, same call: 0.1360 ms against
-    // 0.1548 for the bulk-ring persistent kernel that was the default and 0.1439 for flat rows of
-    // 512 threads; with the one-pass pairwise combine that kernel took 0.1708.
-    variant_.stage = RowwiseVariant::Stage::off;
-    variant_.max_threads = 256;
-    variant_.flat = true;
-  }
+  resolve_heuristic();
   const Dims lead(shape.begin(), shape.end() - (shape.empty() ? 0 : 1));
   // Collapse the leading dims over every input's row strides at once.
   std::vector<Dims> row_strides;
@@ -527,7 +524,7 @@ RegionKernels RowwiseGen::build() {
   const int min_blocks = variant_.min_blocks > 0 && threads_ * variant_.min_blocks <= 2048 ? variant_.min_blocks : 0;
   const std::string bounds = min_blocks > 0 ? "kThreads, " + std::to_string(min_blocks) : "kThreads";
   src << "extern \"C\" __global__ void __launch_bounds__(" << bounds << ") sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
-      << "  __shared__ float scratch[33];\n  __shared__ float rowstat_[2][32];\n  (void)rowstat_;\n";
+      << "  __shared__ float scratch[33];\n";
   if (bulk_staged) {
     // The ring starts kStages - 1 rows ahead. Buffer s holds this CTA's rows it_ = s, s + kStages,
     // ...; the k-th of them completes phase k of bars_[s], so its wait parity is (it_ / kStages) & 1.
@@ -616,6 +613,7 @@ RegionKernels RowwiseGen::build() {
     };
     // The two single-barrier block reductions of a row alternate between the two arrays of
     // rowstat_, [0] then [1] (see block_reduce_alternating).
+    const std::string rowstat_decl = "      __shared__ float rowstat_[2][32];\n      (void)rowstat_;\n";
     src << "    float stat0 = 0.0f, stat1 = 1.0f;\n";
     switch (aop) {
       case OpKind::layernorm:
@@ -624,7 +622,7 @@ RegionKernels RowwiseGen::build() {
           // (no E[x^2] - E[x]^2 cancellation; the values are in registers, so no second read).
           // The deviations replace x in registers: the epilogue scales them (one subtraction
           // per element less there).
-          src << "    { float s_ = 0.0f;\n" << over_own("s_ += x")
+          src << "    { float s_ = 0.0f;\n" << rowstat_decl << over_own("s_ += x")
               << "      const float m_ = " << stat_reduce("kReduceSum", "s_", 0) << " * " << inv_cols << ";\n"
               << "      float q_ = 0.0f;\n" << over_own("const float d_ = x - m_; xs[k][j] = d_; q_ += d_ * d_")
               << "      stat0 = m_;\n      stat1 = rsqrtf(" << stat_reduce("kReduceSum", "q_", 1) << " * "
@@ -655,7 +653,7 @@ RegionKernels RowwiseGen::build() {
           // The row max first (max.NaN: a NaN element makes the row NaN, as in the reference),
           // then each element's exp against it, kept in registers, and the row sum. A row of
           // -inf comes out NaN (exp(-inf - -inf)), as in the reference.
-          src << "    { float m_ = reduce_identity<kReduceMax>();\n" << over_own("m_ = op_max(m_, x)")
+          src << "    { float m_ = reduce_identity<kReduceMax>();\n" << rowstat_decl << over_own("m_ = op_max(m_, x)")
               << "      m_ = " << stat_reduce("kReduceMax", "m_", 0) << ";\n"
               << "      const float ml_ = m_ * 1.4426950408889634f;\n      float s_ = 0.0f;\n"
               << over_own("xs[k][j] = fast_exp2(fmaf(x, 1.4426950408889634f, -ml_)); s_ += xs[k][j]")
