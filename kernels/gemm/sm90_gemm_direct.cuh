@@ -218,16 +218,73 @@ __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], cons
   if (prev >= 0 && threadIdx.x % 128 == 0) hopper_direct_release<C>(&sm.empty[prev]);
 }
 
-// Stores two consecutive elements of row `p` (columns c, c + 1): one vector store when both are
-// in range and the address allows it, else one scalar store per element in range.
+// Whether p allows a vector access of two elements.
 template <typename T>
+__device__ __forceinline__ bool pair_aligned(const T* p) {
+  return (reinterpret_cast<u64>(p) & (2 * sizeof(T) - 1)) == 0;
+}
+
+// Loads two consecutive elements (p pair-aligned) with one plain vector load. Not through the
+// read-only path on purpose: __ldg lets the compiler hoist a whole tile's bias loads above the
+// epilogue's stores, and with 128 accumulators live that spills the 168-register consumers.
+template <typename T>
+__device__ __forceinline__ void load_pair(const T* p, typename ComputeOf<T>::type& v0,
+                                          typename ComputeOf<T>::type& v1) {
+  typedef typename Chunk<2 * sizeof(T)>::type C;
+  union {
+    C c;
+    T t[2];
+  } u;
+  u.c = *reinterpret_cast<const C*>(p);
+  v0 = load_as_compute<T>(u.t[0]);
+  v1 = load_as_compute<T>(u.t[1]);
+}
+
+// Stores two consecutive elements of row `p` (columns c, c + 1). kFull (the caller knows both
+// are in range and p is pair-aligned): one vector store. Otherwise (a tile on the matrix edge, or
+// an output whose rows do not start on a pair) one predicated scalar store per element in range:
+// no alignment branch, which keeps the partial-tile copy of the epilogue small to compile.
+template <bool kFull, typename T>
 __device__ __forceinline__ void store_pair(T* p, typename ComputeOf<T>::type v0, typename ComputeOf<T>::type v1,
                                            bool ok0, bool ok1) {
-  if (ok0 && ok1 && (reinterpret_cast<u64>(p) & (2 * sizeof(T) - 1)) == 0) {
+  if constexpr (kFull) {
     const typename ComputeOf<T>::type v[2] = {v0, v1};
     store_vec<T, 2>(p, v);
-    return;
+  } else {
+    if (ok0) store_one(p, v0);
+    if (ok1) store_one(p + 1, v1);
   }
-  if (ok0) store_one(p, v0);
-  if (ok1) store_one(p + 1, v1);
+}
+
+// Two 16-bit values packed in one 32-bit word (the low one first), as stmatrix takes them.
+template <typename T>
+__device__ __forceinline__ u32 pack_pair(float v0, float v1) {
+  static_assert(sizeof(T) == 2, "16-bit element types only");
+  union {
+    T t[2];
+    u32 w;
+  } u;
+  u.t[0] = store_from_compute<T>(v0);
+  u.t[1] = store_from_compute<T>(v1);
+  return u.w;
+}
+
+// Stores 8 rows x 32 columns of 16-bit values held in the wgmma fragment layout (word m of lane
+// l: row l / 4, columns 8 m + 2 (l % 4) + {0, 1}) as 16-byte rows: stmatrix writes the four 8x8
+// blocks to this warp's 512-byte scratch, each lane reads back one block row (block l / 8, row
+// l % 8) and stores it with one 16-byte store, so a warp's store covers 8 rows x 64 bytes (two full
+// sectors a row) where pair stores covered 8 rows x 16 bytes in four times the instructions.
+// `row` points at this lane's row (l % 8) at the group's first column plus 8 (l / 8); rows and
+// the scratch 16-byte aligned. Every lane of the warp takes part.
+template <typename T>
+__device__ __forceinline__ void store_fragment_rows_wide(u32* scratch, const u32 (&w)[4], T* row) {
+  const int lane = threadIdx.x & 31;
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(
+                   smem_addr(scratch + (lane >> 3) * 32 + (lane & 7) * 4)),
+               "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
+               : "memory");
+  __syncwarp();
+  const uint4 v = *reinterpret_cast<const uint4*>(scratch + lane * 4);
+  __syncwarp();  // read before the next group overwrites the scratch
+  *reinterpret_cast<uint4*>(row) = v;
 }

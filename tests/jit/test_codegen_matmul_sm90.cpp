@@ -217,6 +217,35 @@ TEST(JitMatmulSm90, LargeShapesTake128x256First) {
   EXPECT_EQ(ping_pair.tensor_maps.at(1).box[1], 128u);
 }
 
+TEST(JitMatmulSm90, TranscendentalEpilogueTakesPingPongFirst) {
+  // a GELU in the epilogue: ping-pong (one consumer's epilogue under the other's main loop) first
+  const Graph g = mm(DType::bf16, 4096, 4096, 4096, true, true);
+  const fuse::Partition p = fuse::partition_graph(g);
+  const fuse::Region& r = matmul_region(g, p);
+  EXPECT_NE(build_matmul_variant(g, r, h200(), 0).kernels.at(0).description.find("64x256x64 stages5 pingpong"),
+            std::string::npos);
+  EXPECT_NE(build_matmul_variant(g, r, h200(), 1).kernels.at(0).description.find("128x256x64 stages4 coop(1p+2c, 64 rows each) cluster2x1"),
+            std::string::npos);
+}
+
+TEST(JitMatmulSm90, FullTilesStoreSixteenByteRows) {
+  // 16-bit outputs of full tiles leave through stmatrix as 16-byte rows; an f32 output as pairs.
+  // Either way the tile-edge form stays in the kernel (shapes are run-time arguments).
+  for (DType out : {DType::bf16, DType::f32}) {
+    Graph g("full_tiles");
+    auto a = g.input("a", DType::bf16, {4096, 4096});
+    auto y = g.matmul(a, g.input("b", DType::bf16, {4096, 4096}, {1, 4096}));
+    g.output(out == DType::bf16 ? y : g.cast(y, DType::f32), "y");
+    const fuse::Partition p = fuse::partition_graph(g);
+    const KernelSpec k = build_matmul_variant(g, matmul_region(g, p), h200(), 0).kernels.at(0);
+    const bool wide = k.source.find("store_fragment_rows_wide(scratch_") != std::string::npos;
+    EXPECT_EQ(wide, out == DType::bf16) << to_string(out);
+    EXPECT_NE(k.source.find(out == DType::bf16 ? "(a.ecols % 8 == 0)" : "(a.ecols % 2 == 0)"), std::string::npos);
+    EXPECT_NE(k.source.find("matmul_wg_epilogue_body<false>"), std::string::npos);
+    EXPECT_NE(k.source.find("matmul_wg_epilogue_body<true>"), std::string::npos);
+  }
+}
+
 TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
   // the shape and epilogue of sinter_bench_gemm's fused case (bias + GELU + global amax) on every
   // Hopper variant: the 128x256 configs keep 128 accumulators per thread under the 168-register

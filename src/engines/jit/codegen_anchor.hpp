@@ -86,7 +86,15 @@ class AnchorEpilogue {
   // column sums over the 8 rows of a warp before their atomics. Needs in scope: a, d, grow0 (i64,
   // the matrix row of the warpgroup's first row), rows_valid (int, may be <= 0), gcol0 (i64),
   // cols_valid (int) and the global partials gacc<m>. (codegen_anchor_fragment.cpp)
+  // Also needs kFull (a constexpr bool): true compiles the full-tile form, valid only where
+  // rows_valid >= 64, cols_valid >= bn and fragment_full_condition() hold.
   std::string fragment_tile(int bn) const;
+  // The tile-independent part of the full-tile test (an expression over the kernel arguments
+  // `a`): outputs and row-invariant operands (biases) allow aligned pair accesses.
+  std::string fragment_full_condition() const;
+  // Whether full tiles store output k as 16-byte rows through stmatrix (16-bit types) rather
+  // than as pairs.
+  bool is_wide_output(size_t k) const;
   // ", float& gacc0, ..." and ", gacc0, ..." for threading global partials through tile calls.
   std::string global_params() const;
   std::string global_args() const;

@@ -5,6 +5,19 @@
 // the 4 lanes of a quad, and a column's 16 rows over the 8 quads of a warp (x 2 registers).
 // Going through shared memory instead (the C-tile kernel) costs a full store/load round trip and
 // two barriers per tile, during which the tensor cores idle.
+//
+// The code is generated once and compiled twice, for kFull false and true (a template argument of
+// the caller): a full tile (every row and column in range, pair stores and bias pair loads
+// aligned: fragment_full_condition) drops every bounds test, select and alignment branch. The
+// coop kernel runs its epilogue while the tensor cores idle, so its instructions are time: the
+// H200 profile of the 4096^3 bf16 GEMM (session 9, Nsight Compute: tensor pipe 80% busy against
+// cuBLASLt's 90%) found the bare epilogue at ~12 SASS instructions per element (1.6k per thread
+// and tile) and the bias+GELU+amax one at ~52 (6.7k), half of them bounds and alignment logic.
+// Full tiles also store 16-bit outputs as 16-byte rows (stmatrix to a per-warp scratch, then one
+// 16-byte store per lane: store_fragment_rows_wide) instead of 4-byte pairs; how much stores
+// matter showed when the partial form's scalar stores ran the whole 4096^3 GEMM 16% slower
+// (0.2280 against 0.1955 ms, same call). Full-tile bare epilogue: ~2 SASS instructions an element.
+#include <cstdlib>
 #include <sstream>
 
 #include "engines/jit/codegen_anchor.hpp"
@@ -28,7 +41,7 @@ std::string AnchorEpilogue::fragment_tile(int bn) const {
   for (int h = 0; h < 2; ++h) {
     const std::string hs = std::to_string(h);
     s << "    const i64 grow_" << hs << " = grow0 + r0_ + " << 8 * h << ";\n"
-      << "    const bool row_ok_" << hs << " = r0_ + " << 8 * h << " < rows_valid;\n";
+      << "    const bool row_ok_" << hs << " = kFull || r0_ + " << 8 * h << " < rows_valid;\n";
     for (size_t i = 0; i < operands_.size(); ++i) {
       const std::string n = std::to_string(i);
       s << "    const i64 ro" << n << "_" << hs << " = offset_of<kIndex64>(a.elead, a.eview" << n << ", grow_" << hs
@@ -39,7 +52,28 @@ std::string AnchorEpilogue::fragment_tile(int bn) const {
       s << "    float racc" << m << "_" << hs << " = reduce_identity<" << kind_of(m) << ">();\n";
     }
   }
-  s << "#pragma unroll\n    for (int q = 0; q < " << bn / 8 << "; ++q) {\n"
+  // 16-bit outputs of full tiles leave as 16-byte rows (store_fragment_rows_wide), 4 column groups
+  // at a time; the others as pairs
+  auto wide = [&](size_t k) { return is_wide_output(k); };
+  bool any_wide = false;
+  for (size_t k = 0; k < outs_.size(); ++k) any_wide = any_wide || wide(k);
+  if (any_wide) {
+    s << "    __shared__ __align__(16) u32 wide_scratch_[8][128];  // 512 bytes per consumer warp\n"
+      << "    u32* const scratch_ = wide_scratch_[(threadIdx.x >> 5) & 7];\n";
+    for (size_t k = 0; k < outs_.size(); ++k) {
+      if (!wide(k)) continue;
+      for (int h = 0; h < 2; ++h) {
+        s << "    " << storage_type(g_.tensor(outs_[k]).dtype) << "* const wrow" << k << "_" << h << " = a.out" << k
+          << " + (grow0 + warp_ * 16 + " << 8 * h << " + (lane_ & 7)) * a.ecols + gcol0 + 8 * (lane_ >> 3);\n";
+      }
+    }
+  }
+  s << "#pragma unroll\n    for (int q4 = 0; q4 < " << bn / 32 << "; ++q4) {\n";
+  for (size_t k = 0; k < outs_.size(); ++k) {
+    if (wide(k)) s << "    u32 wk" << k << "_0[4], wk" << k << "_1[4];\n";
+  }
+  s << "#pragma unroll\n    for (int qi = 0; qi < 4; ++qi) {\n"
+    << "      const int q = 4 * q4 + qi;\n"
     << "      const int cc0 = 8 * q + c0_;\n";
   if (has(ExitReduction::columns)) {
     for (size_t m = 0; m < exits_.size(); ++m) {
@@ -52,10 +86,16 @@ std::string AnchorEpilogue::fragment_tile(int bn) const {
     if (!row_invariant(i)) continue;
     const std::string n = std::to_string(i);
     const std::string ct = compute_type(g_.tensor(operands_[i].tensor).dtype);
+    // full tiles: one aligned pair load (unit column stride, checked by fragment_full_condition)
+    s << "      " << ct << " pl" << n << "_0, pl" << n << "_1;\n"
+      << "      if constexpr (kFull) {\n"
+      << "        load_pair(a.ein" << n << " + gcol0 + cc0, pl" << n << "_0, pl" << n << "_1);\n"
+      << "      } else {\n";
     for (int e = 0; e < 2; ++e) {
-      s << "      const " << ct << " pl" << n << "_" << e << " = cc0 + " << e << " < cols_valid ? load_one(a.ein" << n
-        << " + (gcol0 + cc0 + " << e << ") * a.ecs" << n << ") : static_cast<" << ct << ">(0);\n";
+      s << "        pl" << n << "_" << e << " = cc0 + " << e << " < cols_valid ? load_one(a.ein" << n << " + (gcol0 + cc0 + "
+        << e << ") * a.ecs" << n << ") : static_cast<" << ct << ">(0);\n";
     }
+    s << "      }\n";
   }
   for (int h = 0; h < 2; ++h) {
     const std::string hs = std::to_string(h);
@@ -67,7 +107,7 @@ std::string AnchorEpilogue::fragment_tile(int bn) const {
       const std::string es = std::to_string(e);
       s << "        {\n"
         << "          const int cc = cc0 + " << e << ";\n"
-        << "          const bool valid = row_ok_" << hs << " && cc < cols_valid;\n"
+        << "          const bool valid = kFull || (row_ok_" << hs << " && cc < cols_valid);\n"
         << "          const i64 col = gcol0 + cc, grow = grow_" << hs << ";\n"
         << "          (void)grow, (void)col, (void)valid;  // not every epilogue reads them\n";
       for (size_t i = 0; i < operands_.size(); ++i) {
@@ -80,8 +120,18 @@ std::string AnchorEpilogue::fragment_tile(int bn) const {
         << "        }\n";
     }
     for (size_t k = 0; k < outs_.size(); ++k) {
-      s << "        store_pair(a.out" << k << " + grow_" << hs << " * a.ecols + gcol0 + cc0, so" << k << "_0, so" << k
-        << "_1, row_ok_" << hs << " && cc0 < cols_valid, row_ok_" << hs << " && cc0 + 1 < cols_valid);\n";
+      const std::string pair = "store_pair<kFull>(a.out" + std::to_string(k) + " + grow_" + hs +
+                               " * a.ecols + gcol0 + cc0, so" + std::to_string(k) + "_0, so" + std::to_string(k) +
+                               "_1, row_ok_" + hs + " && cc0 < cols_valid, row_ok_" + hs + " && cc0 + 1 < cols_valid);\n";
+      if (!wide(k)) {
+        s << "        " << pair;
+        continue;
+      }
+      s << "        if constexpr (kFull) {\n"
+        << "          wk" << k << "_" << hs << "[qi] = pack_pair<" << storage_type(g_.tensor(outs_[k]).dtype) << ">(so" << k
+        << "_0, so" << k << "_1);\n"
+        << "        } else {\n"
+        << "          " << pair << "        }\n";
     }
     s << "      }\n";
   }
@@ -97,7 +147,16 @@ std::string AnchorEpilogue::fragment_tile(int bn) const {
         << ".acc + gcol0 + cc0 + " << e << ", " << v << ");\n";
     }
   }
-  s << "    }\n";
+  s << "    }\n";  // qi
+  for (size_t k = 0; k < outs_.size(); ++k) {
+    if (!wide(k)) continue;
+    s << "    if constexpr (kFull) {\n";
+    for (int h = 0; h < 2; ++h) {
+      s << "      store_fragment_rows_wide(scratch_, wk" << k << "_" << h << ", wrow" << k << "_" << h << " + 32 * q4);\n";
+    }
+    s << "    }\n";
+  }
+  s << "    }\n";  // q4
   for (size_t m = 0; m < exits_.size(); ++m) {
     if (exits_[m].exit.pattern != ExitReduction::rows) continue;
     // the 4 lanes of a quad share a row: one atomic per row per warpgroup tile
@@ -111,6 +170,34 @@ std::string AnchorEpilogue::fragment_tile(int bn) const {
   }
   s << "  }\n";
   return s.str();
+}
+
+bool AnchorEpilogue::is_wide_output(size_t k) const {
+  // SINTER_SM90_WIDE_STORES=0: pair stores for every output (read each time: a benchmark sets it
+  // to compare the two in one process)
+  const char* env = std::getenv("SINTER_SM90_WIDE_STORES");
+  if (env && std::string(env) == "0") return false;
+  const DType t = g_.tensor(outs_[k]).dtype;
+  return t == DType::bf16 || t == DType::f16;
+}
+
+std::string AnchorEpilogue::fragment_full_condition() const {
+  // pair stores: every output row starts on a pair (even row length, aligned base; tile columns
+  // start at multiples of the tile width and a thread's pair at an even column); 16-byte rows
+  // (16-bit outputs): row length a multiple of 8 elements and a 16-byte aligned base
+  bool any_wide = false;
+  for (size_t k = 0; k < outs_.size(); ++k) any_wide = any_wide || is_wide_output(k);
+  std::string c = any_wide ? "(a.ecols % 8 == 0)" : "(a.ecols % 2 == 0)";
+  for (size_t k = 0; k < outs_.size(); ++k) {
+    const std::string out = "a.out" + std::to_string(k);
+    c += is_wide_output(k) ? " && (reinterpret_cast<u64>(" + out + ") & 15) == 0" : " && pair_aligned(" + out + ")";
+  }
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    if (!row_invariant(i)) continue;
+    const std::string n = std::to_string(i);
+    c += " && a.ecs" + n + " == 1 && pair_aligned(a.ein" + n + ")";
+  }
+  return c;
 }
 
 }  // namespace sinter::jit

@@ -183,6 +183,19 @@ RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cud
 
 namespace {
 
+// Whether the region's epilogue evaluates a transcendental per element.
+bool heavy_epilogue(const Graph& g, const fuse::Region& r) {
+  for (NodeId id : r.epilogue) {
+    switch (g.node(id).op) {
+      case OpKind::gelu: case OpKind::gelu_tanh: case OpKind::silu: case OpKind::sigmoid: case OpKind::tanh:
+      case OpKind::exp: case OpKind::log: case OpKind::pow:
+        return true;
+      default: break;
+    }
+  }
+  return false;
+}
+
 // The direct-epilogue Hopper configs, best expected first. 128x256 tiles halve the operand bytes
 // per flop of 128x128 but need enough tiles to fill every SM; below that the smaller tile goes first.
 std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Region& r,
@@ -193,7 +206,18 @@ std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Re
   const Sm90Operands o = sm90_operands(g, r);
   const int64_t tiles256 = o.batch.numel * ((o.m + 127) / 128) * ((o.n + 255) / 256);
   if (tiles256 >= (dev.sm_count > 0 ? dev.sm_count : 132)) {
-    all = {coop256_pair, coop256, ping256, ping256_pair, coop128};
+    // The coop kernels run the epilogue while the tensor cores idle; ping-pong runs one
+    // consumer's epilogue under the other's main loop. With a transcendental in the epilogue
+    // (erf, exp, tanh: ~25 SASS instructions an element) ping-pong goes first. H200, 4096^3 bf16
+    // + bias + GELU + amax, ping-pong 64x256 against the coop pair: 0.2153 / 0.2222 ms (session
+    // 5), 0.2126 / 0.2193 and 0.2122 / 0.2214 (session 9, pair stores); with the 16-byte stores of
+    // full tiles a tie, 0.2098 / 0.2094. Bare, the coop pair stays first (8192^3: 1.409 against
+    // 1.468 ms; 4096^3 0.1862 against 0.1846, a tie).
+    if (heavy_epilogue(g, r)) {
+      all = {ping256, coop256_pair, coop256, ping256_pair, coop128};
+    } else {
+      all = {coop256_pair, coop256, ping256, ping256_pair, coop128};
+    }
   } else {
     all = {coop128, coop256, ping256, coop256_pair, ping256_pair};
   }
