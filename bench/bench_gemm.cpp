@@ -22,14 +22,17 @@
 // the relative L2 difference between our output and cuBLASLt's (meaningful for bare cases only:
 // a fused epilogue computes a different function than the bare cuBLASLt matmul).
 //
-//   sinter_bench_gemm [--quick] [--decode] [--cold-l2]   (--decode: only the decode cases;
-//                                                          --cold-l2: L2 overwritten before each
-//                                                          timed launch, both sides)
+//   sinter_bench_gemm [--quick] [--decode] [--cold-l2] [--cases NAME,...] [--no-candidates]
+//     --decode: only the decode cases; --cold-l2: L2 overwritten before each timed launch, both
+//     sides; --cases: only the cases whose name is listed (for profiling one kernel under Nsight
+//     Compute); --no-candidates: skip the per-candidate lines.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -81,6 +84,12 @@ struct Timed {
 // --cold-l2: every timed launch starts with the L2 overwritten (StreamExecutor::time_ms), as in a
 // model that streams each weight once per step; without it, weights under ~60 MB stay in L2.
 bool g_cold_l2 = false;
+// --cases: the case names to run (empty: all); --no-candidates: no forced-candidate lines.
+std::vector<std::string> g_cases;
+bool g_candidates = true;
+bool wanted(const std::string& name) {
+  return g_cases.empty() || std::find(g_cases.begin(), g_cases.end(), name) != g_cases.end();
+}
 
 Timed timed(const Graph& g, const std::string& engine, cuda::KernelCache& cache, int iters, const TensorMap& in,
             int candidate = -1) {
@@ -90,7 +99,7 @@ Timed timed(const Graph& g, const std::string& engine, cuda::KernelCache& cache,
   StreamExecutor ex(g, cache, opts);
   Timed t;
   t.out = ex.run(in);
-  t.ms = ex.time_ms(iters, 5, g_cold_l2);
+  t.ms = ex.time_ms(iters, 10, g_cold_l2);
   t.kernels = steps_of(ex);
   return t;
 }
@@ -110,6 +119,7 @@ std::vector<int> hopper_candidates(const Graph& g, const cuda::DeviceProperties&
 
 void run_case(const std::string& name, const Graph& ours, const Graph& theirs, double flops, double bytes,
               cuda::KernelCache& cache, int iters, bool each_candidate = false) {
+  if (!wanted(name)) return;
   const TensorMap in = random_inputs(ours, 7);
   TensorMap in_theirs;
   for (TensorId id : theirs.inputs()) {
@@ -125,7 +135,7 @@ void run_case(const std::string& name, const Graph& ours, const Graph& theirs, d
               name.c_str(), s.ms, c.ms, s.ms / c.ms, flops / (s.ms * 1e9), flops / (c.ms * 1e9),
               bytes / (s.ms * 1e9), diff, s.kernels.c_str(), c.kernels.c_str());
   std::fflush(stdout);
-  if (!each_candidate) return;
+  if (!each_candidate || !g_candidates) return;
   // every Hopper config forced, against the cuBLASLt time above: which one should be the default
   for (int v : hopper_candidates(ours, cuda::device_properties(0))) {
     const Timed f = timed(ours, "jit", cache, iters, in, v);
@@ -161,6 +171,7 @@ std::vector<std::pair<std::string, int>> decode_candidates(const Graph& g, const
 // copied from the [N, K] view). One line per candidate: `<name>_<tile>`.
 void run_decode_gemv(const std::string& name, const Graph& ours, const Graph& theirs, double bytes,
                      cuda::KernelCache& cache, int iters) {
+  if (!wanted(name)) return;
   const TensorMap in = random_inputs(ours, 7);
   TensorMap in_theirs;
   for (TensorId id : theirs.inputs()) {
@@ -217,8 +228,14 @@ int main(int argc, char** argv) {
       decode_only = true;
     } else if (std::strcmp(argv[i], "--cold-l2") == 0) {
       g_cold_l2 = true;
+    } else if (std::strcmp(argv[i], "--no-candidates") == 0) {
+      g_candidates = false;
+    } else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc) {
+      std::stringstream list(argv[++i]);
+      for (std::string c; std::getline(list, c, ',');) g_cases.push_back(c);
     } else {
-      std::fprintf(stderr, "sinter_bench_gemm: unknown argument '%s' (expected --quick, --decode, --cold-l2)\n", argv[i]);
+      std::fprintf(stderr, "sinter_bench_gemm: unknown argument '%s' (expected --quick, --decode, --cold-l2, "
+                           "--cases LIST, --no-candidates)\n", argv[i]);
       return 2;
     }
   }
@@ -227,7 +244,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "sinter_bench_gemm: no GPU: %s\n", gpu.reason.c_str());
     return 1;
   }
-  const int iters = quick ? 10 : 100;
+  // 30 even when quick: at 10 the same kernel's median moved by up to 10% within one call
+  // (session 9), and a 4096^3 launch costs 0.2 ms
+  const int iters = quick ? 30 : 100;
   std::printf("{\"case\": \"settings\", \"l2\": \"%s\", \"iters\": %d}\n", g_cold_l2 ? "cold" : "hot", iters);
   const std::filesystem::path cache_dir =
       std::filesystem::temp_directory_path() / ("sinter_bench_gemm_cache_" + std::to_string(::getpid()));

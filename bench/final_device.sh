@@ -25,10 +25,14 @@
 #   memory        sinter_bench_memory on the issue-3 cases, with PyTorch's copy
 #   torch_memory  bench/torch_baselines.py --quick: PyTorch eager and torch.compile on the same
 #                 memory-bound cases (and the GEMM ones it also times), for ratios in one call
-#   gemm          sinter_bench_gemm --quick (issue 4)
+#   gemm          sinter_bench_gemm --quick (issue 4); GEMM_CASES=A,B limits it to those cases;
+#                 GEMM_AB_ENV=VAR=VALUE runs them again under that variable (defaults only)
 #   hopper_tests  GpuHopperGemm.*
 #   probe         bench/experiments/stream_probe (built by nvcc into BIN_DIR): copy and read-only
 #                 stream structures against cudaMemcpy
+#   gemm_profile  Nsight Compute on the 4096^3 GEMM: our default kernel, cuBLASLt's kernel on the
+#                 same problem, and our default with the bias+GELU+amax epilogue (tensor-pipe
+#                 utilization, stall reasons, L2 traffic, launch shape: what separates the two)
 #   all_tests     every GPU test (ALL_TESTS, a gtest filter; default all), SHARDS shards
 #   profile       Nsight Compute on the default kernel of each PROFILE_CASES memory-bound case
 #                 (default softmax,add_layernorm,add_rmsnorm,copy): speed of light, warp stall
@@ -145,8 +149,13 @@ if want torch_memory; then
 fi
 if want gemm; then
   stamp "GEMM bench"
-  timeout 150 "$bin/sinter_bench_gemm" --quick > "$out/gemm.jsonl" 2>&1
+  cases=(); [ -n "${GEMM_CASES:-}" ] && cases=(--cases "$GEMM_CASES")
+  timeout 150 "$bin/sinter_bench_gemm" --quick "${cases[@]}" > "$out/gemm.jsonl" 2>&1
   echo "exit $?"; cut -c1-230 "$out/gemm.jsonl"
+  if [ -n "${GEMM_AB_ENV:-}" ]; then  # the same cases again under VAR=VALUE, for an A/B in one call
+    env "$GEMM_AB_ENV" timeout 150 "$bin/sinter_bench_gemm" --quick --no-candidates "${cases[@]}" > "$out/gemm_ab.jsonl" 2>&1
+    echo "exit $? ($GEMM_AB_ENV)"; cut -c1-230 "$out/gemm_ab.jsonl"
+  fi
 fi
 if want hopper_tests; then
   stamp "Hopper GEMM tests"
@@ -166,12 +175,36 @@ if want profile; then
         --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
         "$bin/sinter_bench_memory" --quick --cases "$c" > "$out/ncu_$c.log" 2>&1
       echo "exit $? ($c)"
-      grep -E "sinter_region|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Issue Slots Busy|Issued Ipc|No Eligible|Warp Cycles Per Issued|Achieved Occupancy|Registers Per|Grid Size|Block Size|Stall|stall" "$out/ncu_$c.log" | head -40
+      grep -E "sinter_region|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Issue Slots Busy|Issued Ipc|No Eligible|Warp Cycles Per Issued|Achieved Occupancy|Registers Per|Grid Size|Block Size|Stall|stall|Hit Rate|Barrier|barrier" "$out/ncu_$c.log" | head -40
+    done
+  fi
+fi
+if want gemm_profile; then
+  stamp "Nsight Compute on the 4096^3 GEMMs (ours, cuBLASLt's, ours fused)"
+  ncu_bin="$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
+  if [ -z "$ncu_bin" ]; then
+    echo "no ncu on this machine"
+  else
+    sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats
+              --section SchedulerStats --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy)
+    keep="Duration|SM Frequency|DRAM Throughput|Memory Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Compute \(SM\)|Issue Slots Busy|Issued Ipc|No Eligible|Warp Cycles Per Issued|Registers Per|Grid Size|Block Size|Cluster|Shared Memory|Stall|stall|Tensor|tensor|Pipe|pipe"
+    # the third launch of each side: past the first run and a warm-up launch
+    # GEMM_PROFILE_SIDES: which of ours, cublaslt, ours_fused (default all three); ours adds the
+    # source counters (the SASS lines where the warps stall most)
+    for spec in "ours gemm_4096 sinter_region" "cublaslt gemm_4096 regex:nvjet|xmma|gemm|cutlass" \
+                "ours_fused gemm_bias_gelu_amax_4096 sinter_region"; do
+      read -r tag case kname <<< "$spec"
+      [[ ",${GEMM_PROFILE_SIDES:-ours,cublaslt,ours_fused}," == *",$tag,"* ]] || continue
+      extra=(); [[ "$tag" == ours* ]] && extra=(--section SourceCounters)
+      timeout 150 "$ncu_bin" --kernel-name "$kname" --launch-skip 2 --launch-count 1 "${sections[@]}" "${extra[@]}" \
+        "$bin/sinter_bench_gemm" --quick --no-candidates --cases "$case" > "$out/ncu_gemm_$tag.log" 2>&1
+      echo "exit $? ($tag)"
+      grep -E "^  [a-zA-Z_0-9]+.*\(|$keep" "$out/ncu_gemm_$tag.log" | cut -c1-150 | head -60
     done
   fi
 fi
 if want all_tests; then
   stamp "every GPU test"
-  gpu_tests tests_all.log 330 "${ALL_TESTS:-*}"
+  gpu_tests tests_all.log "${ALL_TESTS_TIMEOUT:-330}" "${ALL_TESTS:-*}"
 fi
 stamp done
