@@ -34,9 +34,9 @@ struct PointwiseVariant {
 // and softmax rows); `heuristic` stages layernorm and softmax rows but not rmsnorm rows, as
 // measured on the H200 (16384x8192 bf16 with a residual add, 512 threads: layernorm 0.216 vs
 // 0.234 ms staged vs direct, softmax 0.158 vs 0.171, rmsnorm 0.220 vs 0.197); since the bulk
-// ring exists the heuristic stages them with it, 3 buffers deep (a prediction, not yet timed:
-// cp.async staging already won for those two, and the ring keeps twice as many bytes in flight
-// at one instruction per row). `max_threads`: a
+// ring exists the heuristic stages them with it (layernorm 2 buffers deep, softmax under a
+// one-pass combine 3; softmax's two-pass default is flat rows; RowwiseGen::resolve_heuristic
+// holds the measurements). `max_threads`: a
 // register-resident row is split over at most this many threads (fewer, longer per-thread slices
 // below it). `bulk` stages rows with cp.async.bulk (kernels/common/bulk_copy.cuh): one thread
 // copies each staged row into a ring of `stages` row buffers, `stages - 1` rows ahead, counted

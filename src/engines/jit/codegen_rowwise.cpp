@@ -48,9 +48,11 @@ class RowwiseGen {
   //    straight into registers (candidate 18's kernel). 16384 x 8192 bf16, session 8, same call:
   //    0.1360 ms against 0.1548 for the bulk-ring persistent kernel that was the default and
   //    0.1439 for flat rows of 512 threads; with the one-pass pairwise combine it took 0.1708;
-  //  - layernorm, and softmax under a forced one-pass combine: rows staged by the bulk ring, 3
-  //    buffers deep; it keeps two rows in flight per CTA where cp.async kept one (add+layernorm
-  //    0.2058 ms against 0.2101 with cp.async staging; softmax 0.1534 against 0.1544, session 6);
+  //  - layernorm: rows staged by the bulk ring, 2 buffers deep, which fits 3 CTAs of 512 per SM
+  //    where 3 buffers fit 2 (add+layernorm, same call: 0.2040 ms against 0.2135 for 3 buffers in
+  //    session 9, 0.2048 against 0.2071 in session 8; cp.async staging 0.2101 in session 6);
+  //  - softmax under a forced one-pass combine: the bulk ring 3 buffers deep (0.1534 ms against
+  //    0.1544 with cp.async staging, session 6);
   //  - every other row op unstaged (rmsnorm 0.197 ms direct against 0.220 staged; RowwiseVariant).
   void resolve_heuristic() {
     if (variant_.stage != RowwiseVariant::Stage::heuristic) return;
@@ -61,7 +63,7 @@ class RowwiseGen {
       variant_.flat = true;
     } else if (op == OpKind::layernorm || op == OpKind::softmax) {
       variant_.stage = RowwiseVariant::Stage::bulk;
-      variant_.stages = 3;
+      variant_.stages = op == OpKind::layernorm ? 2 : 3;
     }
   }
   // Whether to stage the next row (RowwiseVariant::Stage), and with the bulk ring.
