@@ -189,6 +189,23 @@ TEST_F(GpuHopperGemm, EveryCandidateManyTilesPerCta) {
   check_every_candidate(g);
 }
 
+TEST_F(GpuHopperGemm, EveryCandidateFullTileEpilogueForms) {
+  // Full tiles (fragment_full_condition) run the epilogue without bounds tests and store 16-bit
+  // outputs as 16-byte rows, f32 ones as pairs; a scale broadcast over rows and columns (column
+  // stride 0) and a bias (stride 1) are both admitted. N = 512: every tile full in every config;
+  // N = 520: 16-byte rows with a partial last column tile; N = 516: rows not 16-byte aligned, so
+  // every tile takes the bounds-tested form.
+  for (int64_t n : {int64_t{512}, int64_t{520}, int64_t{516}}) {
+    Graph g("full_tiles_n" + std::to_string(n));
+    auto a = g.input("a", DType::bf16, {256, 64});
+    auto y = g.matmul(a, weight_nk(g, "b", DType::bf16, 64, n));
+    y = g.add(g.mul(y, g.input("scale", DType::bf16, {1})), g.input("bias", DType::bf16, {n}));
+    g.output(y, "y");
+    g.output(g.cast(y, DType::f32), "y32");
+    check_every_candidate(g, 2.0);
+  }
+}
+
 TEST_F(GpuHopperGemm, EveryCandidateBatchedResidualRowColumnSums) {
   Graph g("every_batched_f16");
   auto a = g.input("a", DType::f16, {3, 150, 72});

@@ -246,6 +246,35 @@ TEST(JitMatmulSm90, FullTilesStoreSixteenByteRows) {
   }
 }
 
+TEST(JitMatmulSm90, FullTilesAdmitAScalarAndABias) {
+  // the graph of GpuHopperGemm.EveryCandidateFullTileEpilogueForms: a scale broadcast over rows
+  // and columns (column stride 0) and a bias (stride 1) both keep full tiles; bf16 and f32 outputs
+  Graph g("full_tiles_scalar");
+  auto a = g.input("a", DType::bf16, {256, 64});
+  auto y = g.matmul(a, g.input("b", DType::bf16, {64, 512}, {1, 64}));
+  y = g.add(g.mul(y, g.input("scale", DType::bf16, {1})), g.input("bias", DType::bf16, {512}));
+  g.output(y, "y");
+  g.output(g.cast(y, DType::f32), "y32");
+  const fuse::Partition p = fuse::partition_graph(g);
+  const fuse::Region& r = matmul_region(g, p);
+  // the first direct-epilogue config (at this size the C-tile kernel comes first)
+  KernelSpec k;
+  for (int v = 0; v < matmul_variants(g, r, h200()) && k.source.empty(); ++v) {
+    KernelSpec c = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+    if (c.description.find("direct-epilogue") != std::string::npos) k = std::move(c);
+  }
+  ASSERT_FALSE(k.source.empty());
+  EXPECT_NE(k.source.find("(a.ecs0 == 0 || (a.ecs0 == 1 && pair_aligned(a.ein0)))"), std::string::npos);
+  EXPECT_NE(k.source.find("(a.ecs1 == 0 || (a.ecs1 == 1 && pair_aligned(a.ein1)))"), std::string::npos);
+  EXPECT_NE(k.source.find("store_fragment_rows_wide(scratch_"), std::string::npos);  // y (bf16)
+  EXPECT_NE(k.source.find("pair_aligned(a.out1)"), std::string::npos);               // y32 (f32)
+  cuda::CompileOptions opts;
+  opts.arch = "sm_90a";
+  opts.extra_options = {"--ptxas-options=-v"};
+  const cuda::CompileResult res = cuda::compile_cuda("full_tiles_scalar.cu", k.source, opts);
+  EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
+}
+
 TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
   // the shape and epilogue of sinter_bench_gemm's fused case (bias + GELU + global amax) on every
   // Hopper variant: the 128x256 configs keep 128 accumulators per thread under the 168-register

@@ -90,7 +90,8 @@ class AnchorEpilogue {
   // rows_valid >= 64, cols_valid >= bn and fragment_full_condition() hold.
   std::string fragment_tile(int bn) const;
   // The tile-independent part of the full-tile test (an expression over the kernel arguments
-  // `a`): outputs and row-invariant operands (biases) allow aligned pair accesses.
+  // `a`): outputs allow aligned pair (or 16-byte row) stores, row-invariant operands (biases)
+  // aligned pair loads or are one value broadcast over the columns too.
   std::string fragment_full_condition() const;
   // Whether full tiles store output k as 16-byte rows through stmatrix (16-bit types) rather
   // than as pairs.

@@ -86,10 +86,15 @@ std::string AnchorEpilogue::fragment_tile(int bn) const {
     if (!row_invariant(i)) continue;
     const std::string n = std::to_string(i);
     const std::string ct = compute_type(g_.tensor(operands_[i].tensor).dtype);
-    // full tiles: one aligned pair load (unit column stride, checked by fragment_full_condition)
+    // full tiles: one aligned pair load (unit column stride), or one load of a value broadcast
+    // over the columns too (column stride 0); fragment_full_condition admits only these two
     s << "      " << ct << " pl" << n << "_0, pl" << n << "_1;\n"
       << "      if constexpr (kFull) {\n"
-      << "        load_pair(a.ein" << n << " + gcol0 + cc0, pl" << n << "_0, pl" << n << "_1);\n"
+      << "        if (a.ecs" << n << " == 0) {\n"
+      << "          pl" << n << "_0 = pl" << n << "_1 = load_one(a.ein" << n << ");\n"
+      << "        } else {\n"
+      << "          load_pair(a.ein" << n << " + gcol0 + cc0, pl" << n << "_0, pl" << n << "_1);\n"
+      << "        }\n"
       << "      } else {\n";
     for (int e = 0; e < 2; ++e) {
       s << "        pl" << n << "_" << e << " = cc0 + " << e << " < cols_valid ? load_one(a.ein" << n << " + (gcol0 + cc0 + "
@@ -195,7 +200,7 @@ std::string AnchorEpilogue::fragment_full_condition() const {
   for (size_t i = 0; i < operands_.size(); ++i) {
     if (!row_invariant(i)) continue;
     const std::string n = std::to_string(i);
-    c += " && a.ecs" + n + " == 1 && pair_aligned(a.ein" + n + ")";
+    c += " && (a.ecs" + n + " == 0 || (a.ecs" + n + " == 1 && pair_aligned(a.ein" + n + ")))";
   }
   return c;
 }
