@@ -18,7 +18,7 @@
 #include "cuda/buffer.hpp"
 #include "cuda/check.hpp"
 #include "cuda/device.hpp"
-#include "cuda/event.hpp"
+#include "cuda/timing.hpp"
 #include "cuda/kernel_cache.hpp"
 #include "exec/stream_executor.hpp"
 #include "sinter/json.hpp"
@@ -82,19 +82,14 @@ Graph copy_region(int64_t rows, int64_t cols) {
   return g;
 }
 
-// Median milliseconds of a device-to-device cudaMemcpy of `bytes` (read + written: 2 * bytes).
+// Median milliseconds of a device-to-device cudaMemcpy of `bytes` (read + written: 2 * bytes),
+// timed as our kernels are (cuda::time_calls, after 3 untimed copies).
 double memcpy_ms(size_t bytes, int iters) {
   cuda::DeviceBuffer a(bytes), b(bytes);
   SINTER_CUDA_CHECK(cudaMemset(a.data(), 1, bytes));
-  std::vector<double> ms;
-  for (int i = -3; i < iters; ++i) {
-    cuda::Event start, end;
-    start.record();
-    SINTER_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice, nullptr));
-    end.record();
-    const double t = cuda::elapsed_ms(start, end);
-    if (i >= 0) ms.push_back(t);
-  }
+  auto copy = [&] { SINTER_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice, nullptr)); };
+  for (int i = 0; i < 3; ++i) copy();
+  std::vector<float> ms = cuda::time_calls(nullptr, iters, copy);
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
 }

@@ -22,7 +22,8 @@
 #                 L2 hot and cold
 #   decode_tests  GpuDecodeGemm.* (every decode GEMV candidate)
 #   rows_tests    GPU tests of the row-wise, pointwise, flash-decode, decode GEMV and example graphs
-#   memory        sinter_bench_memory on the issue-3 cases, with PyTorch's copy
+#   memory        sinter_bench_memory on the issue-3 cases, with PyTorch's copy; MEMORY_TIMING_AB=1
+#                 runs them again with SINTER_TIMING=synced (the timing method before session 9)
 #   torch_memory  bench/torch_baselines.py --quick: PyTorch eager and torch.compile on the same
 #                 memory-bound cases (and the GEMM ones it also times), for ratios in one call
 #   gemm          sinter_bench_gemm --quick (issue 4); GEMM_CASES=A,B limits it to those cases;
@@ -141,6 +142,10 @@ if want memory; then
   stamp "memory-bound bench"
   timeout "${MEMORY_TIMEOUT:-240}" "$bin/sinter_bench_memory" --quick --cases "${MEMORY_CASES:-add_layernorm,add_rmsnorm,softmax,pointwise_chain10,copy}" > "$out/sinter.jsonl" 2>&1
   echo "exit $?"; cut -c1-190 "$out/sinter.jsonl"
+  if [ -n "${MEMORY_TIMING_AB:-}" ]; then  # the same timed the old way (host waits after each call)
+    SINTER_TIMING=synced timeout "${MEMORY_TIMEOUT:-240}" "$bin/sinter_bench_memory" --quick --cases "${MEMORY_CASES:-add_layernorm,add_rmsnorm,softmax,pointwise_chain10,copy}" > "$out/sinter_synced.jsonl" 2>&1
+    echo "exit $? (SINTER_TIMING=synced)"; grep -v sinter-candidate "$out/sinter_synced.jsonl" | cut -c1-190
+  fi
 fi
 if want torch_memory; then
   stamp "PyTorch memory-bound baselines (eager, torch.compile)"

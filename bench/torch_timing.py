@@ -1,6 +1,9 @@
 """How every PyTorch baseline script times a call: CUDA events around each call after a warm-up,
-the median of `iters` calls, in milliseconds. Imported by the bench/torch_*.py scripts (they run
-as `python3 bench/NAME.py`, so this folder is on the import path)."""
+the calls enqueued back to back, the median of `iters` calls, in milliseconds. Imported by the
+bench/torch_*.py scripts (they run as `python3 bench/NAME.py`, so this folder is on the import
+path)."""
+import os
+
 import torch
 
 
@@ -20,17 +23,23 @@ def cuda_graph_of(fn):
 
 
 def median_ms(fn, iters, warmup=5):
+    """As Sinter's cuda::time_calls: the calls enqueued back to back and the host waits once, so
+    no interval holds the host's launch latency; SINTER_TIMING=synced waits after each call (the
+    method before session 9)."""
+    synced = os.environ.get("SINTER_TIMING") == "synced"
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    times = []
+    events = []
     for _ in range(iters):
         a = torch.cuda.Event(enable_timing=True)
         b = torch.cuda.Event(enable_timing=True)
         a.record()
         fn()
         b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
+        if synced:
+            b.synchronize()
+        events.append((a, b))
+    torch.cuda.synchronize()
+    times = sorted(a.elapsed_time(b) for a, b in events)
     return times[len(times) // 2]

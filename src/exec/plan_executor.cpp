@@ -8,7 +8,7 @@
 
 #include "cuda/check.hpp"
 #include "cuda/device.hpp"
-#include "cuda/event.hpp"
+#include "cuda/timing.hpp"
 #include "engines/cublaslt/cublaslt_engine.hpp"
 #include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/jit/jit_engine.hpp"
@@ -281,17 +281,9 @@ TensorMap PlanExecutor::run(const TensorMap& inputs) {
 
 std::vector<float> PlanExecutor::time_steps(int iters) {
   std::vector<float> out;
-  cuda::Event start, stop;
   for (size_t s = 0; s < plan_.steps.size(); ++s) {
-    std::vector<float> t;
     launch_step(s, stream_);  // warm-up
-    for (int i = 0; i < iters; ++i) {
-      start.record(stream_);
-      launch_step(s, stream_);
-      stop.record(stream_);
-      stop.synchronize();
-      t.push_back(cuda::elapsed_ms(start, stop));
-    }
+    std::vector<float> t = cuda::time_calls(stream_, iters, [&] { launch_step(s, stream_); });
     std::sort(t.begin(), t.end());
     out.push_back(t.empty() ? 0.0f : t[t.size() / 2]);
   }

@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "cuda/check.hpp"
 #include "cuda/device.hpp"
-#include "cuda/event.hpp"
 #include "cuda/kernel_sources.hpp"
 #include "cuda/sha256.hpp"
+#include "cuda/timing.hpp"
 #include "engines/cublaslt/cublaslt_engine.hpp"
 #include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/jit/jit_engine.hpp"
@@ -200,18 +201,14 @@ TensorMap StreamExecutor::run(const TensorMap& inputs) {
 double StreamExecutor::time_ms(int iters, int warmup, bool cold_l2) {
   cuda::DeviceGuard guard(device_);
   for (int i = 0; i < warmup; ++i) launch();
-  std::vector<float> times;
-  cuda::Event start, stop;
   const size_t flush_bytes = cold_l2 ? 2 * std::max<size_t>(cuda::device_properties(device_).l2_cache_bytes, 1 << 20) : 0;
   cuda::DeviceBuffer flush(flush_bytes);
-  for (int i = 0; i < iters; ++i) {
-    if (cold_l2) SINTER_CUDA_CHECK(cudaMemsetAsync(flush.data(), i & 0xff, flush_bytes, stream_));
-    start.record(stream_);
-    launch();
-    stop.record(stream_);
-    stop.synchronize();
-    times.push_back(cuda::elapsed_ms(start, stop));
+  int flushes = 0;
+  std::function<void()> flush_l2;
+  if (cold_l2) {
+    flush_l2 = [&] { SINTER_CUDA_CHECK(cudaMemsetAsync(flush.data(), flushes++ & 0xff, flush_bytes, stream_)); };
   }
+  std::vector<float> times = cuda::time_calls(stream_, std::max(iters, 1), [&] { launch(); }, flush_l2);
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }

@@ -72,7 +72,8 @@ class StreamExecutor {
   TensorMap outputs();  // waits, then copies the graph outputs back
   // set_inputs, poison, launch, outputs
   TensorMap run(const TensorMap& inputs);
-  // Median milliseconds of `iters` timed launches of the whole graph after `warmup` untimed ones.
+  // Median milliseconds of `iters` timed launches of the whole graph after `warmup` untimed ones,
+  // enqueued back to back (cuda::time_calls).
   // `cold_l2`: before each timed launch (outside the events) a buffer of twice the L2 size is
   // overwritten, so inputs come from DRAM as in a model that streams its weights once per step
   // (a 2-32 MB weight timed hot sits in the 60 MB L2 of an H200 and looks faster than it is).

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "cuda/buffer.hpp"
-#include "cuda/event.hpp"
+#include "cuda/timing.hpp"
 #include "cuda/stream.hpp"
 #include "plan/memory_plan.hpp"
 #include "sinter/error.hpp"
@@ -124,15 +124,12 @@ CandidateTime time_candidate(const Graph& g, const fuse::Region& r, const Engine
     size_t copy = 0;
     for (int i = 0; i < o.warmup; ++i) step->launch(buffers.binding(copy++, workspace.data()), stream);
     stream.synchronize();
-    cuda::Event start, stop;
-    std::vector<float> times;
-    for (int i = 0; i < o.repeats; ++i) {
-      start.record(stream);
-      step->launch(buffers.binding(copy++, workspace.data()), stream);
-      stop.record(stream);
-      stop.synchronize();
-      times.push_back(cuda::elapsed_ms(start, stop));
-      if (times.back() > o.time_limit_ms) break;  // slow enough: no need for more repeats
+    // one call first: a candidate slower than the limit needs no more repeats
+    auto timed_call = [&] { step->launch(buffers.binding(copy++, workspace.data()), stream); };
+    std::vector<float> times = cuda::time_calls(stream, 1, timed_call);
+    if (times.front() <= o.time_limit_ms && o.repeats > 1) {
+      const std::vector<float> more = cuda::time_calls(stream, o.repeats - 1, timed_call);
+      times.insert(times.end(), more.begin(), more.end());
     }
     std::sort(times.begin(), times.end());
     t.median_ms = times[times.size() / 2];

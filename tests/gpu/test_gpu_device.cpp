@@ -1,6 +1,7 @@
 // Device queries, streams, events and the driver entry points on a real GPU.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <iostream>
 
 #include "cuda/buffer.hpp"
@@ -8,6 +9,7 @@
 #include "cuda/driver.hpp"
 #include "cuda/event.hpp"
 #include "cuda/stream.hpp"
+#include "cuda/timing.hpp"
 #include "gpu/gpu_test.hpp"
 #include "sinter/error.hpp"
 
@@ -65,6 +67,30 @@ TEST_F(GpuDeviceTest, StreamAndEvents) {
   Stream moved = std::move(stream);
   EXPECT_EQ(stream.get(), nullptr);
   EXPECT_TRUE(moved.query());
+}
+
+TEST_F(GpuDeviceTest, TimeCallsQueuedAndSynced) {
+  // both timing methods time every call and leave the work done; a 64 MB memset takes at least
+  // ~10 us at any H200 bandwidth, so a time of 0 would mean the events missed the call
+  Stream stream;
+  DeviceBuffer buffer(64 << 20);
+  for (const char* mode : {"queued", "synced"}) {
+    ::setenv("SINTER_TIMING", mode, 1);
+    int calls = 0, flushes = 0;
+    const std::vector<float> ms = time_calls(
+        stream.get(), 7,
+        [&] {
+          buffer.memset_async(static_cast<int>(calls++), stream);
+        },
+        [&] { ++flushes; });
+    ASSERT_EQ(ms.size(), 7u) << mode;
+    EXPECT_EQ(calls, 7) << mode;
+    EXPECT_EQ(flushes, 7) << mode;
+    for (float t : ms) EXPECT_GT(t, 0.005f) << mode;
+    EXPECT_TRUE(stream.query()) << mode;  // the host waited for the last call
+  }
+  ::unsetenv("SINTER_TIMING");
+  EXPECT_EQ(timing_mode(), TimingMode::queued);
 }
 
 TEST_F(GpuDeviceTest, RuntimeCheckNamesTheCall) {

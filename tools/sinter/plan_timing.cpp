@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "cuda/check.hpp"
-#include "cuda/event.hpp"
+#include "cuda/timing.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter::cli {
@@ -35,16 +35,7 @@ TensorMap PlanRunner::run(const TensorMap& inputs) {
 
 std::vector<float> PlanRunner::time_runs(int iters, int warmup) {
   for (int i = 0; i < warmup; ++i) launch();
-  std::vector<float> out;
-  cuda::Event start, stop;
-  for (int i = 0; i < iters; ++i) {
-    start.record(ex_->stream());
-    launch();
-    stop.record(ex_->stream());
-    stop.synchronize();
-    out.push_back(cuda::elapsed_ms(start, stop));
-  }
-  return out;
+  return cuda::time_calls(ex_->stream(), iters, [&] { launch(); });
 }
 
 std::vector<float> PlanRunner::time_steps(int iters) { return ex_->time_steps(iters); }
