@@ -43,6 +43,7 @@ std::string AnchorEpilogue::fragment_tile(int bn) const {
     s << "    const i64 grow_" << hs << " = grow0 + r0_ + " << 8 * h << ";\n"
       << "    const bool row_ok_" << hs << " = kFull || r0_ + " << 8 * h << " < rows_valid;\n";
     for (size_t i = 0; i < operands_.size(); ++i) {
+      if (row_invariant(i)) continue;  // read once per column pair (pl<i>), not per row
       const std::string n = std::to_string(i);
       s << "    const i64 ro" << n << "_" << hs << " = offset_of<kIndex64>(a.elead, a.eview" << n << ", grow_" << hs
         << ");\n";
@@ -116,7 +117,7 @@ std::string AnchorEpilogue::fragment_tile(int bn) const {
         << "          const i64 col = gcol0 + cc, grow = grow_" << hs << ";\n"
         << "          (void)grow, (void)col, (void)valid;  // not every epilogue reads them\n";
       for (size_t i = 0; i < operands_.size(); ++i) {
-        s << "          const i64 ro" << i << " = ro" << i << "_" << hs << ";\n";
+        if (!row_invariant(i)) s << "          const i64 ro" << i << " = ro" << i << "_" << hs << ";\n";
       }
       for (size_t m = 0; m < exits_.size(); ++m) {
         if (exits_[m].exit.pattern == ExitReduction::rows) s << "          float& racc" << m << " = racc" << m << "_" << hs << ";\n";

@@ -116,7 +116,7 @@ RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cud
       << "static_assert(kHopperThreads == " << kHopperThreadsHost << " && kHopperSmemBytes == " << kHopperSmemBytesHost
       << " && kHopperBM == " << kHopperBMHost << " && kHopperBN == " << kHopperBNHost << " && kHopperBK == "
       << kHopperBKHost << ", \"the host's Hopper GEMM constants are stale\");\n"
-      << "constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n\n"
+      << "[[maybe_unused]] constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n\n"
       << args << "\n";
   // out: [batches, M, N]; the consumers' epilogue of one 128x128 tile from the C tile in `smem`
   src << "__device__ __forceinline__ void matmul_tile_epilogue(const Args& a, const HopperTile& tile, char* smem"

@@ -62,7 +62,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << kernel_includes({"gemm/gemm_abi.h", "gemm/sm90_gemm_direct.cuh"}) << "using Cfg = " << cfg << ";\n"
       << "static_assert(Cfg::kSmemBytes == " << sm90_direct_smem_bytes(c)
       << ", \"the host's Hopper GEMM constants are stale\");\n"
-      << "constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n\n"
+      << "[[maybe_unused]] constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n\n"
       << args << "\n";
   // out: [batches, M, N]; one consumer warpgroup's 64 rows (from tile row `row0`) of one tile,
   // compiled for full tiles (no bounds tests) and partial ones; matmul_wg_epilogue picks
