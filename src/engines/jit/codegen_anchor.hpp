@@ -87,15 +87,14 @@ class AnchorEpilogue {
   // the matrix row of the warpgroup's first row), rows_valid (int, may be <= 0), gcol0 (i64),
   // cols_valid (int) and the global partials gacc<m>. (codegen_anchor_fragment.cpp)
   // Also needs kFull (a constexpr bool): true compiles the full-tile form, valid only where
-  // rows_valid >= 64, cols_valid >= bn and fragment_full_condition() hold.
-  std::string fragment_tile(int bn) const;
+  // rows_valid >= 64, cols_valid >= bn and fragment_full_condition() hold. `wide_stores`: full
+  // tiles store 16-bit outputs as 16-byte rows through stmatrix, else as pairs (the caller's
+  // choice, the same for both calls).
+  std::string fragment_tile(int bn, bool wide_stores) const;
   // The tile-independent part of the full-tile test (an expression over the kernel arguments
   // `a`): outputs allow aligned pair (or 16-byte row) stores, row-invariant operands (biases)
   // aligned pair loads or are one value broadcast over the columns too.
-  std::string fragment_full_condition() const;
-  // Whether full tiles store output k as 16-byte rows through stmatrix (16-bit types) rather
-  // than as pairs.
-  bool is_wide_output(size_t k) const;
+  std::string fragment_full_condition(bool wide_stores) const;
   // ", float& gacc0, ..." and ", gacc0, ..." for threading global partials through tile calls.
   std::string global_params() const;
   std::string global_args() const;
@@ -111,6 +110,8 @@ class AnchorEpilogue {
   // pl<i><preload_suffix> (loaded by the caller once per column) instead of memory.
   std::string element_impl(const std::string& value, const std::string& indent, const std::string& out_suffix,
                            const std::string& col_acc, const std::string& preload_suffix = "") const;
+  // Whether full tiles store output k as 16-byte rows (a 16-bit type, with wide stores asked for).
+  bool is_wide_output(size_t k, bool wide_stores) const;
   // Whether operand i is the same for every row (a bias): its row offset is always 0.
   bool row_invariant(size_t i) const;
   struct Operand {

@@ -17,7 +17,6 @@
 // 16-byte store per lane: store_fragment_rows_wide) instead of 4-byte pairs; how much stores
 // matter showed when the partial form's scalar stores ran the whole 4096^3 GEMM 16% slower
 // (0.2280 against 0.1955 ms, same call). Full-tile bare epilogue: ~2 SASS instructions an element.
-#include <cstdlib>
 #include <sstream>
 
 #include "engines/jit/codegen_anchor.hpp"
@@ -25,7 +24,7 @@
 
 namespace sinter::jit {
 
-std::string AnchorEpilogue::fragment_tile(int bn) const {
+std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores) const {
   using fuse::ExitReduction;
   auto kind_of = [&](size_t m) { return reduce_kind(g_.node(exits_[m].exit.node).op); };
   auto has = [&](ExitReduction p) {
@@ -55,7 +54,7 @@ std::string AnchorEpilogue::fragment_tile(int bn) const {
   }
   // 16-bit outputs of full tiles leave as 16-byte rows (store_fragment_rows_wide), 4 column groups
   // at a time; the others as pairs
-  auto wide = [&](size_t k) { return is_wide_output(k); };
+  auto wide = [&](size_t k) { return is_wide_output(k, wide_stores); };
   bool any_wide = false;
   for (size_t k = 0; k < outs_.size(); ++k) any_wide = any_wide || wide(k);
   if (any_wide) {
@@ -178,25 +177,21 @@ std::string AnchorEpilogue::fragment_tile(int bn) const {
   return s.str();
 }
 
-bool AnchorEpilogue::is_wide_output(size_t k) const {
-  // SINTER_SM90_WIDE_STORES=0: pair stores for every output (read each time: a benchmark sets it
-  // to compare the two in one process)
-  const char* env = std::getenv("SINTER_SM90_WIDE_STORES");
-  if (env && std::string(env) == "0") return false;
+bool AnchorEpilogue::is_wide_output(size_t k, bool wide_stores) const {
   const DType t = g_.tensor(outs_[k]).dtype;
-  return t == DType::bf16 || t == DType::f16;
+  return wide_stores && (t == DType::bf16 || t == DType::f16);
 }
 
-std::string AnchorEpilogue::fragment_full_condition() const {
+std::string AnchorEpilogue::fragment_full_condition(bool wide_stores) const {
   // pair stores: every output row starts on a pair (even row length, aligned base; tile columns
   // start at multiples of the tile width and a thread's pair at an even column); 16-byte rows
   // (16-bit outputs): row length a multiple of 8 elements and a 16-byte aligned base
   bool any_wide = false;
-  for (size_t k = 0; k < outs_.size(); ++k) any_wide = any_wide || is_wide_output(k);
+  for (size_t k = 0; k < outs_.size(); ++k) any_wide = any_wide || is_wide_output(k, wide_stores);
   std::string c = any_wide ? "(a.ecols % 8 == 0)" : "(a.ecols % 2 == 0)";
   for (size_t k = 0; k < outs_.size(); ++k) {
     const std::string out = "a.out" + std::to_string(k);
-    c += is_wide_output(k) ? " && (reinterpret_cast<u64>(" + out + ") & 15) == 0" : " && pair_aligned(" + out + ")";
+    c += is_wide_output(k, wide_stores) ? " && (reinterpret_cast<u64>(" + out + ") & 15) == 0" : " && pair_aligned(" + out + ")";
   }
   for (size_t i = 0; i < operands_.size(); ++i) {
     if (!row_invariant(i)) continue;

@@ -39,10 +39,15 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // (fragment_tile). H200, 4096^3 bf16, session 9: the default 0.1877 ms against 0.1955 with pair
   // stores (the call before) and 0.1965 in session 5; 8192^3 1.407 against 1.439. The second copy
   // of the epilogue doubles ptxas's time for a fused kernel (0.9 -> 1.7 s).
-  // SINTER_SM90_FULL_TILES=0 compiles only the bounds-tested form (scalar stores), to compare in
-  // one process (read each time: a benchmark sets it).
-  const char* full_env = std::getenv("SINTER_SM90_FULL_TILES");
-  const bool full_tiles = !(full_env && std::string(full_env) == "0");
+  // For A/B timing in one process (read at each build: a benchmark sets them):
+  // SINTER_SM90_FULL_TILES=0 compiles only the bounds-tested form (scalar stores);
+  // SINTER_SM90_WIDE_STORES=0 keeps full tiles but stores them as pairs.
+  auto env_off = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && std::string(v) == "0";
+  };
+  const bool full_tiles = !env_off("SINTER_SM90_FULL_TILES");
+  const bool wide_stores = !env_off("SINTER_SM90_WIDE_STORES");
 
   RegionKernels rk;
   KernelSpec spec;
@@ -70,7 +75,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "__device__ __forceinline__ void matmul_wg_epilogue_body(const Args& a, i64 grow0, i64 gcol0, int rows_valid, "
          "int cols_valid, const float (&d)[Cfg::kAcc]"
       << epi.global_params() << ") {\n"
-      << epi.fragment_tile(c.bn) << "}\n\n"
+      << epi.fragment_tile(c.bn, wide_stores) << "}\n\n"
       << "__device__ __forceinline__ void matmul_wg_epilogue(const Args& a, const HopperDirectTile& tile, int row0, "
          "const float (&d)[Cfg::kAcc]"
       << epi.global_params() << ") {\n"
@@ -79,7 +84,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "  const i64 grow0 = static_cast<i64>(tile.batch) * s.m + m0, gcol0 = n0;\n"
       << "  const int rows_valid = static_cast<int>(min(i64{64}, s.m - m0));\n"
       << "  const int cols_valid = static_cast<int>(min(i64{Cfg::kBN}, s.n - n0));\n"
-      << "  if (" << (full_tiles ? "rows_valid >= 64 && cols_valid >= Cfg::kBN && " + epi.fragment_full_condition() : "false")
+      << "  if (" << (full_tiles ? "rows_valid >= 64 && cols_valid >= Cfg::kBN && " + epi.fragment_full_condition(wide_stores) : "false")
       << ") {\n"
       << "    matmul_wg_epilogue_body<true>(a, grow0, gcol0, rows_valid, cols_valid, d" << epi.global_args() << ");\n"
       << "  } else {\n"
