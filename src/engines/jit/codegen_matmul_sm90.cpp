@@ -208,9 +208,9 @@ std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Re
   if (tiles256 >= (dev.sm_count > 0 ? dev.sm_count : 132)) {
     // The coop kernels run the epilogue while the tensor cores idle; ping-pong runs one
     // consumer's epilogue under the other's main loop. With a transcendental in the epilogue
-    // (erf, exp, tanh: ~25 SASS instructions an element) ping-pong goes first. H200, 4096^3 bf16
-    // + bias + GELU + amax, ping-pong 64x256 against the coop pair: 0.2153 / 0.2222 ms (session
-    // 5), 0.2126 / 0.2193 and 0.2122 / 0.2214 (session 9, pair stores); with the 16-byte stores of
+    // (erff alone is ~25 SASS instructions an element in the fused 4096^3 kernel) ping-pong goes
+    // first. H200, 4096^3 bf16 + bias + GELU + amax, ping-pong 64x256 against the coop pair:
+    // 0.2153 / 0.2222 ms (session 5), 0.2126 / 0.2193 and 0.2122 / 0.2214 (session 9, pair stores); with the 16-byte stores of
     // full tiles a tie, 0.2098 / 0.2094. Bare, the coop pair stays first (8192^3: 1.409 against
     // 1.468 ms; 4096^3 0.1862 against 0.1846, a tie).
     if (heavy_epilogue(g, r)) {
