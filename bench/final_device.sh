@@ -19,7 +19,7 @@
 #   bundle        sinter build/inspect/run of the transformer block's bundle (kept in $OUT)
 #   pdl_off       the 200-op chain again with SINTER_PDL=0 (programmatic launch off), to compare
 #   gemm_decode   sinter_bench_gemm --quick --decode (decode GEMV candidates, Llama stack shapes),
-#                 L2 hot and cold
+#                 L2 hot and cold; DECODE_AB_ENV="VAR=VALUE ..." reruns M = 1, 8, 16 under each
 #   decode_tests  GpuDecodeGemm.* (every decode GEMV candidate)
 #   rows_tests    GPU tests of the row-wise, pointwise, flash-decode, decode GEMV and example graphs
 #   memory        sinter_bench_memory on the issue-3 cases, with PyTorch's copy; MEMORY_TIMING_AB=1
@@ -34,6 +34,8 @@
 #   gemm_profile  Nsight Compute on the 4096^3 GEMM: our default kernel, cuBLASLt's kernel on the
 #                 same problem, and our default with the bias+GELU+amax epilogue (tensor-pipe
 #                 utilization, stall reasons, L2 traffic, launch shape: what separates the two)
+#   decode_profile Nsight Compute on the M = 1 decode GEMV (DECODE_PROFILE_CASE, default decode_m1):
+#                 our default kernel and cuBLASLt's, DRAM throughput, duration without launch cost
 #   all_tests     every GPU test (ALL_TESTS, a gtest filter; default all), SHARDS shards
 #   profile       Nsight Compute on the default kernel of each PROFILE_CASES memory-bound case
 #                 (default softmax,add_layernorm,add_rmsnorm,copy): speed of light, warp stall
@@ -124,6 +126,12 @@ if want gemm_decode; then
   # the same with cold L2 (weights from DRAM, as in the decode stack): what decode defaults need
   timeout 120 "$bin/sinter_bench_gemm" --quick --decode --cold-l2 > "$out/gemm_decode_cold.jsonl" 2>&1
   echo "exit $?"; cut -c1-260 "$out/gemm_decode_cold.jsonl"
+  # DECODE_AB_ENV="VAR=VALUE ...": the M = 1, 8, 16 cases again under each setting, for A/B in one call
+  for ab in ${DECODE_AB_ENV:-}; do
+    env "$ab" timeout 60 "$bin/sinter_bench_gemm" --quick --decode --cases decode_m1,decode_m8,decode_m16 \
+      > "$out/gemm_decode_ab_${ab//[^A-Za-z0-9]/_}.jsonl" 2>&1
+    echo "exit $? ($ab)"; grep -E '"decode_m(1|8|16)"' "$out/gemm_decode_ab_${ab//[^A-Za-z0-9]/_}.jsonl" | cut -c1-260
+  done
 fi
 if want pdl_off; then
   stamp "200-op chain with programmatic launch off"
@@ -132,7 +140,7 @@ if want pdl_off; then
 fi
 if want decode_tests; then
   stamp "GPU tests: decode GEMV tiles"
-  gpu_tests tests_decode.log 200 'GpuDecodeGemm.*:-GpuDecodeGemm.RealDecodeShape'
+  gpu_tests tests_decode.log 200 "${DECODE_TESTS:-GpuDecodeGemm.*:-GpuDecodeGemm.RealDecodeShape}"
 fi
 if want rows_tests; then
   stamp "GPU tests: row-wise, pointwise, flash-decode, decode GEMV, examples"
@@ -205,6 +213,26 @@ if want gemm_profile; then
         "$bin/sinter_bench_gemm" --quick --no-candidates --cases "$case" > "$out/ncu_gemm_$tag.log" 2>&1
       echo "exit $? ($tag)"
       grep -E "^  [a-zA-Z_0-9]+.*\(|$keep" "$out/ncu_gemm_$tag.log" | cut -c1-150 | head -60
+    done
+  fi
+fi
+if want decode_profile; then
+  stamp "Nsight Compute on the decode GEMV, M = 1 x 4096x14336 [N, K]: our default and cuBLASLt's"
+  ncu_bin="$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
+  if [ -z "$ncu_bin" ]; then
+    echo "no ncu on this machine"
+  else
+    # ncu flushes the caches before each profiled launch: the weight comes from DRAM, as in a model
+    for spec in "ours sinter_region" "cublaslt regex:gemv|gemm|nvjet|splitK|reduce"; do
+      read -r tag kname <<< "$spec"
+      timeout 120 "$ncu_bin" --kernel-name "$kname" --launch-skip 2 --launch-count 2 \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+        --section LaunchStats --section Occupancy --section SchedulerStats \
+        "$bin/sinter_bench_gemm" --quick --decode --no-candidates --cases "${DECODE_PROFILE_CASE:-decode_m1}" \
+        > "$out/ncu_decode_$tag.log" 2>&1
+      echo "exit $? ($tag)"
+      grep -E "^  [a-zA-Z_0-9]+.*\(|Duration|DRAM Throughput|Memory Throughput|Registers Per|Grid Size|Block Size|Shared Memory Config|Achieved Occupancy|Theoretical Occupancy|Warp Cycles Per Issued|No Eligible|Stall|stall|Waves Per SM" \
+        "$out/ncu_decode_$tag.log" | cut -c1-150 | head -50
     done
   fi
 fi

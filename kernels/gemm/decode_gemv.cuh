@@ -217,6 +217,6 @@ __device__ __forceinline__ bool decode_gemv_tile(const u16* x, const u16* w, con
     __syncthreads();
     return true;
   }
-  return decode_splitk_combine<kDecodeThreads, kMTile * kDecodeBN, kDecodeBN>(ctile, rows, slot, split, splits, part,
-                                                                              counts);
+  return decode_splitk_combine<kDecodeThreads, kMTile * kDecodeBN, kDecodeBN>(
+      ctile, rows, part + slot * splits * (kMTile * kDecodeBN), split, splits, counts + slot);
 }

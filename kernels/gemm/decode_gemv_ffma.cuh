@@ -148,7 +148,8 @@ __device__ __forceinline__ bool decode_ffma_tile(const u16* x, const u16* w, con
     return true;
   }
   const int rows = s.m < kMTile ? static_cast<int>(s.m) : kMTile;
-  return decode_splitk_combine<kFfmaThreads, kMTile * kFfmaBN, kFfmaBN>(ctile, rows, slot, split, splits, part, counts);
+  return decode_splitk_combine<kFfmaThreads, kMTile * kFfmaBN, kFfmaBN>(
+      ctile, rows, part + slot * splits * (kMTile * kFfmaBN), split, splits, counts + slot);
 }
 
 // ---- [K, N] weights (n contiguous) ------------------------------------------------------------
@@ -261,6 +262,6 @@ __device__ __forceinline__ bool decode_ffma_kn_tile(const u16* x, const u16* w, 
     __syncthreads();
     return true;
   }
-  return decode_splitk_combine<kFfmaThreads, kMTile * kFfmaKnBN, kFfmaKnBN>(ctile, rows, slot, split, splits, part,
-                                                                           counts);
+  return decode_splitk_combine<kFfmaThreads, kMTile * kFfmaKnBN, kFfmaKnBN>(
+      ctile, rows, part + slot * splits * (kMTile * kFfmaKnBN), split, splits, counts + slot);
 }

@@ -1,5 +1,5 @@
-// The decode GEMV tiles (kernels/gemm/decode_gemv.cuh: mma, M <= 16; decode_gemv_ffma.cuh: ffma,
-// M <= 4), each forced as the jit engine's matmul candidate, against the CPU reference: M in
+// The decode GEMV tiles (kernels/gemm/decode_tma.cuh: TMA stream-K, M <= 16, [N, K] weights on
+// sm_90a; decode_gemv.cuh: mma, M <= 16; decode_gemv_ffma.cuh: ffma, M <= 4), each forced as the jit engine's matmul candidate, against the CPU reference: M in
 // {1, 3, 8, 16}, both weight layouts ([N, K] and [K, N]), N and K odd and no tile multiples
 // (element loads) or multiples of 8 only (16-byte loads with tails),
 // split-K with a short last chunk and without split-K, bias + GELU + amax, row and column sums,
@@ -19,17 +19,20 @@ namespace {
 
 class GpuDecodeGemm : public GpuRegions {
  protected:
-  // The jit candidate numbers of every decode tile offered for `g`'s matmul region (ffma, mma).
-  // Each as (candidate, the word its step's description must hold: "gemv ffma" or "gemv mma").
+  // The jit candidate numbers of every decode tile offered for `g`'s matmul region (tma, ffma,
+  // mma). Each as (candidate, the words its step's description must hold after "decode ").
   std::vector<std::pair<int, std::string>> decode_candidates(const Graph& g) {
     const fuse::Partition p = fuse::partition_graph(g);
     for (const fuse::Region& r : p.regions) {
       if (r.kind != fuse::RegionKind::matmul) continue;
       EXPECT_EQ(jit::decode_gemv_unsupported(g, r, properties_), "") << g.name();
       std::vector<std::pair<int, std::string>> out;
-      for (jit::MatmulTile t : {jit::MatmulTile::decode_ffma, jit::MatmulTile::decode_gemv}) {
+      for (jit::MatmulTile t : {jit::MatmulTile::decode_tma, jit::MatmulTile::decode_ffma, jit::MatmulTile::decode_gemv}) {
         const int v = jit::matmul_variant_of(g, r, properties_, t);
-        if (v >= 0) out.emplace_back(v, t == jit::MatmulTile::decode_ffma ? "gemv ffma" : "gemv mma");
+        if (v < 0) continue;
+        out.emplace_back(v, t == jit::MatmulTile::decode_tma    ? "tma"
+                            : t == jit::MatmulTile::decode_ffma ? "gemv ffma"
+                                                                : "gemv mma");
       }
       return out;
     }

@@ -1,5 +1,6 @@
-// The decode GEMV variants of matmul regions (codegen_matmul_decode.cpp): the mma tile offered for
-// M <= 16 only, the ffma tile for M <= 4 before it; both decline with a reason; picks the weight mapping and vector class
+// The decode GEMV variants of matmul regions (codegen_matmul_decode.cpp, codegen_matmul_decode_tma.cpp):
+// on sm_90a with an [N, K] weight the TMA stream-K tile first, then the mma tile offered for
+// M <= 16 only, the ffma tile for M <= 4 after it; all decline with a reason; picks the weight mapping and vector class
 // from the strides; plans split-K and its workspace; and every class of its generated source
 // compiles for sm_90a with no register spills (ptxas's report through NVRTC). Numerics are
 // checked on the GPU (tests/gpu, GpuDecodeGemm). With SINTER_DUMP_CUBIN_DIR set, the cubins and
@@ -47,10 +48,11 @@ struct Built {
   RegionKernels rk;  // variant 0: the decode tile wherever it applies
 };
 
-// The kernels of one decode tile (mma or ffma) for g's matmul region.
+// The kernels of one decode tile (tma, mma or ffma) for g's matmul region.
 RegionKernels build_tile(const Graph& g, MatmulTile tile) {
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
+  if (tile == MatmulTile::decode_tma) return build_matmul_decode_tma(g, r, h200());
   return tile == MatmulTile::decode_ffma ? build_matmul_decode_ffma(g, r, h200()) : build_matmul_decode(g, r, h200());
 }
 
@@ -65,34 +67,65 @@ Built build_first(const Graph& g, const cuda::DeviceProperties& dev = h200()) {
 }
 
 TEST(JitMatmulDecode, OfferedFirstForUpToSixteenRows) {
-  // with the Hopper GEMM: decode, the C-tile kernel, 5 direct-epilogue configs, generic
+  // a 117 MB [N, K] weight: the TMA decode tile, mma, the C-tile kernel, 5 direct-epilogue configs, generic
   Built b = build_first(decode(DType::bf16, 16, 14336, 4096, true, false));
   EXPECT_EQ(b.why_not, "");
-  EXPECT_EQ(b.variants, 8);
-  EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv"), std::string::npos) << b.rk.kernels.at(0).description;
-  // an n-major (row-major [K, N]) weight: the decode tiles first, then the Hopper GEMM reading B
-  // transposed (C-tile kernel, 5 direct-epilogue configs), generic
+  EXPECT_EQ(b.variants, 9);
+  EXPECT_NE(b.rk.kernels.at(0).description.find("decode tma"), std::string::npos) << b.rk.kernels.at(0).description;
+  // an n-major (row-major [K, N]) weight: the register decode tiles first, then the Hopper GEMM
+  // reading B transposed (C-tile kernel, 5 direct-epilogue configs), generic
   b = build_first(decode(DType::bf16, 1, 14336, 4096, false, false));
   EXPECT_EQ(b.variants, 3 + 6);
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv mma"), std::string::npos);
   b = build_first(decode(DType::bf16, 5, 14336, 4096, false, false));
   EXPECT_EQ(b.variants, 2 + 6);
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv mma"), std::string::npos);
-  // M <= 4 with an [N, K] weight: mma, ffma, the C-tile kernel, 5 direct-epilogue configs, generic
+  // M <= 4 with an [N, K] weight: tma, mma, ffma, the C-tile kernel, 5 direct-epilogue configs, generic
   b = build_first(decode(DType::bf16, 4, 14336, 4096, true, false));
-  EXPECT_EQ(b.variants, 9);
-  EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv mma"), std::string::npos)
+  EXPECT_EQ(b.variants, 10);
+  EXPECT_NE(b.rk.kernels.at(0).description.find("decode tma"), std::string::npos)
       << b.rk.kernels.at(0).description;
-  // the other tiles stay available to the tuner, in their order
+  // a weight under 64 MiB: the register tiles first, the TMA tile after them; the other tiles
+  // stay available to the tuner, in their order
   const Graph g = decode(DType::bf16, 8, 1000, 1000, true, false);
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
-  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_ffma), -1);
+  EXPECT_EQ(decode_weight_bytes(g, r), 2000000);
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_gemv), 0);
-  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_ctile), 1);
-  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_direct), 2);
+  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_ffma), -1);
+  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_tma), 1);
+  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_ctile), 2);
+  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_direct), 3);
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::generic), matmul_variants(g, r, h200()) - 1);
-  EXPECT_NE(build_matmul_variant(g, r, h200(), 1).kernels.at(0).description.find("sm90 wgmma"), std::string::npos);
+  EXPECT_NE(build_matmul_variant(g, r, h200(), 1).kernels.at(0).description.find("decode tma"), std::string::npos);
+  EXPECT_NE(build_matmul_variant(g, r, h200(), 2).kernels.at(0).description.find("sm90 wgmma"), std::string::npos);
+}
+
+// The TMA tile's stream-K split: one CTA per SM, each with the same number of 16 KiB steps (to
+// one), split tiles meeting through a workspace sized for the most CTAs that share a tile.
+TEST(JitMatmulDecode, TmaStreamKSplit) {
+  // 4096 x 14336, tiles of 128 rows x steps of 64 k: 112 tiles x 64 steps = 7168 steps over 132
+  // CTAs (54 or 55 each)
+  RegionKernels rk = build_tile(decode(DType::bf16, 1, 14336, 4096, true, false), MatmulTile::decode_tma);
+  const KernelSpec& k = rk.kernels.at(0);
+  EXPECT_NE(k.description.find("decode tma mma.bf16 m8x128 k64 stages6 w:[N,K] streamk132x55 steps"), std::string::npos)
+      << k.description;
+  EXPECT_EQ(k.launch.grid.x, 132u);
+  EXPECT_EQ(k.launch.block.x, 256u);
+  EXPECT_EQ(k.tensor_maps.size(), 2u);
+  EXPECT_EQ(k.tensor_maps.at(1).box[0], 64u);  // W: 64 k x 128 rows, one box a step
+  EXPECT_EQ(k.tensor_maps.at(1).box[1], 128u);
+  // a tile of 64 steps spans 2 or 3 CTAs of 54-55: 112 tiles x 3 partials of 8 x 128 floats + counters
+  EXPECT_GE(rk.workspace_bytes, size_t{112} * 3 * 8 * 128 * 4 + 112 * 4);
+  // fewer steps than SMs: one CTA per step, every tile whole in one CTA (no partials)
+  rk = build_tile(decode(DType::f16, 16, 300, 64, true, true), MatmulTile::decode_tma);
+  EXPECT_EQ(rk.kernels.at(0).launch.grid.x, 3u) << rk.kernels.at(0).description;
+  EXPECT_NE(rk.kernels.at(0).description.find("m16x128"), std::string::npos);
+  // a weight read [K, N] (n contiguous) is declined with the reason
+  const Graph kn = decode(DType::bf16, 1, 512, 512, false, false);
+  const fuse::Partition p = fuse::partition_graph(kn);
+  EXPECT_NE(decode_tma_unsupported(kn, matmul_region(kn, p), h200()).find("n-contiguous"), std::string::npos);
+  EXPECT_THROW(build_matmul_decode_tma(kn, matmul_region(kn, p), h200()), Error);
 }
 
 TEST(JitMatmulDecode, DeclinesWithAReason) {
@@ -116,6 +149,12 @@ TEST(JitMatmulDecode, DeclinesWithAReason) {
   turing.arch = "sm_75";
   b = build_first(decode(DType::bf16, 4, 256, 256, true, false), turing);
   EXPECT_NE(b.why_not.find("sm_80 or newer"), std::string::npos) << b.why_not;
+  {
+    const Graph g = decode(DType::bf16, 4, 256, 256, true, false);
+    const fuse::Partition p = fuse::partition_graph(g);
+    const std::string why = decode_tma_unsupported(g, matmul_region(g, p), turing);
+    EXPECT_NE(why.find("needs sm_90a"), std::string::npos) << why;
+  }
   // forcing it where it does not apply is a generator bug, reported as such
   const Graph g = decode(DType::bf16, 17, 256, 256, true, false);
   const fuse::Partition p = fuse::partition_graph(g);
@@ -204,6 +243,12 @@ TEST(JitMatmulDecode, BatchedAndBroadcastWeight) {
   EXPECT_NE(ffma.description.find("ffma.f16 m2x256"), std::string::npos) << ffma.description;
   EXPECT_EQ(ffma.launch.grid.x % 4, 0u);
   EXPECT_EQ(build_tile(g, MatmulTile::decode_gemv).kernels.at(0).launch.grid.x % 8, 0u);
+  // the TMA tile (an [N, K] weight) folds the broadcast weight's batch into M (4 x 2 = 8 rows)
+  Graph nk("decode_batched_nk");
+  nk.output(nk.matmul(nk.input("a", DType::f16, {4, 2, 96}), nk.input("b", DType::f16, {96, 200}, {1, 96})), "y");
+  const KernelSpec tma = build_tile(nk, MatmulTile::decode_tma).kernels.at(0);
+  EXPECT_NE(tma.description.find("m8x128"), std::string::npos) << tma.description;
+  EXPECT_NE(tma.description.find("batch-folded"), std::string::npos) << tma.description;
 }
 
 TEST(JitMatmulDecode, CompilesWithoutSpills) {
@@ -217,13 +262,14 @@ TEST(JitMatmulDecode, CompilesWithoutSpills) {
                         Case{DType::bf16, 3, 1001, 777, true, true}, Case{DType::f16, 13, 1001, 777, false, true},
                         Case{DType::f16, 2, 4096, 4096, true, true}, Case{DType::bf16, 4, 2048, 8192, true, false},
                         Case{DType::bf16, 1, 2048, 2048, false, true}, Case{DType::f16, 4, 1001, 777, false, true}}) {
-   for (MatmulTile tile : {MatmulTile::decode_ffma, MatmulTile::decode_gemv}) {
+   for (MatmulTile tile : {MatmulTile::decode_tma, MatmulTile::decode_ffma, MatmulTile::decode_gemv}) {
     const Graph g = decode(c.t, c.m, c.n, c.k, c.k_major, c.epilogue);
     const fuse::Partition p = fuse::partition_graph(g);
     if (matmul_variant_of(g, matmul_region(g, p), h200(), tile) < 0) continue;
     const RegionKernels rk = build_tile(g, tile);
     const KernelSpec& k = rk.kernels.at(0);
-    ASSERT_NE(k.description.find("decode gemv"), std::string::npos) << k.description;
+    ASSERT_NE(k.description.find(tile == MatmulTile::decode_tma ? "decode tma" : "decode gemv"), std::string::npos)
+        << k.description;
     cuda::CompileOptions opts;
     opts.arch = "sm_90a";
     opts.extra_options = {"--ptxas-options=-v"};
@@ -237,7 +283,7 @@ TEST(JitMatmulDecode, CompilesWithoutSpills) {
     std::printf("  %s\n%s", k.description.c_str(), res.log.c_str());
     EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
     if (const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR")) {
-      const std::string name = std::string("decode_") + (tile == MatmulTile::decode_ffma ? "ffma_" : "mma_") +
+      const std::string name = std::string("decode_") + (tile == MatmulTile::decode_ffma ? "ffma_" : tile == MatmulTile::decode_tma ? "tma_" : "mma_") +
                                (c.k_major ? "nk_" : "kn_") + "m" + std::to_string(c.m) +
                                "_n" + std::to_string(c.n) + "_k" + std::to_string(c.k) +
                                (c.epilogue ? "_epilogue" : "") + ".cubin";

@@ -110,7 +110,17 @@ RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const c
 std::string decode_ffma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_matmul_decode_ffma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 
+// The TMA decode tile (M <= 16, [N, K] weight, sm_90a): persistent stream-K over the weight's
+// 16 KiB boxes, an mbarrier ring of TMA loads, mma.sync (codegen_matmul_decode_tma.cpp).
+std::string decode_tma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// The bytes of the weight (B) one call of the region's matmul reads: batches x N x K elements.
+int64_t decode_weight_bytes(const Graph& g, const fuse::Region& r);
+
 // The matmul candidates of a region, best measured first (matmul_tiles, codegen_matmul_sm90.cpp):
+//   - decode_tma: for M <= 16 and an [N, K] weight of 64 MiB or more, the TMA stream-K tile
+//     (4096x14336 at M = 1: 0.0351 ms = 3.35 TB/s with L2 hot, session 10); for smaller weights
+//     it comes after the two register tiles, which were faster there;
 //   - decode_gemv: for M <= 16, the mma GEMV tile (H200: weights streamed 1.5x faster than by the
 //     Hopper GEMM at M = 1, 8, 16; 0.0430 ms at M = 1 for 4096x14336);
 //   - decode_ffma: for M <= 4, the FFMA GEMV tile (whole 512-byte W runs per load; 0.0453 ms there);
@@ -119,7 +129,7 @@ RegionKernels build_matmul_decode_ffma(const Graph& g, const fuse::Region& r, co
 //     cuBLASLt), then the C-tile kernel (80-85%); for smaller problems the C-tile kernel first;
 //   - generic: the mma.sync tile; where the Hopper kernels do not apply its description says why
 //     (the fallback is reported, never silent).
-enum class MatmulTile { decode_ffma, decode_gemv, sm90_ctile, sm90_direct, generic };
+enum class MatmulTile { decode_tma, decode_ffma, decode_gemv, sm90_ctile, sm90_direct, generic };
 struct MatmulVariant {
   MatmulTile tile = MatmulTile::generic;
   Sm90DirectConfig direct;  // sm90_direct only

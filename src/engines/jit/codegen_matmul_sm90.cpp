@@ -237,8 +237,21 @@ std::vector<MatmulVariant> matmul_tiles(const Graph& g, const fuse::Region& r, c
   // but those weights sat in the 60 MB L2 between repeats. Made the default on 2026-12-03, the
   // Llama decode stack, which streams every weight from DRAM once, ran slower: 1.638 ms against
   // 1.553 with cuBLASLt for those matmuls. Decode choices need timings with cold weights.)
+  // The TMA stream-K decode tile (session 10, H200, [N, K] weights; docs/benchmarks.md): a 117 MB
+  // weight (4096 x 14336) streamed at 3.35 TB/s with L2 hot (call 4) against 2.92-2.99 for the
+  // mma tile (calls 1, 3; M = 8: 3.08 against 2.80, M = 16: 2.82 against 2.52), and with L2 cold
+  // as fast or faster (call 3: M = 1 0.0448 ms against 0.0447, M = 16 0.0494 against 0.0537).
+  // On the Llama stack's 2-32 MB weights it was slower than both register tiles (gate 8192 x
+  // 2048: 0.0147 ms against mma 0.0123, ffma 0.0113), probably its per-CTA start and the
+  // split-tile sums, which weigh more when each SM streams little (not profiled).
+  // So it goes first for weights of 64 MiB and more (between the two measured sizes), after the
+  // register tiles below that.
+  const bool tma = decode_tma_unsupported(g, r, dev).empty();
+  const bool tma_first = tma && decode_weight_bytes(g, r) >= (int64_t{64} << 20);
+  if (tma_first) tiles.push_back({MatmulTile::decode_tma, {}});
   if (decode_gemv_unsupported(g, r, dev).empty()) tiles.push_back({MatmulTile::decode_gemv, {}});
   if (decode_ffma_unsupported(g, r, dev).empty()) tiles.push_back({MatmulTile::decode_ffma, {}});
+  if (tma && !tma_first) tiles.push_back({MatmulTile::decode_tma, {}});
   if (sm90_gemm_unsupported(g, r, dev).empty()) {
     // Where 128x256 tiles fill the GPU, the direct-epilogue configs go first: on the H200 the
     // 128x256 CTA-pair config ran 4096^3 in 0.1965 ms and 8192^3 in 1.418 ms, against 0.2226 and
@@ -270,6 +283,7 @@ RegionKernels build_matmul_variant(const Graph& g, const fuse::Region& r, const 
                                    int variant) {
   const MatmulVariant v = matmul_tiles(g, r, dev).at(static_cast<size_t>(variant));
   switch (v.tile) {
+    case MatmulTile::decode_tma: return build_matmul_decode_tma(g, r, dev);
     case MatmulTile::decode_ffma: return build_matmul_decode_ffma(g, r, dev);
     case MatmulTile::decode_gemv: return build_matmul_decode(g, r, dev);
     case MatmulTile::sm90_ctile: return build_matmul_sm90(g, r, dev);

@@ -1,0 +1,235 @@
+// The TMA decode tile: y[M, N] = x[M, K] @ W for M <= 16 with an [N, K] weight (k contiguous),
+// on sm_90a. Decode GEMMs are bound by reading W once, so what matters is keeping enough bytes in
+// flight per SM (Little's law: ~4.3 TB/s x ~1.5 us of loaded DRAM latency is ~50 KB per SM) for
+// the whole kernel, on every SM, with no tail:
+//  - One CTA per SM, persistent. The work is a flat list of 64-wide k steps over 128-row tiles
+//    of W (tile-major), cut into equal contiguous ranges, one per CTA ("stream-K"): every SM
+//    streams the same number of bytes whatever N and K are, where a grid of whole tiles leaves
+//    SMs with one tile where others have two.
+//  - A step is 16 KiB of W: kBN rows x 128 / kBN boxes of 64 k (128-byte swizzle), issued back to
+//    back, so each row is read in runs of 256 k x 2 bytes / (kBN / 32) -- longer runs per DRAM
+//    page than one 128-byte box row -- plus the matching boxes of x (the M tile's rows; rows past
+//    M and k past K read as zeros), into a ring of kStages stages guarded by mbarriers: bytes in
+//    flight independent of how fast the warps consume them, a few instructions per 16 KiB.
+//  - Thread 0 issues the loads; there is no producer warp, so every thread of the CTA runs the
+//    math and the region's epilogue and __syncthreads stays usable there. It refills the stage of
+//    the step before the current one, once all 8 warps have released it (an `empty` mbarrier).
+//  - The math is mma.sync m16n8k16 with x as A (M padded to 8 or 16 rows) and the W box as the
+//    col-major B, both read with ldmatrix from the swizzled boxes (conflict-free: 8 rows x 16
+//    bytes land on 8 different 16-byte bank groups). Warp w owns 16 W rows of one k box; the
+//    warps of the same rows meet in shared memory at the end of a tile, in a fixed order.
+//  - A tile whose steps span several CTAs meets through the workspace (decode_splitk_combine:
+//    the last CTA to arrive sums the partials in CTA order, deterministically, and runs the
+//    epilogue); a tile inside one CTA goes straight to the epilogue.
+#pragma once
+
+#include "common/abi.h"
+#include "common/hopper.cuh"
+#include "common/types.cuh"
+#include "gemm/decode_splitk.cuh"
+#include "gemm/gemm_abi.h"
+#include "gemm/simt_gemm.cuh"  // mma_16816
+
+constexpr int kDecodeTmaThreads = 256;
+constexpr int kDecodeTmaWarps = kDecodeTmaThreads / 32;
+constexpr int kDecodeTmaStepBytes = 16384;  // W bytes per step
+
+// kBN: W rows (output columns) per tile, 32, 64 or 128; a step holds 128 / kBN boxes of 64 k.
+template <int kBN_, int kMTile_, int kStages_>
+struct DecodeTmaSmem {
+  static constexpr int kBN = kBN_, kMTile = kMTile_, kStages = kStages_;
+  static_assert(kBN == 32 || kBN == 64 || kBN == 128, "a step is 16 KiB of W: 128 / kBN boxes of kBN rows");
+  static_assert(kMTile == 8 || kMTile == 16, "x is one m16 mma tile, the upper 8 rows zero for M <= 8");
+  static constexpr int kKBoxes = 128 / kBN;           // 64-k boxes per step
+  static constexpr int kStepK = 64 * kKBoxes;
+  static constexpr int kRowGroups = kBN / 16;          // warps per k box: 16 rows each
+  static constexpr int kWBoxBytes = kBN * 128, kXBoxBytes = kMTile * 128;
+  static constexpr int kWBytes = kKBoxes * kWBoxBytes;  // 16 KiB
+  static constexpr int kStageBytes = kWBytes + kKBoxes * kXBoxBytes;
+  static constexpr int kCOffset = kStages * kStageBytes;
+  static constexpr int kRedOffset = kCOffset + 16 * kBN * 4;  // the k boxes' partial C tiles
+  static constexpr int kBarOffset = kRedOffset + (kKBoxes > 1 ? kKBoxes * 16 * kBN * 4 : 0);
+  // + 1024: the dynamic shared memory base is aligned up to the swizzle period in the kernel
+  static constexpr int kBytes = 1024 + kBarOffset + 2 * kStages * 8;
+  static_assert(kWBytes == kDecodeTmaStepBytes && kKBoxes * kRowGroups == kDecodeTmaWarps, "tile shape");
+  static_assert(kWBoxBytes % 1024 == 0 && kXBoxBytes % 1024 == 0, "every box starts on a 1024-byte swizzle period");
+  static_assert(kBytes <= 227 * 1024, "shared memory over the sm_90 limit");
+};
+
+// The stream-K split of `total` steps (tiles x steps_per_tile) over `ctas` CTAs: CTA c runs steps
+// [c * total / ctas, (c + 1) * total / ctas).
+struct DecodeTmaWork {
+  i64 total, steps_per_tile, ctas;
+  __device__ __forceinline__ i64 begin(i64 c) const { return c * total / ctas; }
+  // The CTA whose range holds step x: the largest c with begin(c) <= x.
+  __device__ __forceinline__ i64 cta_of(i64 x) const { return ((x + 1) * ctas - 1) / total; }
+};
+
+__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x2(u32& r0, u32& r1, u32 addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(addr));
+}
+
+// One k box of a warp: acc[nb] += x-box (A, 16 x 64) * W-box rows 16 h + 8 nb .. +8 (B).
+// ldmatrix: lane l addresses row l % 8 of matrix l / 8 and receives, of each matrix, row l / 4,
+// elements 2 (l % 4), +1 -- for a [row][k] box that is the A and col-major B fragment of
+// m16n8k16 (PTX ISA 9.7.14.5.8). A box row of 128 bytes holds 16-byte chunk j at j ^ (row % 8).
+template <int kMTile, bool kBf16>
+__device__ __forceinline__ void decode_tma_step(u32 w_box, u32 x_box, int h, int lane, float (&acc)[2][4]) {
+  const int mi = lane >> 3, r = lane & 7;
+  const u32 w_row = w_box + static_cast<u32>(16 * h + 8 * (mi >> 1) + r) * 128u;
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    // B: matrices (rows 0-7, k 16q..+8), (rows 0-7, k 16q+8..), (rows 8-15, ...), (rows 8-15, ...)
+    u32 b[4];
+    ldmatrix_x4(b, w_row + (static_cast<u32>((2 * q + (mi & 1)) ^ r) << 4));
+    // A: matrices (x rows 0-7, k 16q..), (rows 8-15, k 16q..), (rows 0-7, k 16q+8..), (rows 8-15, k 16q+8..)
+    u32 a[4];
+    if (kMTile == 16) {
+      ldmatrix_x4(a, x_box + static_cast<u32>(8 * (mi & 1) + r) * 128u + (static_cast<u32>((2 * q + (mi >> 1)) ^ r) << 4));
+    } else {
+      // lanes 0-15 address (rows 0-7, k 16q..) and (rows 0-7, k 16q+8..); rows 8-15 are zero
+      ldmatrix_x2(a[0], a[2], x_box + static_cast<u32>(r) * 128u + (static_cast<u32>((2 * q + (mi & 1)) ^ r) << 4));
+      a[1] = a[3] = 0u;
+    }
+    const u32 b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+    mma_16816<kBf16>(acc[0], a, b0);
+    mma_16816<kBf16>(acc[1], a, b1);
+  }
+}
+
+// Where a CTA's walk over its steps is: the tile (batch-major over column tiles) and the k step in
+// it. Advanced by one step at a time, so the loop needs no 64-bit division: thread 0 issues a
+// load per step, and a division there (~100 dependent instructions) held back every issue.
+struct DecodeTmaCursor {
+  i64 tile, bi;
+  int nt, ks;  // column tile within the batch, k step within the tile
+  __device__ __forceinline__ void start(i64 x, i64 steps_per_tile, i64 tiles_n) {
+    tile = x / steps_per_tile;
+    ks = static_cast<int>(x - tile * steps_per_tile);
+    bi = tile / tiles_n;
+    nt = static_cast<int>(tile - bi * tiles_n);
+  }
+  __device__ __forceinline__ void advance(int steps_per_tile, int tiles_n) {
+    if (++ks < steps_per_tile) return;
+    ks = 0;
+    ++tile;
+    if (++nt == tiles_n) {
+      nt = 0;
+      ++bi;
+    }
+  }
+};
+
+// Runs CTA blockIdx.x's steps (S: a DecodeTmaSmem). At the end of each tile's part of them, the
+// C tile (f32, [16][S::kBN], rows < kMTile; rows past M are zero) is in `ctile` for every thread and
+// tile_done(tile, contributors, ordinal) runs on all threads: contributors is the number of CTAs
+// that share the tile, ordinal this CTA's place among them. The caller must not touch ctile
+// after tile_done returns until the next call (a barrier follows it here). steps_per_tile and
+// tiles_n are below 2^31 (the host checks).
+template <class S, bool kBf16, class TileDone>
+__device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap* map_x, const SinterTensorMap* map_w,
+                                               const DecodeTmaWork& wk, i64 tiles_n, TileDone&& tile_done) {
+  constexpr int kStages = S::kStages, kBN = S::kBN, kMTile = S::kMTile;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int h = warp % S::kRowGroups, kb = warp / S::kRowGroups;  // rows 16 h.., k box kb
+  u64* full = reinterpret_cast<u64*>(smem + S::kBarOffset);
+  u64* empty = full + kStages;
+  float* ctile = reinterpret_cast<float*>(smem + S::kCOffset);
+  const i64 cta = blockIdx.x, begin = wk.begin(cta);
+  const int steps = static_cast<int>(wk.begin(cta + 1) - begin);  // about total / ctas
+  const int spt = static_cast<int>(wk.steps_per_tile), tn = static_cast<int>(tiles_n);
+
+  // thread 0's load cursor: the next step to issue, into stage `ist`
+  DecodeTmaCursor load;
+  int ist = 0;
+  auto issue = [&]() {
+    char* stage = smem + ist * S::kStageBytes;
+    mbarrier_arrive_expect_tx(&full[ist], S::kStageBytes);
+    const int k0 = load.ks * S::kStepK, n0 = load.nt * kBN, bi = static_cast<int>(load.bi);
+#pragma unroll
+    for (int b = 0; b < S::kKBoxes; ++b) {
+      tma_load_3d(stage + b * S::kWBoxBytes, map_w, &full[ist], k0 + 64 * b, n0, bi);
+    }
+#pragma unroll
+    for (int b = 0; b < S::kKBoxes; ++b) {
+      tma_load_3d(stage + S::kWBytes + b * S::kXBoxBytes, map_x, &full[ist], k0 + 64 * b, 0, bi);
+    }
+    load.advance(spt, tn);
+    ist = ist + 1 == kStages ? 0 : ist + 1;
+  };
+  if (threadIdx.x == 0) {
+    tma_prefetch_descriptor(map_w);
+    tma_prefetch_descriptor(map_x);
+    for (int i = 0; i < kStages; ++i) {
+      mbarrier_init(&full[i], 1);                 // thread 0's arrive + the boxes' bytes
+      mbarrier_init(&empty[i], kDecodeTmaWarps);  // one arrive per warp done reading the stage
+    }
+    fence_barrier_init();
+    load.start(begin, wk.steps_per_tile, tiles_n);
+    for (int i = 0; i < steps && i < kStages; ++i) issue();
+  }
+  __syncthreads();
+
+  DecodeTmaCursor at;  // the step the warps compute
+  at.start(begin, wk.steps_per_tile, tiles_n);
+  float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+  int st = 0, prev = kStages - 1;
+  u32 phase = 0, prev_phase = 1;  // the phase parity of stage st / of the step before
+  for (int i = 0; i < steps; ++i) {
+    const u32 stage = smem_addr(smem + st * S::kStageBytes);
+    mbarrier_wait(&full[st], phase);
+    decode_tma_step<kMTile, kBf16>(stage + kb * S::kWBoxBytes, stage + S::kWBytes + kb * S::kXBoxBytes, h, lane, acc);
+    __syncwarp();
+    if (lane == 0) mbarrier_arrive(&empty[st]);
+    // refill the previous step's stage: its readers have most likely all moved on by now
+    if (threadIdx.x == 0 && i >= 1 && i - 1 + kStages < steps) {
+      mbarrier_wait(&empty[prev], prev_phase);
+      issue();
+    }
+    __syncwarp();  // warp 0 reconverges before the next ldmatrix / mma (.sync.aligned)
+    prev = st;
+    prev_phase = phase;
+    if (++st == kStages) {
+      st = 0;
+      phase ^= 1u;
+    }
+    const i64 tile = at.tile;
+    const bool tile_ends = at.ks + 1 == spt || i + 1 == steps;
+    at.advance(spt, tn);
+    if (!tile_ends) continue;
+    // this CTA's part of `tile` is done: C fragment (rows g, g + 8; columns 16 h + 8 nb + 2t, +1),
+    // straight into the C tile with one k box, else per k box, summed in box order below
+    float* part = S::kKBoxes == 1 ? ctile : reinterpret_cast<float*>(smem + S::kRedOffset) + kb * 16 * kBN;
+#pragma unroll
+    for (int nb = 0; nb < 2; ++nb) {
+      const int c = 16 * h + 8 * nb + 2 * t;
+      part[g * kBN + c] = acc[nb][0];
+      part[g * kBN + c + 1] = acc[nb][1];
+      if (kMTile == 16) {
+        part[(g + 8) * kBN + c] = acc[nb][2];
+        part[(g + 8) * kBN + c + 1] = acc[nb][3];
+      }
+      acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.0f;
+    }
+    __syncthreads();
+    if (S::kKBoxes > 1) {
+      const float* red = reinterpret_cast<const float*>(smem + S::kRedOffset);
+      for (int e = threadIdx.x; e < kMTile * kBN; e += kDecodeTmaThreads) {
+        float sum = red[e];
+#pragma unroll
+        for (int b = 1; b < S::kKBoxes; ++b) sum += red[b * 16 * kBN + e];
+        ctile[e] = sum;
+      }
+      __syncthreads();
+    }
+    const i64 first = wk.cta_of(tile * wk.steps_per_tile);
+    const i64 last = wk.cta_of((tile + 1) * wk.steps_per_tile - 1);
+    tile_done(tile, static_cast<int>(last - first + 1), static_cast<int>(cta - first));
+    __syncthreads();  // ctile is free again
+  }
+}

@@ -1,0 +1,197 @@
+// Matmul regions with M <= 16 and an [N, K] weight on the TMA decode tile
+// (kernels/gemm/decode_tma.cuh): one persistent CTA per SM, a stream-K split of the weight's
+// 16 KiB boxes so every SM streams the same bytes, TMA into an mbarrier ring, mma.sync from
+// shared memory, split tiles combined through the workspace, then the region's epilogue
+// (AnchorEpilogue::gemm_tile over the C tile).
+//
+// Compile-time: dtype, the M tile (8 or 16 rows), the ring depth and the epilogue. Run-time:
+// every size and stride (in the tensor maps and the shape) and the stream-K split, so one binary
+// serves every decode shape of a class.
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+#include "engines/jit/codegen.hpp"
+#include "engines/jit/codegen_anchor.hpp"
+#include "engines/jit/sm90_operands.hpp"
+#include "gemm/gemm_abi.h"
+#include "sinter/error.hpp"
+
+namespace sinter::jit {
+namespace {
+
+// Mirrors kernels/gemm/decode_tma.cuh; the generated source static_asserts that they agree.
+constexpr int kThreadsHost = 256, kStepBytesHost = 16384;
+constexpr int64_t kMaxM = 16;
+
+// The tile: bn W rows per tile (a step: 128 / bn boxes of 64 k, 16 KiB) and the ring depth.
+// H200, 4096 x 14336 [N, K] bf16, L2 hot, session 10 (same process as cuBLASLt at 0.0325-0.0335):
+//   bn 128: M = 1 0.0351 ms (6 stages), 0.0366 (4), 0.0368 (8), 0.0393 (12); M = 8 0.0382,
+//           M = 16 0.0416 (6 stages)
+//   bn 64:  M = 1 0.0371, M = 8 0.0377, M = 16 0.0399 (6 stages)
+//   bn 32:  M = 1 0.0450, M = 8 0.0452, M = 16 0.0465 (6 stages; 4 or 10 no better)
+// Longer runs along each W row (bn 32: 512-byte runs) streamed slower, not faster; deeper rings
+// past 6 did not help either. SINTER_DECODE_TMA_BN=32|64|128 and SINTER_DECODE_TMA_STAGES=2..12
+// override the default, for A/B timing in one process (read at each build).
+struct TmaConfig {
+  int bn = 128, stages = 6;
+  int kboxes() const { return 128 / bn; }
+  int step_k() const { return 64 * kboxes(); }
+};
+TmaConfig config_of() {
+  TmaConfig c;
+  if (const char* v = std::getenv("SINTER_DECODE_TMA_BN")) {
+    const int n = std::atoi(v);
+    if (n == 32 || n == 64 || n == 128) c.bn = n;
+  }
+  if (const char* v = std::getenv("SINTER_DECODE_TMA_STAGES")) {
+    const int n = std::atoi(v);
+    if (n >= 2 && n <= 12) c.stages = n;
+  }
+  return c;
+}
+
+int m_tile_of(int64_t m) { return m <= 8 ? 8 : 16; }
+int smem_bytes(const TmaConfig& c, int m_tile) {
+  const int stage = kStepBytesHost + c.kboxes() * m_tile * 128;
+  const int red = c.kboxes() > 1 ? c.kboxes() * 16 * c.bn * 4 : 0;
+  return 1024 + c.stages * stage + 16 * c.bn * 4 + red + 2 * c.stages * 8;
+}
+
+// The stream-K split: `ctas` CTAs (one per SM, none without a step) over `total` steps.
+struct Work {
+  int64_t tiles = 0, steps_per_tile = 0, total = 0, ctas = 0;
+  int64_t max_contributors = 1;  // the most CTAs that share one tile: the partials per tile
+};
+
+Work plan_work(const Sm90Operands& o, const TmaConfig& c, const cuda::DeviceProperties& dev) {
+  Work w;
+  w.tiles = o.batch.numel * ((o.n + c.bn - 1) / c.bn);
+  w.steps_per_tile = (o.k + c.step_k() - 1) / c.step_k();
+  w.total = w.tiles * w.steps_per_tile;
+  w.ctas = std::clamp<int64_t>(dev.sm_count > 0 ? dev.sm_count : 132, 1, w.total);
+  // the same arithmetic as DecodeTmaWork::cta_of
+  auto cta_of = [&](int64_t x) { return ((x + 1) * w.ctas - 1) / w.total; };
+  for (int64_t t = 0; t < w.tiles; ++t) {
+    const int64_t n = cta_of((t + 1) * w.steps_per_tile - 1) - cta_of(t * w.steps_per_tile) + 1;
+    w.max_contributors = std::max(w.max_contributors, n);
+  }
+  return w;
+}
+
+}  // namespace
+
+int64_t decode_weight_bytes(const Graph& g, const fuse::Region& r) {
+  const Sm90Operands o = sm90_operands(g, r);
+  return o.batch.numel * o.n * o.k * static_cast<int64_t>(dtype_size(o.dtype_b));
+}
+
+std::string decode_tma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+  const std::string why = sm90_gemm_unsupported(g, r, dev);
+  if (!why.empty()) return why;
+  const Sm90Operands o = sm90_operands(g, r);
+  if (o.m > kMaxM) return "M = " + std::to_string(o.m) + " is more than 16 rows";
+  if (o.b_mn_major) return "the weight is n-contiguous ([K, N]); this tile streams k-contiguous [N, K] weights";
+  // the kernel counts a CTA's steps in int (and step x CTA count stays far inside i64)
+  const TmaConfig c = config_of();
+  const int64_t tiles = o.batch.numel * ((o.n + c.bn - 1) / c.bn);
+  if (tiles * ((o.k + c.step_k() - 1) / c.step_k()) >= (int64_t{1} << 31)) return "2^31 or more 16 KiB weight steps";
+  const int smem = smem_bytes(c, m_tile_of(o.m));
+  if (dev.max_shared_memory_per_block_optin < static_cast<size_t>(smem)) {
+    return "needs " + std::to_string(smem) + " bytes of shared memory per block";
+  }
+  return "";
+}
+
+RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+  const std::string why_not = decode_tma_unsupported(g, r, dev);
+  if (!why_not.empty()) {
+    throw Error(ErrorCode::internal, "build_matmul_decode_tma: region " + std::to_string(r.id) + ": " + why_not);
+  }
+  const Sm90Operands o = sm90_operands(g, r);
+  const bool bf16 = o.dtype == DType::bf16;
+  const TmaConfig c = config_of();
+  const int m_tile = m_tile_of(o.m);
+  const int smem = smem_bytes(c, m_tile);
+  const Work work = plan_work(o, c, dev);
+
+  // workspace: the epilogue's exit accumulators, then the partials of split tiles and the tile
+  // counters (zeroed once; the last CTA of each split tile resets its own)
+  AnchorEpilogue epi(g, r, o.mm->outputs[0]);
+  auto align256 = [](size_t v) { return (v + 255) / 256 * 256; };
+  const size_t part_offset = align256(epi.workspace_bytes());
+  const size_t part_floats = static_cast<size_t>(m_tile) * c.bn;
+  const size_t part_bytes =
+      work.max_contributors > 1 ? static_cast<size_t>(work.tiles * work.max_contributors) * part_floats * 4 : 0;
+  const size_t count_offset = align256(part_offset + part_bytes);
+  const size_t workspace = count_offset + static_cast<size_t>(work.tiles) * 4;
+
+  RegionKernels rk;
+  KernelSpec spec;
+  ArgsWriter w(spec);
+  w.tensor_map("tma_x", sm90_tensor_map(r, o, true, static_cast<uint32_t>(m_tile)));
+  w.tensor_map("tma_w", sm90_tensor_map(r, o, false, static_cast<uint32_t>(c.bn)));
+  w.field("SinterGemmShape", "shape", sm90_gemm_shape(o));
+  w.field("i64", "total", work.total);
+  w.field("i64", "steps_per_tile", work.steps_per_tile);
+  w.field("i64", "ctas", work.ctas);
+  w.field("i64", "tiles_n", (o.n + c.bn - 1) / c.bn);
+  w.field("i64", "max_contributors", work.max_contributors);
+  w.workspace_pointer("float*", "part", part_offset, 4);
+  w.workspace_pointer("unsigned int*", "counts", count_offset, 4);
+  epi.declare(w);
+  const std::string args = w.finish();
+
+  GemmTileScope scope;
+  scope.threads = "kDecodeTmaThreads";
+  scope.bn = "Cfg::kBN";
+  scope.ldc = "Cfg::kBN";
+  const std::string mt = std::to_string(m_tile), st = std::to_string(c.stages), bf = bf16 ? "true" : "false";
+
+  std::ostringstream src;
+  src << "// matmul region " << r.id << " of graph '" << g.name() << "' (decode tma, M <= 16, [N, K] weight)\n"
+      << kernel_includes({"gemm/gemm_abi.h", "gemm/decode_tma.cuh"})
+      << "using Cfg = DecodeTmaSmem<" << c.bn << ", " << mt << ", " << st << ">;\n"
+      << "static_assert(kDecodeTmaThreads == " << kThreadsHost << " && kDecodeTmaStepBytes == " << kStepBytesHost
+      << " && Cfg::kBytes == " << smem << ", \"the host's TMA decode constants are stale\");\n"
+      << "[[maybe_unused]] constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n\n"
+      << args << "\n"
+      << "extern \"C\" __global__ void __launch_bounds__(kDecodeTmaThreads, 1) sinter_region(const __grid_constant__ Args a) {\n"
+      << "  sinter_kernel_begin();\n"
+      << "  extern __shared__ __align__(1024) char smem_raw[];\n"
+      << "  char* smem_al = reinterpret_cast<char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64{1023});\n"
+      << epi.kernel_begin("  ")
+      << "  const SinterGemmShape& s = a.shape;\n"
+      << "  const DecodeTmaWork wk{a.total, a.steps_per_tile, a.ctas};\n"
+      << "  float* ctile = reinterpret_cast<float*>(smem_al + Cfg::kCOffset);\n"
+      << "  const int rows = static_cast<int>(min(s.m, i64{" << m_tile << "}));\n"
+      << "  decode_tma_run<Cfg, " << bf << ">(smem_al, &a.tma_x, &a.tma_w, wk, a.tiles_n,\n"
+      << "      [&](i64 tile, int contributors, int ordinal) {\n"
+      << "    if (contributors > 1 && !decode_splitk_combine<kDecodeTmaThreads, Cfg::kMTile * Cfg::kBN, Cfg::kBN>(\n"
+      << "            ctile, rows, a.part + tile * a.max_contributors * (Cfg::kMTile * Cfg::kBN), ordinal,\n"
+      << "            contributors, a.counts + tile)) {\n"
+      << "      return;  // another CTA of this tile sums the partials\n"
+      << "    }\n"
+      << "    const i64 bi = tile / a.tiles_n;\n"
+      << "    const int n0 = static_cast<int>(tile - bi * a.tiles_n) * Cfg::kBN;\n"
+      << "    const char* smem = reinterpret_cast<const char*>(ctile);\n"
+      << epi.gemm_tile("bi * s.m", "static_cast<int>(s.m)", "static_cast<i64>(n0)",
+                       "min(Cfg::kBN, static_cast<int>(s.n - n0))", scope)
+      << "  });\n"
+      << epi.kernel_end("  ") << "}\n";
+
+  spec.source = src.str();
+  spec.description = std::string("matmul decode tma mma.") + (bf16 ? "bf16" : "f16") + " m" + mt + "x" +
+                     std::to_string(c.bn) + " k" + std::to_string(c.step_k()) + " stages" + st +
+                     " w:[N,K] streamk" + std::to_string(work.ctas) + "x" +
+                     std::to_string((work.total + work.ctas - 1) / work.ctas) + " steps" +
+                     (o.batch_folded ? " batch-folded" : "") + (epi.index64() ? " idx64" : "") + epi.describe();
+  spec.launch.grid = dim3(static_cast<unsigned>(work.ctas));
+  spec.launch.block = dim3(kThreadsHost);
+  spec.launch.dynamic_shared_memory = static_cast<size_t>(smem);
+  rk.workspace_bytes = workspace;
+  rk.kernels.push_back(std::move(spec));
+  return rk;
+}
+
+}  // namespace sinter::jit
