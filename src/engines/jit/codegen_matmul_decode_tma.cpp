@@ -96,7 +96,9 @@ std::string decode_tma_unsupported(const Graph& g, const fuse::Region& r, const 
   const TmaConfig c = config_of();
   const int64_t tiles = o.batch.numel * ((o.n + c.bn - 1) / c.bn);
   if (tiles * ((o.k + c.step_k() - 1) / c.step_k()) >= (int64_t{1} << 31)) return "2^31 or more 16 KiB weight steps";
-  const int smem = smem_bytes(c, m_tile_of(o.m));
+  // + the static shared memory beside the ring: the epilogue's column-sum buffer (8 warps x bn
+  // floats) and scratch, the combine's flag (a deep ring set through the environment can reach it)
+  const int smem = smem_bytes(c, m_tile_of(o.m)) + 8 * c.bn * 4 + 1024;
   if (dev.max_shared_memory_per_block_optin < static_cast<size_t>(smem)) {
     return "needs " + std::to_string(smem) + " bytes of shared memory per block";
   }
