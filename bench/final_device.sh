@@ -20,7 +20,8 @@
 #   pdl_off       the 200-op chain again with SINTER_PDL=0 (programmatic launch off), to compare
 #   gemm_decode   sinter_bench_gemm --quick --decode (decode GEMV candidates, Llama stack shapes),
 #                 L2 hot and cold; DECODE_AB_ENV="VAR=VALUE ..." reruns M = 1, 8, 16 under each
-#   decode_tests  GpuDecodeGemm.* (every decode GEMV candidate)
+#   decode_tests  GpuDecodeGemm.* (every decode GEMV candidate; DECODE_TESTS a filter; DECODE_TEST_ENV
+#                 "VAR=VALUE ..." runs them again under those settings)
 #   rows_tests    GPU tests of the row-wise, pointwise, flash-decode, decode GEMV and example graphs
 #   memory        sinter_bench_memory on the issue-3 cases, with PyTorch's copy; MEMORY_TIMING_AB=1
 #                 runs them again with SINTER_TIMING=synced (the timing method before session 9)
@@ -141,6 +142,10 @@ fi
 if want decode_tests; then
   stamp "GPU tests: decode GEMV tiles"
   gpu_tests tests_decode.log 200 "${DECODE_TESTS:-GpuDecodeGemm.*:-GpuDecodeGemm.RealDecodeShape}"
+  # DECODE_TEST_ENV="VAR=VALUE ...": the decode tests again under those settings (e.g. SINTER_DECODE_TMA_X=global)
+  if [ -n "${DECODE_TEST_ENV:-}" ]; then
+    env ${DECODE_TEST_ENV} bash -c "$(declare -f gpu_tests summary); bin='$bin' out='$out' SHARDS='${SHARDS:-4}'; gpu_tests tests_decode_env.log 200 'GpuDecodeGemm.*:-GpuDecodeGemm.RealDecodeShape'"
+  fi
 fi
 if want rows_tests; then
   stamp "GPU tests: row-wise, pointwise, flash-decode, decode GEMV, examples"

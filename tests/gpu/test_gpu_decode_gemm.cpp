@@ -6,6 +6,7 @@
 // batches with a broadcast weight, and a second run of the same executor on fresh inputs (the
 // split-K counters and exit accumulators must have been reset). Every case checks that the step
 // really ran the forced decode tile, so a silent fallback fails.
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -141,6 +142,54 @@ TEST_F(GpuDecodeGemm, DecodeStackShapesResidualAndManySplits) {
     g.output(y, "y");
     check_decode(g);
   }
+}
+
+// The TMA tile's other shapes and its x-from-global-memory variant (SINTER_DECODE_TMA_BN,
+// SINTER_DECODE_TMA_X; read at every build): 32 rows x 4 boxes and 64 x 2 a step, and x read by
+// the warps instead of TMA boxes -- M tails inside a fragment, K tails inside and past a box pair,
+// a folded batch. Written in session 10 without a device call for the x variant.
+TEST_F(GpuDecodeGemm, TmaShapesAndGlobalX) {
+  struct Setting {
+    const char* bn;
+    const char* x;
+  };
+  for (Setting st : {Setting{"32", "tma"}, Setting{"64", "tma"}, Setting{"128", "global"}, Setting{"32", "global"}}) {
+    SCOPED_TRACE(std::string("SINTER_DECODE_TMA_BN=") + st.bn + " SINTER_DECODE_TMA_X=" + st.x);
+    ::setenv("SINTER_DECODE_TMA_BN", st.bn, 1);
+    ::setenv("SINTER_DECODE_TMA_X", st.x, 1);
+    auto tma_candidate = [&](const Graph& g) {
+      const fuse::Partition p = fuse::partition_graph(g);
+      for (const fuse::Region& r : p.regions) {
+        if (r.kind == fuse::RegionKind::matmul) return jit::matmul_variant_of(g, r, properties_, jit::MatmulTile::decode_tma);
+      }
+      return -1;
+    };
+    struct Case {
+      DType t;
+      int64_t m, n, k;
+    };
+    for (Case c : {Case{DType::bf16, 1, 1000, 1064}, Case{DType::bf16, 3, 300, 200}, Case{DType::f16, 16, 129, 72},
+                   Case{DType::bf16, 9, 2048, 4104}}) {
+      const Graph g = decode_graph("decode_tma", c.t, c.m, c.n, c.k, true, true);
+      const int v = tma_candidate(g);
+      if (v < 0) {
+        ADD_FAILURE() << g.name() << ": the TMA decode tile was not offered";
+        continue;
+      }
+      check_candidate(g, v, "tma", 1.0);
+    }
+    Graph b("decode_tma_batched");
+    auto y = b.matmul(b.input("a", DType::f16, {3, 4, 200}), b.input("w", DType::f16, {200, 150}, {1, 200}));
+    b.output(b.add(y, b.input("res", DType::f16, {3, 4, 150})), "y");
+    const int v = tma_candidate(b);
+    if (v >= 0) {
+      check_candidate(b, v, "tma", 1.0);
+    } else {
+      ADD_FAILURE() << "decode_tma_batched: the TMA decode tile was not offered";
+    }
+  }
+  ::unsetenv("SINTER_DECODE_TMA_BN");
+  ::unsetenv("SINTER_DECODE_TMA_X");
 }
 
 TEST_F(GpuDecodeGemm, BatchedBroadcastWeightRowAndColumnSums) {

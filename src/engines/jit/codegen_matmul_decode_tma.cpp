@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
+#include <string>
 
 #include "engines/jit/codegen.hpp"
 #include "engines/jit/codegen_anchor.hpp"
@@ -33,8 +34,11 @@ constexpr int64_t kMaxM = 16;
 // Longer runs along each W row (bn 32: 512-byte runs) streamed slower, not faster; deeper rings
 // past 6 did not help either. SINTER_DECODE_TMA_BN=32|64|128 and SINTER_DECODE_TMA_STAGES=2..12
 // override the default, for A/B timing in one process (read at each build).
+// SINTER_DECODE_TMA_X=global: x's fragments read from global memory (L1) by the warps instead of
+// a TMA box of x in every stage (one TMA instruction a step instead of two; not measured yet).
 struct TmaConfig {
   int bn = 128, stages = 6;
+  bool x_global = false;
   int kboxes() const { return 128 / bn; }
   int step_k() const { return 64 * kboxes(); }
 };
@@ -44,6 +48,7 @@ TmaConfig config_of() {
     const int n = std::atoi(v);
     if (n == 32 || n == 64 || n == 128) c.bn = n;
   }
+  if (const char* v = std::getenv("SINTER_DECODE_TMA_X")) c.x_global = std::string(v) == "global";
   if (const char* v = std::getenv("SINTER_DECODE_TMA_STAGES")) {
     const int n = std::atoi(v);
     if (n >= 2 && n <= 12) c.stages = n;
@@ -53,7 +58,7 @@ TmaConfig config_of() {
 
 int m_tile_of(int64_t m) { return m <= 8 ? 8 : 16; }
 int smem_bytes(const TmaConfig& c, int m_tile) {
-  const int stage = kStepBytesHost + c.kboxes() * m_tile * 128;
+  const int stage = kStepBytesHost + (c.x_global ? 0 : c.kboxes() * m_tile * 128);
   const int red = c.kboxes() > 1 ? c.kboxes() * 16 * c.bn * 4 : 0;
   return 1024 + c.stages * stage + 16 * c.bn * 4 + red + 2 * c.stages * 8;
 }
@@ -131,7 +136,13 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   RegionKernels rk;
   KernelSpec spec;
   ArgsWriter w(spec);
-  w.tensor_map("tma_x", sm90_tensor_map(r, o, true, static_cast<uint32_t>(m_tile)));
+  if (c.x_global) {
+    w.pointer("const u16*", "x", PointerSlot::Source::input, region_input_index(r, o.mm->inputs[0]), 16);
+    w.field("i64", "x_lda", o.a_stride_m);
+    w.field("i64", "x_batch", o.batch.numel > 1 ? o.batch.strides[0][0] : int64_t{0});
+  } else {
+    w.tensor_map("tma_x", sm90_tensor_map(r, o, true, static_cast<uint32_t>(m_tile)));
+  }
   w.tensor_map("tma_w", sm90_tensor_map(r, o, false, static_cast<uint32_t>(c.bn)));
   w.field("SinterGemmShape", "shape", sm90_gemm_shape(o));
   w.field("i64", "total", work.total);
@@ -153,7 +164,8 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   std::ostringstream src;
   src << "// matmul region " << r.id << " of graph '" << g.name() << "' (decode tma, M <= 16, [N, K] weight)\n"
       << kernel_includes({"gemm/gemm_abi.h", "gemm/decode_tma.cuh"})
-      << "using Cfg = DecodeTmaSmem<" << c.bn << ", " << mt << ", " << st << ">;\n"
+      << "using Cfg = DecodeTmaSmem<" << c.bn << ", " << mt << ", " << st << ", " << (c.x_global ? "true" : "false")
+      << ">;\n"
       << "static_assert(kDecodeTmaThreads == " << kThreadsHost << " && kDecodeTmaStepBytes == " << kStepBytesHost
       << " && Cfg::kBytes == " << smem << ", \"the host's TMA decode constants are stale\");\n"
       << "[[maybe_unused]] constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n\n"
@@ -167,7 +179,11 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
       << "  const DecodeTmaWork wk{a.total, a.steps_per_tile, a.ctas};\n"
       << "  float* ctile = reinterpret_cast<float*>(smem_al + Cfg::kCOffset);\n"
       << "  const int rows = static_cast<int>(min(s.m, i64{" << m_tile << "}));\n"
-      << "  decode_tma_run<Cfg, " << bf << ">(smem_al, &a.tma_x, &a.tma_w, wk, a.tiles_n,\n"
+      << "  const DecodeTmaX xg{" << (c.x_global ? "a.x, a.x_lda, a.x_batch, static_cast<int>(s.m), static_cast<int>(s.k)"
+                                              : "nullptr, 0, 0, 0, 0")
+      << "};\n"
+      << "  decode_tma_run<Cfg, " << bf << ">(smem_al, " << (c.x_global ? "nullptr" : "&a.tma_x")
+      << ", &a.tma_w, wk, a.tiles_n, xg,\n"
       << "      [&](i64 tile, int contributors, int ordinal) {\n"
       << "    if (contributors > 1 && !decode_splitk_combine<kDecodeTmaThreads, Cfg::kMTile * Cfg::kBN, Cfg::kBN>(\n"
       << "            ctile, rows, a.part + tile * a.max_contributors * (Cfg::kMTile * Cfg::kBN), ordinal,\n"
@@ -185,7 +201,7 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   spec.source = src.str();
   spec.description = std::string("matmul decode tma mma.") + (bf16 ? "bf16" : "f16") + " m" + mt + "x" +
                      std::to_string(c.bn) + " k" + std::to_string(c.step_k()) + " stages" + st +
-                     " w:[N,K] streamk" + std::to_string(work.ctas) + "x" +
+                     (c.x_global ? " x:global" : "") + " w:[N,K] streamk" + std::to_string(work.ctas) + "x" +
                      std::to_string((work.total + work.ctas - 1) / work.ctas) + " steps" +
                      (o.batch_folded ? " batch-folded" : "") + (epi.index64() ? " idx64" : "") + epi.describe();
   spec.launch.grid = dim3(static_cast<unsigned>(work.ctas));
