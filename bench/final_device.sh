@@ -144,7 +144,7 @@ if want decode_tests; then
   gpu_tests tests_decode.log 200 "${DECODE_TESTS:-GpuDecodeGemm.*:-GpuDecodeGemm.RealDecodeShape}"
   # DECODE_TEST_ENV="VAR=VALUE ...": the decode tests again under those settings (e.g. SINTER_DECODE_TMA_X=global)
   if [ -n "${DECODE_TEST_ENV:-}" ]; then
-    env ${DECODE_TEST_ENV} bash -c "$(declare -f gpu_tests summary); bin='$bin' out='$out' SHARDS='${SHARDS:-4}'; gpu_tests tests_decode_env.log 200 'GpuDecodeGemm.*:-GpuDecodeGemm.RealDecodeShape'"
+    (export ${DECODE_TEST_ENV}; gpu_tests tests_decode_env.log 200 'GpuDecodeGemm.*:-GpuDecodeGemm.RealDecodeShape')
   fi
 fi
 if want rows_tests; then

@@ -86,4 +86,20 @@ inline std::string access_name(const OperandAccess& a, const std::string& rows) 
   return (a.along_k ? std::string("k") : rows) + (a.vec > 1 ? "-vec" + std::to_string(a.vec) : "-scalar");
 }
 
+// The workspace of a decode tile that meets its split-K partials through decode_splitk_combine
+// (kernels/gemm/decode_splitk.cuh): the epilogue's exit accumulators, then `partial_bytes` of
+// partials, then one counter per slot (zeroed once; the last CTA of a slot resets its own),
+// each part 256-byte aligned.
+struct SplitKWorkspace {
+  size_t part_offset = 0, count_offset = 0, bytes = 0;
+};
+inline SplitKWorkspace splitk_workspace(size_t epilogue_bytes, size_t partial_bytes, int64_t slots) {
+  auto align256 = [](size_t v) { return (v + 255) / 256 * 256; };
+  SplitKWorkspace w;
+  w.part_offset = align256(epilogue_bytes);
+  w.count_offset = align256(w.part_offset + partial_bytes);
+  w.bytes = w.count_offset + static_cast<size_t>(slots) * 4;
+  return w;
+}
+
 }  // namespace sinter::jit

@@ -212,15 +212,10 @@ RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::De
   shape.a_batch = make_view(d.batch.strides[0]);
   shape.b_batch = make_view(d.batch.strides[1]);
 
-  // workspace: the epilogue's exit accumulators, then the split-K partials and tile counters
-  // (the counters start zeroed and the last CTA of each tile resets its own)
   AnchorEpilogue epi(g, r, d.mm->outputs[0]);
-  auto align256 = [](size_t v) { return (v + 255) / 256 * 256; };
-  const size_t part_offset = align256(epi.workspace_bytes());
-  const size_t part_bytes =
-      split.splits > 1 ? static_cast<size_t>(split.tiles * split.splits) * tk.m_tile * tk.bn * 4 : 0;
-  const size_t count_offset = align256(part_offset + part_bytes);
-  const size_t workspace = count_offset + static_cast<size_t>(split.tiles) * 4;
+  const SplitKWorkspace ws = splitk_workspace(
+      epi.workspace_bytes(),
+      split.splits > 1 ? static_cast<size_t>(split.tiles * split.splits) * tk.m_tile * tk.bn * 4 : 0, split.tiles);
 
   RegionKernels rk;
   KernelSpec spec;
@@ -230,8 +225,8 @@ RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::De
   w.field("int", "chunk", static_cast<int>(split.chunk));
   w.pointer("const u16*", "x", Src::input, region_input_index(r, d.mm->inputs[0]), d.x_vec * 2);
   w.pointer("const u16*", "w", Src::input, region_input_index(r, d.mm->inputs[1]), d.w_vec * 2);
-  w.workspace_pointer("float*", "part", part_offset, 4);
-  w.workspace_pointer("unsigned int*", "counts", count_offset, 4);
+  w.workspace_pointer("float*", "part", ws.part_offset, 4);
+  w.workspace_pointer("unsigned int*", "counts", ws.count_offset, 4);
   epi.declare(w);
   const std::string args = w.finish();
 
@@ -306,7 +301,7 @@ RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::De
   spec.launch.grid = dim3(static_cast<unsigned>(split.tiles * split.splits));
   spec.launch.block = dim3(kDecodeThreadsHost);
   spec.launch.dynamic_shared_memory = tk.smem;
-  rk.workspace_bytes = workspace;
+  rk.workspace_bytes = ws.bytes;
   rk.kernels.push_back(std::move(spec));
   return rk;
 }

@@ -14,6 +14,7 @@
 
 #include "engines/jit/codegen.hpp"
 #include "engines/jit/codegen_anchor.hpp"
+#include "engines/jit/codegen_gemm.hpp"
 #include "engines/jit/sm90_operands.hpp"
 #include "gemm/gemm_abi.h"
 #include "sinter/error.hpp"
@@ -74,13 +75,11 @@ Work plan_work(const Sm90Operands& o, const TmaConfig& c, const cuda::DeviceProp
   w.tiles = o.batch.numel * ((o.n + c.bn - 1) / c.bn);
   w.steps_per_tile = (o.k + c.step_k() - 1) / c.step_k();
   w.total = w.tiles * w.steps_per_tile;
-  w.ctas = std::clamp<int64_t>(dev.sm_count > 0 ? dev.sm_count : 132, 1, w.total);
-  // the same arithmetic as DecodeTmaWork::cta_of
-  auto cta_of = [&](int64_t x) { return ((x + 1) * w.ctas - 1) / w.total; };
-  for (int64_t t = 0; t < w.tiles; ++t) {
-    const int64_t n = cta_of((t + 1) * w.steps_per_tile - 1) - cta_of(t * w.steps_per_tile) + 1;
-    w.max_contributors = std::max(w.max_contributors, n);
-  }
+  w.ctas = std::clamp<int64_t>(dev.sm_count > 0 ? dev.sm_count : 132, 1, std::max<int64_t>(w.total, 1));
+  // Every CTA runs at least q = total / ctas steps, so a tile's steps_per_tile steps meet at most
+  // ceil(steps_per_tile / q) + 1 CTAs (a bound, not a walk over every tile; it sizes the partials).
+  const int64_t q = std::max<int64_t>(w.total / w.ctas, 1);
+  w.max_contributors = std::min(w.ctas, (w.steps_per_tile + q - 1) / q + 1);
   return w;
 }
 
@@ -99,8 +98,7 @@ std::string decode_tma_unsupported(const Graph& g, const fuse::Region& r, const 
   if (o.b_mn_major) return "the weight is n-contiguous ([K, N]); this tile streams k-contiguous [N, K] weights";
   // the kernel counts a CTA's steps in int (and step x CTA count stays far inside i64)
   const TmaConfig c = config_of();
-  const int64_t tiles = o.batch.numel * ((o.n + c.bn - 1) / c.bn);
-  if (tiles * ((o.k + c.step_k() - 1) / c.step_k()) >= (int64_t{1} << 31)) return "2^31 or more 16 KiB weight steps";
+  if (plan_work(o, c, dev).total >= (int64_t{1} << 31)) return "2^31 or more 16 KiB weight steps";
   // + the static shared memory beside the ring: the epilogue's column-sum buffer (8 warps x bn
   // floats) and scratch, the combine's flag (a deep ring set through the environment can reach it)
   const int smem = smem_bytes(c, m_tile_of(o.m)) + 8 * c.bn * 4 + 1024;
@@ -122,16 +120,11 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   const int smem = smem_bytes(c, m_tile);
   const Work work = plan_work(o, c, dev);
 
-  // workspace: the epilogue's exit accumulators, then the partials of split tiles and the tile
-  // counters (zeroed once; the last CTA of each split tile resets its own)
+  // a tile's partials: max_contributors slots of m_tile x bn floats
   AnchorEpilogue epi(g, r, o.mm->outputs[0]);
-  auto align256 = [](size_t v) { return (v + 255) / 256 * 256; };
-  const size_t part_offset = align256(epi.workspace_bytes());
-  const size_t part_floats = static_cast<size_t>(m_tile) * c.bn;
   const size_t part_bytes =
-      work.max_contributors > 1 ? static_cast<size_t>(work.tiles * work.max_contributors) * part_floats * 4 : 0;
-  const size_t count_offset = align256(part_offset + part_bytes);
-  const size_t workspace = count_offset + static_cast<size_t>(work.tiles) * 4;
+      work.max_contributors > 1 ? static_cast<size_t>(work.tiles * work.max_contributors) * m_tile * c.bn * 4 : 0;
+  const SplitKWorkspace ws = splitk_workspace(epi.workspace_bytes(), part_bytes, work.tiles);
 
   RegionKernels rk;
   KernelSpec spec;
@@ -150,8 +143,8 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   w.field("i64", "ctas", work.ctas);
   w.field("i64", "tiles_n", (o.n + c.bn - 1) / c.bn);
   w.field("i64", "max_contributors", work.max_contributors);
-  w.workspace_pointer("float*", "part", part_offset, 4);
-  w.workspace_pointer("unsigned int*", "counts", count_offset, 4);
+  w.workspace_pointer("float*", "part", ws.part_offset, 4);
+  w.workspace_pointer("unsigned int*", "counts", ws.count_offset, 4);
   epi.declare(w);
   const std::string args = w.finish();
 
@@ -207,7 +200,7 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   spec.launch.grid = dim3(static_cast<unsigned>(work.ctas));
   spec.launch.block = dim3(kThreadsHost);
   spec.launch.dynamic_shared_memory = static_cast<size_t>(smem);
-  rk.workspace_bytes = workspace;
+  rk.workspace_bytes = ws.bytes;
   rk.kernels.push_back(std::move(spec));
   return rk;
 }
