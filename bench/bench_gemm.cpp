@@ -22,14 +22,18 @@
 // the relative L2 difference between our output and cuBLASLt's (meaningful for bare cases only:
 // a fused epilogue computes a different function than the bare cuBLASLt matmul).
 //
-//   sinter_bench_gemm [--quick] [--decode] [--cold-l2] [--cases NAME,...] [--no-candidates]
+//   gemm_bias_gelu_amax_{2048,8192}  the fused case at other sizes, vs bare cuBLASLt of that size
+//   sinter_bench_gemm [--quick] [--decode] [--cold-l2] [--cases NAME,...] [--no-candidates] [--soak S]
 //     --decode: only the decode cases; --cold-l2: L2 overwritten before each timed launch, both
 //     sides; --cases: only the cases whose name is listed (for profiling one kernel under Nsight
-//     Compute); --no-candidates: skip the per-candidate lines.
+//     Compute); --no-candidates: skip the per-candidate lines; --soak S: our default of each case
+//     then runs back to back for S seconds (for a clock / power sampler beside it).
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
@@ -87,6 +91,9 @@ bool g_cold_l2 = false;
 // --cases: the case names to run (empty: all); --no-candidates: no forced-candidate lines.
 std::vector<std::string> g_cases;
 bool g_candidates = true;
+// --soak SECONDS: after a case's timing, our default plan runs back to back for that long (a
+// clock and power sampler beside the process sees the steady state: bench/final_device.sh)
+double g_soak_s = 0.0;
 bool wanted(const std::string& name) {
   return g_cases.empty() || std::find(g_cases.begin(), g_cases.end(), name) != g_cases.end();
 }
@@ -135,6 +142,22 @@ void run_case(const std::string& name, const Graph& ours, const Graph& theirs, d
               name.c_str(), s.ms, c.ms, s.ms / c.ms, flops / (s.ms * 1e9), flops / (c.ms * 1e9),
               bytes / (s.ms * 1e9), diff, s.kernels.c_str(), c.kernels.c_str());
   std::fflush(stdout);
+  if (g_soak_s > 0.0) {
+    ExecutorOptions opts;
+    opts.engine = "jit";
+    StreamExecutor ex(ours, cache, opts);
+    ex.run(in);
+    std::vector<double> chunks;
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < g_soak_s) {
+      chunks.push_back(ex.time_ms(iters, 0, false));
+    }
+    std::sort(chunks.begin(), chunks.end());
+    std::printf("{\"case\": \"%s\", \"soak_s\": %.1f, \"soak_chunks\": %zu, \"soak_median_ms\": %.5f, "
+                "\"soak_min_ms\": %.5f, \"soak_max_ms\": %.5f}\n",
+                name.c_str(), g_soak_s, chunks.size(), chunks[chunks.size() / 2], chunks.front(), chunks.back());
+    std::fflush(stdout);
+  }
   if (!each_candidate || !g_candidates) return;
   // every Hopper config forced, against the cuBLASLt time above: which one should be the default
   for (int v : hopper_candidates(ours, cuda::device_properties(0))) {
@@ -232,12 +255,14 @@ int main(int argc, char** argv) {
       g_cold_l2 = true;
     } else if (std::strcmp(argv[i], "--no-candidates") == 0) {
       g_candidates = false;
+    } else if (std::strcmp(argv[i], "--soak") == 0 && i + 1 < argc) {
+      g_soak_s = std::atof(argv[++i]);
     } else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc) {
       std::stringstream list(argv[++i]);
       for (std::string c; std::getline(list, c, ',');) g_cases.push_back(c);
     } else {
       std::fprintf(stderr, "sinter_bench_gemm: unknown argument '%s' (expected --quick, --decode, --cold-l2, "
-                           "--cases LIST, --no-candidates)\n", argv[i]);
+                           "--cases LIST, --no-candidates, --soak SECONDS)\n", argv[i]);
       return 2;
     }
   }
@@ -262,6 +287,14 @@ int main(int argc, char** argv) {
     const int64_t s = 4096;
     run_case("gemm_bias_gelu_amax_4096", gemm("gemm_bias_gelu_amax_4096", s, s, s, true),
              gemm("gemm_4096", s, s, s, false), 2.0 * s * s * s, 2.0 * s * s, cache, iters, true);
+    // the same epilogue at half and twice the size: what the fused kernel pays over bare cuBLASLt
+    // as a function of the tiles per SM (~2, ~8, ~31 of 64x256) separates a per-kernel cost (the
+    // last epilogue, which nothing hides) from a per-tile one
+    for (int64_t e : {int64_t{2048}, int64_t{8192}}) {
+      const std::string n = "gemm_bias_gelu_amax_" + std::to_string(e);
+      run_case(n, gemm(n, e, e, e, true), gemm("gemm_" + std::to_string(e), e, e, e, false), 2.0 * e * e * e,
+               2.0 * e * e, cache, iters);
+    }
     // a row-major [K, N] weight (read MN-major, wgmma transposing B), against cuBLASLt on the same
     const Graph kn = gemm("gemm_4096_kn", s, s, s, false, false);
     run_case(kn.name(), kn, kn, 2.0 * s * s * s, 2.0 * s * s, cache, iters, true);

@@ -29,6 +29,10 @@
 #                 memory-bound cases (and the GEMM ones it also times), for ratios in one call
 #   gemm          sinter_bench_gemm --quick (issue 4); GEMM_CASES=A,B limits it to those cases;
 #                 GEMM_AB_ENV=VAR=VALUE runs them again under that variable (defaults only)
+#   gemm_soak     each SOAK_CASES case (default gemm_4096,gemm_bias_gelu_amax_4096) run back to back
+#                 for SOAK_S seconds under an nvidia-smi sampler: SM clock, power, event reasons
+#   decode_probe  bench/experiments/decode_read_probe (built into BIN_DIR): TMA box shapes, ring
+#                 depths, PDL and L2 prefetch reading the 117 MB decode weight, no math
 #   hopper_tests  GpuHopperGemm.*
 #   probe         bench/experiments/stream_probe (built by nvcc into BIN_DIR): copy and read-only
 #                 stream structures against cudaMemcpy
@@ -67,6 +71,11 @@ gpu_tests() {
   cat "$out"/"$1".shard* > "$out/$1"; rm -f "$out"/"$1".shard*
   echo "exit $rc (worst of $shards shards)"; summary "$out/$1"; grep -E "${4:-Failure}" -A3 "$out/$1" | head -60
 }
+if want decode_probe; then
+  stamp "decode read probe: TMA box shapes, ring depths, PDL and L2 prefetch on a 117 MB weight"
+  timeout 120 "$bin/decode_read_probe" > "$out/decode_read_probe.log" 2>&1
+  echo "exit $?"; cat "$out/decode_read_probe.log"
+fi
 if want probe; then
   stamp "stream probe: copy and read structures vs cudaMemcpy"
   timeout 120 "$bin/stream_probe" > "$out/stream_probe.log" 2>&1
@@ -122,14 +131,17 @@ if want layout_tests; then
 fi
 if want gemm_decode; then
   stamp "decode GEMM bench"
+  if [ -z "${DECODE_AB_ONLY:-}" ]; then  # DECODE_AB_ONLY=1: only the M = 1, 8, 16 runs below
   timeout 120 "$bin/sinter_bench_gemm" --quick --decode > "$out/gemm_decode.jsonl" 2>&1
   echo "exit $?"; cut -c1-260 "$out/gemm_decode.jsonl"
   # the same with cold L2 (weights from DRAM, as in the decode stack): what decode defaults need
   timeout 120 "$bin/sinter_bench_gemm" --quick --decode --cold-l2 > "$out/gemm_decode_cold.jsonl" 2>&1
   echo "exit $?"; cut -c1-260 "$out/gemm_decode_cold.jsonl"
+  fi
   # DECODE_AB_ENV="VAR=VALUE ...": the M = 1, 8, 16 cases again under each setting, for A/B in one call
-  for ab in ${DECODE_AB_ENV:-}; do
-    env "$ab" timeout 60 "$bin/sinter_bench_gemm" --quick --decode --cases decode_m1,decode_m8,decode_m16 \
+  # (one entry may set several variables joined by '+': SINTER_DECODE_TMA_BN=16+SINTER_DECODE_TMA_PREFETCH=6)
+  for ab in ${DECODE_AB_ONLY:+SINTER_AB_BASELINE=1} ${DECODE_AB_ENV:-}; do
+    env ${ab//+/ } timeout 60 "$bin/sinter_bench_gemm" --quick --decode --cases decode_m1,decode_m8,decode_m16 \
       > "$out/gemm_decode_ab_${ab//[^A-Za-z0-9]/_}.jsonl" 2>&1
     echo "exit $? ($ab)"; grep -E '"decode_m(1|8|16)"' "$out/gemm_decode_ab_${ab//[^A-Za-z0-9]/_}.jsonl" | cut -c1-260
   done
@@ -174,6 +186,39 @@ if want gemm; then
     env "$GEMM_AB_ENV" timeout 150 "$bin/sinter_bench_gemm" --quick --no-candidates "${cases[@]}" > "$out/gemm_ab.jsonl" 2>&1
     echo "exit $? ($GEMM_AB_ENV)"; cut -c1-230 "$out/gemm_ab.jsonl"
   fi
+fi
+if want gemm_soak; then
+  # each SOAK_CASES case's default runs back to back for SOAK_S seconds while nvidia-smi samples
+  # the SM clock and board power every 50 ms: does a fused epilogue cost clock (power), not slots?
+  stamp "GEMM soak with clock / power sampling"
+  IFS=, read -ra soak_cases <<< "${SOAK_CASES:-gemm_4096,gemm_bias_gelu_amax_4096}"
+  reasons=clocks_event_reasons.active
+  nvidia-smi --query-gpu=$reasons --format=csv,noheader > /dev/null 2>&1 || reasons=clocks_throttle_reasons.active
+  for c in "${soak_cases[@]}"; do
+    nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,$reasons \
+      --format=csv,noheader,nounits -lms 50 > "$out/soak_$c.smi" 2>&1 &
+    smi=$!
+    timeout 60 "$bin/sinter_bench_gemm" --quick --no-candidates --cases "$c" --soak "${SOAK_S:-4}" > "$out/soak_$c.jsonl" 2>&1
+    echo "exit $? ($c)"; kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
+    grep soak "$out/soak_$c.jsonl" | cut -c1-200
+    python3 - "$out/soak_$c.smi" <<'PY'
+import statistics, sys
+rows = []
+for line in open(sys.argv[1]):
+    f = [x.strip() for x in line.split(",")]
+    try:
+        if len(f) >= 5 and float(f[4]) >= 95: rows.append(f)
+    except ValueError:
+        pass
+if not rows:
+    print("  no busy samples:", open(sys.argv[1]).read()[:300])
+else:
+    med = lambda i: statistics.median(float(r[i]) for r in rows)
+    reasons = sorted({r[5] for r in rows if len(r) > 5})
+    print(f"  {len(rows)} busy samples: sm clock {med(0):.0f} MHz (min {min(float(r[0]) for r in rows):.0f}), "
+          f"mem {med(1):.0f} MHz, power {med(2):.0f} W, temp {med(3):.0f} C, event reasons {reasons}")
+PY
+  done
 fi
 if want hopper_tests; then
   stamp "Hopper GEMM tests"

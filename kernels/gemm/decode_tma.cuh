@@ -1,16 +1,14 @@
 // The TMA decode tile: y[M, N] = x[M, K] @ W for M <= 16 with an [N, K] weight (k contiguous),
 // on sm_90a. Decode GEMMs are bound by reading W once, so what matters is keeping enough bytes in
 // flight per SM (Little's law: ~4.3 TB/s x ~1.5 us of loaded DRAM latency is ~50 KB per SM) for
-// the whole kernel, on every SM, with no tail:
-//  - One CTA per SM, persistent. The work is a flat list of 64-wide k steps over 128-row tiles
-//    of W (tile-major), cut into equal contiguous ranges, one per CTA ("stream-K"): every SM
-//    streams the same number of bytes whatever N and K are, where a grid of whole tiles leaves
-//    SMs with one tile where others have two.
-//  - A step is 16 KiB of W: kBN rows x 128 / kBN boxes of 64 k (128-byte swizzle), issued back to
-//    back, so each row is read in runs of 256 k x 2 bytes / (kBN / 32) -- longer runs per DRAM
-//    page than one 128-byte box row -- plus the matching boxes of x (the M tile's rows; rows past
-//    M and k past K read as zeros), into a ring of kStages stages guarded by mbarriers: bytes in
-//    flight independent of how fast the warps consume them, a few instructions per 16 KiB.
+// the whole kernel, on every SM, with no tail and no pause:
+//  - One CTA per SM, persistent. The work is a flat list of k steps over kBN-row tiles of W
+//    (tile-major), cut into equal contiguous ranges, one per CTA ("stream-K"): every SM streams
+//    the same number of bytes whatever N and K are, where a grid of whole tiles leaves SMs with
+//    one tile where others have two.
+//  - A step is 16 KiB of W: kBN rows x 128 / kBN boxes of 64 k (128-byte swizzle), plus the
+//    matching boxes of x (the M tile's rows; rows past M and k past K read as zeros), into a ring
+//    of kStages stages guarded by mbarriers. With kChunked the boxes of a step are one TMA box.
 //  - Thread 0 issues the loads; there is no producer warp, so every thread of the CTA runs the
 //    math and the region's epilogue and __syncthreads stays usable there. It refills the stage of
 //    the step before the current one, once all 8 warps have released it (an `empty` mbarrier).
@@ -21,6 +19,12 @@
 //  - A tile whose steps span several CTAs meets through the workspace (decode_splitk_combine:
 //    the last CTA to arrive sums the partials in CTA order, deterministically, and runs the
 //    epilogue); a tile inside one CTA goes straight to the epilogue.
+// What this costs (session 11, H200, 117 MB weight, bench/experiments/decode_read_probe.cu): the
+// ring alone streams at 4.03 TB/s, the loop with its math and nothing at a tile's end at 3.89,
+// the loop with the tile ends 3.53 / 3.24 / 2.96 at M = 1 / 8 / 16: each tile end (fence,
+// atomic, partial reads, all warps) stops the SM's loads. Handing the tile ends to a ninth warp
+// was slower still (1.73 TB/s at M = 8: its one-warp combine waited on one L2 read after
+// another); docs/research-gemm-epilogue-and-decode.md has the numbers and what to try next.
 #pragma once
 
 #include "common/abi.h"
@@ -34,13 +38,17 @@ constexpr int kDecodeTmaThreads = 256;
 constexpr int kDecodeTmaWarps = kDecodeTmaThreads / 32;
 constexpr int kDecodeTmaStepBytes = 16384;  // W bytes per step
 
-// kBN: W rows (output columns) per tile, 32, 64 or 128; a step holds 128 / kBN boxes of 64 k.
-// kXGlobal: the warps read x's fragments from global memory (L1) instead of TMA boxes of x in
-// every stage (an experiment: SINTER_DECODE_TMA_X=global; not measured yet).
-template <int kBN_, int kMTile_, int kStages_, bool kXGlobal_ = false>
+// kBN: W rows (output columns) per tile, 32, 64 or 128 (the generated epilogue walks a tile's
+// columns 32 at a time); a step holds 128 / kBN boxes of 64 k.
+// kChunked: the tensor maps view W as {64 k, N rows, K / 64 chunks} (and x likewise), so a
+// step's 128 / kBN boxes of 64 k are ONE TMA box {64, kBN, 128 / kBN}: one instruction a step
+// whatever kBN, each W row read in a (256 / kBN * 64)-byte run. It lands exactly where the
+// separate boxes do (box b at b x kWBoxBytes), so the math is the same. Needs K % 64 == 0 (a
+// chunk past K would read the next row, not zeros) and one batch (the host checks).
+template <int kBN_, int kMTile_, int kStages_, bool kChunked_ = false>
 struct DecodeTmaSmem {
   static constexpr int kBN = kBN_, kMTile = kMTile_, kStages = kStages_;
-  static constexpr bool kXGlobal = kXGlobal_;
+  static constexpr bool kChunked = kChunked_;
   static_assert(kBN == 32 || kBN == 64 || kBN == 128, "a step is 16 KiB of W: 128 / kBN boxes of kBN rows");
   static_assert(kMTile == 8 || kMTile == 16, "x is one m16 mma tile, the upper 8 rows zero for M <= 8");
   static constexpr int kKBoxes = 128 / kBN;           // 64-k boxes per step
@@ -48,7 +56,7 @@ struct DecodeTmaSmem {
   static constexpr int kRowGroups = kBN / 16;          // warps per k box: 16 rows each
   static constexpr int kWBoxBytes = kBN * 128, kXBoxBytes = kMTile * 128;
   static constexpr int kWBytes = kKBoxes * kWBoxBytes;  // 16 KiB
-  static constexpr int kStageBytes = kWBytes + (kXGlobal ? 0 : kKBoxes * kXBoxBytes);
+  static constexpr int kStageBytes = kWBytes + kKBoxes * kXBoxBytes;
   static constexpr int kCOffset = kStages * kStageBytes;
   static constexpr int kRedOffset = kCOffset + 16 * kBN * 4;  // the k boxes' partial C tiles
   static constexpr int kBarOffset = kRedOffset + (kKBoxes > 1 ? kKBoxes * 16 * kBN * 4 : 0);
@@ -77,31 +85,12 @@ __device__ __forceinline__ void ldmatrix_x2(u32& r0, u32& r1, u32 addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(addr));
 }
 
-// x in global memory, for the kXGlobal variant: element (row, k) of batch bi at
-// x + bi * batch_stride + row * lda + k, rows < m and k < kdim (the rest reads as zero).
-struct DecodeTmaX {
-  const u16* x;
-  i64 lda, batch_stride;
-  int m, kdim;
-};
-
-// x[row][k], x[row][k + 1] as one mma register (zero past the row's end or for a missing row).
-// k is even and rows are 16-byte aligned (the host checks the TMA rules for x either way).
-__device__ __forceinline__ u32 decode_x_pair(const u16* row, int k, int kdim) {
-  if (row == nullptr || k >= kdim) return 0u;
-  if (k + 1 < kdim) return __ldg(reinterpret_cast<const unsigned int*>(row + k));
-  return static_cast<u32>(__ldg(row + k));
-}
-
 // One k box of a warp: acc[nb] += x-box (A, 16 x 64) * W-box rows 16 h + 8 nb .. +8 (B).
 // ldmatrix: lane l addresses row l % 8 of matrix l / 8 and receives, of each matrix, row l / 4,
 // elements 2 (l % 4), +1 -- for a [row][k] box that is the A and col-major B fragment of
 // m16n8k16 (PTX ISA 9.7.14.5.8). A box row of 128 bytes holds 16-byte chunk j at j ^ (row % 8).
-// kXGlobal: A comes from rows x_g (row g) and x_g8 (row g + 8) at k_box + 16q + 2t (+8) instead.
-template <int kMTile, bool kBf16, bool kXGlobal = false>
-__device__ __forceinline__ void decode_tma_step(u32 w_box, u32 x_box, int h, int lane, float (&acc)[2][4],
-                                                const u16* x_g = nullptr, const u16* x_g8 = nullptr, int k_box = 0,
-                                                int kdim = 0) {
+template <int kMTile, bool kBf16>
+__device__ __forceinline__ void decode_tma_step(u32 w_box, u32 x_box, int h, int lane, float (&acc)[2][4]) {
   const int mi = lane >> 3, r = lane & 7;
   const u32 w_row = w_box + static_cast<u32>(16 * h + 8 * (mi >> 1) + r) * 128u;
 #pragma unroll
@@ -111,13 +100,7 @@ __device__ __forceinline__ void decode_tma_step(u32 w_box, u32 x_box, int h, int
     ldmatrix_x4(b, w_row + (static_cast<u32>((2 * q + (mi & 1)) ^ r) << 4));
     // A: matrices (x rows 0-7, k 16q..), (rows 8-15, k 16q..), (rows 0-7, k 16q+8..), (rows 8-15, k 16q+8..)
     u32 a[4];
-    if (kXGlobal) {
-      const int k = k_box + 16 * q + 2 * (lane & 3);
-      a[0] = decode_x_pair(x_g, k, kdim);
-      a[2] = decode_x_pair(x_g, k + 8, kdim);
-      a[1] = kMTile == 16 ? decode_x_pair(x_g8, k, kdim) : 0u;
-      a[3] = kMTile == 16 ? decode_x_pair(x_g8, k + 8, kdim) : 0u;
-    } else if (kMTile == 16) {
+    if (kMTile == 16) {
       ldmatrix_x4(a, x_box + static_cast<u32>(8 * (mi & 1) + r) * 128u + (static_cast<u32>((2 * q + (mi >> 1)) ^ r) << 4));
     } else {
       // lanes 0-15 address (rows 0-7, k 16q..) and (rows 0-7, k 16q+8..); rows 8-15 are zero
@@ -161,8 +144,7 @@ struct DecodeTmaCursor {
 // tiles_n are below 2^31 (the host checks).
 template <class S, bool kBf16, class TileDone>
 __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap* map_x, const SinterTensorMap* map_w,
-                                               const DecodeTmaWork& wk, i64 tiles_n, const DecodeTmaX& xg,
-                                               TileDone&& tile_done) {
+                                               const DecodeTmaWork& wk, i64 tiles_n, TileDone&& tile_done) {
   constexpr int kStages = S::kStages, kBN = S::kBN, kMTile = S::kMTile;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int h = warp % S::kRowGroups, kb = warp / S::kRowGroups;  // rows 16 h.., k box kb
@@ -174,26 +156,31 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
   const int spt = static_cast<int>(wk.steps_per_tile), tn = static_cast<int>(tiles_n);
 
   // thread 0's load cursor: the next step to issue, into stage `ist`
-  DecodeTmaCursor load;
+  DecodeTmaCursor load{};
   int ist = 0;
   auto issue = [&]() {
     char* stage = smem + ist * S::kStageBytes;
     mbarrier_arrive_expect_tx(&full[ist], S::kStageBytes);
     const int k0 = load.ks * S::kStepK, n0 = load.nt * kBN, bi = static_cast<int>(load.bi);
+    if constexpr (S::kChunked) {
+      tma_load_3d(stage, map_w, &full[ist], 0, n0, k0 / 64);
+      tma_load_3d(stage + S::kWBytes, map_x, &full[ist], 0, 0, k0 / 64);
+    } else {
 #pragma unroll
-    for (int b = 0; b < S::kKBoxes; ++b) {
-      tma_load_3d(stage + b * S::kWBoxBytes, map_w, &full[ist], k0 + 64 * b, n0, bi);
-    }
+      for (int b = 0; b < S::kKBoxes; ++b) {
+        tma_load_3d(stage + b * S::kWBoxBytes, map_w, &full[ist], k0 + 64 * b, n0, bi);
+      }
 #pragma unroll
-    for (int b = 0; b < S::kKBoxes && !S::kXGlobal; ++b) {
-      tma_load_3d(stage + S::kWBytes + b * S::kXBoxBytes, map_x, &full[ist], k0 + 64 * b, 0, bi);
+      for (int b = 0; b < S::kKBoxes; ++b) {
+        tma_load_3d(stage + S::kWBytes + b * S::kXBoxBytes, map_x, &full[ist], k0 + 64 * b, 0, bi);
+      }
     }
     load.advance(spt, tn);
     ist = ist + 1 == kStages ? 0 : ist + 1;
   };
   if (threadIdx.x == 0) {
     tma_prefetch_descriptor(map_w);
-    if (!S::kXGlobal) tma_prefetch_descriptor(map_x);
+    tma_prefetch_descriptor(map_x);
     for (int i = 0; i < kStages; ++i) {
       mbarrier_init(&full[i], 1);                 // thread 0's arrive + the boxes' bytes
       mbarrier_init(&empty[i], kDecodeTmaWarps);  // one arrive per warp done reading the stage
@@ -212,14 +199,7 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
   for (int i = 0; i < steps; ++i) {
     const u32 stage = smem_addr(smem + st * S::kStageBytes);
     mbarrier_wait(&full[st], phase);
-    if (S::kXGlobal) {
-      const u16* xb = xg.x + at.bi * xg.batch_stride;
-      decode_tma_step<kMTile, kBf16, true>(stage + kb * S::kWBoxBytes, 0u, h, lane, acc, g < xg.m ? xb + g * xg.lda : nullptr,
-                                           g + 8 < xg.m ? xb + (g + 8) * xg.lda : nullptr,
-                                           at.ks * S::kStepK + 64 * kb, xg.kdim);
-    } else {
-      decode_tma_step<kMTile, kBf16>(stage + kb * S::kWBoxBytes, stage + S::kWBytes + kb * S::kXBoxBytes, h, lane, acc);
-    }
+    decode_tma_step<kMTile, kBf16>(stage + kb * S::kWBoxBytes, stage + S::kWBytes + kb * S::kXBoxBytes, h, lane, acc);
     __syncwarp();
     if (lane == 0) mbarrier_arrive(&empty[st]);
     // refill the previous step's stage: its readers have most likely all moved on by now

@@ -148,15 +148,12 @@ TEST_F(GpuDecodeGemm, DecodeStackShapesResidualAndManySplits) {
 // SINTER_DECODE_TMA_X; read at every build): 32 rows x 4 boxes and 64 x 2 a step, and x read by
 // the warps instead of TMA boxes -- M tails inside a fragment, K tails inside and past a box pair,
 // a folded batch. Written in session 10 without a device call for the x variant.
-TEST_F(GpuDecodeGemm, TmaShapesAndGlobalX) {
-  struct Setting {
-    const char* bn;
-    const char* x;
-  };
-  for (Setting st : {Setting{"32", "tma"}, Setting{"64", "tma"}, Setting{"128", "global"}, Setting{"32", "global"}}) {
-    SCOPED_TRACE(std::string("SINTER_DECODE_TMA_BN=") + st.bn + " SINTER_DECODE_TMA_X=" + st.x);
-    ::setenv("SINTER_DECODE_TMA_BN", st.bn, 1);
-    ::setenv("SINTER_DECODE_TMA_X", st.x, 1);
+TEST_F(GpuDecodeGemm, TmaShapesAndChunkedBoxes) {
+  // bn < 128 with K % 64 == 0 and one batch runs the chunked boxes (one TMA box a step), the
+  // rest the separate boxes
+  for (const char* bn : {"32", "64", "128"}) {
+    SCOPED_TRACE(std::string("SINTER_DECODE_TMA_BN=") + bn);
+    ::setenv("SINTER_DECODE_TMA_BN", bn, 1);
     auto tma_candidate = [&](const Graph& g) {
       const fuse::Partition p = fuse::partition_graph(g);
       for (const fuse::Region& r : p.regions) {
@@ -169,7 +166,8 @@ TEST_F(GpuDecodeGemm, TmaShapesAndGlobalX) {
       int64_t m, n, k;
     };
     for (Case c : {Case{DType::bf16, 1, 1000, 1064}, Case{DType::bf16, 3, 300, 200}, Case{DType::f16, 16, 129, 72},
-                   Case{DType::bf16, 9, 2048, 4104}}) {
+                   Case{DType::bf16, 9, 2048, 4104}, Case{DType::bf16, 5, 777, 1024}, Case{DType::f16, 16, 130, 64},
+                   Case{DType::bf16, 1, 3000, 4096}}) {
       const Graph g = decode_graph("decode_tma", c.t, c.m, c.n, c.k, true, true);
       const int v = tma_candidate(g);
       if (v < 0) {
@@ -189,7 +187,6 @@ TEST_F(GpuDecodeGemm, TmaShapesAndGlobalX) {
     }
   }
   ::unsetenv("SINTER_DECODE_TMA_BN");
-  ::unsetenv("SINTER_DECODE_TMA_X");
 }
 
 TEST_F(GpuDecodeGemm, BatchedBroadcastWeightRowAndColumnSums) {

@@ -128,6 +128,50 @@ TEST(JitMatmulDecode, TmaStreamKSplit) {
   EXPECT_THROW(build_matmul_decode_tma(kn, matmul_region(kn, p), h200()), Error);
 }
 
+// The TMA tile's shapes (SINTER_DECODE_TMA_BN): narrower tiles read a step as ONE chunked box
+// {64 k, bn rows, 128 / bn chunks} when K % 64 == 0 and there is one batch (separate boxes
+// otherwise); every shape compiles for sm_90a without spills.
+TEST(JitMatmulDecode, TmaShapesChunkedBoxes) {
+  for (const char* bn_s : {"32", "64", "128"}) {
+    SCOPED_TRACE(std::string("bn ") + bn_s);
+    ::setenv("SINTER_DECODE_TMA_BN", bn_s, 1);
+    const int bn = std::atoi(bn_s);
+    for (int64_t k : {int64_t{4096}, int64_t{1000}}) {
+      const RegionKernels rk = build_tile(decode(DType::bf16, 16, 14336, k, true, true), MatmulTile::decode_tma);
+      const KernelSpec& ks = rk.kernels.at(0);
+      const bool chunked = bn < 128 && k % 64 == 0;
+      EXPECT_EQ(ks.description.find(" chunked") != std::string::npos, chunked) << ks.description;
+      EXPECT_EQ(ks.launch.block.x, 256u);
+      ASSERT_EQ(ks.tensor_maps.size(), 2u);
+      const TensorMapSlot& w = ks.tensor_maps.back();
+      if (chunked) {
+        EXPECT_EQ(w.dims[0], 64u);
+        EXPECT_EQ(w.dims[1], 14336u);
+        EXPECT_EQ(w.dims[2], static_cast<uint64_t>(k / 64));
+        EXPECT_EQ(w.strides[0], static_cast<uint64_t>(2 * k));
+        EXPECT_EQ(w.strides[1], 128u);
+        EXPECT_EQ(w.box[1], static_cast<uint32_t>(bn));
+        EXPECT_EQ(w.box[2], static_cast<uint32_t>(128 / bn));
+      } else {
+        EXPECT_EQ(w.dims[0], static_cast<uint64_t>(k));
+        EXPECT_EQ(w.box[2], 1u);
+      }
+      cuda::CompileOptions opts;
+      opts.arch = "sm_90a";
+      opts.extra_options = {"--ptxas-options=-v"};
+      cuda::CompileResult res;
+      try {
+        res = cuda::compile_cuda("decode_tma.cu", ks.source, opts);
+      } catch (const Error& e) {
+        ADD_FAILURE() << ks.description << " does not compile:\n" << e.message();
+        continue;
+      }
+      EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
+    }
+  }
+  ::unsetenv("SINTER_DECODE_TMA_BN");
+}
+
 TEST(JitMatmulDecode, DeclinesWithAReason) {
   Built b = build_first(decode(DType::bf16, 17, 256, 256, true, false));
   EXPECT_NE(b.why_not.find("M = 17 is more than 16 rows"), std::string::npos) << b.why_not;

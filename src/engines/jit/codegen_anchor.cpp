@@ -249,11 +249,11 @@ std::string AnchorEpilogue::gemm_tile(const std::string& grow0, const std::strin
       << "      " << sc.sync << "  // a previous user of xred is done\n"
       << "#pragma unroll\n      for (int j = 0; j < " << sc.bn << " / 32; ++j) xred[warp_ * " << sc.bn << " + lane_ + 32 * j] = cacc"
       << m << "[j];\n      " << sc.sync << "\n"
-      << "      if (static_cast<int>(tid_) < cols_valid) {\n"
-      << "        float t_ = xred[tid_];\n"
+      << "      for (int c_ = tid_; c_ < cols_valid; c_ += " << sc.threads << ") {  // fewer threads than columns: a loop\n"
+      << "        float t_ = xred[c_];\n"
       << "        for (int w = 1; w < " << sc.threads << " / 32; ++w) t_ = reduce_combine<" << kind_of(m)
-      << ">(t_, xred[w * " << sc.bn << " + tid_]);\n"
-      << "        accumulate_atomic<" << kind_of(m) << ">(a.red" << m << ".acc + gcol0 + tid_, t_);\n"
+      << ">(t_, xred[w * " << sc.bn << " + c_]);\n"
+      << "        accumulate_atomic<" << kind_of(m) << ">(a.red" << m << ".acc + gcol0 + c_, t_);\n"
       << "      }\n    }\n";
   }
   s << "  }\n";

@@ -33,13 +33,18 @@ constexpr int64_t kMaxM = 16;
 //   bn 64:  M = 1 0.0371, M = 8 0.0377, M = 16 0.0399 (6 stages)
 //   bn 32:  M = 1 0.0450, M = 8 0.0452, M = 16 0.0465 (6 stages; 4 or 10 no better)
 // Longer runs along each W row (bn 32: 512-byte runs) streamed slower, not faster; deeper rings
-// past 6 did not help either. SINTER_DECODE_TMA_BN=32|64|128 and SINTER_DECODE_TMA_STAGES=2..12
-// override the default, for A/B timing in one process (read at each build).
-// SINTER_DECODE_TMA_X=global: x's fragments read from global memory (L1) by the warps instead of
-// a TMA box of x in every stage (one TMA instruction a step instead of two; not measured yet).
+// past 6 did not help either. Those bn 32 / 64 steps were 4 / 2 TMA boxes of W and as many of x;
+// with K % 64 == 0 and one batch they are now one chunked box each (DecodeTmaSmem::kChunked).
+// Session 11 (call 2, tile ends still in line): bn 32 chunked M = 1 / 8 / 16 0.0367 / 0.0369 /
+// 0.0389 ms, bn 64 0.0366 / 0.0374 / 0.0397, bn 128 0.0356 / 0.0385 / 0.0422.
+// Tried and removed in session 11: x's fragments read by the warps from global memory instead
+// of a TMA box (0.072 ms at M = 1, twice as slow: every step waited on its loads), and an L2
+// prefetch of each CTA's first steps before griddepcontrol.wait (0.0374 against 0.0356; the
+// read probe agreed: 3.96 against 4.02 TB/s).
+// SINTER_DECODE_TMA_BN=32|64|128 and SINTER_DECODE_TMA_STAGES=2..12 override the tile, for A/B
+// timing in one process (read at each build).
 struct TmaConfig {
   int bn = 128, stages = 6;
-  bool x_global = false;
   int kboxes() const { return 128 / bn; }
   int step_k() const { return 64 * kboxes(); }
 };
@@ -49,7 +54,6 @@ TmaConfig config_of() {
     const int n = std::atoi(v);
     if (n == 32 || n == 64 || n == 128) c.bn = n;
   }
-  if (const char* v = std::getenv("SINTER_DECODE_TMA_X")) c.x_global = std::string(v) == "global";
   if (const char* v = std::getenv("SINTER_DECODE_TMA_STAGES")) {
     const int n = std::atoi(v);
     if (n >= 2 && n <= 12) c.stages = n;
@@ -57,9 +61,27 @@ TmaConfig config_of() {
   return c;
 }
 
+// Whether a step's boxes are one chunked TMA box (DecodeTmaSmem::kChunked): several k boxes a
+// step, K a multiple of 64 and one batch.
+bool chunked(const Sm90Operands& o, const TmaConfig& c) {
+  return c.kboxes() > 1 && o.k % 64 == 0 && o.batch.numel == 1;
+}
+// The chunked view of x (is_a) or W: {64 k, rows, K / 64 chunks}, chunks 128 bytes apart, box
+// {64, box_rows, 128 / bn}.
+TensorMapSlot chunked_map(const fuse::Region& r, const Sm90Operands& o, bool is_a, uint32_t box_rows,
+                          const TmaConfig& c) {
+  TensorMapSlot t = sm90_tensor_map(r, o, is_a, box_rows);
+  t.dims[0] = 64;
+  t.dims[1] = static_cast<uint64_t>(is_a ? o.m : o.n);
+  t.dims[2] = static_cast<uint64_t>(o.k / 64);
+  t.strides[1] = 128;  // t.strides[0], the row stride, stays
+  t.box[2] = static_cast<uint32_t>(c.kboxes());
+  return t;
+}
+
 int m_tile_of(int64_t m) { return m <= 8 ? 8 : 16; }
 int smem_bytes(const TmaConfig& c, int m_tile) {
-  const int stage = kStepBytesHost + (c.x_global ? 0 : c.kboxes() * m_tile * 128);
+  const int stage = kStepBytesHost + c.kboxes() * m_tile * 128;
   const int red = c.kboxes() > 1 ? c.kboxes() * 16 * c.bn * 4 : 0;
   return 1024 + c.stages * stage + 16 * c.bn * 4 + red + 2 * c.stages * 8;
 }
@@ -129,14 +151,11 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   RegionKernels rk;
   KernelSpec spec;
   ArgsWriter w(spec);
-  if (c.x_global) {
-    w.pointer("const u16*", "x", PointerSlot::Source::input, region_input_index(r, o.mm->inputs[0]), 16);
-    w.field("i64", "x_lda", o.a_stride_m);
-    w.field("i64", "x_batch", o.batch.numel > 1 ? o.batch.strides[0][0] : int64_t{0});
-  } else {
-    w.tensor_map("tma_x", sm90_tensor_map(r, o, true, static_cast<uint32_t>(m_tile)));
-  }
-  w.tensor_map("tma_w", sm90_tensor_map(r, o, false, static_cast<uint32_t>(c.bn)));
+  const bool chunk = chunked(o, c);
+  w.tensor_map("tma_x", chunk ? chunked_map(r, o, true, static_cast<uint32_t>(m_tile), c)
+                              : sm90_tensor_map(r, o, true, static_cast<uint32_t>(m_tile)));
+  w.tensor_map("tma_w", chunk ? chunked_map(r, o, false, static_cast<uint32_t>(c.bn), c)
+                              : sm90_tensor_map(r, o, false, static_cast<uint32_t>(c.bn)));
   w.field("SinterGemmShape", "shape", sm90_gemm_shape(o));
   w.field("i64", "total", work.total);
   w.field("i64", "steps_per_tile", work.steps_per_tile);
@@ -157,8 +176,7 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   std::ostringstream src;
   src << "// matmul region " << r.id << " of graph '" << g.name() << "' (decode tma, M <= 16, [N, K] weight)\n"
       << kernel_includes({"gemm/gemm_abi.h", "gemm/decode_tma.cuh"})
-      << "using Cfg = DecodeTmaSmem<" << c.bn << ", " << mt << ", " << st << ", " << (c.x_global ? "true" : "false")
-      << ">;\n"
+      << "using Cfg = DecodeTmaSmem<" << c.bn << ", " << mt << ", " << st << ", " << (chunk ? "true" : "false") << ">;\n"
       << "static_assert(kDecodeTmaThreads == " << kThreadsHost << " && kDecodeTmaStepBytes == " << kStepBytesHost
       << " && Cfg::kBytes == " << smem << ", \"the host's TMA decode constants are stale\");\n"
       << "[[maybe_unused]] constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n\n"
@@ -172,11 +190,7 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
       << "  const DecodeTmaWork wk{a.total, a.steps_per_tile, a.ctas};\n"
       << "  float* ctile = reinterpret_cast<float*>(smem_al + Cfg::kCOffset);\n"
       << "  const int rows = static_cast<int>(min(s.m, i64{" << m_tile << "}));\n"
-      << "  const DecodeTmaX xg{" << (c.x_global ? "a.x, a.x_lda, a.x_batch, static_cast<int>(s.m), static_cast<int>(s.k)"
-                                              : "nullptr, 0, 0, 0, 0")
-      << "};\n"
-      << "  decode_tma_run<Cfg, " << bf << ">(smem_al, " << (c.x_global ? "nullptr" : "&a.tma_x")
-      << ", &a.tma_w, wk, a.tiles_n, xg,\n"
+      << "  decode_tma_run<Cfg, " << bf << ">(smem_al, &a.tma_x, &a.tma_w, wk, a.tiles_n,\n"
       << "      [&](i64 tile, int contributors, int ordinal) {\n"
       << "    if (contributors > 1 && !decode_splitk_combine<kDecodeTmaThreads, Cfg::kMTile * Cfg::kBN, Cfg::kBN>(\n"
       << "            ctile, rows, a.part + tile * a.max_contributors * (Cfg::kMTile * Cfg::kBN), ordinal,\n"
@@ -194,7 +208,7 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   spec.source = src.str();
   spec.description = std::string("matmul decode tma mma.") + (bf16 ? "bf16" : "f16") + " m" + mt + "x" +
                      std::to_string(c.bn) + " k" + std::to_string(c.step_k()) + " stages" + st +
-                     (c.x_global ? " x:global" : "") + " w:[N,K] streamk" + std::to_string(work.ctas) + "x" +
+                     (chunk ? " chunked" : "") + " w:[N,K] streamk" + std::to_string(work.ctas) + "x" +
                      std::to_string((work.total + work.ctas - 1) / work.ctas) + " steps" +
                      (o.batch_folded ? " batch-folded" : "") + (epi.index64() ? " idx64" : "") + epi.describe();
   spec.launch.grid = dim3(static_cast<unsigned>(work.ctas));
