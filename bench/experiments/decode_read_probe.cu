@@ -17,7 +17,9 @@
 // Second part: the TMA decode tile's own loop (decode_tma_run, kernels/gemm/decode_tma.cuh) in
 // isolation, x [M, 4096] bf16 against the same weight, launched as Sinter launches it (PDL):
 // `tile end false` runs loads, math and the per-tile cross-warp sums but nothing at a tile's end;
-// `true` adds the split-tile combine through a workspace and a store of the f32 tile. Beside
+// `true` adds the split-tile combine through a workspace and a store of the f32 tile; `warps 4`
+// runs the tile ends on a warpgroup of 4 more warps while the 8 others stream; `batched true`
+// combines with float4 reads, all issued before the sums (decode_splitk_combine_group). Beside
 // the pure read above and the generated kernel in sinter_bench_gemm, it splits the time between
 // the stream, the math and the tile ends.
 #include <cuda.h>
@@ -125,35 +127,41 @@ __global__ void __launch_bounds__(256, 1) read_steps(const __grid_constant__ CUt
   if (acc == 0x12345678u) *sink = acc;
 }
 
-// The decode tile's loop; kCombine: split tiles meet through the workspace and the sum is stored.
-template <class S, bool kCombine>
-__global__ void __launch_bounds__(kDecodeTmaThreads, 1) tile_loop(const __grid_constant__ CUtensorMap map_x,
-                                                                  const __grid_constant__ CUtensorMap map_w,
-                                                                  DecodeTmaWork wk, long long tiles_n, int m, int n,
-                                                                  int max_contributors, float* part, unsigned* counts,
-                                                                  float* y) {
+// The decode tile's loop; kCombine: split tiles meet through the workspace and the sum is stored
+// -- by every thread in line, or by the tile-end warps (S::kTileEndWarps) while the others stream.
+template <class S, bool kCombine, bool kBatched = false>
+__global__ void __launch_bounds__(S::kThreads, 1) tile_loop(const __grid_constant__ CUtensorMap map_x,
+                                                            const __grid_constant__ CUtensorMap map_w, DecodeTmaWork wk,
+                                                            long long tiles_n, int m, int n, int max_contributors,
+                                                            float* part, unsigned* counts, float* y) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   extern __shared__ __align__(1024) char smem_raw[];
   char* smem = reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
-  float* ctile = reinterpret_cast<float*>(smem + S::kCOffset);
   const int rows = min(m, S::kMTile);
-  decode_tma_run<S, true>(smem, reinterpret_cast<const SinterTensorMap*>(&map_x),
-                          reinterpret_cast<const SinterTensorMap*>(&map_w), wk, tiles_n,
-                          [&](i64 tile, int contributors, int ordinal) {
-                            if (!kCombine) return;
-                            if (contributors > 1 &&
-                                !decode_splitk_combine<kDecodeTmaThreads, S::kMTile * S::kBN, S::kBN>(
-                                    ctile, rows, part + tile * max_contributors * (S::kMTile * S::kBN), ordinal,
-                                    contributors, counts + tile)) {
-                              return;
-                            }
-                            const int n0 = static_cast<int>(tile) * S::kBN;
-                            for (int i = threadIdx.x; i < rows * S::kBN; i += kDecodeTmaThreads) {
-                              const int r = i / S::kBN, c = i % S::kBN;
-                              if (n0 + c < n) y[static_cast<long long>(r) * n + n0 + c] = ctile[i];
-                            }
-                          });
+  constexpr bool kGroup = S::kTileEndWarps > 0;
+  constexpr int kEnders = kGroup ? 32 * S::kTileEndWarps : kDecodeTmaThreads;
+  static_assert(!kGroup || kBatched, "the tile-end warps combine batched");
+  decode_tma_run<S, true>(
+      smem, reinterpret_cast<const SinterTensorMap*>(&map_x), reinterpret_cast<const SinterTensorMap*>(&map_w), wk,
+      tiles_n, [&](i64 tile, int contributors, int ordinal, float* ctile) {
+        if (!kCombine) return;
+        const int tid = kGroup ? static_cast<int>(threadIdx.x) - kDecodeTmaThreads : static_cast<int>(threadIdx.x);
+        float* slot_part = part + tile * max_contributors * (S::kMTile * S::kBN);
+        if (contributors > 1) {
+          const bool last =
+              kBatched ? decode_splitk_combine_group<kEnders, kGroup ? 1 : 0, S::kMTile * S::kBN, S::kBN>(
+                             ctile, rows, slot_part, ordinal, contributors, counts + tile, tid)
+                     : decode_splitk_combine<kDecodeTmaThreads, S::kMTile * S::kBN, S::kBN>(
+                           ctile, rows, slot_part, ordinal, contributors, counts + tile);
+          if (!last) return;
+        }
+        const int n0 = static_cast<int>(tile) * S::kBN;
+        for (int i = tid; i < rows * S::kBN; i += kEnders) {
+          const int r = i / S::kBN, c = i % S::kBN;
+          if (n0 + c < n) y[static_cast<long long>(r) * n + n0 + c] = ctile[i];
+        }
+      });
 }
 
 int main() {
@@ -261,7 +269,7 @@ int main() {
   CHECK(cudaMalloc(&counts, 1 << 20));
   CHECK(cudaMemset(counts, 0, 1 << 20));
   CHECK(cudaMalloc(&y, m_max * kN * 4));
-  auto run_tile = [&](const char* label, auto kernel, int bn, int m_tile, int smem, int m) {
+  auto run_tile = [&](const char* label, auto kernel, int bn, int m_tile, int smem, int threads, int m) {
     auto encode2d = [&](CUtensorMap* map, void* base, long long rows, int box_rows) {
       const cuuint64_t dims[3] = {static_cast<cuuint64_t>(kK), static_cast<cuuint64_t>(rows), 1};
       const cuuint64_t strides[2] = {static_cast<cuuint64_t>(kK * 2), static_cast<cuuint64_t>(rows * kK * 2)};
@@ -282,7 +290,7 @@ int main() {
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(sms);
-    cfg.blockDim = dim3(kDecodeTmaThreads);
+    cfg.blockDim = dim3(threads);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
     cudaLaunchAttribute attr{};
@@ -294,18 +302,27 @@ int main() {
       CHECK(cudaLaunchKernelEx(&cfg, kernel, mx, mw, wk, tiles, m, static_cast<int>(kN), maxc, part, counts, y));
     }, double(bytes));
   };
-#define T(BN, MT, ST, COMB, M)                                                                            \
+#define T(BN, MT, ST, COMB, M, WARPS, BATCHED)                                                             \
   {                                                                                                        \
-    using S = DecodeTmaSmem<BN, MT, ST>;                                                                   \
-    run_tile("tile bn " #BN " m " #M " stages " #ST " tile end " #COMB, tile_loop<S, COMB>, BN, MT, S::kBytes, M); \
+    using S = DecodeTmaSmem<BN, MT, ST, false, WARPS>;                                                     \
+    run_tile("tile bn " #BN " m " #M " stages " #ST " tile end " #COMB " warps " #WARPS " batched " #BATCHED,    \
+             tile_loop<S, COMB, BATCHED>, BN, MT, S::kBytes, S::kThreads, M);                              \
   }
-  T(128, 8, 6, false, 1);
-  T(128, 8, 6, true, 1);
-  T(128, 8, 6, false, 8);
-  T(128, 8, 6, true, 8);
-  T(128, 16, 6, false, 16);
-  T(128, 16, 6, true, 16);
-  T(128, 8, 10, true, 1);
-  T(128, 16, 10, true, 16);
+  T(128, 8, 6, false, 1, 0, false);
+  T(128, 8, 6, true, 1, 0, false);
+  T(128, 8, 6, true, 8, 0, false);
+  T(128, 16, 6, false, 16, 0, false);
+  T(128, 16, 6, true, 16, 0, false);
+  // in line, the partial reads batched (SINTER_DECODE_TMA_TILE_END=batched)
+  T(128, 8, 6, true, 1, 0, true);
+  T(128, 8, 6, true, 8, 0, true);
+  T(128, 16, 6, true, 16, 0, true);
+  // the tile ends on a warpgroup of 4 more warps while 8 stream (SINTER_DECODE_TMA_TILE_END=warps)
+  T(128, 8, 6, false, 1, 4, true);
+  T(128, 8, 6, true, 1, 4, true);
+  T(128, 8, 6, true, 8, 4, true);
+  T(128, 16, 6, true, 16, 4, true);
+  T(128, 16, 5, true, 16, 4, true);
+  T(128, 8, 8, true, 1, 4, true);
   return 0;
 }

@@ -33,3 +33,49 @@ __device__ __forceinline__ bool decode_splitk_combine(float* ctile, int rows, fl
   __syncthreads();
   return true;
 }
+
+// The same protocol run by a group of kThreads threads (`tid` 0..kThreads-1, named barrier
+// kBar) while the rest of the CTA goes on -- the TMA decode tile's tile-end warps -- and written
+// for latency, since a few warps cannot hide L2 round trips behind others: float4 partials, and
+// each thread issues its reads of up to 4 partials before it sums them. The sums are those of
+// decode_splitk_combine, in the same (split) order. ctile and slot_part are 16-byte aligned.
+template <int kThreads, int kBar, int kPart, int kBN>
+__device__ __forceinline__ bool decode_splitk_combine_group(float* ctile, int rows, float* slot_part, int split,
+                                                            int splits, unsigned int* count, int tid) {
+  static_assert(kPart % kBN == 0 && kBN % 4 == 0, "a partial is whole C tile rows of float4");
+  __shared__ int group_last;
+  const int n4 = rows * kBN / 4;
+  float4* mine = reinterpret_cast<float4*>(slot_part + split * kPart);
+  for (int i = tid; i < n4; i += kThreads) mine[i] = reinterpret_cast<const float4*>(ctile)[i];
+  __threadfence();
+  asm volatile("bar.sync %0, %1;" ::"r"(kBar), "r"(kThreads) : "memory");
+  if (tid == 0) group_last = atomicAdd(count, 1u) == static_cast<unsigned>(splits - 1);
+  asm volatile("bar.sync %0, %1;" ::"r"(kBar), "r"(kThreads) : "memory");
+  if (!group_last) return false;
+  __threadfence();
+  const float4* all = reinterpret_cast<const float4*>(slot_part);
+  constexpr int kBatch = 4;
+  for (int i = tid; i < n4; i += kThreads) {
+    float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int q0 = 0; q0 < splits; q0 += kBatch) {
+      float4 v[kBatch];
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        v[j] = q0 + j < splits ? __ldcg(all + (q0 + j) * (kPart / 4) + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      }
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        if (q0 + j < splits) {
+          sum.x += v[j].x;
+          sum.y += v[j].y;
+          sum.z += v[j].z;
+          sum.w += v[j].w;
+        }
+      }
+    }
+    reinterpret_cast<float4*>(ctile)[i] = sum;
+  }
+  if (tid == 0) *count = 0u;  // every split has arrived: ready for the next launch
+  asm volatile("bar.sync %0, %1;" ::"r"(kBar), "r"(kThreads) : "memory");
+  return true;
+}

@@ -10,8 +10,9 @@
 //    matching boxes of x (the M tile's rows; rows past M and k past K read as zeros), into a ring
 //    of kStages stages guarded by mbarriers. With kChunked the boxes of a step are one TMA box.
 //  - Thread 0 issues the loads; there is no producer warp, so every thread of the CTA runs the
-//    math and the region's epilogue and __syncthreads stays usable there. It refills the stage of
-//    the step before the current one, once all 8 warps have released it (an `empty` mbarrier).
+//    math and (in line, the default) the region's epilogue, and __syncthreads stays usable there.
+//    It refills the stage of the step before the current one, once all 8 warps have released it
+//    (an `empty` mbarrier).
 //  - The math is mma.sync m16n8k16 with x as A (M padded to 8 or 16 rows) and the W box as the
 //    col-major B, both read with ldmatrix from the swizzled boxes (conflict-free: 8 rows x 16
 //    bytes land on 8 different 16-byte bank groups). Warp w owns 16 W rows of one k box; the
@@ -24,7 +25,8 @@
 // the loop with the tile ends 3.53 / 3.24 / 2.96 at M = 1 / 8 / 16: each tile end (fence,
 // atomic, partial reads, all warps) stops the SM's loads. Handing the tile ends to a ninth warp
 // was slower still (1.73 TB/s at M = 8: its one-warp combine waited on one L2 read after
-// another); docs/research-gemm-epilogue-and-decode.md has the numbers and what to try next.
+// another); docs/research-gemm-epilogue-and-decode.md has the numbers. kTileEndWarps = 4 below
+// (4 tile-end warps with a batched combine) is the next attempt, not yet measured.
 #pragma once
 
 #include "common/abi.h"
@@ -45,10 +47,18 @@ constexpr int kDecodeTmaStepBytes = 16384;  // W bytes per step
 // whatever kBN, each W row read in a (256 / kBN * 64)-byte run. It lands exactly where the
 // separate boxes do (box b at b x kWBoxBytes), so the math is the same. Needs K % 64 == 0 (a
 // chunk past K would read the next row, not zeros) and one batch (the host checks).
-template <int kBN_, int kMTile_, int kStages_, bool kChunked_ = false>
+// kTileEndWarps: 0, the 8 warps end each tile themselves (block barriers, the combine, the
+// epilogue) while no load is issued; or 4: a warpgroup of 4 more warps ends tiles while the 8
+// keep streaming -- they drop their fragments into one of two C slots and go on (an experiment,
+// SINTER_DECODE_TMA_TILE_END=warps: not yet measured on a GPU; session 11 measured a single
+// tile-end warp with a one-element-at-a-time combine as much slower, docs/benchmarks.md).
+template <int kBN_, int kMTile_, int kStages_, bool kChunked_ = false, int kTileEndWarps_ = 0>
 struct DecodeTmaSmem {
   static constexpr int kBN = kBN_, kMTile = kMTile_, kStages = kStages_;
   static constexpr bool kChunked = kChunked_;
+  static constexpr int kTileEndWarps = kTileEndWarps_;
+  static_assert(kTileEndWarps == 0 || kTileEndWarps == 4, "tile ends in line, or on a warpgroup");
+  static constexpr int kThreads = kDecodeTmaThreads + 32 * kTileEndWarps;
   static_assert(kBN == 32 || kBN == 64 || kBN == 128, "a step is 16 KiB of W: 128 / kBN boxes of kBN rows");
   static_assert(kMTile == 8 || kMTile == 16, "x is one m16 mma tile, the upper 8 rows zero for M <= 8");
   static constexpr int kKBoxes = 128 / kBN;           // 64-k boxes per step
@@ -58,10 +68,15 @@ struct DecodeTmaSmem {
   static constexpr int kWBytes = kKBoxes * kWBoxBytes;  // 16 KiB
   static constexpr int kStageBytes = kWBytes + kKBoxes * kXBoxBytes;
   static constexpr int kCOffset = kStages * kStageBytes;
-  static constexpr int kRedOffset = kCOffset + 16 * kBN * 4;  // the k boxes' partial C tiles
-  static constexpr int kBarOffset = kRedOffset + (kKBoxes > 1 ? kKBoxes * 16 * kBN * 4 : 0);
+  // in line: the C tile, then the k boxes' partial C tiles; with tile-end warps: two C slots of
+  // kKBoxes [16][kBN] partials each (box 0's becomes the C tile once summed)
+  static constexpr int kRedOffset = kCOffset + 16 * kBN * 4;
+  static constexpr int kSlotFloats = kKBoxes * 16 * kBN;
+  static constexpr int kBarOffset = kTileEndWarps > 0 ? kCOffset + 2 * kSlotFloats * 4
+                                                      : kRedOffset + (kKBoxes > 1 ? kKBoxes * 16 * kBN * 4 : 0);
+  // barriers: full and empty per stage (+ cfull and cfree per C slot with tile-end warps)
   // + 1024: the dynamic shared memory base is aligned up to the swizzle period in the kernel
-  static constexpr int kBytes = 1024 + kBarOffset + 2 * kStages * 8;
+  static constexpr int kBytes = 1024 + kBarOffset + (2 * kStages + (kTileEndWarps > 0 ? 4 : 0)) * 8;
   static_assert(kWBytes == kDecodeTmaStepBytes && kKBoxes * kRowGroups == kDecodeTmaWarps, "tile shape");
   static_assert(kWBoxBytes % 1024 == 0 && kXBoxBytes % 1024 == 0, "every box starts on a 1024-byte swizzle period");
   static_assert(kBytes <= 227 * 1024, "shared memory over the sm_90 limit");
@@ -137,11 +152,13 @@ struct DecodeTmaCursor {
 };
 
 // Runs CTA blockIdx.x's steps (S: a DecodeTmaSmem). At the end of each tile's part of them, the
-// C tile (f32, [16][S::kBN], rows < kMTile; rows past M are zero) is in `ctile` for every thread and
-// tile_done(tile, contributors, ordinal) runs on all threads: contributors is the number of CTAs
-// that share the tile, ordinal this CTA's place among them. The caller must not touch ctile
-// after tile_done returns until the next call (a barrier follows it here). steps_per_tile and
-// tiles_n are below 2^31 (the host checks).
+// C tile (f32, [16][S::kBN], rows < kMTile; rows past M are zero) is in `ctile` and
+// tile_done(tile, contributors, ordinal, ctile) runs: contributors is the number of CTAs that
+// share the tile, ordinal this CTA's place among them. In line (S::kTileEndWarps 0) it runs on
+// all S::kThreads threads; otherwise on the tile-end warps only (threads kDecodeTmaThreads..,
+// named barrier 1), once per tile in order, while the other warps stream. The caller must not
+// touch ctile after tile_done returns until the next call (a barrier follows it here).
+// steps_per_tile and tiles_n are below 2^31 (the host checks).
 template <class S, bool kBf16, class TileDone>
 __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap* map_x, const SinterTensorMap* map_w,
                                                const DecodeTmaWork& wk, i64 tiles_n, TileDone&& tile_done) {
@@ -150,9 +167,11 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
   const int h = warp % S::kRowGroups, kb = warp / S::kRowGroups;  // rows 16 h.., k box kb
   u64* full = reinterpret_cast<u64*>(smem + S::kBarOffset);
   u64* empty = full + kStages;
+  u64* cfull = empty + kStages;  // [2] with tile-end warps: a tile's fragments are in the C slot
+  u64* cfree = cfull + 2;        // [2]: the tile-end warps are done with the slot
   float* ctile = reinterpret_cast<float*>(smem + S::kCOffset);
-  const i64 cta = blockIdx.x, begin = wk.begin(cta);
-  const int steps = static_cast<int>(wk.begin(cta + 1) - begin);  // about total / ctas
+  const i64 cta = blockIdx.x, begin = wk.begin(cta), end = wk.begin(cta + 1);
+  const int steps = static_cast<int>(end - begin);  // about total / ctas
   const int spt = static_cast<int>(wk.steps_per_tile), tn = static_cast<int>(tiles_n);
 
   // thread 0's load cursor: the next step to issue, into stage `ist`
@@ -185,17 +204,57 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
       mbarrier_init(&full[i], 1);                 // thread 0's arrive + the boxes' bytes
       mbarrier_init(&empty[i], kDecodeTmaWarps);  // one arrive per warp done reading the stage
     }
+    if constexpr (S::kTileEndWarps > 0) {
+      for (int i = 0; i < 2; ++i) {
+        mbarrier_init(&cfull[i], kDecodeTmaThreads);     // every streaming thread wrote its fragment
+        mbarrier_init(&cfree[i], 32 * S::kTileEndWarps);  // every tile-end thread is done with the slot
+      }
+    }
     fence_barrier_init();
     load.start(begin, wk.steps_per_tile, tiles_n);
     for (int i = 0; i < steps && i < kStages; ++i) issue();
   }
   __syncthreads();
 
+  if constexpr (S::kTileEndWarps > 0) {
+    if (threadIdx.x >= kDecodeTmaThreads) {
+      // the tile-end warps: the tiles [first, last] this CTA has steps of, one hand-off each
+      constexpr int kGroup = 32 * S::kTileEndWarps;
+      const int tid = static_cast<int>(threadIdx.x) - kDecodeTmaThreads;
+      const i64 first = begin / wk.steps_per_tile, last = end > begin ? (end - 1) / wk.steps_per_tile : first - 1;
+      int cs = 0;
+      u32 cphase = 0;
+      for (i64 tile = first; tile <= last; ++tile) {
+        mbarrier_wait(&cfull[cs], cphase);
+        float* slot = ctile + cs * S::kSlotFloats;
+        if constexpr (S::kKBoxes > 1) {
+          // the k boxes' partials, summed in box order into box 0's
+          for (int e = tid; e < kMTile * kBN; e += kGroup) {
+            float sum = slot[e];
+#pragma unroll
+            for (int b = 1; b < S::kKBoxes; ++b) sum += slot[b * 16 * kBN + e];
+            slot[e] = sum;
+          }
+          named_barrier_sync(1, kGroup);
+        }
+        const i64 c0 = wk.cta_of(tile * wk.steps_per_tile), c1 = wk.cta_of((tile + 1) * wk.steps_per_tile - 1);
+        tile_done(tile, static_cast<int>(c1 - c0 + 1), static_cast<int>(cta - c0), slot);
+        named_barrier_sync(1, kGroup);
+        mbarrier_arrive(&cfree[cs]);
+        if (++cs == 2) {
+          cs = 0;
+          cphase ^= 1u;
+        }
+      }
+      return;
+    }
+  }
+
   DecodeTmaCursor at;  // the step the warps compute
   at.start(begin, wk.steps_per_tile, tiles_n);
   float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-  int st = 0, prev = kStages - 1;
-  u32 phase = 0, prev_phase = 1;  // the phase parity of stage st / of the step before
+  int st = 0, prev = kStages - 1, cs = 0;
+  u32 phase = 0, prev_phase = 1, cphase = 0;  // the phase parity of stage st / of the step before / of slot cs
   for (int i = 0; i < steps; ++i) {
     const u32 stage = smem_addr(smem + st * S::kStageBytes);
     mbarrier_wait(&full[st], phase);
@@ -218,6 +277,26 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
     const bool tile_ends = at.ks + 1 == spt || i + 1 == steps;
     at.advance(spt, tn);
     if (!tile_ends) continue;
+    if constexpr (S::kTileEndWarps > 0) {
+      // hand the tile over: the fragments into k box kb's partial of slot cs, once the tile-end
+      // warps are done with the slot's previous tile (a fresh barrier passes parity 1 at once)
+      mbarrier_wait(&cfree[cs], cphase ^ 1u);
+      float* part = ctile + cs * S::kSlotFloats + kb * 16 * kBN;
+#pragma unroll
+      for (int nb = 0; nb < 2; ++nb) {
+        const int c = 16 * h + 8 * nb + 2 * t;
+        *reinterpret_cast<float2*>(part + g * kBN + c) = make_float2(acc[nb][0], acc[nb][1]);
+        if (kMTile == 16) *reinterpret_cast<float2*>(part + (g + 8) * kBN + c) = make_float2(acc[nb][2], acc[nb][3]);
+        acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.0f;
+      }
+      mbarrier_arrive(&cfull[cs]);
+      __syncwarp();  // reconverge before the next ldmatrix / mma (.sync.aligned)
+      if (++cs == 2) {
+        cs = 0;
+        cphase ^= 1u;
+      }
+      continue;
+    }
     // this CTA's part of `tile` is done: C fragment (rows g, g + 8; columns 16 h + 8 nb + 2t, +1),
     // straight into the C tile with one k box, else per k box, summed in box order below
     float* part = S::kKBoxes == 1 ? ctile : reinterpret_cast<float*>(smem + S::kRedOffset) + kb * 16 * kBN;
@@ -245,7 +324,7 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
     }
     const i64 first = wk.cta_of(tile * wk.steps_per_tile);
     const i64 last = wk.cta_of((tile + 1) * wk.steps_per_tile - 1);
-    tile_done(tile, static_cast<int>(last - first + 1), static_cast<int>(cta - first));
+    tile_done(tile, static_cast<int>(last - first + 1), static_cast<int>(cta - first), ctile);
     __syncthreads();  // ctile is free again
   }
 }

@@ -148,12 +148,15 @@ TEST_F(GpuDecodeGemm, DecodeStackShapesResidualAndManySplits) {
 // SINTER_DECODE_TMA_X; read at every build): 32 rows x 4 boxes and 64 x 2 a step, and x read by
 // the warps instead of TMA boxes -- M tails inside a fragment, K tails inside and past a box pair,
 // a folded batch. Written in session 10 without a device call for the x variant.
-TEST_F(GpuDecodeGemm, TmaShapesAndChunkedBoxes) {
+TEST_F(GpuDecodeGemm, TmaShapesChunkedBoxesAndTileEndWarps) {
   // bn < 128 with K % 64 == 0 and one batch runs the chunked boxes (one TMA box a step), the
-  // rest the separate boxes
+  // rest the separate boxes; tile ends in line (one partial read at a time, or batched) or on 4
+  // more warps (SINTER_DECODE_TMA_TILE_END)
+  for (const char* mode : {"inline", "batched", "warps"})
   for (const char* bn : {"32", "64", "128"}) {
-    SCOPED_TRACE(std::string("SINTER_DECODE_TMA_BN=") + bn);
+    SCOPED_TRACE(std::string("SINTER_DECODE_TMA_BN=") + bn + " SINTER_DECODE_TMA_TILE_END=" + mode);
     ::setenv("SINTER_DECODE_TMA_BN", bn, 1);
+    ::setenv("SINTER_DECODE_TMA_TILE_END", mode, 1);
     auto tma_candidate = [&](const Graph& g) {
       const fuse::Partition p = fuse::partition_graph(g);
       for (const fuse::Region& r : p.regions) {
@@ -187,6 +190,7 @@ TEST_F(GpuDecodeGemm, TmaShapesAndChunkedBoxes) {
     }
   }
   ::unsetenv("SINTER_DECODE_TMA_BN");
+  ::unsetenv("SINTER_DECODE_TMA_TILE_END");
 }
 
 TEST_F(GpuDecodeGemm, BatchedBroadcastWeightRowAndColumnSums) {

@@ -215,7 +215,7 @@ std::string AnchorEpilogue::gemm_tile(const std::string& grow0, const std::strin
   using fuse::ExitReduction;
   auto kind_of = [&](size_t m) { return reduce_kind(g_.node(exits_[m].exit.node).op); };
   std::ostringstream s;
-  s << "  {  // epilogue: warp w takes tile rows w, w + 8, ...; lane takes columns lane + 32 j\n"
+  s << "  {  // epilogue: warp w of the scope takes tile rows w, w + warps, ...; lane takes columns lane + 32 j\n"
     << "    const float* cs = reinterpret_cast<const float*>(smem);\n"
     << "    const int tid_ = " << sc.tid << ", warp_ = tid_ >> 5, lane_ = tid_ & 31;\n"
     << "    const i64 grow0 = " << grow0 << ", gcol0 = " << gcol0 << ";\n"
@@ -244,7 +244,7 @@ std::string AnchorEpilogue::gemm_tile(const std::string& grow0, const std::strin
   s << "    }\n";
   for (size_t m = 0; m < exits_.size(); ++m) {
     if (exits_[m].exit.pattern != ExitReduction::columns) continue;
-    // per column: the 8 warps' partials meet in shared memory, then one atomic per tile
+    // per column: the scope's warps' partials meet in shared memory, then one atomic per tile
     s << "    {\n      __shared__ float xred[(" << sc.threads << " / 32) * " << sc.bn << "];\n"
       << "      " << sc.sync << "  // a previous user of xred is done\n"
       << "#pragma unroll\n      for (int j = 0; j < " << sc.bn << " / 32; ++j) xred[warp_ * " << sc.bn << " + lane_ + 32 * j] = cacc"

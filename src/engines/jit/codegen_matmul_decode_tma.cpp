@@ -43,8 +43,16 @@ constexpr int64_t kMaxM = 16;
 // read probe agreed: 3.96 against 4.02 TB/s).
 // SINTER_DECODE_TMA_BN=32|64|128 and SINTER_DECODE_TMA_STAGES=2..12 override the tile, for A/B
 // timing in one process (read at each build).
+// SINTER_DECODE_TMA_TILE_END: how tiles end. The tile ends in line cost 3 / 6 / 9 us at M = 1 /
+// 8 / 16 (session 11's probe: decode_splitk_combine reads the partials one L2 round trip per
+// element group). Both alternatives were written without a device call:
+//   inline (default): the 8 warps, decode_splitk_combine;
+//   batched: the 8 warps, decode_splitk_combine_group (float4, every read issued before the sums);
+//   warps: a warpgroup of 4 more warps ends the tiles with decode_splitk_combine_group while the 8
+//     streaming warps go on (DecodeTmaSmem::kTileEndWarps).
 struct TmaConfig {
-  int bn = 128, stages = 6;
+  int bn = 128, stages = 6, tile_end_warps = 0;
+  bool batched_combine = false;
   int kboxes() const { return 128 / bn; }
   int step_k() const { return 64 * kboxes(); }
 };
@@ -57,6 +65,10 @@ TmaConfig config_of() {
   if (const char* v = std::getenv("SINTER_DECODE_TMA_STAGES")) {
     const int n = std::atoi(v);
     if (n >= 2 && n <= 12) c.stages = n;
+  }
+  if (const char* v = std::getenv("SINTER_DECODE_TMA_TILE_END")) {
+    c.tile_end_warps = std::string(v) == "warps" ? 4 : 0;
+    c.batched_combine = std::string(v) == "warps" || std::string(v) == "batched";
   }
   return c;
 }
@@ -82,9 +94,13 @@ TensorMapSlot chunked_map(const fuse::Region& r, const Sm90Operands& o, bool is_
 int m_tile_of(int64_t m) { return m <= 8 ? 8 : 16; }
 int smem_bytes(const TmaConfig& c, int m_tile) {
   const int stage = kStepBytesHost + c.kboxes() * m_tile * 128;
+  if (c.tile_end_warps > 0) {  // two C slots of per-k-box partials, and two more barrier pairs
+    return 1024 + c.stages * stage + 2 * c.kboxes() * 16 * c.bn * 4 + (2 * c.stages + 4) * 8;
+  }
   const int red = c.kboxes() > 1 ? c.kboxes() * 16 * c.bn * 4 : 0;
   return 1024 + c.stages * stage + 16 * c.bn * 4 + red + 2 * c.stages * 8;
 }
+int threads_of(const TmaConfig& c) { return kThreadsHost + 32 * c.tile_end_warps; }
 
 // The stream-K split: `ctas` CTAs (one per SM, none without a step) over `total` steps.
 struct Work {
@@ -121,8 +137,8 @@ std::string decode_tma_unsupported(const Graph& g, const fuse::Region& r, const 
   // the kernel counts a CTA's steps in int (and step x CTA count stays far inside i64)
   const TmaConfig c = config_of();
   if (plan_work(o, c, dev).total >= (int64_t{1} << 31)) return "2^31 or more 16 KiB weight steps";
-  // + the static shared memory beside the ring: the epilogue's column-sum buffer (8 warps x bn
-  // floats) and scratch, the combine's flag (a deep ring set through the environment can reach it)
+  // + the static shared memory beside the ring: the epilogue's column-sum buffer (up to 8 warps x
+  // bn floats) and scratch, the combine's flag (a deep ring set through the environment can reach it)
   const int smem = smem_bytes(c, m_tile_of(o.m)) + 8 * c.bn * 4 + 1024;
   if (dev.max_shared_memory_per_block_optin < static_cast<size_t>(smem)) {
     return "needs " + std::to_string(smem) + " bytes of shared memory per block";
@@ -162,13 +178,19 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   w.field("i64", "ctas", work.ctas);
   w.field("i64", "tiles_n", (o.n + c.bn - 1) / c.bn);
   w.field("i64", "max_contributors", work.max_contributors);
-  w.workspace_pointer("float*", "part", ws.part_offset, 4);
+  // the tile-end warps read and write the partials as float4
+  w.workspace_pointer("float*", "part", ws.part_offset, c.batched_combine ? 16 : 4);
   w.workspace_pointer("unsigned int*", "counts", ws.count_offset, 4);
   epi.declare(w);
   const std::string args = w.finish();
 
   GemmTileScope scope;
   scope.threads = "kDecodeTmaThreads";
+  if (c.tile_end_warps > 0) {  // the epilogue runs on the tile-end warps alone (named barrier 1)
+    scope.threads = std::to_string(32 * c.tile_end_warps);
+    scope.tid = "(static_cast<int>(threadIdx.x) - kDecodeTmaThreads)";
+    scope.sync = "named_barrier_sync(1, " + scope.threads + ");";
+  }
   scope.bn = "Cfg::kBN";
   scope.ldc = "Cfg::kBN";
   const std::string mt = std::to_string(m_tile), st = std::to_string(c.stages), bf = bf16 ? "true" : "false";
@@ -176,25 +198,35 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   std::ostringstream src;
   src << "// matmul region " << r.id << " of graph '" << g.name() << "' (decode tma, M <= 16, [N, K] weight)\n"
       << kernel_includes({"gemm/gemm_abi.h", "gemm/decode_tma.cuh"})
-      << "using Cfg = DecodeTmaSmem<" << c.bn << ", " << mt << ", " << st << ", " << (chunk ? "true" : "false") << ">;\n"
-      << "static_assert(kDecodeTmaThreads == " << kThreadsHost << " && kDecodeTmaStepBytes == " << kStepBytesHost
-      << " && Cfg::kBytes == " << smem << ", \"the host's TMA decode constants are stale\");\n"
+      << "using Cfg = DecodeTmaSmem<" << c.bn << ", " << mt << ", " << st << ", " << (chunk ? "true" : "false") << ", "
+      << c.tile_end_warps << ">;\n"
+      << "static_assert(kDecodeTmaThreads == " << kThreadsHost << " && Cfg::kThreads == " << threads_of(c)
+      << " && kDecodeTmaStepBytes == " << kStepBytesHost << " && Cfg::kBytes == " << smem
+      << ", \"the host's TMA decode constants are stale\");\n"
       << "[[maybe_unused]] constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n\n"
       << args << "\n"
-      << "extern \"C\" __global__ void __launch_bounds__(kDecodeTmaThreads, 1) sinter_region(const __grid_constant__ Args a) {\n"
+      << "extern \"C\" __global__ void __launch_bounds__(Cfg::kThreads, 1) sinter_region(const __grid_constant__ Args a) {\n"
       << "  sinter_kernel_begin();\n"
       << "  extern __shared__ __align__(1024) char smem_raw[];\n"
       << "  char* smem_al = reinterpret_cast<char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64{1023});\n"
       << epi.kernel_begin("  ")
       << "  const SinterGemmShape& s = a.shape;\n"
       << "  const DecodeTmaWork wk{a.total, a.steps_per_tile, a.ctas};\n"
-      << "  float* ctile = reinterpret_cast<float*>(smem_al + Cfg::kCOffset);\n"
       << "  const int rows = static_cast<int>(min(s.m, i64{" << m_tile << "}));\n"
       << "  decode_tma_run<Cfg, " << bf << ">(smem_al, &a.tma_x, &a.tma_w, wk, a.tiles_n,\n"
-      << "      [&](i64 tile, int contributors, int ordinal) {\n"
-      << "    if (contributors > 1 && !decode_splitk_combine<kDecodeTmaThreads, Cfg::kMTile * Cfg::kBN, Cfg::kBN>(\n"
-      << "            ctile, rows, a.part + tile * a.max_contributors * (Cfg::kMTile * Cfg::kBN), ordinal,\n"
-      << "            contributors, a.counts + tile)) {\n"
+      << "      [&](i64 tile, int contributors, int ordinal, float* ctile) {\n";
+  if (c.batched_combine) {
+    // on the tile-end warps (named barrier 1), or on the whole CTA (barrier 0)
+    src << "    if (contributors > 1 && !decode_splitk_combine_group<" << scope.threads << ", "
+        << (c.tile_end_warps > 0 ? 1 : 0) << ", Cfg::kMTile * Cfg::kBN, Cfg::kBN>(\n"
+        << "            ctile, rows, a.part + tile * a.max_contributors * (Cfg::kMTile * Cfg::kBN), ordinal,\n"
+        << "            contributors, a.counts + tile, " << scope.tid << ")) {\n";
+  } else {
+    src << "    if (contributors > 1 && !decode_splitk_combine<kDecodeTmaThreads, Cfg::kMTile * Cfg::kBN, Cfg::kBN>(\n"
+        << "            ctile, rows, a.part + tile * a.max_contributors * (Cfg::kMTile * Cfg::kBN), ordinal,\n"
+        << "            contributors, a.counts + tile)) {\n";
+  }
+  src
       << "      return;  // another CTA of this tile sums the partials\n"
       << "    }\n"
       << "    const i64 bi = tile / a.tiles_n;\n"
@@ -208,11 +240,14 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   spec.source = src.str();
   spec.description = std::string("matmul decode tma mma.") + (bf16 ? "bf16" : "f16") + " m" + mt + "x" +
                      std::to_string(c.bn) + " k" + std::to_string(c.step_k()) + " stages" + st +
-                     (chunk ? " chunked" : "") + " w:[N,K] streamk" + std::to_string(work.ctas) + "x" +
+                     (chunk ? " chunked" : "") +
+                     (c.tile_end_warps > 0 ? " tile-end-warps" + std::to_string(c.tile_end_warps)
+                                           : c.batched_combine ? " batched-combine" : "") +
+                     " w:[N,K] streamk" + std::to_string(work.ctas) + "x" +
                      std::to_string((work.total + work.ctas - 1) / work.ctas) + " steps" +
                      (o.batch_folded ? " batch-folded" : "") + (epi.index64() ? " idx64" : "") + epi.describe();
   spec.launch.grid = dim3(static_cast<unsigned>(work.ctas));
-  spec.launch.block = dim3(kThreadsHost);
+  spec.launch.block = dim3(static_cast<unsigned>(threads_of(c)));
   spec.launch.dynamic_shared_memory = static_cast<size_t>(smem);
   rk.workspace_bytes = ws.bytes;
   rk.kernels.push_back(std::move(spec));
