@@ -33,15 +33,8 @@
 #include "common/bulk_copy.cuh"
 #include "common/hopper.cuh"
 #include "gemm/decode_tma.cuh"
+#include "probe_check.cuh"
 
-#define CHECK(x)                                                                              \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
 
 constexpr int kStep = 16384;
 constexpr long long kN = 14336, kK = 4096;
@@ -179,6 +172,19 @@ int main() {
   CHECK(cudaEventCreate(&a));
   CHECK(cudaEventCreate(&b));
 
+  // one CTA per SM on `stream`; pdl: with programmatic serialization (attr must outlive the launch)
+  auto launch_config = [&](int threads, int smem, bool pdl, cudaLaunchAttribute& attr) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(sms);
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cfg;
+  };
   // 20 launches back to back between two events, the median per launch of 9 such batches
   auto report = [&](const char* label, auto&& launch, double moved) {
     for (int i = 0; i < 5; ++i) launch();
@@ -222,16 +228,8 @@ int main() {
     }
     const int smem = stages * kStep + 1024;
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(sms);
-    cfg.blockDim = dim3(256);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = stream;
     cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = pdl ? 1 : 0;
+    const cudaLaunchConfig_t cfg = launch_config(256, smem, pdl, attr);
     report(label, [&] { CHECK(cudaLaunchKernelEx(&cfg, kernel, map, static_cast<const char*>(w), total, spt, sink)); },
            total * double(kStep));
   };
@@ -288,16 +286,8 @@ int main() {
     const DecodeTmaWork wk{tiles * spt, spt, sms};
     const int maxc = static_cast<int>(std::min<long long>(sms, (spt + (wk.total / sms) - 1) / (wk.total / sms) + 1));
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(sms);
-    cfg.blockDim = dim3(threads);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = stream;
     cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    const cudaLaunchConfig_t cfg = launch_config(threads, smem, true, attr);
     report(label, [&] {
       CHECK(cudaLaunchKernelEx(&cfg, kernel, mx, mw, wk, tiles, m, static_cast<int>(kN), maxc, part, counts, y));
     }, double(bytes));

@@ -13,15 +13,8 @@
 
 #include "common/bulk_copy.cuh"
 #include "common/stream_memory.cuh"  // st_stream_16
+#include "probe_check.cuh"
 
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e_ = (x);                                                                          \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));      \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
 
 // As stream_memory.cuh's ld_stream_16 without its L2::256B prefetch hint (what this probe timed).
 __device__ __forceinline__ uint4 ld_nc(const uint4* p) {

@@ -7,6 +7,7 @@
 // slot's partials are `slot_part` (splits x kPart floats) and its counter `count`.
 #pragma once
 
+#include "common/hopper.cuh"  // named_barrier_sync
 #include "common/types.cuh"
 
 template <int kThreads, int kPart, int kBN>
@@ -48,9 +49,9 @@ __device__ __forceinline__ bool decode_splitk_combine_group(float* ctile, int ro
   float4* mine = reinterpret_cast<float4*>(slot_part + split * kPart);
   for (int i = tid; i < n4; i += kThreads) mine[i] = reinterpret_cast<const float4*>(ctile)[i];
   __threadfence();
-  asm volatile("bar.sync %0, %1;" ::"r"(kBar), "r"(kThreads) : "memory");
+  named_barrier_sync(kBar, kThreads);
   if (tid == 0) group_last = atomicAdd(count, 1u) == static_cast<unsigned>(splits - 1);
-  asm volatile("bar.sync %0, %1;" ::"r"(kBar), "r"(kThreads) : "memory");
+  named_barrier_sync(kBar, kThreads);
   if (!group_last) return false;
   __threadfence();
   const float4* all = reinterpret_cast<const float4*>(slot_part);
@@ -76,6 +77,6 @@ __device__ __forceinline__ bool decode_splitk_combine_group(float* ctile, int ro
     reinterpret_cast<float4*>(ctile)[i] = sum;
   }
   if (tid == 0) *count = 0u;  // every split has arrived: ready for the next launch
-  asm volatile("bar.sync %0, %1;" ::"r"(kBar), "r"(kThreads) : "memory");
+  named_barrier_sync(kBar, kThreads);
   return true;
 }

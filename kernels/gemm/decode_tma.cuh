@@ -89,6 +89,9 @@ struct DecodeTmaWork {
   __device__ __forceinline__ i64 begin(i64 c) const { return c * total / ctas; }
   // The CTA whose range holds step x: the largest c with begin(c) <= x.
   __device__ __forceinline__ i64 cta_of(i64 x) const { return ((x + 1) * ctas - 1) / total; }
+  // The first and last CTA with steps of `tile`.
+  __device__ __forceinline__ i64 first_cta(i64 tile) const { return cta_of(tile * steps_per_tile); }
+  __device__ __forceinline__ i64 last_cta(i64 tile) const { return cta_of((tile + 1) * steps_per_tile - 1); }
 };
 
 __device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 addr) {
@@ -151,6 +154,37 @@ struct DecodeTmaCursor {
   }
 };
 
+// A warp's C fragment of its k box (rows g, g + 8; columns 16 h + 8 nb + 2t, +1) into the
+// [16][S::kBN] partial `part`, and the accumulators zeroed for the next tile.
+template <class S>
+__device__ __forceinline__ void decode_tma_store_fragment(float* part, float (&acc)[2][4], int h, int lane) {
+  constexpr int kBN = S::kBN;
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int nb = 0; nb < 2; ++nb) {
+    const int c = 16 * h + 8 * nb + 2 * t;
+    part[g * kBN + c] = acc[nb][0];
+    part[g * kBN + c + 1] = acc[nb][1];
+    if (S::kMTile == 16) {
+      part[(g + 8) * kBN + c] = acc[nb][2];
+      part[(g + 8) * kBN + c + 1] = acc[nb][3];
+    }
+    acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.0f;
+  }
+}
+
+// The k boxes' [16][S::kBN] partials at `boxes`, summed in box order into `out` (may be box 0)
+// by threads tid, tid + threads, ...
+template <class S>
+__device__ __forceinline__ void decode_tma_sum_boxes(float* out, const float* boxes, int tid, int threads) {
+  for (int e = tid; e < S::kMTile * S::kBN; e += threads) {
+    float sum = boxes[e];
+#pragma unroll
+    for (int b = 1; b < S::kKBoxes; ++b) sum += boxes[b * 16 * S::kBN + e];
+    out[e] = sum;
+  }
+}
+
 // Runs CTA blockIdx.x's steps (S: a DecodeTmaSmem). At the end of each tile's part of them, the
 // C tile (f32, [16][S::kBN], rows < kMTile; rows past M are zero) is in `ctile` and
 // tile_done(tile, contributors, ordinal, ctile) runs: contributors is the number of CTAs that
@@ -163,7 +197,7 @@ template <class S, bool kBf16, class TileDone>
 __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap* map_x, const SinterTensorMap* map_w,
                                                const DecodeTmaWork& wk, i64 tiles_n, TileDone&& tile_done) {
   constexpr int kStages = S::kStages, kBN = S::kBN, kMTile = S::kMTile;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int h = warp % S::kRowGroups, kb = warp / S::kRowGroups;  // rows 16 h.., k box kb
   u64* full = reinterpret_cast<u64*>(smem + S::kBarOffset);
   u64* empty = full + kStages;
@@ -228,17 +262,11 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
         mbarrier_wait(&cfull[cs], cphase);
         float* slot = ctile + cs * S::kSlotFloats;
         if constexpr (S::kKBoxes > 1) {
-          // the k boxes' partials, summed in box order into box 0's
-          for (int e = tid; e < kMTile * kBN; e += kGroup) {
-            float sum = slot[e];
-#pragma unroll
-            for (int b = 1; b < S::kKBoxes; ++b) sum += slot[b * 16 * kBN + e];
-            slot[e] = sum;
-          }
+          decode_tma_sum_boxes<S>(slot, slot, tid, kGroup);  // into box 0's partial
           named_barrier_sync(1, kGroup);
         }
-        const i64 c0 = wk.cta_of(tile * wk.steps_per_tile), c1 = wk.cta_of((tile + 1) * wk.steps_per_tile - 1);
-        tile_done(tile, static_cast<int>(c1 - c0 + 1), static_cast<int>(cta - c0), slot);
+        const i64 c0 = wk.first_cta(tile);
+        tile_done(tile, static_cast<int>(wk.last_cta(tile) - c0 + 1), static_cast<int>(cta - c0), slot);
         named_barrier_sync(1, kGroup);
         mbarrier_arrive(&cfree[cs]);
         if (++cs == 2) {
@@ -281,14 +309,7 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
       // hand the tile over: the fragments into k box kb's partial of slot cs, once the tile-end
       // warps are done with the slot's previous tile (a fresh barrier passes parity 1 at once)
       mbarrier_wait(&cfree[cs], cphase ^ 1u);
-      float* part = ctile + cs * S::kSlotFloats + kb * 16 * kBN;
-#pragma unroll
-      for (int nb = 0; nb < 2; ++nb) {
-        const int c = 16 * h + 8 * nb + 2 * t;
-        *reinterpret_cast<float2*>(part + g * kBN + c) = make_float2(acc[nb][0], acc[nb][1]);
-        if (kMTile == 16) *reinterpret_cast<float2*>(part + (g + 8) * kBN + c) = make_float2(acc[nb][2], acc[nb][3]);
-        acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.0f;
-      }
+      decode_tma_store_fragment<S>(ctile + cs * S::kSlotFloats + kb * 16 * kBN, acc, h, lane);
       mbarrier_arrive(&cfull[cs]);
       __syncwarp();  // reconverge before the next ldmatrix / mma (.sync.aligned)
       if (++cs == 2) {
@@ -297,34 +318,17 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
       }
       continue;
     }
-    // this CTA's part of `tile` is done: C fragment (rows g, g + 8; columns 16 h + 8 nb + 2t, +1),
-    // straight into the C tile with one k box, else per k box, summed in box order below
-    float* part = S::kKBoxes == 1 ? ctile : reinterpret_cast<float*>(smem + S::kRedOffset) + kb * 16 * kBN;
-#pragma unroll
-    for (int nb = 0; nb < 2; ++nb) {
-      const int c = 16 * h + 8 * nb + 2 * t;
-      part[g * kBN + c] = acc[nb][0];
-      part[g * kBN + c + 1] = acc[nb][1];
-      if (kMTile == 16) {
-        part[(g + 8) * kBN + c] = acc[nb][2];
-        part[(g + 8) * kBN + c + 1] = acc[nb][3];
-      }
-      acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.0f;
-    }
+    // this CTA's part of `tile` is done: the fragments straight into the C tile with one k box,
+    // else per k box, summed in box order below
+    float* red = reinterpret_cast<float*>(smem + S::kRedOffset);
+    decode_tma_store_fragment<S>(S::kKBoxes == 1 ? ctile : red + kb * 16 * kBN, acc, h, lane);
     __syncthreads();
     if (S::kKBoxes > 1) {
-      const float* red = reinterpret_cast<const float*>(smem + S::kRedOffset);
-      for (int e = threadIdx.x; e < kMTile * kBN; e += kDecodeTmaThreads) {
-        float sum = red[e];
-#pragma unroll
-        for (int b = 1; b < S::kKBoxes; ++b) sum += red[b * 16 * kBN + e];
-        ctile[e] = sum;
-      }
+      decode_tma_sum_boxes<S>(ctile, red, threadIdx.x, kDecodeTmaThreads);
       __syncthreads();
     }
-    const i64 first = wk.cta_of(tile * wk.steps_per_tile);
-    const i64 last = wk.cta_of((tile + 1) * wk.steps_per_tile - 1);
-    tile_done(tile, static_cast<int>(last - first + 1), static_cast<int>(cta - first), ctile);
+    const i64 first = wk.first_cta(tile);
+    tile_done(tile, static_cast<int>(wk.last_cta(tile) - first + 1), static_cast<int>(cta - first), ctile);
     __syncthreads();  // ctile is free again
   }
 }
