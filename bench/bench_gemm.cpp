@@ -181,6 +181,8 @@ std::vector<std::pair<std::string, int>> decode_candidates(const Graph& g, const
       std::fprintf(stderr, "sinter_bench_gemm: %s: decode tile not offered: %s\n", g.name().c_str(), why.c_str());
       return out;
     }
+    const int rows = jit::matmul_variant_of(g, r, dev, jit::MatmulTile::decode_tma_rows);
+    if (rows >= 0) out.emplace_back("tma_rows", rows);
     const int tma = jit::matmul_variant_of(g, r, dev, jit::MatmulTile::decode_tma);
     if (tma >= 0) out.emplace_back("tma", tma);
     const int ffma = jit::matmul_variant_of(g, r, dev, jit::MatmulTile::decode_ffma);

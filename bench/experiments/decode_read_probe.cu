@@ -149,10 +149,10 @@ __global__ void __launch_bounds__(S::kThreads, 1) tile_loop(const __grid_constan
                            ctile, rows, slot_part, ordinal, contributors, counts + tile);
           if (!last) return;
         }
-        const int n0 = static_cast<int>(tile) * S::kBN;
+        const int n0 = static_cast<int>(tile) * wk.tile_rows;
         for (int i = tid; i < rows * S::kBN; i += kEnders) {
           const int r = i / S::kBN, c = i % S::kBN;
-          if (n0 + c < n) y[static_cast<long long>(r) * n + n0 + c] = ctile[i];
+          if (c < wk.tile_rows && n0 + c < n) y[static_cast<long long>(r) * n + n0 + c] = ctile[i];
         }
       });
 }
@@ -267,7 +267,9 @@ int main() {
   CHECK(cudaMalloc(&counts, 1 << 20));
   CHECK(cudaMemset(counts, 0, 1 << 20));
   CHECK(cudaMalloc(&y, m_max * kN * 4));
-  auto run_tile = [&](const char* label, auto kernel, int bn, int m_tile, int smem, int threads, int m) {
+  // whole_rows > 0: the whole-tile cut (tiles of whole_rows rows, none split; DecodeTmaWork)
+  auto run_tile = [&](const char* label, auto kernel, int bn, int m_tile, int smem, int threads, int m,
+                      int whole_rows = 0) {
     auto encode2d = [&](CUtensorMap* map, void* base, long long rows, int box_rows) {
       const cuuint64_t dims[3] = {static_cast<cuuint64_t>(kK), static_cast<cuuint64_t>(rows), 1};
       const cuuint64_t strides[2] = {static_cast<cuuint64_t>(kK * 2), static_cast<cuuint64_t>(rows * kK * 2)};
@@ -278,16 +280,19 @@ int main() {
                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     };
     CUtensorMap mx{}, mw{};
-    if (encode2d(&mx, x, m, m_tile) != CUDA_SUCCESS || encode2d(&mw, w, kN, bn) != CUDA_SUCCESS) {
+    const int rows = whole_rows > 0 ? whole_rows : bn;
+    if (encode2d(&mx, x, m, m_tile) != CUDA_SUCCESS || encode2d(&mw, w, kN, rows) != CUDA_SUCCESS) {
       std::printf("%-44s tensor map rejected\n", label);
       return;
     }
-    const long long tiles = (kN + bn - 1) / bn, spt = kK / 64 / (128 / bn);
-    const DecodeTmaWork wk{tiles * spt, spt, sms};
+    const long long tiles = (kN + rows - 1) / rows, spt = kK / 64 / (128 / bn);
+    const DecodeTmaWork wk{tiles * spt, spt, whole_rows > 0 ? std::min<long long>(sms, tiles) : sms,
+                           whole_rows > 0 ? tiles : 0, rows};
     const int maxc = static_cast<int>(std::min<long long>(sms, (spt + (wk.total / sms) - 1) / (wk.total / sms) + 1));
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     cudaLaunchAttribute attr{};
-    const cudaLaunchConfig_t cfg = launch_config(threads, smem, true, attr);
+    cudaLaunchConfig_t cfg = launch_config(threads, smem, true, attr);
+    cfg.gridDim = dim3(static_cast<unsigned>(wk.ctas));
     report(label, [&] {
       CHECK(cudaLaunchKernelEx(&cfg, kernel, mx, mw, wk, tiles, m, static_cast<int>(kN), maxc, part, counts, y));
     }, double(bytes));
@@ -314,5 +319,33 @@ int main() {
   T(128, 16, 6, true, 16, 4, true);
   T(128, 16, 5, true, 16, 4, true);
   T(128, 8, 8, true, 1, 4, true);
+  // the whole-tile cut: 132 tiles of 109 rows (14336 / 132 = 108.6), one per SM, nothing combined
+  // (Sinter's decode_tma_rows candidate; each CTA's k steps rotated, decode_tma_run)
+  {
+    using S = DecodeTmaSmem<128, 8, 6>;
+    const int rows = static_cast<int>((kN + sms - 1) / sms);
+    run_tile("tile rows m 1 stages 6 whole tiles", tile_loop<S, true>, 128, 8, S::kBytes, S::kThreads, 1, rows);
+    run_tile("tile rows m 8 stages 6 whole tiles", tile_loop<S, true>, 128, 8, S::kBytes, S::kThreads, 8, rows);
+    run_tile("tile rows m 1 stages 6 whole, no tile end", tile_loop<S, false>, 128, 8, S::kBytes, S::kThreads, 1, rows);
+  }
+  {
+    using S = DecodeTmaSmem<128, 16, 6>;
+    const int rows = static_cast<int>((kN + sms - 1) / sms);
+    run_tile("tile rows m 16 stages 6 whole tiles", tile_loop<S, true>, 128, 16, S::kBytes, S::kThreads, 16, rows);
+  }
+  {
+    // 5 stages: a 16-row CTA small enough for two per SM, so a programmatic launch's next CTAs
+    // can start during this one's tail
+    using S = DecodeTmaSmem<128, 16, 5>;
+    const int rows = static_cast<int>((kN + sms - 1) / sms);
+    run_tile("tile rows m 16 stages 5 whole tiles", tile_loop<S, true>, 128, 16, S::kBytes, S::kThreads, 16, rows);
+  }
+  {
+    // whole tiles of 112 and 128 rows (128 and 112 CTAs): does the 109-row box cost, or the cut?
+    using S = DecodeTmaSmem<128, 8, 6>;
+    run_tile("tile rows m 1 stages 6 whole 112 rows", tile_loop<S, true>, 128, 8, S::kBytes, S::kThreads, 1, 112);
+    run_tile("tile rows m 1 stages 6 whole 128 rows", tile_loop<S, true>, 128, 8, S::kBytes, S::kThreads, 1, 128);
+    run_tile("tile rows m 1 stages 6 whole 112, no end", tile_loop<S, false>, 128, 8, S::kBytes, S::kThreads, 1, 112);
+  }
   return 0;
 }

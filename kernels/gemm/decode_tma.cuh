@@ -82,14 +82,28 @@ struct DecodeTmaSmem {
   static_assert(kBytes <= 227 * 1024, "shared memory over the sm_90 limit");
 };
 
-// The stream-K split of `total` steps (tiles x steps_per_tile) over `ctas` CTAs: CTA c runs steps
-// [c * total / ctas, (c + 1) * total / ctas).
+// Which steps each CTA runs: a contiguous range of the flat list of k steps (tiles x
+// steps_per_tile, tile-major), one per CTA. Two ways to cut it:
+//  - stream-K (whole_tiles 0): CTA c runs steps [c * total / ctas, (c + 1) * total / ctas), so
+//    every SM streams the same bytes, and a tile whose steps span CTAs is combined at its end;
+//  - whole tiles (whole_tiles = the tile count): CTA c runs tiles [c * tiles / ctas, (c + 1) *
+//    tiles / ctas), every one of them whole, so no tile is ever combined. The host makes the tiles
+//    tile_rows high (tile_rows <= kBN, the W box's height) with about as many tiles as CTAs, e.g.
+//    14336 rows over 132 SMs as 132 tiles of 109 rows: each SM streams 109 or fewer whole rows and
+//    nothing is left for a tile end but the epilogue (session 12, docs/benchmarks.md).
+// tile_rows is the W rows of a tile: S::kBN for stream-K.
 struct DecodeTmaWork {
   i64 total, steps_per_tile, ctas;
-  __device__ __forceinline__ i64 begin(i64 c) const { return c * total / ctas; }
+  i64 whole_tiles;
+  int tile_rows;
+  __device__ __forceinline__ i64 begin(i64 c) const {
+    return whole_tiles > 0 ? c * whole_tiles / ctas * steps_per_tile : c * total / ctas;
+  }
   // The CTA whose range holds step x: the largest c with begin(c) <= x.
-  __device__ __forceinline__ i64 cta_of(i64 x) const { return ((x + 1) * ctas - 1) / total; }
-  // The first and last CTA with steps of `tile`.
+  __device__ __forceinline__ i64 cta_of(i64 x) const {
+    return whole_tiles > 0 ? ((x / steps_per_tile + 1) * ctas - 1) / whole_tiles : ((x + 1) * ctas - 1) / total;
+  }
+  // The first and last CTA with steps of `tile` (one and the same with whole tiles).
   __device__ __forceinline__ i64 first_cta(i64 tile) const { return cta_of(tile * steps_per_tile); }
   __device__ __forceinline__ i64 last_cta(i64 tile) const { return cta_of((tile + 1) * steps_per_tile - 1); }
 };
@@ -207,14 +221,23 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
   const i64 cta = blockIdx.x, begin = wk.begin(cta), end = wk.begin(cta + 1);
   const int steps = static_cast<int>(end - begin);  // about total / ctas
   const int spt = static_cast<int>(wk.steps_per_tile), tn = static_cast<int>(tiles_n);
+  // a step's bytes: kKBoxes W boxes of tile_rows rows (S::kWBytes with stream-K; a box partly
+  // past N or K still lands whole, zero-filled) and as many x boxes
+  const u32 stage_tx = static_cast<u32>(S::kKBoxes * (wk.tile_rows * 128 + S::kXBoxBytes));
+  // With whole tiles every CTA reads k steps 0, 1, 2, ... in about the same lockstep, so all ask
+  // L2 for the same x box at once. Starting CTA c at step c x steps_per_tile / ctas (wrapping
+  // around) to spread that was slower, not faster (read probe, session 12: M = 1 / 8 / 16
+  // 0.0351 / 0.0353 / 0.0363 ms against 0.0328 / 0.0330 / 0.0360 in lockstep), so it was removed.
+  // rows past tile_rows (whole tiles lower than the box) hold stale bytes: their warps skip the math
+  const bool has_rows = 16 * h < wk.tile_rows;
 
   // thread 0's load cursor: the next step to issue, into stage `ist`
   DecodeTmaCursor load{};
   int ist = 0;
   auto issue = [&]() {
     char* stage = smem + ist * S::kStageBytes;
-    mbarrier_arrive_expect_tx(&full[ist], S::kStageBytes);
-    const int k0 = load.ks * S::kStepK, n0 = load.nt * kBN, bi = static_cast<int>(load.bi);
+    mbarrier_arrive_expect_tx(&full[ist], stage_tx);
+    const int k0 = load.ks * S::kStepK, n0 = load.nt * wk.tile_rows, bi = static_cast<int>(load.bi);
     if constexpr (S::kChunked) {
       tma_load_3d(stage, map_w, &full[ist], 0, n0, k0 / 64);
       tma_load_3d(stage + S::kWBytes, map_x, &full[ist], 0, 0, k0 / 64);
@@ -286,7 +309,9 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
   for (int i = 0; i < steps; ++i) {
     const u32 stage = smem_addr(smem + st * S::kStageBytes);
     mbarrier_wait(&full[st], phase);
-    decode_tma_step<kMTile, kBf16>(stage + kb * S::kWBoxBytes, stage + S::kWBytes + kb * S::kXBoxBytes, h, lane, acc);
+    if (has_rows) {
+      decode_tma_step<kMTile, kBf16>(stage + kb * S::kWBoxBytes, stage + S::kWBytes + kb * S::kXBoxBytes, h, lane, acc);
+    }
     __syncwarp();
     if (lane == 0) mbarrier_arrive(&empty[st]);
     // refill the previous step's stage: its readers have most likely all moved on by now

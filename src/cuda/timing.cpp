@@ -10,23 +10,27 @@ namespace sinter::cuda {
 
 TimingMode timing_mode() {
   const char* v = std::getenv("SINTER_TIMING");
-  return v && std::string(v) == "synced" ? TimingMode::synced : TimingMode::queued;
+  if (v && std::string(v) == "synced") return TimingMode::synced;
+  if (v && std::string(v) == "back_to_back") return TimingMode::back_to_back;
+  return TimingMode::queued;
 }
 
 std::vector<float> time_calls(cudaStream_t stream, int iters, const std::function<void()>& call,
                               const std::function<void()>& before_each) {
-  const bool synced = timing_mode() == TimingMode::synced;
+  const TimingMode mode = timing_mode();
+  const bool synced = mode == TimingMode::synced;
+  const int per_interval = mode == TimingMode::back_to_back && !before_each ? kBackToBackCalls : 1;
   std::vector<Event> start(static_cast<size_t>(std::max(iters, 0)));
   std::vector<Event> stop(start.size());
   std::vector<float> ms;
   for (size_t i = 0; i < start.size(); ++i) {
     if (before_each) before_each();
     start[i].record(stream);
-    call();
+    for (int j = 0; j < per_interval; ++j) call();
     stop[i].record(stream);
     if (synced) stop[i].synchronize();
   }
-  for (size_t i = 0; i < start.size(); ++i) ms.push_back(elapsed_ms(start[i], stop[i]));
+  for (size_t i = 0; i < start.size(); ++i) ms.push_back(elapsed_ms(start[i], stop[i]) / per_interval);
   return ms;
 }
 

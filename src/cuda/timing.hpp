@@ -17,10 +17,17 @@ enum class TimingMode {
   // with the GPU idle, a call's start event records at once and its kernel arrives after the
   // host has prepared the launch, a few microseconds later, inside the interval.
   synced,
+  // kBackToBackCalls calls between two events, the interval divided by their number: kernels
+  // that follow one another with nothing between them, as in a model's step (a programmatic
+  // launch can start the next kernel's CTAs during this one's tail, which an event between the
+  // two forbids). Each interval is still one "time"; with an L2 flush before each call
+  // (`before_each`) it times one call per interval, as `queued`.
+  back_to_back,
 };
+constexpr int kBackToBackCalls = 10;
 
-// SINTER_TIMING=synced selects the old method (to compare the two in one process); otherwise
-// queued. Read at each call.
+// SINTER_TIMING=synced selects the old method, SINTER_TIMING=back_to_back the back-to-back one
+// (to compare them in one process); otherwise queued. Read at each call.
 TimingMode timing_mode();
 
 // The time of each of `iters` calls of `call` on `stream`, in milliseconds, each between two

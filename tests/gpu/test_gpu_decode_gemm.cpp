@@ -28,10 +28,12 @@ class GpuDecodeGemm : public GpuRegions {
       if (r.kind != fuse::RegionKind::matmul) continue;
       EXPECT_EQ(jit::decode_gemv_unsupported(g, r, properties_), "") << g.name();
       std::vector<std::pair<int, std::string>> out;
-      for (jit::MatmulTile t : {jit::MatmulTile::decode_tma, jit::MatmulTile::decode_ffma, jit::MatmulTile::decode_gemv}) {
+      for (jit::MatmulTile t : {jit::MatmulTile::decode_tma_rows, jit::MatmulTile::decode_tma,
+                                jit::MatmulTile::decode_ffma, jit::MatmulTile::decode_gemv}) {
         const int v = jit::matmul_variant_of(g, r, properties_, t);
         if (v < 0) continue;
-        out.emplace_back(v, t == jit::MatmulTile::decode_tma    ? "tma"
+        out.emplace_back(v, t == jit::MatmulTile::decode_tma_rows ? "tma"
+                            : t == jit::MatmulTile::decode_tma    ? "tma"
                             : t == jit::MatmulTile::decode_ffma ? "gemv ffma"
                                                                 : "gemv mma");
       }
@@ -191,6 +193,49 @@ TEST_F(GpuDecodeGemm, TmaShapesChunkedBoxesAndTileEndWarps) {
   }
   ::unsetenv("SINTER_DECODE_TMA_BN");
   ::unsetenv("SINTER_DECODE_TMA_TILE_END");
+}
+
+// The TMA tile's whole-tile cut (MatmulTile::decode_tma_rows, offered from 64 weight rows per
+// SM): tiles of an odd number of rows (the box's rows past them stale in shared memory, their
+// warps idle), several tiles per CTA, a last tile past N, K past the last 64-k box, a folded
+// batch whose tiles never cross a batch, and the region's epilogue on each tile.
+TEST_F(GpuDecodeGemm, TmaWholeTilesOddRowsManyTilesBatches) {
+  auto rows_candidate = [&](const Graph& g) {
+    const fuse::Partition p = fuse::partition_graph(g);
+    for (const fuse::Region& r : p.regions) {
+      if (r.kind != fuse::RegionKind::matmul) continue;
+      const std::string why = jit::decode_tma_unsupported(g, r, properties_, true);
+      EXPECT_EQ(why, "") << g.name();
+      return jit::matmul_variant_of(g, r, properties_, jit::MatmulTile::decode_tma_rows);
+    }
+    return -1;
+  };
+  struct Case {
+    DType t;
+    int64_t m, n, k;
+  };
+  // 9001 rows: 69-row tiles on 132 SMs, the last one 31 rows; 40000: 3 tiles of 102 rows per
+  // SM; 8448 x 1000: 64 rows each, K 1000 = 15 boxes + 40
+  for (Case c : {Case{DType::bf16, 1, 9001, 512}, Case{DType::bf16, 16, 9001, 520}, Case{DType::f16, 5, 40000, 264},
+                 Case{DType::bf16, 8, 8448, 1000}}) {
+    const Graph g = decode_graph("decode_tma_rows", c.t, c.m, c.n, c.k, true, true);
+    const int v = rows_candidate(g);
+    if (v < 0) {
+      ADD_FAILURE() << g.name() << ": the whole-tile TMA decode tile was not offered";
+      continue;
+    }
+    check_candidate(g, v, "tma", 1.0);
+  }
+  // 3 batches x 3000 rows: 69-row tiles, 44 per batch, the last of each 36 rows
+  Graph b("decode_tma_rows_batched");
+  auto y = b.matmul(b.input("a", DType::bf16, {3, 4, 136}), b.input("w", DType::bf16, {3, 136, 3000}, {136 * 3000, 1, 136}));
+  b.output(b.add(y, b.input("res", DType::bf16, {3, 4, 3000})), "y");
+  const int v = rows_candidate(b);
+  if (v >= 0) {
+    check_candidate(b, v, "tma", 1.0);
+  } else {
+    ADD_FAILURE() << "decode_tma_rows_batched: the whole-tile TMA decode tile was not offered";
+  }
 }
 
 TEST_F(GpuDecodeGemm, BatchedBroadcastWeightRowAndColumnSums) {

@@ -69,7 +69,7 @@ TEST_F(GpuDeviceTest, StreamAndEvents) {
   EXPECT_TRUE(moved.query());
 }
 
-TEST_F(GpuDeviceTest, TimeCallsQueuedAndSynced) {
+TEST_F(GpuDeviceTest, TimeCallsQueuedSyncedAndBackToBack) {
   // both timing methods time every call and leave the work done; a 64 MB memset takes at least
   // ~10 us at any H200 bandwidth, so a time of 0 would mean the events missed the call
   Stream stream;
@@ -89,6 +89,20 @@ TEST_F(GpuDeviceTest, TimeCallsQueuedAndSynced) {
     for (float t : ms) EXPECT_GT(t, 0.005f) << mode;
     EXPECT_TRUE(stream.query()) << mode;  // the host waited for the last call
   }
+  // back to back: kBackToBackCalls calls per interval, each time the interval's share; with a
+  // flush before each call, one call per interval
+  ::setenv("SINTER_TIMING", "back_to_back", 1);
+  EXPECT_EQ(timing_mode(), TimingMode::back_to_back);
+  int calls = 0, flushes = 0;
+  std::vector<float> ms = time_calls(stream.get(), 7, [&] { buffer.memset_async(static_cast<int>(calls++), stream); });
+  ASSERT_EQ(ms.size(), 7u);
+  EXPECT_EQ(calls, 7 * kBackToBackCalls);
+  for (float t : ms) EXPECT_GT(t, 0.005f);
+  calls = 0;
+  ms = time_calls(stream.get(), 7, [&] { buffer.memset_async(static_cast<int>(calls++), stream); }, [&] { ++flushes; });
+  EXPECT_EQ(calls, 7);
+  EXPECT_EQ(flushes, 7);
+  EXPECT_TRUE(stream.query());
   ::unsetenv("SINTER_TIMING");
   EXPECT_EQ(timing_mode(), TimingMode::queued);
 }

@@ -67,11 +67,13 @@ Built build_first(const Graph& g, const cuda::DeviceProperties& dev = h200()) {
 }
 
 TEST(JitMatmulDecode, OfferedFirstForUpToSixteenRows) {
-  // a 117 MB [N, K] weight: the TMA decode tile, mma, the C-tile kernel, 5 direct-epilogue configs, generic
+  // a 117 MB [N, K] weight: the TMA decode tile's whole-tile and stream-K cuts, mma, the C-tile
+  // kernel, 5 direct-epilogue configs, generic
   Built b = build_first(decode(DType::bf16, 16, 14336, 4096, true, false));
   EXPECT_EQ(b.why_not, "");
-  EXPECT_EQ(b.variants, 9);
+  EXPECT_EQ(b.variants, 10);
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode tma"), std::string::npos) << b.rk.kernels.at(0).description;
+  EXPECT_NE(b.rk.kernels.at(0).description.find("whole tiles"), std::string::npos) << b.rk.kernels.at(0).description;
   // an n-major (row-major [K, N]) weight: the register decode tiles first, then the Hopper GEMM
   // reading B transposed (C-tile kernel, 5 direct-epilogue configs), generic
   b = build_first(decode(DType::bf16, 1, 14336, 4096, false, false));
@@ -80,9 +82,10 @@ TEST(JitMatmulDecode, OfferedFirstForUpToSixteenRows) {
   b = build_first(decode(DType::bf16, 5, 14336, 4096, false, false));
   EXPECT_EQ(b.variants, 2 + 6);
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv mma"), std::string::npos);
-  // M <= 4 with an [N, K] weight: tma, mma, ffma, the C-tile kernel, 5 direct-epilogue configs, generic
+  // M <= 4 with an [N, K] weight: tma rows, tma, mma, ffma, the C-tile kernel, 5 direct-epilogue
+  // configs, generic
   b = build_first(decode(DType::bf16, 4, 14336, 4096, true, false));
-  EXPECT_EQ(b.variants, 10);
+  EXPECT_EQ(b.variants, 11);
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode tma"), std::string::npos)
       << b.rk.kernels.at(0).description;
   // a weight under 64 MiB: the register tiles first, the TMA tile after them; the other tiles
@@ -94,6 +97,7 @@ TEST(JitMatmulDecode, OfferedFirstForUpToSixteenRows) {
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_gemv), 0);
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_ffma), -1);
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_tma), 1);
+  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_tma_rows), -1);  // 8 rows per SM
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_ctile), 2);
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_direct), 3);
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::generic), matmul_variants(g, r, h200()) - 1);
@@ -148,7 +152,7 @@ TEST(JitMatmulDecode, TmaShapesChunkedBoxesAndTileEndWarps) {
       const bool chunked = bn < 128 && k % 64 == 0;
       EXPECT_EQ(ks.description.find(" chunked") != std::string::npos, chunked) << ks.description;
       EXPECT_EQ(ks.description.find(" tile-end-warps4") != std::string::npos, warps) << ks.description;
-      EXPECT_EQ(ks.description.find(" batched-combine") != std::string::npos, std::string(mode) == "batched")
+      EXPECT_EQ(ks.description.find(" inline-combine") != std::string::npos, std::string(mode) == "inline")
           << ks.description;
       EXPECT_EQ(ks.source.find("decode_splitk_combine_group<kDecodeTmaThreads, 0,") != std::string::npos,
                 std::string(mode) == "batched");
@@ -190,6 +194,48 @@ TEST(JitMatmulDecode, TmaShapesChunkedBoxesAndTileEndWarps) {
   }
   ::unsetenv("SINTER_DECODE_TMA_BN");
   ::unsetenv("SINTER_DECODE_TMA_TILE_END");
+}
+
+// The TMA tile's whole-tile cut: about N / SMs rows per tile, as many tiles as SMs (or whole
+// multiples), the W box as high as a tile, no partials in the workspace, no combine in the
+// kernel; compiles for sm_90a without spills. Declined below 64 rows per SM.
+TEST(JitMatmulDecode, TmaWholeTiles) {
+  struct Case {
+    int64_t m, n, k;
+    uint32_t rows, ctas;
+    const char* words;
+  };
+  for (Case c : {Case{1, 14336, 4096, 109, 132, "m8x128 k64 stages6 w:[N,K] whole tiles 1x109 rows"},
+                 Case{16, 14336, 1000, 109, 132, "m16x128 k64 stages6 w:[N,K] whole tiles 1x109 rows"},
+                 Case{8, 40000, 264, 102, 132, "m8x128 k64 stages6 w:[N,K] whole tiles 3x102 rows"},
+                 Case{1, 9001, 512, 69, 131, "m8x128 k64 stages6 w:[N,K] whole tiles 1x69 rows"}}) {
+    const Graph g = decode(DType::bf16, c.m, c.n, c.k, true, true);
+    const fuse::Partition p = fuse::partition_graph(g);
+    const fuse::Region& r = matmul_region(g, p);
+    EXPECT_EQ(decode_tma_unsupported(g, r, h200(), true), "");
+    const RegionKernels rk = build_matmul_decode_tma(g, r, h200(), true);
+    const KernelSpec& ks = rk.kernels.at(0);
+    EXPECT_NE(ks.description.find(c.words), std::string::npos) << ks.description;
+    EXPECT_EQ(ks.launch.grid.x, c.ctas) << ks.description;
+    ASSERT_EQ(ks.tensor_maps.size(), 2u);
+    EXPECT_EQ(ks.tensor_maps.back().box[1], c.rows);
+    EXPECT_EQ(ks.source.find("decode_splitk_combine"), std::string::npos);
+    EXPECT_LT(rk.workspace_bytes, size_t{64} << 10) << "no partials";
+    cuda::CompileOptions opts;
+    opts.arch = "sm_90a";
+    opts.extra_options = {"--ptxas-options=-v"};
+    try {
+      const cuda::CompileResult res = cuda::compile_cuda("decode_tma_rows.cu", ks.source, opts);
+      EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
+    } catch (const Error& e) {
+      ADD_FAILURE() << ks.description << " does not compile:\n" << e.message();
+    }
+  }
+  const Graph small = decode(DType::bf16, 1, 4096, 4096, true, false);
+  const fuse::Partition p = fuse::partition_graph(small);
+  const std::string why = decode_tma_unsupported(small, matmul_region(small, p), h200(), true);
+  EXPECT_NE(why.find("whole tiles of 32 weight rows (fewer than 64 per SM)"), std::string::npos) << why;
+  EXPECT_EQ(matmul_variant_of(small, matmul_region(small, p), h200(), MatmulTile::decode_tma_rows), -1);
 }
 
 TEST(JitMatmulDecode, DeclinesWithAReason) {

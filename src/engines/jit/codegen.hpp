@@ -110,10 +110,14 @@ RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const c
 std::string decode_ffma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_matmul_decode_ffma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 
-// The TMA decode tile (M <= 16, [N, K] weight, sm_90a): persistent stream-K over the weight's
-// 16 KiB boxes, an mbarrier ring of TMA loads, mma.sync (codegen_matmul_decode_tma.cpp).
-std::string decode_tma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// The TMA decode tile (M <= 16, [N, K] weight, sm_90a): persistent, an mbarrier ring of TMA
+// loads, mma.sync (codegen_matmul_decode_tma.cpp). whole_tiles false: stream-K over the weight's
+// 16 KiB boxes (split tiles combined through the workspace); true: each SM runs whole tiles of
+// about N / SMs rows (decode_tma_rows: no combine; needs 64 rows or more per SM).
+std::string decode_tma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                                   bool whole_tiles = false);
+RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                                      bool whole_tiles = false);
 // The bytes of the weight (B) one call of the region's matmul reads: batches x N x K elements.
 int64_t decode_weight_bytes(const Graph& g, const fuse::Region& r);
 
@@ -129,7 +133,7 @@ int64_t decode_weight_bytes(const Graph& g, const fuse::Region& r);
 //     cuBLASLt), then the C-tile kernel (80-85%); for smaller problems the C-tile kernel first;
 //   - generic: the mma.sync tile; where the Hopper kernels do not apply its description says why
 //     (the fallback is reported, never silent).
-enum class MatmulTile { decode_tma, decode_ffma, decode_gemv, sm90_ctile, sm90_direct, generic };
+enum class MatmulTile { decode_tma_rows, decode_tma, decode_ffma, decode_gemv, sm90_ctile, sm90_direct, generic };
 struct MatmulVariant {
   MatmulTile tile = MatmulTile::generic;
   Sm90DirectConfig direct;  // sm90_direct only

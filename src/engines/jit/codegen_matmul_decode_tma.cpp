@@ -43,32 +43,38 @@ constexpr int64_t kMaxM = 16;
 // read probe agreed: 3.96 against 4.02 TB/s).
 // SINTER_DECODE_TMA_BN=32|64|128 and SINTER_DECODE_TMA_STAGES=2..12 override the tile, for A/B
 // timing in one process (read at each build).
-// SINTER_DECODE_TMA_TILE_END: how tiles end. The tile ends in line cost 3 / 6 / 9 us at M = 1 /
-// 8 / 16 (session 11's probe: decode_splitk_combine reads the partials one L2 round trip per
-// element group). Both alternatives were written without a device call:
-//   inline (default): the 8 warps, decode_splitk_combine;
-//   batched: the 8 warps, decode_splitk_combine_group (float4, every read issued before the sums);
-//   warps: a warpgroup of 4 more warps ends the tiles with decode_splitk_combine_group while the 8
-//     streaming warps go on (DecodeTmaSmem::kTileEndWarps).
+// SINTER_DECODE_TMA_TILE_END: how split tiles end (stream-K). Session 12 (H200, same process
+// as cuBLASLt at 0.0329-0.0348 ms), M = 1 / 8 / 16:
+//   batched (default): the 8 warps, decode_splitk_combine_group (float4, every read issued
+//     before the sums): 0.03571 / 0.03664 / 0.03811 ms;
+//   inline: the 8 warps, decode_splitk_combine (one L2 round trip per element group):
+//     0.03584 / 0.03888 / 0.04189;
+//   warps: a warpgroup of 4 more warps ends the tiles with the batched combine while the 8
+//     streaming warps go on (DecodeTmaSmem::kTileEndWarps): 0.03555 / 0.03798 / 0.04054
+//     (with bn 32: 0.03648 / 0.03664 / 0.03702).
+// The whole-tile cut (MatmulTile::decode_tma_rows) has no split tile to end.
 struct TmaConfig {
   int bn = 128, stages = 6, tile_end_warps = 0;
-  bool batched_combine = false;
+  bool batched_combine = true;
+  bool whole_tiles = false;  // DecodeTmaWork's whole-tile cut (MatmulTile::decode_tma_rows)
   int kboxes() const { return 128 / bn; }
   int step_k() const { return 64 * kboxes(); }
 };
-TmaConfig config_of() {
+TmaConfig config_of(bool whole_tiles) {
   TmaConfig c;
-  if (const char* v = std::getenv("SINTER_DECODE_TMA_BN")) {
-    const int n = std::atoi(v);
-    if (n == 32 || n == 64 || n == 128) c.bn = n;
-  }
+  c.whole_tiles = whole_tiles;
   if (const char* v = std::getenv("SINTER_DECODE_TMA_STAGES")) {
     const int n = std::atoi(v);
     if (n >= 2 && n <= 12) c.stages = n;
   }
+  if (whole_tiles) return c;  // 128-row boxes cut to the tile's rows; no tile is combined
+  if (const char* v = std::getenv("SINTER_DECODE_TMA_BN")) {
+    const int n = std::atoi(v);
+    if (n == 32 || n == 64 || n == 128) c.bn = n;
+  }
   if (const char* v = std::getenv("SINTER_DECODE_TMA_TILE_END")) {
     c.tile_end_warps = std::string(v) == "warps" ? 4 : 0;
-    c.batched_combine = std::string(v) == "warps" || std::string(v) == "batched";
+    c.batched_combine = std::string(v) != "inline";
   }
   return c;
 }
@@ -76,7 +82,7 @@ TmaConfig config_of() {
 // Whether a step's boxes are one chunked TMA box (DecodeTmaSmem::kChunked): several k boxes a
 // step, K a multiple of 64 and one batch.
 bool chunked(const Sm90Operands& o, const TmaConfig& c) {
-  return c.kboxes() > 1 && o.k % 64 == 0 && o.batch.numel == 1;
+  return !c.whole_tiles && c.kboxes() > 1 && o.k % 64 == 0 && o.batch.numel == 1;
 }
 // The chunked view of x (is_a) or W: {64 k, rows, K / 64 chunks}, chunks 128 bytes apart, box
 // {64, box_rows, 128 / bn}.
@@ -102,18 +108,36 @@ int smem_bytes(const TmaConfig& c, int m_tile) {
 }
 int threads_of(const TmaConfig& c) { return kThreadsHost + 32 * c.tile_end_warps; }
 
-// The stream-K split: `ctas` CTAs (one per SM, none without a step) over `total` steps.
+// The cut of the steps over `ctas` CTAs (one per SM, none without a step): stream-K over `total`
+// steps of bn-row tiles, or whole tiles of tile_rows rows (DecodeTmaWork).
 struct Work {
   int64_t tiles = 0, steps_per_tile = 0, total = 0, ctas = 0;
   int64_t max_contributors = 1;  // the most CTAs that share one tile: the partials per tile
+  int64_t tile_rows = 0, tiles_n = 0;  // W rows per tile, tiles per batch
 };
+
+// Whole tiles: the rows of all batches spread over the SMs, R = ceil(batch x N / SMs) rows each,
+// cut into j = ceil(R / bn) tiles of ceil(R / j) rows, so a CTA runs at most j whole tiles of
+// about R / j rows (14336 x 4096 on 132 SMs: 132 tiles of 109 rows, one per SM).
+int64_t whole_tile_rows(const Sm90Operands& o, const TmaConfig& c, int64_t sms) {
+  const int64_t per_sm = std::max<int64_t>((o.batch.numel * o.n + sms - 1) / sms, 1);
+  const int64_t j = (per_sm + c.bn - 1) / c.bn;
+  return (per_sm + j - 1) / j;
+}
 
 Work plan_work(const Sm90Operands& o, const TmaConfig& c, const cuda::DeviceProperties& dev) {
   Work w;
-  w.tiles = o.batch.numel * ((o.n + c.bn - 1) / c.bn);
+  const int64_t sms = dev.sm_count > 0 ? dev.sm_count : 132;
+  w.tile_rows = c.whole_tiles ? whole_tile_rows(o, c, sms) : c.bn;
+  w.tiles_n = (o.n + w.tile_rows - 1) / w.tile_rows;
+  w.tiles = o.batch.numel * w.tiles_n;
   w.steps_per_tile = (o.k + c.step_k() - 1) / c.step_k();
   w.total = w.tiles * w.steps_per_tile;
-  w.ctas = std::clamp<int64_t>(dev.sm_count > 0 ? dev.sm_count : 132, 1, std::max<int64_t>(w.total, 1));
+  if (c.whole_tiles) {
+    w.ctas = std::clamp<int64_t>(sms, 1, std::max<int64_t>(w.tiles, 1));
+    return w;  // max_contributors 1: every tile is inside one CTA
+  }
+  w.ctas = std::clamp<int64_t>(sms, 1, std::max<int64_t>(w.total, 1));
   // Every CTA runs at least q = total / ctas steps, so a tile's steps_per_tile steps meet at most
   // ceil(steps_per_tile / q) + 1 CTAs (a bound, not a walk over every tile; it sizes the partials).
   const int64_t q = std::max<int64_t>(w.total / w.ctas, 1);
@@ -128,15 +152,24 @@ int64_t decode_weight_bytes(const Graph& g, const fuse::Region& r) {
   return o.batch.numel * o.n * o.k * static_cast<int64_t>(dtype_size(o.dtype_b));
 }
 
-std::string decode_tma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+std::string decode_tma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                                   bool whole_tiles) {
   const std::string why = sm90_gemm_unsupported(g, r, dev);
   if (!why.empty()) return why;
   const Sm90Operands o = sm90_operands(g, r);
   if (o.m > kMaxM) return "M = " + std::to_string(o.m) + " is more than 16 rows";
   if (o.b_mn_major) return "the weight is n-contiguous ([K, N]); this tile streams k-contiguous [N, K] weights";
   // the kernel counts a CTA's steps in int (and step x CTA count stays far inside i64)
-  const TmaConfig c = config_of();
-  if (plan_work(o, c, dev).total >= (int64_t{1} << 31)) return "2^31 or more 16 KiB weight steps";
+  const TmaConfig c = config_of(whole_tiles);
+  const Work work = plan_work(o, c, dev);
+  if (work.total >= (int64_t{1} << 31)) return "2^31 or more 16 KiB weight steps";
+  // whole tiles want rows enough per SM: a tile of a few rows moves a few KiB a step, too little
+  // in flight to stream (below this the stream-K cut stays the only TMA tile)
+  constexpr int64_t kMinWholeTileRows = 64;
+  if (whole_tiles && work.tile_rows < kMinWholeTileRows) {
+    return "whole tiles of " + std::to_string(work.tile_rows) + " weight rows (fewer than " +
+           std::to_string(kMinWholeTileRows) + " per SM): too few bytes a step; the stream-K cut streams them";
+  }
   // + the static shared memory beside the ring: the epilogue's column-sum buffer (up to 8 warps x
   // bn floats) and scratch, the combine's flag (a deep ring set through the environment can reach it)
   const int smem = smem_bytes(c, m_tile_of(o.m)) + 8 * c.bn * 4 + 1024;
@@ -146,14 +179,15 @@ std::string decode_tma_unsupported(const Graph& g, const fuse::Region& r, const 
   return "";
 }
 
-RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
-  const std::string why_not = decode_tma_unsupported(g, r, dev);
+RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                                      bool whole_tiles) {
+  const std::string why_not = decode_tma_unsupported(g, r, dev, whole_tiles);
   if (!why_not.empty()) {
     throw Error(ErrorCode::internal, "build_matmul_decode_tma: region " + std::to_string(r.id) + ": " + why_not);
   }
   const Sm90Operands o = sm90_operands(g, r);
   const bool bf16 = o.dtype == DType::bf16;
-  const TmaConfig c = config_of();
+  const TmaConfig c = config_of(whole_tiles);
   const int m_tile = m_tile_of(o.m);
   const int smem = smem_bytes(c, m_tile);
   const Work work = plan_work(o, c, dev);
@@ -171,12 +205,14 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   w.tensor_map("tma_x", chunk ? chunked_map(r, o, true, static_cast<uint32_t>(m_tile), c)
                               : sm90_tensor_map(r, o, true, static_cast<uint32_t>(m_tile)));
   w.tensor_map("tma_w", chunk ? chunked_map(r, o, false, static_cast<uint32_t>(c.bn), c)
-                              : sm90_tensor_map(r, o, false, static_cast<uint32_t>(c.bn)));
+                              : sm90_tensor_map(r, o, false, static_cast<uint32_t>(work.tile_rows)));
   w.field("SinterGemmShape", "shape", sm90_gemm_shape(o));
   w.field("i64", "total", work.total);
   w.field("i64", "steps_per_tile", work.steps_per_tile);
   w.field("i64", "ctas", work.ctas);
-  w.field("i64", "tiles_n", (o.n + c.bn - 1) / c.bn);
+  w.field("i64", "tiles_n", work.tiles_n);
+  w.field("i64", "whole_tiles", c.whole_tiles ? work.tiles : 0);
+  w.field("int", "tile_rows", static_cast<int>(work.tile_rows));
   w.field("i64", "max_contributors", work.max_contributors);
   // the tile-end warps read and write the partials as float4
   w.workspace_pointer("float*", "part", ws.part_offset, c.batched_combine ? 16 : 4);
@@ -211,11 +247,15 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
       << "  char* smem_al = reinterpret_cast<char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64{1023});\n"
       << epi.kernel_begin("  ")
       << "  const SinterGemmShape& s = a.shape;\n"
-      << "  const DecodeTmaWork wk{a.total, a.steps_per_tile, a.ctas};\n"
+      << "  const DecodeTmaWork wk{a.total, a.steps_per_tile, a.ctas, a.whole_tiles, a.tile_rows};\n"
       << "  const int rows = static_cast<int>(min(s.m, i64{" << m_tile << "}));\n"
       << "  decode_tma_run<Cfg, " << bf << ">(smem_al, &a.tma_x, &a.tma_w, wk, a.tiles_n,\n"
       << "      [&](i64 tile, int contributors, int ordinal, float* ctile) {\n";
-  if (c.batched_combine) {
+  if (c.whole_tiles) {
+    // every tile is inside one CTA (contributors is 1, ordinal 0): straight to the epilogue
+    src << "    (void)contributors;\n"
+        << "    (void)ordinal;\n";
+  } else if (c.batched_combine) {
     // on the tile-end warps (named barrier 1), or on the whole CTA (barrier 0)
     src << "    if (contributors > 1 && !decode_splitk_combine_group<" << scope.threads << ", "
         << (c.tile_end_warps > 0 ? 1 : 0) << ", Cfg::kMTile * Cfg::kBN, Cfg::kBN>(\n"
@@ -226,14 +266,15 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
         << "            ctile, rows, a.part + tile * a.max_contributors * (Cfg::kMTile * Cfg::kBN), ordinal,\n"
         << "            contributors, a.counts + tile)) {\n";
   }
-  src
-      << "      return;  // another CTA of this tile sums the partials\n"
-      << "    }\n"
-      << "    const i64 bi = tile / a.tiles_n;\n"
-      << "    const int n0 = static_cast<int>(tile - bi * a.tiles_n) * Cfg::kBN;\n"
+  if (!c.whole_tiles) {
+    src << "      return;  // another CTA of this tile sums the partials\n"
+        << "    }\n";
+  }
+  src << "    const i64 bi = tile / a.tiles_n;\n"
+      << "    const int n0 = static_cast<int>(tile - bi * a.tiles_n) * a.tile_rows;\n"
       << "    const char* smem = reinterpret_cast<const char*>(ctile);\n"
       << epi.gemm_tile("bi * s.m", "static_cast<int>(s.m)", "static_cast<i64>(n0)",
-                       "min(Cfg::kBN, static_cast<int>(s.n - n0))", scope)
+                       "min(a.tile_rows, static_cast<int>(s.n - n0))", scope)
       << "  });\n"
       << epi.kernel_end("  ") << "}\n";
 
@@ -241,10 +282,15 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   spec.description = std::string("matmul decode tma mma.") + (bf16 ? "bf16" : "f16") + " m" + mt + "x" +
                      std::to_string(c.bn) + " k" + std::to_string(c.step_k()) + " stages" + st +
                      (chunk ? " chunked" : "") +
-                     (c.tile_end_warps > 0 ? " tile-end-warps" + std::to_string(c.tile_end_warps)
-                                           : c.batched_combine ? " batched-combine" : "") +
-                     " w:[N,K] streamk" + std::to_string(work.ctas) + "x" +
-                     std::to_string((work.total + work.ctas - 1) / work.ctas) + " steps" +
+                     (c.whole_tiles           ? ""
+                      : c.tile_end_warps > 0 ? " tile-end-warps" + std::to_string(c.tile_end_warps)
+                      : c.batched_combine    ? ""
+                                             : " inline-combine") +
+                     " w:[N,K] " +
+                     (c.whole_tiles ? "whole tiles " + std::to_string((work.tiles + work.ctas - 1) / work.ctas) + "x" +
+                                          std::to_string(work.tile_rows) + " rows"
+                                    : "streamk" + std::to_string(work.ctas) + "x" +
+                                          std::to_string((work.total + work.ctas - 1) / work.ctas) + " steps") +
                      (o.batch_folded ? " batch-folded" : "") + (epi.index64() ? " idx64" : "") + epi.describe();
   spec.launch.grid = dim3(static_cast<unsigned>(work.ctas));
   spec.launch.block = dim3(static_cast<unsigned>(threads_of(c)));

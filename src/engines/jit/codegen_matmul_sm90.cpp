@@ -246,12 +246,17 @@ std::vector<MatmulVariant> matmul_tiles(const Graph& g, const fuse::Region& r, c
   // split-tile sums, which weigh more when each SM streams little (not profiled).
   // So it goes first for weights of 64 MiB and more (between the two measured sizes), after the
   // register tiles below that.
+  // The whole-tile cut of the TMA tile (session 12) goes before the stream-K cut wherever it
+  // applies (64 or more weight rows per SM): it has no split tile to combine.
   const bool tma = decode_tma_unsupported(g, r, dev).empty();
   const bool tma_first = tma && decode_weight_bytes(g, r) >= (int64_t{64} << 20);
+  const bool tma_rows = tma && decode_tma_unsupported(g, r, dev, true).empty();
+  if (tma_first && tma_rows) tiles.push_back({MatmulTile::decode_tma_rows, {}});
   if (tma_first) tiles.push_back({MatmulTile::decode_tma, {}});
   if (decode_gemv_unsupported(g, r, dev).empty()) tiles.push_back({MatmulTile::decode_gemv, {}});
   if (decode_ffma_unsupported(g, r, dev).empty()) tiles.push_back({MatmulTile::decode_ffma, {}});
   if (tma && !tma_first) tiles.push_back({MatmulTile::decode_tma, {}});
+  if (tma_rows && !tma_first) tiles.push_back({MatmulTile::decode_tma_rows, {}});
   if (sm90_gemm_unsupported(g, r, dev).empty()) {
     // Where 128x256 tiles fill the GPU, the direct-epilogue configs go first: on the H200 the
     // 128x256 CTA-pair config ran 4096^3 in 0.1965 ms and 8192^3 in 1.418 ms, against 0.2226 and
@@ -284,6 +289,7 @@ RegionKernels build_matmul_variant(const Graph& g, const fuse::Region& r, const 
   const MatmulVariant v = matmul_tiles(g, r, dev).at(static_cast<size_t>(variant));
   switch (v.tile) {
     case MatmulTile::decode_tma: return build_matmul_decode_tma(g, r, dev);
+    case MatmulTile::decode_tma_rows: return build_matmul_decode_tma(g, r, dev, true);
     case MatmulTile::decode_ffma: return build_matmul_decode_ffma(g, r, dev);
     case MatmulTile::decode_gemv: return build_matmul_decode(g, r, dev);
     case MatmulTile::sm90_ctile: return build_matmul_sm90(g, r, dev);
