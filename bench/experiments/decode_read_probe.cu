@@ -19,7 +19,8 @@
 // `tile end false` runs loads, math and the per-tile cross-warp sums but nothing at a tile's end;
 // `true` adds the split-tile combine through a workspace and a store of the f32 tile; `warps 4`
 // runs the tile ends on a warpgroup of 4 more warps while the 8 others stream; `batched true`
-// combines with float4 reads, all issued before the sums (decode_splitk_combine_group). Beside
+// combines with float4 reads, all issued before the sums (decode_splitk_combine_group); `tile rows`
+// runs the whole-tile cut (tiles of about N / SMs rows, one CTA each, nothing combined). Beside
 // the pure read above and the generated kernel in sinter_bench_gemm, it splits the time between
 // the stream, the math and the tile ends.
 #include <cuda.h>

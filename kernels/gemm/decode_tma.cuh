@@ -2,11 +2,14 @@
 // on sm_90a. Decode GEMMs are bound by reading W once, so what matters is keeping enough bytes in
 // flight per SM (Little's law: ~4.3 TB/s x ~1.5 us of loaded DRAM latency is ~50 KB per SM) for
 // the whole kernel, on every SM, with no tail and no pause:
-//  - One CTA per SM, persistent. The work is a flat list of k steps over kBN-row tiles of W
-//    (tile-major), cut into equal contiguous ranges, one per CTA ("stream-K"): every SM streams
-//    the same number of bytes whatever N and K are, where a grid of whole tiles leaves SMs with
-//    one tile where others have two.
-//  - A step is 16 KiB of W: kBN rows x 128 / kBN boxes of 64 k (128-byte swizzle), plus the
+//  - One CTA per SM, persistent. The work is a flat list of k steps over tiles of W rows
+//    (tile-major), cut into contiguous ranges, one per CTA (DecodeTmaWork), so that every SM
+//    streams about the same bytes: either equal ranges of kBN-row tiles ("stream-K"), or whole
+//    tiles of about N / SMs rows each (no tile split, nothing to combine; the default wherever
+//    an SM gets 64 rows or more). A fixed grid of 128-row tiles would leave SMs with one tile
+//    where others have two.
+//  - A step is 16 KiB of W: kBN rows x 128 / kBN boxes of 64 k (128-byte swizzle; with whole
+//    tiles the box is as high as a tile, kBN rows or fewer, and warps past its rows idle), plus the
 //    matching boxes of x (the M tile's rows; rows past M and k past K read as zeros), into a ring
 //    of kStages stages guarded by mbarriers. With kChunked the boxes of a step are one TMA box.
 //  - Thread 0 issues the loads; there is no producer warp, so every thread of the CTA runs the
@@ -17,16 +20,17 @@
 //    col-major B, both read with ldmatrix from the swizzled boxes (conflict-free: 8 rows x 16
 //    bytes land on 8 different 16-byte bank groups). Warp w owns 16 W rows of one k box; the
 //    warps of the same rows meet in shared memory at the end of a tile, in a fixed order.
-//  - A tile whose steps span several CTAs meets through the workspace (decode_splitk_combine:
-//    the last CTA to arrive sums the partials in CTA order, deterministically, and runs the
-//    epilogue); a tile inside one CTA goes straight to the epilogue.
-// What this costs (session 11, H200, 117 MB weight, bench/experiments/decode_read_probe.cu): the
-// ring alone streams at 4.03 TB/s, the loop with its math and nothing at a tile's end at 3.89,
-// the loop with the tile ends 3.53 / 3.24 / 2.96 at M = 1 / 8 / 16: each tile end (fence,
-// atomic, partial reads, all warps) stops the SM's loads. Handing the tile ends to a ninth warp
-// was slower still (1.73 TB/s at M = 8: its one-warp combine waited on one L2 read after
-// another); docs/research-gemm-epilogue-and-decode.md has the numbers. kTileEndWarps = 4 below
-// (4 tile-end warps with a batched combine) is the next attempt, not yet measured.
+//  - A tile whose steps span several CTAs (stream-K only) meets through the workspace (the
+//    generated kernel calls decode_splitk_combine_group, or decode_splitk_combine: the last CTA
+//    to arrive sums the partials in CTA order, deterministically, and runs the epilogue); a tile
+//    inside one CTA goes straight to the epilogue.
+// What this costs (sessions 11-12, H200, 117 MB weight, bench/experiments/decode_read_probe.cu,
+// back to back with PDL): the ring alone streams at 4.03-4.06 TB/s, the stream-K loop with its
+// math and nothing at a tile's end at 3.85-3.89, with its tile ends 3.52 / 3.26 / 2.92 at M = 1 /
+// 8 / 16 (in line) or 3.31 / 3.25 / 3.32 (batched combine): a split tile's end (fence, atomic,
+// partial reads, all warps) stops the SM's loads. Whole tiles have one tile end, at the end:
+// 3.60 / 3.56 / 3.28. Handing the tile ends to extra warps (one, or a warpgroup of 4:
+// kTileEndWarps) did not pay; docs/benchmarks.md has the numbers.
 #pragma once
 
 #include "common/abi.h"
@@ -50,8 +54,8 @@ constexpr int kDecodeTmaStepBytes = 16384;  // W bytes per step
 // kTileEndWarps: 0, the 8 warps end each tile themselves (block barriers, the combine, the
 // epilogue) while no load is issued; or 4: a warpgroup of 4 more warps ends tiles while the 8
 // keep streaming -- they drop their fragments into one of two C slots and go on (an experiment,
-// SINTER_DECODE_TMA_TILE_END=warps: not yet measured on a GPU; session 11 measured a single
-// tile-end warp with a one-element-at-a-time combine as much slower, docs/benchmarks.md).
+// SINTER_DECODE_TMA_TILE_END=warps: session 12 measured it behind the batched combine in line,
+// 0.0380 against 0.0366 ms at M = 8; a single tile-end warp was much slower, session 11).
 template <int kBN_, int kMTile_, int kStages_, bool kChunked_ = false, int kTileEndWarps_ = 0>
 struct DecodeTmaSmem {
   static constexpr int kBN = kBN_, kMTile = kMTile_, kStages = kStages_;

@@ -122,9 +122,11 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
 int64_t decode_weight_bytes(const Graph& g, const fuse::Region& r);
 
 // The matmul candidates of a region, best measured first (matmul_tiles, codegen_matmul_sm90.cpp):
-//   - decode_tma: for M <= 16 and an [N, K] weight of 64 MiB or more, the TMA stream-K tile
-//     (4096x14336 at M = 1: 0.0351 ms = 3.35 TB/s with L2 hot, session 10); for smaller weights
-//     it comes after the two register tiles, which were faster there;
+//   - decode_tma_rows, decode_tma: for M <= 16 and an [N, K] weight of 64 MiB or more, the TMA
+//     tile, its whole-tile cut first where an SM gets 64 rows or more (4096x14336 at M = 1 / 8 /
+//     16: 0.0343 / 0.0346 / 0.0360 ms, against 0.0364 / 0.0368 / 0.0385 for the stream-K cut,
+//     session 12); for smaller weights both come after the two register tiles, which were
+//     faster there;
 //   - decode_gemv: for M <= 16, the mma GEMV tile (H200: weights streamed 1.5x faster than by the
 //     Hopper GEMM at M = 1, 8, 16; 0.0430 ms at M = 1 for 4096x14336);
 //   - decode_ffma: for M <= 4, the FFMA GEMV tile (whole 512-byte W runs per load; 0.0453 ms there);

@@ -1,8 +1,9 @@
 // Matmul regions with M <= 16 and an [N, K] weight on the TMA decode tile
-// (kernels/gemm/decode_tma.cuh): one persistent CTA per SM, a stream-K split of the weight's
-// 16 KiB boxes so every SM streams the same bytes, TMA into an mbarrier ring, mma.sync from
-// shared memory, split tiles combined through the workspace, then the region's epilogue
-// (AnchorEpilogue::gemm_tile over the C tile).
+// (kernels/gemm/decode_tma.cuh): one persistent CTA per SM, TMA into an mbarrier ring, mma.sync
+// from shared memory, then the region's epilogue (AnchorEpilogue::gemm_tile over the C tile).
+// Two cuts of the weight over the SMs, so every SM streams about the same bytes: whole tiles of
+// about N / SMs rows (MatmulTile::decode_tma_rows, nothing combined), or a stream-K split of
+// 128-row tiles' 16 KiB boxes with split tiles combined through the workspace.
 //
 // Compile-time: dtype, the M tile (8 or 16 rows), the ring depth and the epilogue. Run-time:
 // every size and stride (in the tensor maps and the shape) and the stream-K split, so one binary
