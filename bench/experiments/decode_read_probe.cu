@@ -333,6 +333,11 @@ int main() {
     using S = DecodeTmaSmem<128, 16, 6>;
     const int rows = static_cast<int>((kN + sms - 1) / sms);
     run_tile("tile rows m 16 stages 6 whole tiles", tile_loop<S, true>, 128, 16, S::kBytes, S::kThreads, 16, rows);
+    // where M = 16's extra time goes: the tile end, or x's 16 rows (the same 16-row tile with
+    // 8 or 1 rows of x: the box's other rows zero-filled, not read)
+    run_tile("tile rows m 16 stages 6 whole, no tile end", tile_loop<S, false>, 128, 16, S::kBytes, S::kThreads, 16, rows);
+    run_tile("tile rows m 8 (16-row tile) whole tiles", tile_loop<S, true>, 128, 16, S::kBytes, S::kThreads, 8, rows);
+    run_tile("tile rows m 1 (16-row tile) whole tiles", tile_loop<S, true>, 128, 16, S::kBytes, S::kThreads, 1, rows);
   }
   {
     // 5 stages: a 16-row CTA small enough for two per SM, so a programmatic launch's next CTAs
