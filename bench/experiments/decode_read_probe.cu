@@ -347,6 +347,19 @@ int main() {
     run_tile("tile rows m 16 stages 5 whole tiles", tile_loop<S, true>, 128, 16, S::kBytes, S::kThreads, 16, rows);
   }
   {
+    // session 12's per-step experiments (DecodeTmaSmem::kAccChains, kProducerWarp), whole tiles
+    const int rows = static_cast<int>((kN + sms - 1) / sms);
+    using C8 = DecodeTmaSmem<128, 8, 6, false, 0, 4>;
+    using P8 = DecodeTmaSmem<128, 8, 6, false, 0, 1, true>;
+    using CP8 = DecodeTmaSmem<128, 8, 6, false, 0, 4, true>;
+    using CP16 = DecodeTmaSmem<128, 16, 6, false, 0, 4, true>;
+    run_tile("tile rows m 1 whole, 4 acc chains", tile_loop<C8, true>, 128, 8, C8::kBytes, C8::kThreads, 1, rows);
+    run_tile("tile rows m 1 whole, producer warp", tile_loop<P8, true>, 128, 8, P8::kBytes, P8::kThreads, 1, rows);
+    run_tile("tile rows m 1 whole, chains + producer", tile_loop<CP8, true>, 128, 8, CP8::kBytes, CP8::kThreads, 1, rows);
+    run_tile("tile rows m 16 whole, chains + producer", tile_loop<CP16, true>, 128, 16, CP16::kBytes, CP16::kThreads, 16,
+             rows);
+  }
+  {
     // whole tiles of 112 and 128 rows (128 and 112 CTAs): does the 109-row box cost, or the cut?
     using S = DecodeTmaSmem<128, 8, 6>;
     run_tile("tile rows m 1 stages 6 whole 112 rows", tile_loop<S, true>, 128, 8, S::kBytes, S::kThreads, 1, 112);

@@ -56,13 +56,30 @@ constexpr int kDecodeTmaStepBytes = 16384;  // W bytes per step
 // keep streaming -- they drop their fragments into one of two C slots and go on (an experiment,
 // SINTER_DECODE_TMA_TILE_END=warps: session 12 measured it behind the batched combine in line,
 // 0.0380 against 0.0366 ms at M = 8; a single tile-end warp was much slower, session 11).
-template <int kBN_, int kMTile_, int kStages_, bool kChunked_ = false, int kTileEndWarps_ = 0>
+// kAccChains (1, 2 or 4) and kProducerWarp: session 12's Nsight Compute run found the tile's
+// speed following the SM clock (45.5 us at 1.36 GHz against cuBLASLt's 32.8 us, M = 16), so a
+// step's SM-side path bounds it. Two ways to shorten that path, written after the last device
+// call of session 12 and NOT yet measured (off by default; SINTER_DECODE_TMA_ACC_CHAINS,
+// SINTER_DECODE_TMA_PRODUCER):
+//  - kAccChains: a step's 4 16-k slices accumulate into kAccChains independent accumulators
+//    (slice q into chain q % kAccChains), summed in chain order at a tile's end, instead of one
+//    chain of 4 dependent mma per fragment;
+//  - kProducerWarp: a ninth warp issues every load, each once its stage is released, instead of
+//    thread 0 refilling a stage between its own steps (where it waits for the slowest warp while
+//    warp 0's math stalls). The 8 consumer warps then meet at a tile's end on named barrier 1
+//    (the producer takes no part); the host combines split tiles batched on that barrier.
+template <int kBN_, int kMTile_, int kStages_, bool kChunked_ = false, int kTileEndWarps_ = 0, int kAccChains_ = 1,
+          bool kProducerWarp_ = false>
 struct DecodeTmaSmem {
   static constexpr int kBN = kBN_, kMTile = kMTile_, kStages = kStages_;
   static constexpr bool kChunked = kChunked_;
   static constexpr int kTileEndWarps = kTileEndWarps_;
+  static constexpr int kAccChains = kAccChains_;
+  static constexpr bool kProducerWarp = kProducerWarp_;
   static_assert(kTileEndWarps == 0 || kTileEndWarps == 4, "tile ends in line, or on a warpgroup");
-  static constexpr int kThreads = kDecodeTmaThreads + 32 * kTileEndWarps;
+  static_assert(kAccChains == 1 || kAccChains == 2 || kAccChains == 4, "a chain per 1, 2 or 4 of a box's 16-k slices");
+  static_assert(!(kProducerWarp && kTileEndWarps > 0), "a producer warp or tile-end warps, not both");
+  static constexpr int kThreads = kDecodeTmaThreads + 32 * kTileEndWarps + (kProducerWarp ? 32 : 0);
   static_assert(kBN == 32 || kBN == 64 || kBN == 128, "a step is 16 KiB of W: 128 / kBN boxes of kBN rows");
   static_assert(kMTile == 8 || kMTile == 16, "x is one m16 mma tile, the upper 8 rows zero for M <= 8");
   static constexpr int kKBoxes = 128 / kBN;           // 64-k boxes per step
@@ -125,8 +142,9 @@ __device__ __forceinline__ void ldmatrix_x2(u32& r0, u32& r1, u32 addr) {
 // ldmatrix: lane l addresses row l % 8 of matrix l / 8 and receives, of each matrix, row l / 4,
 // elements 2 (l % 4), +1 -- for a [row][k] box that is the A and col-major B fragment of
 // m16n8k16 (PTX ISA 9.7.14.5.8). A box row of 128 bytes holds 16-byte chunk j at j ^ (row % 8).
-template <int kMTile, bool kBf16>
-__device__ __forceinline__ void decode_tma_step(u32 w_box, u32 x_box, int h, int lane, float (&acc)[2][4]) {
+// acc[c]: accumulator chain c, which the box's 16-k slices q with q % kChains == c add to.
+template <int kMTile, bool kBf16, int kChains>
+__device__ __forceinline__ void decode_tma_step(u32 w_box, u32 x_box, int h, int lane, float (&acc)[kChains][2][4]) {
   const int mi = lane >> 3, r = lane & 7;
   const u32 w_row = w_box + static_cast<u32>(16 * h + 8 * (mi >> 1) + r) * 128u;
 #pragma unroll
@@ -144,8 +162,8 @@ __device__ __forceinline__ void decode_tma_step(u32 w_box, u32 x_box, int h, int
       a[1] = a[3] = 0u;
     }
     const u32 b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-    mma_16816<kBf16>(acc[0], a, b0);
-    mma_16816<kBf16>(acc[1], a, b1);
+    mma_16816<kBf16>(acc[q % kChains][0], a, b0);
+    mma_16816<kBf16>(acc[q % kChains][1], a, b1);
   }
 }
 
@@ -172,10 +190,24 @@ struct DecodeTmaCursor {
   }
 };
 
-// A warp's C fragment of its k box (rows g, g + 8; columns 16 h + 8 nb + 2t, +1) into the
-// [16][S::kBN] partial `part`, and the accumulators zeroed for the next tile.
+// A warp's C fragment of its k box (rows g, g + 8; columns 16 h + 8 nb + 2t, +1), its chains
+// summed in chain order, into the [16][S::kBN] partial `part`, and the accumulators zeroed for
+// the next tile.
 template <class S>
-__device__ __forceinline__ void decode_tma_store_fragment(float* part, float (&acc)[2][4], int h, int lane) {
+__device__ __forceinline__ void decode_tma_store_fragment(float* part, float (&chains)[S::kAccChains][2][4], int h,
+                                                          int lane) {
+  float acc[2][4];
+#pragma unroll
+  for (int nb = 0; nb < 2; ++nb) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      acc[nb][e] = chains[0][nb][e];
+#pragma unroll
+      for (int c = 1; c < S::kAccChains; ++c) acc[nb][e] += chains[c][nb][e];
+#pragma unroll
+      for (int c = 0; c < S::kAccChains; ++c) chains[c][nb][e] = 0.0f;
+    }
+  }
   constexpr int kBN = S::kBN;
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
@@ -187,7 +219,6 @@ __device__ __forceinline__ void decode_tma_store_fragment(float* part, float (&a
       part[(g + 8) * kBN + c] = acc[nb][2];
       part[(g + 8) * kBN + c + 1] = acc[nb][3];
     }
-    acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.0f;
   }
 }
 
@@ -207,9 +238,11 @@ __device__ __forceinline__ void decode_tma_sum_boxes(float* out, const float* bo
 // C tile (f32, [16][S::kBN], rows < kMTile; rows past M are zero) is in `ctile` and
 // tile_done(tile, contributors, ordinal, ctile) runs: contributors is the number of CTAs that
 // share the tile, ordinal this CTA's place among them. In line (S::kTileEndWarps 0) it runs on
-// all S::kThreads threads; otherwise on the tile-end warps only (threads kDecodeTmaThreads..,
-// named barrier 1), once per tile in order, while the other warps stream. The caller must not
-// touch ctile after tile_done returns until the next call (a barrier follows it here).
+// the 8 streaming warps (all S::kThreads threads, or, with a producer warp, threads 0-255 on
+// named barrier 1); otherwise on the tile-end warps only (threads kDecodeTmaThreads.., named
+// barrier 1), once per tile in order, while the other warps stream. The producer and tile-end
+// warps return from here before the others. The caller must not touch ctile after tile_done
+// returns until the next call (a barrier follows it here).
 // steps_per_tile and tiles_n are below 2^31 (the host checks).
 template <class S, bool kBf16, class TileDone>
 __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap* map_x, const SinterTensorMap* map_w,
@@ -272,10 +305,37 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
       }
     }
     fence_barrier_init();
-    load.start(begin, wk.steps_per_tile, tiles_n);
-    for (int i = 0; i < steps && i < kStages; ++i) issue();
+    if constexpr (!S::kProducerWarp) {
+      load.start(begin, wk.steps_per_tile, tiles_n);
+      for (int i = 0; i < steps && i < kStages; ++i) issue();
+    }
   }
   __syncthreads();
+
+  if constexpr (S::kProducerWarp) {
+    if (threadIdx.x >= kDecodeTmaThreads) {
+      // the producer warp: one thread issues every step, each once the 8 warps have released its
+      // stage from the step kStages before (that release completed the stage's empty phase
+      // (i / kStages - 1), whose parity it waits on)
+      if (threadIdx.x == kDecodeTmaThreads) {
+        load.start(begin, wk.steps_per_tile, tiles_n);
+        for (int i = 0; i < steps; ++i) {
+          if (i >= kStages) mbarrier_wait(&empty[ist], static_cast<u32>((i / kStages - 1) & 1));
+          issue();
+        }
+      }
+      return;
+    }
+  }
+  // the 8 consumer warps' barrier at a tile's end: the whole CTA, or barrier 1 of their 256
+  // threads when a producer warp runs beside them
+  auto consumers_sync = [] {
+    if constexpr (S::kProducerWarp) {
+      named_barrier_sync(1, kDecodeTmaThreads);
+    } else {
+      __syncthreads();
+    }
+  };
 
   if constexpr (S::kTileEndWarps > 0) {
     if (threadIdx.x >= kDecodeTmaThreads) {
@@ -307,19 +367,20 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
 
   DecodeTmaCursor at;  // the step the warps compute
   at.start(begin, wk.steps_per_tile, tiles_n);
-  float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+  float acc[S::kAccChains][2][4] = {};
   int st = 0, prev = kStages - 1, cs = 0;
   u32 phase = 0, prev_phase = 1, cphase = 0;  // the phase parity of stage st / of the step before / of slot cs
   for (int i = 0; i < steps; ++i) {
     const u32 stage = smem_addr(smem + st * S::kStageBytes);
     mbarrier_wait(&full[st], phase);
     if (has_rows) {
-      decode_tma_step<kMTile, kBf16>(stage + kb * S::kWBoxBytes, stage + S::kWBytes + kb * S::kXBoxBytes, h, lane, acc);
+      decode_tma_step<kMTile, kBf16, S::kAccChains>(stage + kb * S::kWBoxBytes, stage + S::kWBytes + kb * S::kXBoxBytes, h,
+                                                    lane, acc);
     }
     __syncwarp();
     if (lane == 0) mbarrier_arrive(&empty[st]);
     // refill the previous step's stage: its readers have most likely all moved on by now
-    if (threadIdx.x == 0 && i >= 1 && i - 1 + kStages < steps) {
+    if (!S::kProducerWarp && threadIdx.x == 0 && i >= 1 && i - 1 + kStages < steps) {
       mbarrier_wait(&empty[prev], prev_phase);
       issue();
     }
@@ -351,13 +412,13 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
     // else per k box, summed in box order below
     float* red = reinterpret_cast<float*>(smem + S::kRedOffset);
     decode_tma_store_fragment<S>(S::kKBoxes == 1 ? ctile : red + kb * 16 * kBN, acc, h, lane);
-    __syncthreads();
+    consumers_sync();
     if (S::kKBoxes > 1) {
       decode_tma_sum_boxes<S>(ctile, red, threadIdx.x, kDecodeTmaThreads);
-      __syncthreads();
+      consumers_sync();
     }
     const i64 first = wk.first_cta(tile);
     tile_done(tile, static_cast<int>(wk.last_cta(tile) - first + 1), static_cast<int>(cta - first), ctile);
-    __syncthreads();  // ctile is free again
+    consumers_sync();  // ctile is free again
   }
 }

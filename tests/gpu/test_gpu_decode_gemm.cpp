@@ -238,6 +238,37 @@ TEST_F(GpuDecodeGemm, TmaWholeTilesOddRowsManyTilesBatches) {
   }
 }
 
+// The per-step experiments of the TMA tile (SINTER_DECODE_TMA_ACC_CHAINS: independent
+// accumulator chains; SINTER_DECODE_TMA_PRODUCER: a producer warp, the consumers on named barrier
+// 1) on both cuts: whole tiles with a short last tile, stream-K with split tiles (the batched
+// combine on barrier 1), bias + GELU + amax. Written after session 12's last device call.
+TEST_F(GpuDecodeGemm, TmaAccChainsAndProducerWarp) {
+  const std::pair<const char*, const char*> modes[] = {{"4", "0"}, {"1", "1"}, {"4", "1"}};
+  for (const auto& [chains, producer] : modes) {
+    SCOPED_TRACE(std::string("SINTER_DECODE_TMA_ACC_CHAINS=") + chains + " SINTER_DECODE_TMA_PRODUCER=" + producer);
+    ::setenv("SINTER_DECODE_TMA_ACC_CHAINS", chains, 1);
+    ::setenv("SINTER_DECODE_TMA_PRODUCER", producer, 1);
+    for (jit::MatmulTile tile : {jit::MatmulTile::decode_tma_rows, jit::MatmulTile::decode_tma}) {
+      // 9001 rows: 69-row whole tiles, the last 31 rows; stream-K: 71 tiles x 9 steps over 132 CTAs
+      for (int64_t m : {int64_t{3}, int64_t{16}}) {
+        const Graph g = decode_graph("decode_tma_step", DType::bf16, m, 9001, 520, true, true);
+        const fuse::Partition p = fuse::partition_graph(g);
+        int v = -1;
+        for (const fuse::Region& r : p.regions) {
+          if (r.kind == fuse::RegionKind::matmul) v = jit::matmul_variant_of(g, r, properties_, tile);
+        }
+        if (v < 0) {
+          ADD_FAILURE() << g.name() << ": the TMA decode tile was not offered";
+          continue;
+        }
+        check_candidate(g, v, "tma", 1.0);
+      }
+    }
+  }
+  ::unsetenv("SINTER_DECODE_TMA_ACC_CHAINS");
+  ::unsetenv("SINTER_DECODE_TMA_PRODUCER");
+}
+
 TEST_F(GpuDecodeGemm, BatchedBroadcastWeightRowAndColumnSums) {
   for (bool k_major : {true, false}) {
     Graph g(std::string("decode_batched_") + (k_major ? "nk" : "kn"));

@@ -7,6 +7,7 @@
 // sources are written there (for nvdisasm / cuobjdump).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -64,6 +65,32 @@ Built build_first(const Graph& g, const cuda::DeviceProperties& dev = h200()) {
   b.why_not = decode_gemv_unsupported(g, r, dev);
   b.rk = build_matmul_variant(g, r, dev, 0);
   return b;
+}
+
+// With SINTER_DUMP_CUBIN_DIR set, a compiled kernel's source and cubin are written there (to
+// compare SASS across changes: cuobjdump -sass).
+void dump_kernel(const KernelSpec& ks, const cuda::CompileResult& res) {
+  const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR");
+  if (!dir) return;
+  std::string stem = ks.description;
+  for (char& ch : stem) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  stem = std::string(dir) + "/" + stem.substr(0, 150);
+  std::ofstream(stem + ".cu") << "// " << ks.description << "\n" << ks.source;
+  std::ofstream(stem + ".cubin", std::ios::binary).write(res.cubin.data(), static_cast<std::streamsize>(res.cubin.size()));
+}
+
+// ks compiles for sm_90a with no spills (and is dumped with SINTER_DUMP_CUBIN_DIR).
+void expect_compiles_without_spills(const KernelSpec& ks) {
+  cuda::CompileOptions opts;
+  opts.arch = "sm_90a";
+  opts.extra_options = {"--ptxas-options=-v"};
+  try {
+    const cuda::CompileResult res = cuda::compile_cuda("decode_tma.cu", ks.source, opts);
+    EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
+    dump_kernel(ks, res);
+  } catch (const Error& e) {
+    ADD_FAILURE() << ks.description << " does not compile:\n" << e.message();
+  }
 }
 
 TEST(JitMatmulDecode, OfferedFirstForUpToSixteenRows) {
@@ -179,17 +206,7 @@ TEST(JitMatmulDecode, TmaShapesChunkedBoxesAndTileEndWarps) {
         EXPECT_EQ(w.dims[0], static_cast<uint64_t>(k));
         EXPECT_EQ(w.box[2], 1u);
       }
-      cuda::CompileOptions opts;
-      opts.arch = "sm_90a";
-      opts.extra_options = {"--ptxas-options=-v"};
-      cuda::CompileResult res;
-      try {
-        res = cuda::compile_cuda("decode_tma.cu", ks.source, opts);
-      } catch (const Error& e) {
-        ADD_FAILURE() << ks.description << " does not compile:\n" << e.message();
-        continue;
-      }
-      EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
+      expect_compiles_without_spills(ks);
     }
   }
   ::unsetenv("SINTER_DECODE_TMA_BN");
@@ -221,21 +238,46 @@ TEST(JitMatmulDecode, TmaWholeTiles) {
     EXPECT_EQ(ks.tensor_maps.back().box[1], c.rows);
     EXPECT_EQ(ks.source.find("decode_splitk_combine"), std::string::npos);
     EXPECT_LT(rk.workspace_bytes, size_t{64} << 10) << "no partials";
-    cuda::CompileOptions opts;
-    opts.arch = "sm_90a";
-    opts.extra_options = {"--ptxas-options=-v"};
-    try {
-      const cuda::CompileResult res = cuda::compile_cuda("decode_tma_rows.cu", ks.source, opts);
-      EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
-    } catch (const Error& e) {
-      ADD_FAILURE() << ks.description << " does not compile:\n" << e.message();
-    }
+    expect_compiles_without_spills(ks);
   }
   const Graph small = decode(DType::bf16, 1, 4096, 4096, true, false);
   const fuse::Partition p = fuse::partition_graph(small);
   const std::string why = decode_tma_unsupported(small, matmul_region(small, p), h200(), true);
   EXPECT_NE(why.find("whole tiles of 32 weight rows (fewer than 64 per SM)"), std::string::npos) << why;
   EXPECT_EQ(matmul_variant_of(small, matmul_region(small, p), h200(), MatmulTile::decode_tma_rows), -1);
+}
+
+// The per-step experiments (SINTER_DECODE_TMA_ACC_CHAINS, SINTER_DECODE_TMA_PRODUCER) on both
+// cuts: they compile for sm_90a without spills, a producer warp adds 32 threads and takes the
+// consumers' barriers off __syncthreads (named barrier 1 of 256 threads, batched combine).
+TEST(JitMatmulDecode, TmaAccChainsAndProducerWarp) {
+  for (const char* chains : {"1", "4"})
+  for (const char* producer : {"0", "1"})
+  for (bool whole : {true, false}) {
+    SCOPED_TRACE(std::string("chains ") + chains + " producer " + producer + (whole ? " whole" : " stream-K"));
+    ::setenv("SINTER_DECODE_TMA_ACC_CHAINS", chains, 1);
+    ::setenv("SINTER_DECODE_TMA_PRODUCER", producer, 1);
+    const bool prod = std::string(producer) == "1";
+    const Graph g = decode(DType::bf16, 16, 14336, 1000, true, true);
+    const fuse::Partition p = fuse::partition_graph(g);
+    const KernelSpec ks = build_matmul_decode_tma(g, matmul_region(g, p), h200(), whole).kernels.at(0);
+    EXPECT_EQ(ks.launch.block.x, prod ? 288u : 256u);
+    EXPECT_EQ(ks.description.find(" chains4") != std::string::npos, std::string(chains) == "4") << ks.description;
+    EXPECT_EQ(ks.description.find(" producer-warp") != std::string::npos, prod) << ks.description;
+    if (prod) {
+      // the tile_done lambda runs on the consumers alone: no block barrier in it
+      const size_t at = ks.source.find("float* ctile) {");
+      ASSERT_NE(at, std::string::npos);
+      const std::string lambda = ks.source.substr(at, ks.source.find("\n  });", at) - at);
+      EXPECT_EQ(lambda.find("__syncthreads"), std::string::npos) << lambda;
+      if (!whole) {
+        EXPECT_NE(lambda.find("decode_splitk_combine_group<kDecodeTmaThreads, 1,"), std::string::npos) << lambda;
+      }
+    }
+    expect_compiles_without_spills(ks);
+  }
+  ::unsetenv("SINTER_DECODE_TMA_ACC_CHAINS");
+  ::unsetenv("SINTER_DECODE_TMA_PRODUCER");
 }
 
 TEST(JitMatmulDecode, DeclinesWithAReason) {

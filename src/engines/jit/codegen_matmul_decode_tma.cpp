@@ -54,10 +54,16 @@ constexpr int64_t kMaxM = 16;
 //     streaming warps go on (DecodeTmaSmem::kTileEndWarps): 0.03555 / 0.03798 / 0.04054
 //     (with bn 32: 0.03648 / 0.03664 / 0.03702).
 // The whole-tile cut (MatmulTile::decode_tma_rows) has no split tile to end.
+// SINTER_DECODE_TMA_ACC_CHAINS=1|2|4 and SINTER_DECODE_TMA_PRODUCER=1 (both cuts): independent
+// accumulator chains per step and a producer warp (DecodeTmaSmem), written after session 12's
+// Nsight Compute run showed the tile bound by its per-step SM-side path; not yet measured, so off.
 struct TmaConfig {
   int bn = 128, stages = 6, tile_end_warps = 0;
   bool batched_combine = true;
   bool whole_tiles = false;  // DecodeTmaWork's whole-tile cut (MatmulTile::decode_tma_rows)
+  // DecodeTmaSmem::kAccChains and kProducerWarp (unmeasured experiments, off by default)
+  int acc_chains = 1;
+  bool producer_warp = false;
   int kboxes() const { return 128 / bn; }
   int step_k() const { return 64 * kboxes(); }
 };
@@ -68,6 +74,11 @@ TmaConfig config_of(bool whole_tiles) {
     const int n = std::atoi(v);
     if (n >= 2 && n <= 12) c.stages = n;
   }
+  if (const char* v = std::getenv("SINTER_DECODE_TMA_ACC_CHAINS")) {
+    const int n = std::atoi(v);
+    if (n == 1 || n == 2 || n == 4) c.acc_chains = n;
+  }
+  if (const char* v = std::getenv("SINTER_DECODE_TMA_PRODUCER")) c.producer_warp = std::string(v) == "1";
   if (whole_tiles) return c;  // 128-row boxes cut to the tile's rows; no tile is combined
   if (const char* v = std::getenv("SINTER_DECODE_TMA_BN")) {
     const int n = std::atoi(v);
@@ -76,6 +87,10 @@ TmaConfig config_of(bool whole_tiles) {
   if (const char* v = std::getenv("SINTER_DECODE_TMA_TILE_END")) {
     c.tile_end_warps = std::string(v) == "warps" ? 4 : 0;
     c.batched_combine = std::string(v) != "inline";
+  }
+  if (c.producer_warp) {  // the consumers meet on named barrier 1: the batched combine, in line
+    c.tile_end_warps = 0;
+    c.batched_combine = true;
   }
   return c;
 }
@@ -107,7 +122,7 @@ int smem_bytes(const TmaConfig& c, int m_tile) {
   const int red = c.kboxes() > 1 ? c.kboxes() * 16 * c.bn * 4 : 0;
   return 1024 + c.stages * stage + 16 * c.bn * 4 + red + 2 * c.stages * 8;
 }
-int threads_of(const TmaConfig& c) { return kThreadsHost + 32 * c.tile_end_warps; }
+int threads_of(const TmaConfig& c) { return kThreadsHost + 32 * c.tile_end_warps + (c.producer_warp ? 32 : 0); }
 
 // The cut of the steps over `ctas` CTAs (one per SM, none without a step): stream-K over `total`
 // steps of bn-row tiles, or whole tiles of tile_rows rows (DecodeTmaWork).
@@ -228,6 +243,7 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
     scope.tid = "(static_cast<int>(threadIdx.x) - kDecodeTmaThreads)";
     scope.sync = "named_barrier_sync(1, " + scope.threads + ");";
   }
+  if (c.producer_warp) scope.sync = "named_barrier_sync(1, kDecodeTmaThreads);";  // not the producer
   scope.bn = "Cfg::kBN";
   scope.ldc = "Cfg::kBN";
   const std::string mt = std::to_string(m_tile), st = std::to_string(c.stages), bf = bf16 ? "true" : "false";
@@ -236,7 +252,7 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   src << "// matmul region " << r.id << " of graph '" << g.name() << "' (decode tma, M <= 16, [N, K] weight)\n"
       << kernel_includes({"gemm/gemm_abi.h", "gemm/decode_tma.cuh"})
       << "using Cfg = DecodeTmaSmem<" << c.bn << ", " << mt << ", " << st << ", " << (chunk ? "true" : "false") << ", "
-      << c.tile_end_warps << ">;\n"
+      << c.tile_end_warps << ", " << c.acc_chains << ", " << (c.producer_warp ? "true" : "false") << ">;\n"
       << "static_assert(kDecodeTmaThreads == " << kThreadsHost << " && Cfg::kThreads == " << threads_of(c)
       << " && kDecodeTmaStepBytes == " << kStepBytesHost << " && Cfg::kBytes == " << smem
       << ", \"the host's TMA decode constants are stale\");\n"
@@ -259,7 +275,7 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   } else if (c.batched_combine) {
     // on the tile-end warps (named barrier 1), or on the whole CTA (barrier 0)
     src << "    if (contributors > 1 && !decode_splitk_combine_group<" << scope.threads << ", "
-        << (c.tile_end_warps > 0 ? 1 : 0) << ", Cfg::kMTile * Cfg::kBN, Cfg::kBN>(\n"
+        << (c.tile_end_warps > 0 || c.producer_warp ? 1 : 0) << ", Cfg::kMTile * Cfg::kBN, Cfg::kBN>(\n"
         << "            ctile, rows, a.part + tile * a.max_contributors * (Cfg::kMTile * Cfg::kBN), ordinal,\n"
         << "            contributors, a.counts + tile, " << scope.tid << ")) {\n";
   } else {
@@ -287,6 +303,8 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
                       : c.tile_end_warps > 0 ? " tile-end-warps" + std::to_string(c.tile_end_warps)
                       : c.batched_combine    ? ""
                                              : " inline-combine") +
+                     (c.acc_chains > 1 ? " chains" + std::to_string(c.acc_chains) : "") +
+                     (c.producer_warp ? " producer-warp" : "") +
                      " w:[N,K] " +
                      (c.whole_tiles ? "whole tiles " + std::to_string((work.tiles + work.ctas - 1) / work.ctas) + "x" +
                                           std::to_string(work.tile_rows) + " rows"
