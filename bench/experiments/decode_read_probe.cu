@@ -136,6 +136,9 @@ __global__ void __launch_bounds__(S::kThreads, 1) tile_loop(const __grid_constan
   constexpr bool kGroup = S::kTileEndWarps > 0;
   constexpr int kEnders = kGroup ? 32 * S::kTileEndWarps : kDecodeTmaThreads;
   static_assert(!kGroup || kBatched, "the tile-end warps combine batched");
+  // a producer warp takes no part in the consumers' barriers: named barrier 1, batched
+  static_assert(!S::kProducerWarp || kBatched, "with a producer warp the consumers combine batched");
+  constexpr int kBar = kGroup || S::kProducerWarp ? 1 : 0;
   decode_tma_run<S, true>(
       smem, reinterpret_cast<const SinterTensorMap*>(&map_x), reinterpret_cast<const SinterTensorMap*>(&map_w), wk,
       tiles_n, [&](i64 tile, int contributors, int ordinal, float* ctile) {
@@ -144,7 +147,7 @@ __global__ void __launch_bounds__(S::kThreads, 1) tile_loop(const __grid_constan
         float* slot_part = part + tile * max_contributors * (S::kMTile * S::kBN);
         if (contributors > 1) {
           const bool last =
-              kBatched ? decode_splitk_combine_group<kEnders, kGroup ? 1 : 0, S::kMTile * S::kBN, S::kBN>(
+              kBatched ? decode_splitk_combine_group<kEnders, kBar, S::kMTile * S::kBN, S::kBN>(
                              ctile, rows, slot_part, ordinal, contributors, counts + tile, tid)
                      : decode_splitk_combine<kDecodeTmaThreads, S::kMTile * S::kBN, S::kBN>(
                            ctile, rows, slot_part, ordinal, contributors, counts + tile);
@@ -354,10 +357,11 @@ int main() {
     using CP8 = DecodeTmaSmem<128, 8, 6, false, 0, 4, true>;
     using CP16 = DecodeTmaSmem<128, 16, 6, false, 0, 4, true>;
     run_tile("tile rows m 1 whole, 4 acc chains", tile_loop<C8, true>, 128, 8, C8::kBytes, C8::kThreads, 1, rows);
-    run_tile("tile rows m 1 whole, producer warp", tile_loop<P8, true>, 128, 8, P8::kBytes, P8::kThreads, 1, rows);
-    run_tile("tile rows m 1 whole, chains + producer", tile_loop<CP8, true>, 128, 8, CP8::kBytes, CP8::kThreads, 1, rows);
-    run_tile("tile rows m 16 whole, chains + producer", tile_loop<CP16, true>, 128, 16, CP16::kBytes, CP16::kThreads, 16,
+    run_tile("tile rows m 1 whole, producer warp", tile_loop<P8, true, true>, 128, 8, P8::kBytes, P8::kThreads, 1, rows);
+    run_tile("tile rows m 1 whole, chains + producer", tile_loop<CP8, true, true>, 128, 8, CP8::kBytes, CP8::kThreads, 1,
              rows);
+    run_tile("tile rows m 16 whole, chains + producer", tile_loop<CP16, true, true>, 128, 16, CP16::kBytes,
+             CP16::kThreads, 16, rows);
   }
   {
     // whole tiles of 112 and 128 rows (128 and 112 CTAs): does the 109-row box cost, or the cut?

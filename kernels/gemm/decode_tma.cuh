@@ -12,10 +12,12 @@
 //    tiles the box is as high as a tile, kBN rows or fewer, and warps past its rows idle), plus the
 //    matching boxes of x (the M tile's rows; rows past M and k past K read as zeros), into a ring
 //    of kStages stages guarded by mbarriers. With kChunked the boxes of a step are one TMA box.
-//  - Thread 0 issues the loads; there is no producer warp, so every thread of the CTA runs the
-//    math and (in line, the default) the region's epilogue, and __syncthreads stays usable there.
-//    It refills the stage of the step before the current one, once all 8 warps have released it
-//    (an `empty` mbarrier).
+//  - Thread 0 issues the loads (by default; kProducerWarp below is an experiment), so every
+//    thread of the CTA runs the math and (in line, the default) the region's epilogue, and
+//    __syncthreads stays usable there. It refills the stage of the step before the current one,
+//    once all 8 warps have released it (an `empty` mbarrier). With kProducerWarp a ninth warp
+//    issues the loads and tile_done must sync on named barrier 1 of kDecodeTmaThreads threads:
+//    a __syncthreads there would wait for the producer, which never comes.
 //  - The math is mma.sync m16n8k16 with x as A (M padded to 8 or 16 rows) and the W box as the
 //    col-major B, both read with ldmatrix from the swizzled boxes (conflict-free: 8 rows x 16
 //    bytes land on 8 different 16-byte bank groups). Warp w owns 16 W rows of one k box; the

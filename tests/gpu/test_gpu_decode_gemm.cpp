@@ -14,6 +14,7 @@
 #include "engines/jit/codegen.hpp"
 #include "fuse/region.hpp"
 #include "gpu/region_check.hpp"
+#include "jit/temp_dir.hpp"  // ScopedEnv
 
 namespace sinter::testing {
 namespace {
@@ -157,8 +158,7 @@ TEST_F(GpuDecodeGemm, TmaShapesChunkedBoxesAndTileEndWarps) {
   for (const char* mode : {"inline", "batched", "warps"})
   for (const char* bn : {"32", "64", "128"}) {
     SCOPED_TRACE(std::string("SINTER_DECODE_TMA_BN=") + bn + " SINTER_DECODE_TMA_TILE_END=" + mode);
-    ::setenv("SINTER_DECODE_TMA_BN", bn, 1);
-    ::setenv("SINTER_DECODE_TMA_TILE_END", mode, 1);
+    const ScopedEnv bn_env("SINTER_DECODE_TMA_BN", bn), mode_env("SINTER_DECODE_TMA_TILE_END", mode);
     auto tma_candidate = [&](const Graph& g) {
       const fuse::Partition p = fuse::partition_graph(g);
       for (const fuse::Region& r : p.regions) {
@@ -191,8 +191,6 @@ TEST_F(GpuDecodeGemm, TmaShapesChunkedBoxesAndTileEndWarps) {
       ADD_FAILURE() << "decode_tma_batched: the TMA decode tile was not offered";
     }
   }
-  ::unsetenv("SINTER_DECODE_TMA_BN");
-  ::unsetenv("SINTER_DECODE_TMA_TILE_END");
 }
 
 // The TMA tile's whole-tile cut (MatmulTile::decode_tma_rows, offered from 64 weight rows per
@@ -240,18 +238,24 @@ TEST_F(GpuDecodeGemm, TmaWholeTilesOddRowsManyTilesBatches) {
 
 // The per-step experiments of the TMA tile (SINTER_DECODE_TMA_ACC_CHAINS: independent
 // accumulator chains; SINTER_DECODE_TMA_PRODUCER: a producer warp, the consumers on named barrier
-// 1) on both cuts: whole tiles with a short last tile, stream-K with split tiles (the batched
-// combine on barrier 1), bias + GELU + amax. Written after session 12's last device call.
+// 1) on both cuts, mostly with more steps per CTA than twice the 6-stage ring (the producer then
+// waits on both parities of a stage's `empty` barrier): 40000 x 264 (3 whole tiles of 102 rows
+// and 5 steps per CTA: 15 steps; stream-K 313 tiles x 5 steps, 11-12 per CTA, parity 0 only),
+// 9001 x 2048 (one 69-row tile of 32 steps per CTA, the last tile 31 rows; stream-K 71 x 32
+// steps, 17-18 per CTA, tiles split), bias + GELU + amax.
+// Written after session 12's last device call.
 TEST_F(GpuDecodeGemm, TmaAccChainsAndProducerWarp) {
-  const std::pair<const char*, const char*> modes[] = {{"4", "0"}, {"1", "1"}, {"4", "1"}};
+  const std::pair<const char*, const char*> modes[] = {{"2", "0"}, {"4", "0"}, {"1", "1"}, {"4", "1"}};
   for (const auto& [chains, producer] : modes) {
     SCOPED_TRACE(std::string("SINTER_DECODE_TMA_ACC_CHAINS=") + chains + " SINTER_DECODE_TMA_PRODUCER=" + producer);
-    ::setenv("SINTER_DECODE_TMA_ACC_CHAINS", chains, 1);
-    ::setenv("SINTER_DECODE_TMA_PRODUCER", producer, 1);
+    const ScopedEnv chains_env("SINTER_DECODE_TMA_ACC_CHAINS", chains);
+    const ScopedEnv producer_env("SINTER_DECODE_TMA_PRODUCER", producer);
     for (jit::MatmulTile tile : {jit::MatmulTile::decode_tma_rows, jit::MatmulTile::decode_tma}) {
-      // 9001 rows: 69-row whole tiles, the last 31 rows; stream-K: 71 tiles x 9 steps over 132 CTAs
-      for (int64_t m : {int64_t{3}, int64_t{16}}) {
-        const Graph g = decode_graph("decode_tma_step", DType::bf16, m, 9001, 520, true, true);
+      struct Case {
+        int64_t m, n, k;
+      };
+      for (Case c : {Case{3, 40000, 264}, Case{16, 9001, 2048}}) {
+        const Graph g = decode_graph("decode_tma_step", DType::bf16, c.m, c.n, c.k, true, true);
         const fuse::Partition p = fuse::partition_graph(g);
         int v = -1;
         for (const fuse::Region& r : p.regions) {
@@ -265,8 +269,6 @@ TEST_F(GpuDecodeGemm, TmaAccChainsAndProducerWarp) {
       }
     }
   }
-  ::unsetenv("SINTER_DECODE_TMA_ACC_CHAINS");
-  ::unsetenv("SINTER_DECODE_TMA_PRODUCER");
 }
 
 TEST_F(GpuDecodeGemm, BatchedBroadcastWeightRowAndColumnSums) {

@@ -15,6 +15,7 @@
 #include "cuda/nvrtc.hpp"
 #include "engines/jit/codegen.hpp"
 #include "fuse/region.hpp"
+#include "jit/temp_dir.hpp"  // ScopedEnv
 #include "sinter/error.hpp"
 
 namespace sinter::jit {
@@ -169,8 +170,7 @@ TEST(JitMatmulDecode, TmaShapesChunkedBoxesAndTileEndWarps) {
   for (const char* mode : {"inline", "batched", "warps"})
   for (const char* bn_s : {"32", "64", "128"}) {
     SCOPED_TRACE(std::string("bn ") + bn_s + " tile end " + mode);
-    ::setenv("SINTER_DECODE_TMA_BN", bn_s, 1);
-    ::setenv("SINTER_DECODE_TMA_TILE_END", mode, 1);
+    const testing::ScopedEnv bn_env("SINTER_DECODE_TMA_BN", bn_s), mode_env("SINTER_DECODE_TMA_TILE_END", mode);
     const int bn = std::atoi(bn_s);
     const bool warps = std::string(mode) == "warps";
     for (int64_t k : {int64_t{4096}, int64_t{1000}}) {
@@ -209,8 +209,6 @@ TEST(JitMatmulDecode, TmaShapesChunkedBoxesAndTileEndWarps) {
       expect_compiles_without_spills(ks);
     }
   }
-  ::unsetenv("SINTER_DECODE_TMA_BN");
-  ::unsetenv("SINTER_DECODE_TMA_TILE_END");
 }
 
 // The TMA tile's whole-tile cut: about N / SMs rows per tile, as many tiles as SMs (or whole
@@ -255,8 +253,8 @@ TEST(JitMatmulDecode, TmaAccChainsAndProducerWarp) {
   for (const char* producer : {"0", "1"})
   for (bool whole : {true, false}) {
     SCOPED_TRACE(std::string("chains ") + chains + " producer " + producer + (whole ? " whole" : " stream-K"));
-    ::setenv("SINTER_DECODE_TMA_ACC_CHAINS", chains, 1);
-    ::setenv("SINTER_DECODE_TMA_PRODUCER", producer, 1);
+    const testing::ScopedEnv chains_env("SINTER_DECODE_TMA_ACC_CHAINS", chains);
+    const testing::ScopedEnv producer_env("SINTER_DECODE_TMA_PRODUCER", producer);
     const bool prod = std::string(producer) == "1";
     const Graph g = decode(DType::bf16, 16, 14336, 1000, true, true);
     const fuse::Partition p = fuse::partition_graph(g);
@@ -276,8 +274,6 @@ TEST(JitMatmulDecode, TmaAccChainsAndProducerWarp) {
     }
     expect_compiles_without_spills(ks);
   }
-  ::unsetenv("SINTER_DECODE_TMA_ACC_CHAINS");
-  ::unsetenv("SINTER_DECODE_TMA_PRODUCER");
 }
 
 TEST(JitMatmulDecode, DeclinesWithAReason) {
