@@ -301,11 +301,14 @@ int main() {
       CHECK(cudaLaunchKernelEx(&cfg, kernel, mx, mw, wk, tiles, m, static_cast<int>(kN), maxc, part, counts, y));
     }, double(bytes));
   };
-#define T(BN, MT, ST, COMB, M, WARPS, BATCHED)                                                             \
-  {                                                                                                        \
-    using S = DecodeTmaSmem<BN, MT, ST, false, WARPS>;                                                     \
-    run_tile("tile bn " #BN " m " #M " stages " #ST " tile end " #COMB " warps " #WARPS " batched " #BATCHED,    \
-             tile_loop<S, COMB, BATCHED>, BN, MT, S::kBytes, S::kThreads, M);                              \
+// a tile loop of S (a DecodeTmaSmem) at M rows: stream-K (ROWS 0) or whole tiles of ROWS rows
+#define TILE(LABEL, S, COMB, BATCHED, M, ROWS) \
+  run_tile(LABEL, tile_loop<S, COMB, BATCHED>, S::kBN, S::kMTile, S::kBytes, S::kThreads, M, ROWS)
+#define T(BN, MT, ST, COMB, M, WARPS, BATCHED)                                                                \
+  {                                                                                                           \
+    using S = DecodeTmaSmem<BN, MT, ST, false, WARPS>;                                                        \
+    TILE("tile bn " #BN " m " #M " stages " #ST " tile end " #COMB " warps " #WARPS " batched " #BATCHED, S, \
+         COMB, BATCHED, M, 0);                                                                                \
   }
   T(128, 8, 6, false, 1, 0, false);
   T(128, 8, 6, true, 1, 0, false);
@@ -324,51 +327,35 @@ int main() {
   T(128, 16, 5, true, 16, 4, true);
   T(128, 8, 8, true, 1, 4, true);
   // the whole-tile cut: 132 tiles of 109 rows (14336 / 132 = 108.6), one per SM, nothing combined
-  // (Sinter's decode_tma_rows candidate; each CTA's k steps rotated, decode_tma_run)
-  {
-    using S = DecodeTmaSmem<128, 8, 6>;
-    const int rows = static_cast<int>((kN + sms - 1) / sms);
-    run_tile("tile rows m 1 stages 6 whole tiles", tile_loop<S, true>, 128, 8, S::kBytes, S::kThreads, 1, rows);
-    run_tile("tile rows m 8 stages 6 whole tiles", tile_loop<S, true>, 128, 8, S::kBytes, S::kThreads, 8, rows);
-    run_tile("tile rows m 1 stages 6 whole, no tile end", tile_loop<S, false>, 128, 8, S::kBytes, S::kThreads, 1, rows);
-  }
-  {
-    using S = DecodeTmaSmem<128, 16, 6>;
-    const int rows = static_cast<int>((kN + sms - 1) / sms);
-    run_tile("tile rows m 16 stages 6 whole tiles", tile_loop<S, true>, 128, 16, S::kBytes, S::kThreads, 16, rows);
-    // where M = 16's extra time goes: the tile end, or x's 16 rows (the same 16-row tile with
-    // 8 or 1 rows of x: the box's other rows zero-filled, not read)
-    run_tile("tile rows m 16 stages 6 whole, no tile end", tile_loop<S, false>, 128, 16, S::kBytes, S::kThreads, 16, rows);
-    run_tile("tile rows m 8 (16-row tile) whole tiles", tile_loop<S, true>, 128, 16, S::kBytes, S::kThreads, 8, rows);
-    run_tile("tile rows m 1 (16-row tile) whole tiles", tile_loop<S, true>, 128, 16, S::kBytes, S::kThreads, 1, rows);
-  }
-  {
-    // 5 stages: a 16-row CTA small enough for two per SM, so a programmatic launch's next CTAs
-    // can start during this one's tail
-    using S = DecodeTmaSmem<128, 16, 5>;
-    const int rows = static_cast<int>((kN + sms - 1) / sms);
-    run_tile("tile rows m 16 stages 5 whole tiles", tile_loop<S, true>, 128, 16, S::kBytes, S::kThreads, 16, rows);
-  }
-  {
-    // session 12's per-step experiments (DecodeTmaSmem::kAccChains, kProducerWarp), whole tiles
-    const int rows = static_cast<int>((kN + sms - 1) / sms);
-    using C8 = DecodeTmaSmem<128, 8, 6, false, 0, 4>;
-    using P8 = DecodeTmaSmem<128, 8, 6, false, 0, 1, true>;
-    using CP8 = DecodeTmaSmem<128, 8, 6, false, 0, 4, true>;
-    using CP16 = DecodeTmaSmem<128, 16, 6, false, 0, 4, true>;
-    run_tile("tile rows m 1 whole, 4 acc chains", tile_loop<C8, true>, 128, 8, C8::kBytes, C8::kThreads, 1, rows);
-    run_tile("tile rows m 1 whole, producer warp", tile_loop<P8, true, true>, 128, 8, P8::kBytes, P8::kThreads, 1, rows);
-    run_tile("tile rows m 1 whole, chains + producer", tile_loop<CP8, true, true>, 128, 8, CP8::kBytes, CP8::kThreads, 1,
-             rows);
-    run_tile("tile rows m 16 whole, chains + producer", tile_loop<CP16, true, true>, 128, 16, CP16::kBytes,
-             CP16::kThreads, 16, rows);
-  }
-  {
-    // whole tiles of 112 and 128 rows (128 and 112 CTAs): does the 109-row box cost, or the cut?
-    using S = DecodeTmaSmem<128, 8, 6>;
-    run_tile("tile rows m 1 stages 6 whole 112 rows", tile_loop<S, true>, 128, 8, S::kBytes, S::kThreads, 1, 112);
-    run_tile("tile rows m 1 stages 6 whole 128 rows", tile_loop<S, true>, 128, 8, S::kBytes, S::kThreads, 1, 128);
-    run_tile("tile rows m 1 stages 6 whole 112, no end", tile_loop<S, false>, 128, 8, S::kBytes, S::kThreads, 1, 112);
-  }
+  // (Sinter's decode_tma_rows candidate)
+  const int rows = static_cast<int>((kN + sms - 1) / sms);
+  using M8 = DecodeTmaSmem<128, 8, 6>;
+  using M16 = DecodeTmaSmem<128, 16, 6>;
+  TILE("tile rows m 1 stages 6 whole tiles", M8, true, false, 1, rows);
+  TILE("tile rows m 8 stages 6 whole tiles", M8, true, false, 8, rows);
+  TILE("tile rows m 1 stages 6 whole, no tile end", M8, false, false, 1, rows);
+  TILE("tile rows m 16 stages 6 whole tiles", M16, true, false, 16, rows);
+  // where M = 16's extra time goes: the tile end, or x's 16 rows (the same 16-row tile with 8 or
+  // 1 rows of x: the box's other rows zero-filled, not read)
+  TILE("tile rows m 16 stages 6 whole, no tile end", M16, false, false, 16, rows);
+  TILE("tile rows m 8 (16-row tile) whole tiles", M16, true, false, 8, rows);
+  TILE("tile rows m 1 (16-row tile) whole tiles", M16, true, false, 1, rows);
+  // 5 stages: a 16-row CTA small enough for two per SM, so a programmatic launch's next CTAs can
+  // start during this one's tail
+  using M16s5 = DecodeTmaSmem<128, 16, 5>;
+  TILE("tile rows m 16 stages 5 whole tiles", M16s5, true, false, 16, rows);
+  // session 12's per-step experiments (DecodeTmaSmem::kAccChains, kProducerWarp), whole tiles
+  using C8 = DecodeTmaSmem<128, 8, 6, false, 0, 4>;
+  using P8 = DecodeTmaSmem<128, 8, 6, false, 0, 1, true>;
+  using CP8 = DecodeTmaSmem<128, 8, 6, false, 0, 4, true>;
+  using CP16 = DecodeTmaSmem<128, 16, 6, false, 0, 4, true>;
+  TILE("tile rows m 1 whole, 4 acc chains", C8, true, false, 1, rows);
+  TILE("tile rows m 1 whole, producer warp", P8, true, true, 1, rows);
+  TILE("tile rows m 1 whole, chains + producer", CP8, true, true, 1, rows);
+  TILE("tile rows m 16 whole, chains + producer", CP16, true, true, 16, rows);
+  // whole tiles of 112 and 128 rows (128 and 112 CTAs): does the 109-row box cost, or the cut?
+  TILE("tile rows m 1 stages 6 whole 112 rows", M8, true, false, 1, 112);
+  TILE("tile rows m 1 stages 6 whole 128 rows", M8, true, false, 1, 128);
+  TILE("tile rows m 1 stages 6 whole 112, no end", M8, false, false, 1, 112);
   return 0;
 }

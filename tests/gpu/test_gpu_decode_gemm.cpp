@@ -77,6 +77,28 @@ class GpuDecodeGemm : public GpuRegions {
     expect_decode_step(ex, copy.name(), tile);
     check_reruns(ex, copy, bound_scale);
   }
+
+  // g's matmul region (the first), or nullptr.
+  static const fuse::Region* matmul_region(const fuse::Partition& p) {
+    for (const fuse::Region& r : p.regions) {
+      if (r.kind == fuse::RegionKind::matmul) return &r;
+    }
+    return nullptr;
+  }
+
+  // check_candidate on the TMA tile's `cut` (decode_tma or decode_tma_rows), or a failure naming
+  // g where that cut is not offered.
+  void check_tma_cut(const Graph& g, jit::MatmulTile cut) {
+    const fuse::Partition p = fuse::partition_graph(g);
+    const fuse::Region* r = matmul_region(p);
+    const int v = r ? jit::matmul_variant_of(g, *r, properties_, cut) : -1;
+    if (v < 0) {
+      ADD_FAILURE() << g.name() << ": the TMA decode tile ("
+                    << (cut == jit::MatmulTile::decode_tma_rows ? "whole tiles" : "stream-K") << ") was not offered";
+      return;
+    }
+    check_candidate(g, v, "tma", 1.0);
+  }
 };
 
 Graph decode_graph(const std::string& name, DType t, int64_t m, int64_t n, int64_t k, bool k_major,
@@ -147,10 +169,8 @@ TEST_F(GpuDecodeGemm, DecodeStackShapesResidualAndManySplits) {
   }
 }
 
-// The TMA tile's other shapes and its x-from-global-memory variant (SINTER_DECODE_TMA_BN,
-// SINTER_DECODE_TMA_X; read at every build): 32 rows x 4 boxes and 64 x 2 a step, and x read by
-// the warps instead of TMA boxes -- M tails inside a fragment, K tails inside and past a box pair,
-// a folded batch. Written in session 10 without a device call for the x variant.
+// The TMA tile's other shapes (SINTER_DECODE_TMA_BN, read at every build): 32 rows x 4 boxes and
+// 64 x 2 a step -- M tails inside a fragment, K tails inside and past a box pair, a folded batch.
 TEST_F(GpuDecodeGemm, TmaShapesChunkedBoxesAndTileEndWarps) {
   // bn < 128 with K % 64 == 0 and one batch runs the chunked boxes (one TMA box a step), the
   // rest the separate boxes; tile ends in line (one partial read at a time, or batched) or on 4
@@ -159,13 +179,6 @@ TEST_F(GpuDecodeGemm, TmaShapesChunkedBoxesAndTileEndWarps) {
   for (const char* bn : {"32", "64", "128"}) {
     SCOPED_TRACE(std::string("SINTER_DECODE_TMA_BN=") + bn + " SINTER_DECODE_TMA_TILE_END=" + mode);
     const ScopedEnv bn_env("SINTER_DECODE_TMA_BN", bn), mode_env("SINTER_DECODE_TMA_TILE_END", mode);
-    auto tma_candidate = [&](const Graph& g) {
-      const fuse::Partition p = fuse::partition_graph(g);
-      for (const fuse::Region& r : p.regions) {
-        if (r.kind == fuse::RegionKind::matmul) return jit::matmul_variant_of(g, r, properties_, jit::MatmulTile::decode_tma);
-      }
-      return -1;
-    };
     struct Case {
       DType t;
       int64_t m, n, k;
@@ -173,23 +186,12 @@ TEST_F(GpuDecodeGemm, TmaShapesChunkedBoxesAndTileEndWarps) {
     for (Case c : {Case{DType::bf16, 1, 1000, 1064}, Case{DType::bf16, 3, 300, 200}, Case{DType::f16, 16, 129, 72},
                    Case{DType::bf16, 9, 2048, 4104}, Case{DType::bf16, 5, 777, 1024}, Case{DType::f16, 16, 130, 64},
                    Case{DType::bf16, 1, 3000, 4096}}) {
-      const Graph g = decode_graph("decode_tma", c.t, c.m, c.n, c.k, true, true);
-      const int v = tma_candidate(g);
-      if (v < 0) {
-        ADD_FAILURE() << g.name() << ": the TMA decode tile was not offered";
-        continue;
-      }
-      check_candidate(g, v, "tma", 1.0);
+      check_tma_cut(decode_graph("decode_tma", c.t, c.m, c.n, c.k, true, true), jit::MatmulTile::decode_tma);
     }
     Graph b("decode_tma_batched");
     auto y = b.matmul(b.input("a", DType::f16, {3, 4, 200}), b.input("w", DType::f16, {200, 150}, {1, 200}));
     b.output(b.add(y, b.input("res", DType::f16, {3, 4, 150})), "y");
-    const int v = tma_candidate(b);
-    if (v >= 0) {
-      check_candidate(b, v, "tma", 1.0);
-    } else {
-      ADD_FAILURE() << "decode_tma_batched: the TMA decode tile was not offered";
-    }
+    check_tma_cut(b, jit::MatmulTile::decode_tma);
   }
 }
 
@@ -198,15 +200,13 @@ TEST_F(GpuDecodeGemm, TmaShapesChunkedBoxesAndTileEndWarps) {
 // warps idle), several tiles per CTA, a last tile past N, K past the last 64-k box, a folded
 // batch whose tiles never cross a batch, and the region's epilogue on each tile.
 TEST_F(GpuDecodeGemm, TmaWholeTilesOddRowsManyTilesBatches) {
-  auto rows_candidate = [&](const Graph& g) {
+  // offered, with no reason against it, then checked
+  auto check_whole_tiles = [&](const Graph& g) {
     const fuse::Partition p = fuse::partition_graph(g);
-    for (const fuse::Region& r : p.regions) {
-      if (r.kind != fuse::RegionKind::matmul) continue;
-      const std::string why = jit::decode_tma_unsupported(g, r, properties_, true);
-      EXPECT_EQ(why, "") << g.name();
-      return jit::matmul_variant_of(g, r, properties_, jit::MatmulTile::decode_tma_rows);
+    if (const fuse::Region* r = matmul_region(p)) {
+      EXPECT_EQ(jit::decode_tma_unsupported(g, *r, properties_, true), "") << g.name();
     }
-    return -1;
+    check_tma_cut(g, jit::MatmulTile::decode_tma_rows);
   };
   struct Case {
     DType t;
@@ -216,24 +216,13 @@ TEST_F(GpuDecodeGemm, TmaWholeTilesOddRowsManyTilesBatches) {
   // SM; 8448 x 1000: 64 rows each, K 1000 = 15 boxes + 40
   for (Case c : {Case{DType::bf16, 1, 9001, 512}, Case{DType::bf16, 16, 9001, 520}, Case{DType::f16, 5, 40000, 264},
                  Case{DType::bf16, 8, 8448, 1000}}) {
-    const Graph g = decode_graph("decode_tma_rows", c.t, c.m, c.n, c.k, true, true);
-    const int v = rows_candidate(g);
-    if (v < 0) {
-      ADD_FAILURE() << g.name() << ": the whole-tile TMA decode tile was not offered";
-      continue;
-    }
-    check_candidate(g, v, "tma", 1.0);
+    check_whole_tiles(decode_graph("decode_tma_rows", c.t, c.m, c.n, c.k, true, true));
   }
   // 3 batches x 3000 rows: 69-row tiles, 44 per batch, the last of each 36 rows
   Graph b("decode_tma_rows_batched");
   auto y = b.matmul(b.input("a", DType::bf16, {3, 4, 136}), b.input("w", DType::bf16, {3, 136, 3000}, {136 * 3000, 1, 136}));
   b.output(b.add(y, b.input("res", DType::bf16, {3, 4, 3000})), "y");
-  const int v = rows_candidate(b);
-  if (v >= 0) {
-    check_candidate(b, v, "tma", 1.0);
-  } else {
-    ADD_FAILURE() << "decode_tma_rows_batched: the whole-tile TMA decode tile was not offered";
-  }
+  check_whole_tiles(b);
 }
 
 // The per-step experiments of the TMA tile (SINTER_DECODE_TMA_ACC_CHAINS: independent
@@ -255,17 +244,7 @@ TEST_F(GpuDecodeGemm, TmaAccChainsAndProducerWarp) {
         int64_t m, n, k;
       };
       for (Case c : {Case{3, 40000, 264}, Case{16, 9001, 2048}}) {
-        const Graph g = decode_graph("decode_tma_step", DType::bf16, c.m, c.n, c.k, true, true);
-        const fuse::Partition p = fuse::partition_graph(g);
-        int v = -1;
-        for (const fuse::Region& r : p.regions) {
-          if (r.kind == fuse::RegionKind::matmul) v = jit::matmul_variant_of(g, r, properties_, tile);
-        }
-        if (v < 0) {
-          ADD_FAILURE() << g.name() << ": the TMA decode tile was not offered";
-          continue;
-        }
-        check_candidate(g, v, "tma", 1.0);
+        check_tma_cut(decode_graph("decode_tma_step", DType::bf16, c.m, c.n, c.k, true, true), tile);
       }
     }
   }
