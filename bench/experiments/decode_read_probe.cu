@@ -272,7 +272,7 @@ int main() {
   CHECK(cudaMemset(counts, 0, 1 << 20));
   CHECK(cudaMalloc(&y, m_max * kN * 4));
   // whole_rows > 0: the whole-tile cut (tiles of whole_rows rows, none split; DecodeTmaWork)
-  auto run_tile = [&](const char* label, auto kernel, int bn, int m_tile, int smem, int threads, int m,
+  auto run_tile = [&](const char* label, auto kernel, int bn, int step_k, int m_tile, int smem, int threads, int m,
                       int whole_rows = 0) {
     auto encode2d = [&](CUtensorMap* map, void* base, long long rows, int box_rows) {
       const cuuint64_t dims[3] = {static_cast<cuuint64_t>(kK), static_cast<cuuint64_t>(rows), 1};
@@ -289,7 +289,7 @@ int main() {
       std::printf("%-44s tensor map rejected\n", label);
       return;
     }
-    const long long tiles = (kN + rows - 1) / rows, spt = kK / 64 / (128 / bn);
+    const long long tiles = (kN + rows - 1) / rows, spt = kK / step_k;
     const DecodeTmaWork wk{tiles * spt, spt, whole_rows > 0 ? std::min<long long>(sms, tiles) : sms,
                            whole_rows > 0 ? tiles : 0, rows};
     const int maxc = static_cast<int>(std::min<long long>(sms, (spt + (wk.total / sms) - 1) / (wk.total / sms) + 1));
@@ -303,7 +303,7 @@ int main() {
   };
 // a tile loop of S (a DecodeTmaSmem) at M rows: stream-K (ROWS 0) or whole tiles of ROWS rows
 #define TILE(LABEL, S, COMB, BATCHED, M, ROWS) \
-  run_tile(LABEL, tile_loop<S, COMB, BATCHED>, S::kBN, S::kMTile, S::kBytes, S::kThreads, M, ROWS)
+  run_tile(LABEL, tile_loop<S, COMB, BATCHED>, S::kBN, S::kStepK, S::kMTile, S::kBytes, S::kThreads, M, ROWS)
 #define T(BN, MT, ST, COMB, M, WARPS, BATCHED)                                                                \
   {                                                                                                           \
     using S = DecodeTmaSmem<BN, MT, ST, false, WARPS>;                                                        \
@@ -353,6 +353,28 @@ int main() {
   TILE("tile rows m 1 whole, producer warp", P8, true, true, 1, rows);
   TILE("tile rows m 1 whole, chains + producer", CP8, true, true, 1, rows);
   TILE("tile rows m 16 whole, chains + producer", CP16, true, true, 16, rows);
+  // session 13: 2 or 4 boxes of 64 k per warp a step (DecodeTmaSmem::kWarpBoxes), whole tiles:
+  // does a step's fixed SM-side cost bound the tile (half or a quarter as many steps)?
+  using W2 = DecodeTmaSmem<128, 8, 4, false, 0, 1, false, 2>;
+  using W2s3 = DecodeTmaSmem<128, 8, 3, false, 0, 1, false, 2>;
+  using W2s5 = DecodeTmaSmem<128, 8, 5, false, 0, 1, false, 2>;
+  using W4 = DecodeTmaSmem<128, 8, 2, false, 0, 1, false, 4>;
+  using W4s3 = DecodeTmaSmem<128, 8, 3, false, 0, 1, false, 4>;
+  using W2c16 = DecodeTmaSmem<128, 16, 4, false, 0, 2, false, 2>;
+  using W2cp16 = DecodeTmaSmem<128, 16, 4, false, 0, 2, true, 2>;
+  using W2p8 = DecodeTmaSmem<128, 8, 4, false, 0, 1, true, 2>;
+  TILE("tile rows m 1 whole, 2 boxes a warp, 4 st", W2, true, false, 1, rows);
+  TILE("tile rows m 1 whole, 2 boxes, 4 st, no end", W2, false, false, 1, rows);
+  TILE("tile rows m 1 whole, 2 boxes a warp, 3 st", W2s3, true, false, 1, rows);
+  TILE("tile rows m 1 whole, 2 boxes a warp, 5 st", W2s5, true, false, 1, rows);
+  TILE("tile rows m 1 whole, 4 boxes a warp, 2 st", W4, true, false, 1, rows);
+  TILE("tile rows m 1 whole, 4 boxes a warp, 3 st", W4s3, true, false, 1, rows);
+  TILE("tile rows m 8 whole, 2 boxes a warp, 4 st", W2, true, false, 8, rows);
+  TILE("tile rows m 1 whole, 2 boxes + producer", W2p8, true, true, 1, rows);
+  TILE("tile rows m 16 whole, 2 boxes, 2 chains", W2c16, true, false, 16, rows);
+  TILE("tile rows m 16 whole, 2 boxes, 2 ch + prod", W2cp16, true, true, 16, rows);
+  using C2x16 = DecodeTmaSmem<128, 16, 6, false, 0, 2>;
+  TILE("tile rows m 16 whole, 2 chains", C2x16, true, false, 16, rows);
   // whole tiles of 112 and 128 rows (128 and 112 CTAs): does the 109-row box cost, or the cut?
   TILE("tile rows m 1 stages 6 whole 112 rows", M8, true, false, 1, 112);
   TILE("tile rows m 1 stages 6 whole 128 rows", M8, true, false, 1, 128);

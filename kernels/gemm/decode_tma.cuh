@@ -12,12 +12,13 @@
 //    tiles the box is as high as a tile, kBN rows or fewer, and warps past its rows idle), plus the
 //    matching boxes of x (the M tile's rows; rows past M and k past K read as zeros), into a ring
 //    of kStages stages guarded by mbarriers. With kChunked the boxes of a step are one TMA box.
-//  - Thread 0 issues the loads (by default; kProducerWarp below is an experiment), so every
-//    thread of the CTA runs the math and (in line, the default) the region's epilogue, and
-//    __syncthreads stays usable there. It refills the stage of the step before the current one,
-//    once all 8 warps have released it (an `empty` mbarrier). With kProducerWarp a ninth warp
-//    issues the loads and tile_done must sync on named barrier 1 of kDecodeTmaThreads threads:
-//    a __syncthreads there would wait for the producer, which never comes.
+//  - Either thread 0 issues the loads (the stream-K cut's default), so every thread of the CTA
+//    runs the math and the region's epilogue, and __syncthreads stays usable there; it refills
+//    the stage of the step before the current one, once all 8 warps have released it (an
+//    `empty` mbarrier). Or a ninth warp issues them (kProducerWarp, the whole-tile cut's
+//    default), each as soon as its stage is released, and tile_done must sync on named
+//    barrier 1 of kDecodeTmaThreads threads: a __syncthreads there would wait for the producer,
+//    which never comes.
 //  - The math is mma.sync m16n8k16 with x as A (M padded to 8 or 16 rows) and the W box as the
 //    col-major B, both read with ldmatrix from the swizzled boxes (conflict-free: 8 rows x 16
 //    bytes land on 8 different 16-byte bank groups). Warp w owns 16 W rows of one k box; the
@@ -58,22 +59,30 @@ constexpr int kDecodeTmaStepBytes = 16384;  // W bytes per step
 // keep streaming -- they drop their fragments into one of two C slots and go on (an experiment,
 // SINTER_DECODE_TMA_TILE_END=warps: session 12 measured it behind the batched combine in line,
 // 0.0380 against 0.0366 ms at M = 8; a single tile-end warp was much slower, session 11).
-// kAccChains (1, 2 or 4) and kProducerWarp: session 12's Nsight Compute run found the tile's
-// speed following the SM clock (45.5 us at 1.36 GHz against cuBLASLt's 32.8 us, M = 16), so a
-// step's SM-side path bounds it. Two ways to shorten that path, written after the last device
-// call of session 12 and NOT yet measured (off by default; SINTER_DECODE_TMA_ACC_CHAINS,
-// SINTER_DECODE_TMA_PRODUCER):
+// kAccChains (1, 2 or 4), kProducerWarp and kWarpBoxes: session 12's Nsight Compute run found
+// the tile's speed following the SM clock (45.5 us at 1.36 GHz against cuBLASLt's 32.8 us,
+// M = 16), so a step's SM-side path bounds it. Three ways to shorten that path (the whole-tile
+// cut's default since session 13 is kAccChains 2, kProducerWarp and kWarpBoxes 2: 3.65-3.67 TB/s
+// back to back at M = 1-16 against 3.40-3.60; SINTER_DECODE_TMA_ACC_CHAINS,
+// SINTER_DECODE_TMA_PRODUCER, SINTER_DECODE_TMA_WARP_BOXES):
 //  - kAccChains: a step's 4 16-k slices accumulate into kAccChains independent accumulators
-//    (slice q into chain q % kAccChains), summed in chain order at a tile's end, instead of one
-//    chain of 4 dependent mma per fragment;
+//    (a warp's slice q of the step into chain q % kAccChains), summed in chain order at a tile's
+//    end, instead of one chain of dependent mma per fragment;
 //  - kProducerWarp: a ninth warp issues every load, each once its stage is released, instead of
 //    thread 0 refilling a stage between its own steps (where it waits for the slowest warp while
 //    warp 0's math stalls). The 8 consumer warps then meet at a tile's end on named barrier 1
 //    (the producer takes no part); the host combines split tiles batched on that barrier.
+//  - kWarpBoxes (1, 2 or 4): each warp reads that many consecutive 64-k boxes of its rows a
+//    step, so a step is kWarpBoxes x 16 KiB of W and a CTA waits on, releases and refills a
+//    stage kWarpBoxes times less often for the same bytes. With 4 (64 KiB steps) the ring fits
+//    2 stages at M = 16 (3.22 TB/s in sinter_bench_gemm) or 3 at M <= 8 (read probe, M = 1:
+//    3.67 TB/s, as good as 2 boxes and not better).
 template <int kBN_, int kMTile_, int kStages_, bool kChunked_ = false, int kTileEndWarps_ = 0, int kAccChains_ = 1,
-          bool kProducerWarp_ = false>
+          bool kProducerWarp_ = false, int kWarpBoxes_ = 1>
 struct DecodeTmaSmem {
   static constexpr int kBN = kBN_, kMTile = kMTile_, kStages = kStages_;
+  static constexpr int kWarpBoxes = kWarpBoxes_;
+  static_assert(kWarpBoxes == 1 || kWarpBoxes == 2 || kWarpBoxes == 4, "1, 2 or 4 k boxes per warp a step");
   static constexpr bool kChunked = kChunked_;
   static constexpr int kTileEndWarps = kTileEndWarps_;
   static constexpr int kAccChains = kAccChains_;
@@ -84,12 +93,13 @@ struct DecodeTmaSmem {
   static constexpr int kThreads = kDecodeTmaThreads + 32 * kTileEndWarps + (kProducerWarp ? 32 : 0);
   static_assert(kBN == 32 || kBN == 64 || kBN == 128, "a step is 16 KiB of W: 128 / kBN boxes of kBN rows");
   static_assert(kMTile == 8 || kMTile == 16, "x is one m16 mma tile, the upper 8 rows zero for M <= 8");
-  static constexpr int kKBoxes = 128 / kBN;           // 64-k boxes per step
-  static constexpr int kStepK = 64 * kKBoxes;
+  static constexpr int kKBoxes = 128 / kBN;           // groups of warps a step, each on its own k boxes
+  static constexpr int kStepBoxes = kKBoxes * kWarpBoxes;  // 64-k boxes per step
+  static constexpr int kStepK = 64 * kStepBoxes;
   static constexpr int kRowGroups = kBN / 16;          // warps per k box: 16 rows each
   static constexpr int kWBoxBytes = kBN * 128, kXBoxBytes = kMTile * 128;
-  static constexpr int kWBytes = kKBoxes * kWBoxBytes;  // 16 KiB
-  static constexpr int kStageBytes = kWBytes + kKBoxes * kXBoxBytes;
+  static constexpr int kWBytes = kStepBoxes * kWBoxBytes;  // 16 KiB x kWarpBoxes
+  static constexpr int kStageBytes = kWBytes + kStepBoxes * kXBoxBytes;
   static constexpr int kCOffset = kStages * kStageBytes;
   // in line: the C tile, then the k boxes' partial C tiles; with tile-end warps: two C slots of
   // kKBoxes [16][kBN] partials each (box 0's becomes the C tile once summed)
@@ -100,7 +110,7 @@ struct DecodeTmaSmem {
   // barriers: full and empty per stage (+ cfull and cfree per C slot with tile-end warps)
   // + 1024: the dynamic shared memory base is aligned up to the swizzle period in the kernel
   static constexpr int kBytes = 1024 + kBarOffset + (2 * kStages + (kTileEndWarps > 0 ? 4 : 0)) * 8;
-  static_assert(kWBytes == kDecodeTmaStepBytes && kKBoxes * kRowGroups == kDecodeTmaWarps, "tile shape");
+  static_assert(kWBytes == kDecodeTmaStepBytes * kWarpBoxes && kKBoxes * kRowGroups == kDecodeTmaWarps, "tile shape");
   static_assert(kWBoxBytes % 1024 == 0 && kXBoxBytes % 1024 == 0, "every box starts on a 1024-byte swizzle period");
   static_assert(kBytes <= 227 * 1024, "shared memory over the sm_90 limit");
 };
@@ -145,8 +155,10 @@ __device__ __forceinline__ void ldmatrix_x2(u32& r0, u32& r1, u32 addr) {
 // elements 2 (l % 4), +1 -- for a [row][k] box that is the A and col-major B fragment of
 // m16n8k16 (PTX ISA 9.7.14.5.8). A box row of 128 bytes holds 16-byte chunk j at j ^ (row % 8).
 // acc[c]: accumulator chain c, which the box's 16-k slices q with q % kChains == c add to.
+// slice0: the box's first 16-k slice within the warp's step (4 x its box), for the chain choice.
 template <int kMTile, bool kBf16, int kChains>
-__device__ __forceinline__ void decode_tma_step(u32 w_box, u32 x_box, int h, int lane, float (&acc)[kChains][2][4]) {
+__device__ __forceinline__ void decode_tma_step(u32 w_box, u32 x_box, int h, int lane, float (&acc)[kChains][2][4],
+                                                int slice0 = 0) {
   const int mi = lane >> 3, r = lane & 7;
   const u32 w_row = w_box + static_cast<u32>(16 * h + 8 * (mi >> 1) + r) * 128u;
 #pragma unroll
@@ -164,8 +176,8 @@ __device__ __forceinline__ void decode_tma_step(u32 w_box, u32 x_box, int h, int
       a[1] = a[3] = 0u;
     }
     const u32 b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-    mma_16816<kBf16>(acc[q % kChains][0], a, b0);
-    mma_16816<kBf16>(acc[q % kChains][1], a, b1);
+    mma_16816<kBf16>(acc[(slice0 + q) % kChains][0], a, b0);
+    mma_16816<kBf16>(acc[(slice0 + q) % kChains][1], a, b1);
   }
 }
 
@@ -260,9 +272,9 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
   const i64 cta = blockIdx.x, begin = wk.begin(cta), end = wk.begin(cta + 1);
   const int steps = static_cast<int>(end - begin);  // about total / ctas
   const int spt = static_cast<int>(wk.steps_per_tile), tn = static_cast<int>(tiles_n);
-  // a step's bytes: kKBoxes W boxes of tile_rows rows (S::kWBytes with stream-K; a box partly
+  // a step's bytes: kStepBoxes W boxes of tile_rows rows (S::kWBytes with stream-K; a box partly
   // past N or K still lands whole, zero-filled) and as many x boxes
-  const u32 stage_tx = static_cast<u32>(S::kKBoxes * (wk.tile_rows * 128 + S::kXBoxBytes));
+  const u32 stage_tx = static_cast<u32>(S::kStepBoxes * (wk.tile_rows * 128 + S::kXBoxBytes));
   // With whole tiles every CTA reads k steps 0, 1, 2, ... in about the same lockstep, so all ask
   // L2 for the same x box at once. Starting CTA c at step c x steps_per_tile / ctas (wrapping
   // around) to spread that was slower, not faster (read probe, session 12: M = 1 / 8 / 16
@@ -282,11 +294,11 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
       tma_load_3d(stage + S::kWBytes, map_x, &full[ist], 0, 0, k0 / 64);
     } else {
 #pragma unroll
-      for (int b = 0; b < S::kKBoxes; ++b) {
+      for (int b = 0; b < S::kStepBoxes; ++b) {
         tma_load_3d(stage + b * S::kWBoxBytes, map_w, &full[ist], k0 + 64 * b, n0, bi);
       }
 #pragma unroll
-      for (int b = 0; b < S::kKBoxes; ++b) {
+      for (int b = 0; b < S::kStepBoxes; ++b) {
         tma_load_3d(stage + S::kWBytes + b * S::kXBoxBytes, map_x, &full[ist], k0 + 64 * b, 0, bi);
       }
     }
@@ -376,8 +388,13 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
     const u32 stage = smem_addr(smem + st * S::kStageBytes);
     mbarrier_wait(&full[st], phase);
     if (has_rows) {
-      decode_tma_step<kMTile, kBf16, S::kAccChains>(stage + kb * S::kWBoxBytes, stage + S::kWBytes + kb * S::kXBoxBytes, h,
-                                                    lane, acc);
+      // warp group kb's boxes are kb x kWarpBoxes .. +kWarpBoxes - 1, consecutive in k
+#pragma unroll
+      for (int j = 0; j < S::kWarpBoxes; ++j) {
+        const int b = kb * S::kWarpBoxes + j;
+        decode_tma_step<kMTile, kBf16, S::kAccChains>(stage + b * S::kWBoxBytes, stage + S::kWBytes + b * S::kXBoxBytes,
+                                                      h, lane, acc, 4 * j);
+      }
     }
     __syncwarp();
     if (lane == 0) mbarrier_arrive(&empty[st]);

@@ -232,13 +232,20 @@ TEST_F(GpuDecodeGemm, TmaWholeTilesOddRowsManyTilesBatches) {
 // and 5 steps per CTA: 15 steps; stream-K 313 tiles x 5 steps, 11-12 per CTA, parity 0 only),
 // 9001 x 2048 (one 69-row tile of 32 steps per CTA, the last tile 31 rows; stream-K 71 x 32
 // steps, 17-18 per CTA, tiles split), bias + GELU + amax.
-// Written after session 12's last device call.
+// SINTER_DECODE_TMA_WARP_BOXES=2|4 (32 or 64 KiB steps, a 3- or 2-stage ring; stream-K's
+// 2048-k rows as one chunked box of 2 or 4 k boxes) with K = 264 past the last step's boxes.
 TEST_F(GpuDecodeGemm, TmaAccChainsAndProducerWarp) {
-  const std::pair<const char*, const char*> modes[] = {{"2", "0"}, {"4", "0"}, {"1", "1"}, {"4", "1"}};
-  for (const auto& [chains, producer] : modes) {
-    SCOPED_TRACE(std::string("SINTER_DECODE_TMA_ACC_CHAINS=") + chains + " SINTER_DECODE_TMA_PRODUCER=" + producer);
+  struct Mode {
+    const char *chains, *producer, *warp_boxes;
+  };
+  const Mode modes[] = {{"2", "0", "1"}, {"4", "0", "1"}, {"1", "1", "1"}, {"4", "1", "1"},
+                        {"1", "0", "2"}, {"2", "1", "2"}, {"4", "0", "4"}};
+  for (const auto& [chains, producer, warp_boxes] : modes) {
+    SCOPED_TRACE(std::string("SINTER_DECODE_TMA_ACC_CHAINS=") + chains + " SINTER_DECODE_TMA_PRODUCER=" + producer +
+                 " SINTER_DECODE_TMA_WARP_BOXES=" + warp_boxes);
     const ScopedEnv chains_env("SINTER_DECODE_TMA_ACC_CHAINS", chains);
     const ScopedEnv producer_env("SINTER_DECODE_TMA_PRODUCER", producer);
+    const ScopedEnv warp_boxes_env("SINTER_DECODE_TMA_WARP_BOXES", warp_boxes);
     for (jit::MatmulTile tile : {jit::MatmulTile::decode_tma_rows, jit::MatmulTile::decode_tma}) {
       struct Case {
         int64_t m, n, k;

@@ -213,17 +213,18 @@ TEST(JitMatmulDecode, TmaShapesChunkedBoxesAndTileEndWarps) {
 
 // The TMA tile's whole-tile cut: about N / SMs rows per tile, as many tiles as SMs (or whole
 // multiples), the W box as high as a tile, no partials in the workspace, no combine in the
-// kernel; compiles for sm_90a without spills. Declined below 64 rows per SM.
+// kernel, by default 32 KiB steps, 2 chains and a producer warp; compiles for sm_90a without
+// spills. Declined below 64 rows per SM.
 TEST(JitMatmulDecode, TmaWholeTiles) {
   struct Case {
     int64_t m, n, k;
     uint32_t rows, ctas;
     const char* words;
   };
-  for (Case c : {Case{1, 14336, 4096, 109, 132, "m8x128 k64 stages6 w:[N,K] whole tiles 1x109 rows"},
-                 Case{16, 14336, 1000, 109, 132, "m16x128 k64 stages6 w:[N,K] whole tiles 1x109 rows"},
-                 Case{8, 40000, 264, 102, 132, "m8x128 k64 stages6 w:[N,K] whole tiles 3x102 rows"},
-                 Case{1, 9001, 512, 69, 131, "m8x128 k64 stages6 w:[N,K] whole tiles 1x69 rows"}}) {
+  for (Case c : {Case{1, 14336, 4096, 109, 132, "m8x128 k128 stages3 chains2 producer-warp warp-boxes2 w:[N,K] whole tiles 1x109 rows"},
+                 Case{16, 14336, 1000, 109, 132, "m16x128 k128 stages3 chains2 producer-warp warp-boxes2 w:[N,K] whole tiles 1x109 rows"},
+                 Case{8, 40000, 264, 102, 132, "m8x128 k128 stages3 chains2 producer-warp warp-boxes2 w:[N,K] whole tiles 3x102 rows"},
+                 Case{1, 9001, 512, 69, 131, "m8x128 k128 stages3 chains2 producer-warp warp-boxes2 w:[N,K] whole tiles 1x69 rows"}}) {
     const Graph g = decode(DType::bf16, c.m, c.n, c.k, true, true);
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
@@ -232,6 +233,7 @@ TEST(JitMatmulDecode, TmaWholeTiles) {
     const KernelSpec& ks = rk.kernels.at(0);
     EXPECT_NE(ks.description.find(c.words), std::string::npos) << ks.description;
     EXPECT_EQ(ks.launch.grid.x, c.ctas) << ks.description;
+    EXPECT_EQ(ks.launch.block.x, 288u) << "8 consumer warps and the producer warp";
     ASSERT_EQ(ks.tensor_maps.size(), 2u);
     EXPECT_EQ(ks.tensor_maps.back().box[1], c.rows);
     EXPECT_EQ(ks.source.find("decode_splitk_combine"), std::string::npos);
@@ -272,6 +274,31 @@ TEST(JitMatmulDecode, TmaAccChainsAndProducerWarp) {
         EXPECT_NE(lambda.find("decode_splitk_combine_group<kDecodeTmaThreads, 1,"), std::string::npos) << lambda;
       }
     }
+    expect_compiles_without_spills(ks);
+  }
+}
+
+// SINTER_DECODE_TMA_WARP_BOXES: 2 or 4 boxes of 64 k per warp a step (32 or 64 KiB steps) on a
+// 3- or 2-stage ring, both cuts (stream-K's K % 64 == 0 steps as one chunked box of 2 or 4 k
+// boxes), with chains; they compile without spills and fit in shared memory at M = 16.
+TEST(JitMatmulDecode, TmaWarpBoxes) {
+  for (const char* boxes : {"2", "4"})
+  for (bool whole : {true, false}) {
+    SCOPED_TRACE(std::string("warp boxes ") + boxes + (whole ? " whole" : " stream-K"));
+    const testing::ScopedEnv boxes_env("SINTER_DECODE_TMA_WARP_BOXES", boxes);
+    const testing::ScopedEnv chains_env("SINTER_DECODE_TMA_ACC_CHAINS", "2");
+    const Graph g = decode(DType::bf16, 16, 14336, 4096, true, true);
+    const fuse::Partition p = fuse::partition_graph(g);
+    EXPECT_EQ(decode_tma_unsupported(g, matmul_region(g, p), h200(), whole), "");
+    const KernelSpec ks = build_matmul_decode_tma(g, matmul_region(g, p), h200(), whole).kernels.at(0);
+    const bool two = std::string(boxes) == "2";
+    EXPECT_NE(ks.description.find(std::string(" warp-boxes") + boxes), std::string::npos) << ks.description;
+    EXPECT_NE(ks.description.find(two ? " k128 stages3" : " k256 stages2"), std::string::npos) << ks.description;
+    EXPECT_EQ(ks.description.find(" chunked") != std::string::npos, !whole) << ks.description;
+    // the whole-tile cut's producer warp is on by default, the stream-K cut's off
+    EXPECT_NE(ks.source.find(std::string(", 2, ") + (whole ? "true" : "false") + ", " + boxes + ">;"), std::string::npos);
+    // stage bytes: (16 KiB of W + 2 KiB of x) per box group
+    EXPECT_GE(ks.launch.dynamic_shared_memory, (two ? 3u : 2u) * (two ? 2u : 4u) * (16384u + 2048u));
     expect_compiles_without_spills(ks);
   }
 }

@@ -57,19 +57,41 @@ constexpr int64_t kMaxM = 16;
 // SINTER_DECODE_TMA_ACC_CHAINS=1|2|4 and SINTER_DECODE_TMA_PRODUCER=1 (both cuts): independent
 // accumulator chains per step and a producer warp (DecodeTmaSmem), written after session 12's
 // Nsight Compute run showed the tile bound by its per-step SM-side path; not yet measured, so off.
+// SINTER_DECODE_TMA_WARP_BOXES=1|2|4 (both cuts): each warp reads 1, 2 or 4 boxes of 64 k a step
+// (DecodeTmaSmem::kWarpBoxes), so a step is 16, 32 or 64 KiB of W; the ring is 6, 3 or 2 stages
+// deep unless SINTER_DECODE_TMA_STAGES says otherwise.
 struct TmaConfig {
   int bn = 128, stages = 6, tile_end_warps = 0;
   bool batched_combine = true;
   bool whole_tiles = false;  // DecodeTmaWork's whole-tile cut (MatmulTile::decode_tma_rows)
-  // DecodeTmaSmem::kAccChains and kProducerWarp (unmeasured experiments, off by default)
+  // DecodeTmaSmem::kAccChains, kProducerWarp and kWarpBoxes (config_of sets them per cut)
   int acc_chains = 1;
   bool producer_warp = false;
+  int warp_boxes = 1;  // 64-k boxes per warp a step
   int kboxes() const { return 128 / bn; }
-  int step_k() const { return 64 * kboxes(); }
+  int step_boxes() const { return kboxes() * warp_boxes; }
+  int step_k() const { return 64 * step_boxes(); }
 };
 TmaConfig config_of(bool whole_tiles) {
   TmaConfig c;
   c.whole_tiles = whole_tiles;
+  if (whole_tiles) {
+    // 32 KiB steps (2 boxes of 64 k a warp), 2 accumulator chains and a producer warp: session
+    // 13 call 2 (H200, back to back, 4096 x 14336, 4 stages): M = 1 / 8 / 16 0.03218 / 0.03197 /
+    // 0.03207 ms (3.65 / 3.67 / 3.66 TB/s) against 0.03267 / 0.03316 / 0.03454 with session 12's
+    // 16 KiB steps, one chain and thread 0 issuing the loads (stages: below)
+    c.warp_boxes = 2;
+    c.acc_chains = 2;
+    c.producer_warp = true;
+  }
+  if (const char* v = std::getenv("SINTER_DECODE_TMA_WARP_BOXES")) {
+    const int n = std::atoi(v);
+    if (n == 1 || n == 2 || n == 4) c.warp_boxes = n;
+  }
+  // 32 KiB steps: 3 stages (session 13 call 3, back to back, M = 1 / 8 / 16: 3 stages 0.03219 /
+  // 0.03188 / 0.03189 ms, 4 stages 0.03231 / 0.03203 / 0.03213, 5 stages 0.03249 / 0.03218 /
+  // 0.03232); 64 KiB steps: 2 (3 would not fit beside the C tile at M = 16)
+  c.stages = c.warp_boxes == 1 ? 6 : c.warp_boxes == 2 ? 3 : 2;
   if (const char* v = std::getenv("SINTER_DECODE_TMA_STAGES")) {
     const int n = std::atoi(v);
     if (n >= 2 && n <= 12) c.stages = n;
@@ -98,7 +120,7 @@ TmaConfig config_of(bool whole_tiles) {
 // Whether a step's boxes are one chunked TMA box (DecodeTmaSmem::kChunked): several k boxes a
 // step, K a multiple of 64 and one batch.
 bool chunked(const Sm90Operands& o, const TmaConfig& c) {
-  return !c.whole_tiles && c.kboxes() > 1 && o.k % 64 == 0 && o.batch.numel == 1;
+  return !c.whole_tiles && c.step_boxes() > 1 && o.k % 64 == 0 && o.batch.numel == 1;
 }
 // The chunked view of x (is_a) or W: {64 k, rows, K / 64 chunks}, chunks 128 bytes apart, box
 // {64, box_rows, 128 / bn}.
@@ -109,13 +131,13 @@ TensorMapSlot chunked_map(const fuse::Region& r, const Sm90Operands& o, bool is_
   t.dims[1] = static_cast<uint64_t>(is_a ? o.m : o.n);
   t.dims[2] = static_cast<uint64_t>(o.k / 64);
   t.strides[1] = 128;  // t.strides[0], the row stride, stays
-  t.box[2] = static_cast<uint32_t>(c.kboxes());
+  t.box[2] = static_cast<uint32_t>(c.step_boxes());
   return t;
 }
 
 int m_tile_of(int64_t m) { return m <= 8 ? 8 : 16; }
 int smem_bytes(const TmaConfig& c, int m_tile) {
-  const int stage = kStepBytesHost + c.kboxes() * m_tile * 128;
+  const int stage = (kStepBytesHost + c.kboxes() * m_tile * 128) * c.warp_boxes;
   if (c.tile_end_warps > 0) {  // two C slots of per-k-box partials, and two more barrier pairs
     return 1024 + c.stages * stage + 2 * c.kboxes() * 16 * c.bn * 4 + (2 * c.stages + 4) * 8;
   }
@@ -178,7 +200,7 @@ std::string decode_tma_unsupported(const Graph& g, const fuse::Region& r, const 
   // the kernel counts a CTA's steps in int (and step x CTA count stays far inside i64)
   const TmaConfig c = config_of(whole_tiles);
   const Work work = plan_work(o, c, dev);
-  if (work.total >= (int64_t{1} << 31)) return "2^31 or more 16 KiB weight steps";
+  if (work.total >= (int64_t{1} << 31)) return "2^31 or more weight steps";
   // whole tiles want rows enough per SM: a tile of a few rows moves a few KiB a step, too little
   // in flight to stream (below this the stream-K cut stays the only TMA tile)
   constexpr int64_t kMinWholeTileRows = 64;
@@ -252,7 +274,8 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   src << "// matmul region " << r.id << " of graph '" << g.name() << "' (decode tma, M <= 16, [N, K] weight)\n"
       << kernel_includes({"gemm/gemm_abi.h", "gemm/decode_tma.cuh"})
       << "using Cfg = DecodeTmaSmem<" << c.bn << ", " << mt << ", " << st << ", " << (chunk ? "true" : "false") << ", "
-      << c.tile_end_warps << ", " << c.acc_chains << ", " << (c.producer_warp ? "true" : "false") << ">;\n"
+      << c.tile_end_warps << ", " << c.acc_chains << ", " << (c.producer_warp ? "true" : "false") << ", "
+      << c.warp_boxes << ">;\n"
       << "static_assert(kDecodeTmaThreads == " << kThreadsHost << " && Cfg::kThreads == " << threads_of(c)
       << " && kDecodeTmaStepBytes == " << kStepBytesHost << " && Cfg::kBytes == " << smem
       << ", \"the host's TMA decode constants are stale\");\n"
@@ -305,6 +328,7 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
                                              : " inline-combine") +
                      (c.acc_chains > 1 ? " chains" + std::to_string(c.acc_chains) : "") +
                      (c.producer_warp ? " producer-warp" : "") +
+                     (c.warp_boxes > 1 ? " warp-boxes" + std::to_string(c.warp_boxes) : "") +
                      " w:[N,K] " +
                      (c.whole_tiles ? "whole tiles " + std::to_string((work.tiles + work.ctas - 1) / work.ctas) + "x" +
                                           std::to_string(work.tile_rows) + " rows"
