@@ -8,8 +8,9 @@
 //    tiles of about N / SMs rows each (no tile split, nothing to combine; the default wherever
 //    an SM gets 64 rows or more). A fixed grid of 128-row tiles would leave SMs with one tile
 //    where others have two.
-//  - A step is 16 KiB of W: kBN rows x 128 / kBN boxes of 64 k (128-byte swizzle; with whole
-//    tiles the box is as high as a tile, kBN rows or fewer, and warps past its rows idle), plus the
+//  - A step is kWarpBoxes x 16 KiB of W: kBN rows x kWarpBoxes x 128 / kBN boxes of 64 k
+//    (128-byte swizzle; with whole tiles the box is as high as a tile, kBN rows or fewer, and
+//    warps past its rows idle; the whole-tile cut's default is 2 x 16 KiB), plus the
 //    matching boxes of x (the M tile's rows; rows past M and k past K read as zeros), into a ring
 //    of kStages stages guarded by mbarriers. With kChunked the boxes of a step are one TMA box.
 //  - Either thread 0 issues the loads (the stream-K cut's default), so every thread of the CTA
@@ -21,13 +22,15 @@
 //    which never comes.
 //  - The math is mma.sync m16n8k16 with x as A (M padded to 8 or 16 rows) and the W box as the
 //    col-major B, both read with ldmatrix from the swizzled boxes (conflict-free: 8 rows x 16
-//    bytes land on 8 different 16-byte bank groups). Warp w owns 16 W rows of one k box; the
-//    warps of the same rows meet in shared memory at the end of a tile, in a fixed order.
+//    bytes land on 8 different 16-byte bank groups). Warp w owns 16 W rows of kWarpBoxes
+//    consecutive k boxes; the warps of the same rows meet in shared memory at the end of a
+//    tile, in a fixed order.
 //  - A tile whose steps span several CTAs (stream-K only) meets through the workspace (the
 //    generated kernel calls decode_splitk_combine_group, or decode_splitk_combine: the last CTA
 //    to arrive sums the partials in CTA order, deterministically, and runs the epilogue); a tile
 //    inside one CTA goes straight to the epilogue.
-// What this costs (sessions 11-12, H200, 117 MB weight, bench/experiments/decode_read_probe.cu,
+// What this costs (sessions 11-12 with 16 KiB steps; session 13's are in DecodeTmaSmem's notes;
+// H200, 117 MB weight, bench/experiments/decode_read_probe.cu,
 // back to back with PDL): the ring alone streams at 4.03-4.06 TB/s, the stream-K loop with its
 // math and nothing at a tile's end at 3.85-3.89, with its tile ends 3.52 / 3.26 / 2.92 at M = 1 /
 // 8 / 16 (in line) or 3.31 / 3.25 / 3.32 (batched combine): a split tile's end (fence, atomic,
@@ -48,10 +51,10 @@ constexpr int kDecodeTmaWarps = kDecodeTmaThreads / 32;
 constexpr int kDecodeTmaStepBytes = 16384;  // W bytes per step
 
 // kBN: W rows (output columns) per tile, 32, 64 or 128 (the generated epilogue walks a tile's
-// columns 32 at a time); a step holds 128 / kBN boxes of 64 k.
+// columns 32 at a time); a step holds kStepBoxes = kWarpBoxes x 128 / kBN boxes of 64 k.
 // kChunked: the tensor maps view W as {64 k, N rows, K / 64 chunks} (and x likewise), so a
-// step's 128 / kBN boxes of 64 k are ONE TMA box {64, kBN, 128 / kBN}: one instruction a step
-// whatever kBN, each W row read in a (256 / kBN * 64)-byte run. It lands exactly where the
+// step's kStepBoxes boxes of 64 k are ONE TMA box {64, kBN, kStepBoxes}: one instruction a step
+// whatever kBN, each W row read in a (128 x kStepBoxes)-byte run. It lands exactly where the
 // separate boxes do (box b at b x kWBoxBytes), so the math is the same. Needs K % 64 == 0 (a
 // chunk past K would read the next row, not zeros) and one batch (the host checks).
 // kTileEndWarps: 0, the 8 warps end each tile themselves (block barriers, the combine, the
@@ -66,8 +69,8 @@ constexpr int kDecodeTmaStepBytes = 16384;  // W bytes per step
 // back to back at M = 1-16 against 3.40-3.60; SINTER_DECODE_TMA_ACC_CHAINS,
 // SINTER_DECODE_TMA_PRODUCER, SINTER_DECODE_TMA_WARP_BOXES):
 //  - kAccChains: a step's 4 16-k slices accumulate into kAccChains independent accumulators
-//    (a warp's slice q of the step into chain q % kAccChains), summed in chain order at a tile's
-//    end, instead of one chain of dependent mma per fragment;
+//    (a box's 16-k slice q into chain q % kAccChains), summed in chain order at a tile's end,
+//    instead of one chain of dependent mma per fragment;
 //  - kProducerWarp: a ninth warp issues every load, each once its stage is released, instead of
 //    thread 0 refilling a stage between its own steps (where it waits for the slowest warp while
 //    warp 0's math stalls). The 8 consumer warps then meet at a tile's end on named barrier 1
@@ -91,7 +94,7 @@ struct DecodeTmaSmem {
   static_assert(kAccChains == 1 || kAccChains == 2 || kAccChains == 4, "a chain per 1, 2 or 4 of a box's 16-k slices");
   static_assert(!(kProducerWarp && kTileEndWarps > 0), "a producer warp or tile-end warps, not both");
   static constexpr int kThreads = kDecodeTmaThreads + 32 * kTileEndWarps + (kProducerWarp ? 32 : 0);
-  static_assert(kBN == 32 || kBN == 64 || kBN == 128, "a step is 16 KiB of W: 128 / kBN boxes of kBN rows");
+  static_assert(kBN == 32 || kBN == 64 || kBN == 128, "16 KiB of W per warp box: 128 / kBN boxes of kBN rows");
   static_assert(kMTile == 8 || kMTile == 16, "x is one m16 mma tile, the upper 8 rows zero for M <= 8");
   static constexpr int kKBoxes = 128 / kBN;           // groups of warps a step, each on its own k boxes
   static constexpr int kStepBoxes = kKBoxes * kWarpBoxes;  // 64-k boxes per step
@@ -155,10 +158,8 @@ __device__ __forceinline__ void ldmatrix_x2(u32& r0, u32& r1, u32 addr) {
 // elements 2 (l % 4), +1 -- for a [row][k] box that is the A and col-major B fragment of
 // m16n8k16 (PTX ISA 9.7.14.5.8). A box row of 128 bytes holds 16-byte chunk j at j ^ (row % 8).
 // acc[c]: accumulator chain c, which the box's 16-k slices q with q % kChains == c add to.
-// slice0: the box's first 16-k slice within the warp's step (4 x its box), for the chain choice.
 template <int kMTile, bool kBf16, int kChains>
-__device__ __forceinline__ void decode_tma_step(u32 w_box, u32 x_box, int h, int lane, float (&acc)[kChains][2][4],
-                                                int slice0 = 0) {
+__device__ __forceinline__ void decode_tma_step(u32 w_box, u32 x_box, int h, int lane, float (&acc)[kChains][2][4]) {
   const int mi = lane >> 3, r = lane & 7;
   const u32 w_row = w_box + static_cast<u32>(16 * h + 8 * (mi >> 1) + r) * 128u;
 #pragma unroll
@@ -176,8 +177,8 @@ __device__ __forceinline__ void decode_tma_step(u32 w_box, u32 x_box, int h, int
       a[1] = a[3] = 0u;
     }
     const u32 b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-    mma_16816<kBf16>(acc[(slice0 + q) % kChains][0], a, b0);
-    mma_16816<kBf16>(acc[(slice0 + q) % kChains][1], a, b1);
+    mma_16816<kBf16>(acc[q % kChains][0], a, b0);
+    mma_16816<kBf16>(acc[q % kChains][1], a, b1);
   }
 }
 
@@ -393,7 +394,7 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
       for (int j = 0; j < S::kWarpBoxes; ++j) {
         const int b = kb * S::kWarpBoxes + j;
         decode_tma_step<kMTile, kBf16, S::kAccChains>(stage + b * S::kWBoxBytes, stage + S::kWBytes + b * S::kXBoxBytes,
-                                                      h, lane, acc, 4 * j);
+                                                      h, lane, acc);
       }
     }
     __syncwarp();

@@ -7,6 +7,7 @@
 // split-K counters and exit accumulators must have been reset). Every case checks that the step
 // really ran the forced decode tile, so a silent fallback fails.
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,13 +52,16 @@ class GpuDecodeGemm : public GpuRegions {
     return opts;
   }
 
-  void expect_decode_step(const StreamExecutor& ex, const std::string& name, const std::string& tile) {
+  // words: more that the matmul step's description must hold (the settings a test forces)
+  void expect_decode_step(const StreamExecutor& ex, const std::string& name, const std::string& tile,
+                          const std::vector<std::string>& words = {}) {
     bool found = false;
     for (const StepInfo& s : ex.steps()) {
       if (s.kind != "matmul") continue;
       found = true;
       std::printf("  %s: %s\n", name.c_str(), s.description.c_str());
       EXPECT_NE(s.description.find("decode " + tile), std::string::npos) << s.description;
+      for (const std::string& w : words) EXPECT_NE(s.description.find(w), std::string::npos) << w << ": " << s.description;
     }
     EXPECT_TRUE(found) << "no matmul step in " << name;
   }
@@ -70,11 +74,12 @@ class GpuDecodeGemm : public GpuRegions {
     }
   }
 
-  void check_candidate(const Graph& copy, int candidate, const std::string& tile, double bound_scale) {
+  void check_candidate(const Graph& copy, int candidate, const std::string& tile, double bound_scale,
+                       const std::vector<std::string>& words = {}) {
     const ExecutorOptions opts = forced(candidate);
     check(Graph(copy), bound_scale, opts);
     StreamExecutor ex(copy, shared_cache(), opts);
-    expect_decode_step(ex, copy.name(), tile);
+    expect_decode_step(ex, copy.name(), tile, words);
     check_reruns(ex, copy, bound_scale);
   }
 
@@ -87,8 +92,8 @@ class GpuDecodeGemm : public GpuRegions {
   }
 
   // check_candidate on the TMA tile's `cut` (decode_tma or decode_tma_rows), or a failure naming
-  // g where that cut is not offered.
-  void check_tma_cut(const Graph& g, jit::MatmulTile cut) {
+  // g where that cut is not offered; `words` must be in the kernel's description.
+  void check_tma_cut(const Graph& g, jit::MatmulTile cut, const std::vector<std::string>& words = {}) {
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region* r = matmul_region(p);
     const int v = r ? jit::matmul_variant_of(g, *r, properties_, cut) : -1;
@@ -97,7 +102,7 @@ class GpuDecodeGemm : public GpuRegions {
                     << (cut == jit::MatmulTile::decode_tma_rows ? "whole tiles" : "stream-K") << ") was not offered";
       return;
     }
-    check_candidate(g, v, "tma", 1.0);
+    check_candidate(g, v, "tma", 1.0, words);
   }
 };
 
@@ -225,34 +230,54 @@ TEST_F(GpuDecodeGemm, TmaWholeTilesOddRowsManyTilesBatches) {
   check_whole_tiles(b);
 }
 
-// The per-step experiments of the TMA tile (SINTER_DECODE_TMA_ACC_CHAINS: independent
-// accumulator chains; SINTER_DECODE_TMA_PRODUCER: a producer warp, the consumers on named barrier
-// 1) on both cuts, mostly with more steps per CTA than twice the 6-stage ring (the producer then
-// waits on both parities of a stage's `empty` barrier): 40000 x 264 (3 whole tiles of 102 rows
-// and 5 steps per CTA: 15 steps; stream-K 313 tiles x 5 steps, 11-12 per CTA, parity 0 only),
-// 9001 x 2048 (one 69-row tile of 32 steps per CTA, the last tile 31 rows; stream-K 71 x 32
-// steps, 17-18 per CTA, tiles split), bias + GELU + amax.
-// SINTER_DECODE_TMA_WARP_BOXES=2|4 (32 or 64 KiB steps, a 3- or 2-stage ring; stream-K's
-// 2048-k rows as one chunked box of 2 or 4 k boxes) with K = 264 past the last step's boxes.
+// The per-step settings of the TMA tile (SINTER_DECODE_TMA_ACC_CHAINS: independent accumulator
+// chains; SINTER_DECODE_TMA_PRODUCER: a producer warp, the consumers on named barrier 1;
+// SINTER_DECODE_TMA_WARP_BOXES: 2 or 4 boxes of 64 k per warp a step, on a 3- or 2-stage ring)
+// on both cuts, each checked in the kernel's description:
+//  - 40000 x 264 (3 whole tiles of 102 rows per CTA; K past the last step's boxes), 9001 x 2048
+//    (one 69-row tile per CTA, the last 31 rows; stream-K tiles split), bias + GELU + amax; with
+//    16 KiB steps on 6 stages most CTAs run more than twice the ring's steps, so the producer
+//    waits on both parities of a stage's `empty` barrier;
+//  - stream-K with narrower tiles (SINTER_DECODE_TMA_BN=64 / 32): two or four groups of warps on
+//    their own k boxes a step, summed at a tile's end, with one chunked box of 4 or 16 k boxes a
+//    step; and 3000 x 1088, whose last step's chunks run past K (zero-filled); tile-end warps
+//    with 64 KiB steps.
+// The bn 64 / 32 modes and 3000 x 1088 were added in session 13 after its last device call.
 TEST_F(GpuDecodeGemm, TmaAccChainsAndProducerWarp) {
   struct Mode {
     const char *chains, *producer, *warp_boxes;
+    std::optional<std::string> bn, tile_end;  // stream-K only; nullopt: the default
   };
-  const Mode modes[] = {{"2", "0", "1"}, {"4", "0", "1"}, {"1", "1", "1"}, {"4", "1", "1"},
-                        {"1", "0", "2"}, {"2", "1", "2"}, {"4", "0", "4"}};
-  for (const auto& [chains, producer, warp_boxes] : modes) {
-    SCOPED_TRACE(std::string("SINTER_DECODE_TMA_ACC_CHAINS=") + chains + " SINTER_DECODE_TMA_PRODUCER=" + producer +
-                 " SINTER_DECODE_TMA_WARP_BOXES=" + warp_boxes);
-    const ScopedEnv chains_env("SINTER_DECODE_TMA_ACC_CHAINS", chains);
-    const ScopedEnv producer_env("SINTER_DECODE_TMA_PRODUCER", producer);
-    const ScopedEnv warp_boxes_env("SINTER_DECODE_TMA_WARP_BOXES", warp_boxes);
-    for (jit::MatmulTile tile : {jit::MatmulTile::decode_tma_rows, jit::MatmulTile::decode_tma}) {
-      struct Case {
-        int64_t m, n, k;
-      };
+  const Mode modes[] = {{"2", "0", "1", {}, {}},    {"4", "0", "1", {}, {}},    {"1", "1", "1", {}, {}},
+                        {"4", "1", "1", {}, {}},    {"1", "0", "2", {}, {}},    {"2", "1", "2", {}, {}},
+                        {"4", "0", "4", {}, {}},    {"1", "1", "4", {}, {}},    {"1", "0", "2", "64", {}},
+                        {"2", "1", "2", "32", {}},  {"2", "0", "4", "32", "warps"}};
+  for (const Mode& m : modes) {
+    SCOPED_TRACE(std::string("SINTER_DECODE_TMA_ACC_CHAINS=") + m.chains + " SINTER_DECODE_TMA_PRODUCER=" + m.producer +
+                 " SINTER_DECODE_TMA_WARP_BOXES=" + m.warp_boxes + " SINTER_DECODE_TMA_BN=" + m.bn.value_or("-") +
+                 " SINTER_DECODE_TMA_TILE_END=" + m.tile_end.value_or("-"));
+    const ScopedEnv chains_env("SINTER_DECODE_TMA_ACC_CHAINS", m.chains);
+    const ScopedEnv producer_env("SINTER_DECODE_TMA_PRODUCER", m.producer);
+    const ScopedEnv warp_boxes_env("SINTER_DECODE_TMA_WARP_BOXES", m.warp_boxes);
+    const ScopedEnv bn_env("SINTER_DECODE_TMA_BN", m.bn), tile_end_env("SINTER_DECODE_TMA_TILE_END", m.tile_end);
+    std::vector<std::string> words;
+    if (std::string(m.chains) != "1") words.push_back(std::string(" chains") + m.chains);
+    if (std::string(m.producer) == "1") words.push_back(" producer-warp");
+    if (std::string(m.warp_boxes) != "1") words.push_back(std::string(" warp-boxes") + m.warp_boxes);
+    struct Case {
+      int64_t m, n, k;
+    };
+    if (!m.bn && !m.tile_end) {  // the whole-tile cut takes neither
       for (Case c : {Case{3, 40000, 264}, Case{16, 9001, 2048}}) {
-        check_tma_cut(decode_graph("decode_tma_step", DType::bf16, c.m, c.n, c.k, true, true), tile);
+        check_tma_cut(decode_graph("decode_tma_step", DType::bf16, c.m, c.n, c.k, true, true),
+                      jit::MatmulTile::decode_tma_rows, words);
       }
+    }
+    if (m.bn) words.push_back("x" + *m.bn + " k");
+    if (m.tile_end) words.push_back(" tile-end-warps4");
+    for (Case c : {Case{3, 40000, 264}, Case{16, 9001, 2048}, Case{5, 3000, 1088}}) {
+      check_tma_cut(decode_graph("decode_tma_step", DType::bf16, c.m, c.n, c.k, true, true),
+                    jit::MatmulTile::decode_tma, words);
     }
   }
 }

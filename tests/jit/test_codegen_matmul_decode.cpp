@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "cuda/nvrtc.hpp"
 #include "engines/jit/codegen.hpp"
@@ -22,6 +23,14 @@ namespace sinter::jit {
 namespace {
 
 cuda::DeviceProperties h200() { return cuda::assumed_h200(); }
+
+// The TMA decode tile's defaults for a test's scope, whatever SINTER_DECODE_TMA_* the environment
+// running the tests sets (they are A/B switches, read at each build).
+struct DecodeTmaDefaults {
+  testing::ScopedEnv bn{"SINTER_DECODE_TMA_BN", std::nullopt}, stages{"SINTER_DECODE_TMA_STAGES", std::nullopt},
+      tile_end{"SINTER_DECODE_TMA_TILE_END", std::nullopt}, chains{"SINTER_DECODE_TMA_ACC_CHAINS", std::nullopt},
+      producer{"SINTER_DECODE_TMA_PRODUCER", std::nullopt}, warp_boxes{"SINTER_DECODE_TMA_WARP_BOXES", std::nullopt};
+};
 
 const fuse::Region& matmul_region(const Graph& g, const fuse::Partition& p) {
   for (const fuse::Region& r : p.regions) {
@@ -136,6 +145,7 @@ TEST(JitMatmulDecode, OfferedFirstForUpToSixteenRows) {
 // The TMA tile's stream-K split: one CTA per SM, each with the same number of 16 KiB steps (to
 // one), split tiles meeting through a workspace sized for the most CTAs that share a tile.
 TEST(JitMatmulDecode, TmaStreamKSplit) {
+  const DecodeTmaDefaults defaults;
   // 4096 x 14336, tiles of 128 rows x steps of 64 k: 112 tiles x 64 steps = 7168 steps over 132
   // CTAs (54 or 55 each)
   RegionKernels rk = build_tile(decode(DType::bf16, 1, 14336, 4096, true, false), MatmulTile::decode_tma);
@@ -171,6 +181,8 @@ TEST(JitMatmulDecode, TmaShapesChunkedBoxesAndTileEndWarps) {
   for (const char* bn_s : {"32", "64", "128"}) {
     SCOPED_TRACE(std::string("bn ") + bn_s + " tile end " + mode);
     const testing::ScopedEnv bn_env("SINTER_DECODE_TMA_BN", bn_s), mode_env("SINTER_DECODE_TMA_TILE_END", mode);
+    const testing::ScopedEnv boxes_env("SINTER_DECODE_TMA_WARP_BOXES", "1"), chains_env("SINTER_DECODE_TMA_ACC_CHAINS", "1"),
+        producer_env("SINTER_DECODE_TMA_PRODUCER", "0"), stages_env("SINTER_DECODE_TMA_STAGES", std::nullopt);
     const int bn = std::atoi(bn_s);
     const bool warps = std::string(mode) == "warps";
     for (int64_t k : {int64_t{4096}, int64_t{1000}}) {
@@ -216,6 +228,7 @@ TEST(JitMatmulDecode, TmaShapesChunkedBoxesAndTileEndWarps) {
 // kernel, by default 32 KiB steps, 2 chains and a producer warp; compiles for sm_90a without
 // spills. Declined below 64 rows per SM.
 TEST(JitMatmulDecode, TmaWholeTiles) {
+  const DecodeTmaDefaults defaults;
   struct Case {
     int64_t m, n, k;
     uint32_t rows, ctas;
@@ -251,6 +264,7 @@ TEST(JitMatmulDecode, TmaWholeTiles) {
 // cuts: they compile for sm_90a without spills, a producer warp adds 32 threads and takes the
 // consumers' barriers off __syncthreads (named barrier 1 of 256 threads, batched combine).
 TEST(JitMatmulDecode, TmaAccChainsAndProducerWarp) {
+  const DecodeTmaDefaults defaults;
   for (const char* chains : {"1", "4"})
   for (const char* producer : {"0", "1"})
   for (bool whole : {true, false}) {
@@ -282,6 +296,7 @@ TEST(JitMatmulDecode, TmaAccChainsAndProducerWarp) {
 // 3- or 2-stage ring, both cuts (stream-K's K % 64 == 0 steps as one chunked box of 2 or 4 k
 // boxes), with chains; they compile without spills and fit in shared memory at M = 16.
 TEST(JitMatmulDecode, TmaWarpBoxes) {
+  const DecodeTmaDefaults defaults;
   for (const char* boxes : {"2", "4"})
   for (bool whole : {true, false}) {
     SCOPED_TRACE(std::string("warp boxes ") + boxes + (whole ? " whole" : " stream-K"));
@@ -295,6 +310,10 @@ TEST(JitMatmulDecode, TmaWarpBoxes) {
     EXPECT_NE(ks.description.find(std::string(" warp-boxes") + boxes), std::string::npos) << ks.description;
     EXPECT_NE(ks.description.find(two ? " k128 stages3" : " k256 stages2"), std::string::npos) << ks.description;
     EXPECT_EQ(ks.description.find(" chunked") != std::string::npos, !whole) << ks.description;
+    // W's box: a step's 64-k boxes, one chunked box of 2 or 4 (stream-K), or 1 box a load (whole)
+    ASSERT_EQ(ks.tensor_maps.size(), 2u);
+    EXPECT_EQ(ks.tensor_maps.back().box[2], whole ? 1u : static_cast<uint32_t>(std::atoi(boxes)));
+    EXPECT_EQ(ks.tensor_maps.front().box[2], whole ? 1u : static_cast<uint32_t>(std::atoi(boxes)));
     // the whole-tile cut's producer warp is on by default, the stream-K cut's off
     EXPECT_NE(ks.source.find(std::string(", 2, ") + (whole ? "true" : "false") + ", " + boxes + ">;"), std::string::npos);
     // stage bytes: (16 KiB of W + 2 KiB of x) per box group
@@ -406,6 +425,7 @@ TEST(JitMatmulDecode, FfmaMappingAndSplit) {
 }
 
 TEST(JitMatmulDecode, BatchedAndBroadcastWeight) {
+  const DecodeTmaDefaults defaults;
   Graph g("decode_batched");
   auto a = g.input("a", DType::f16, {4, 2, 96});
   auto b = g.input("b", DType::f16, {96, 200});  // one weight for every batch

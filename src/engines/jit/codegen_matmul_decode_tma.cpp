@@ -27,7 +27,8 @@ namespace {
 constexpr int kThreadsHost = 256, kStepBytesHost = 16384;
 constexpr int64_t kMaxM = 16;
 
-// The tile: bn W rows per tile (a step: 128 / bn boxes of 64 k, 16 KiB) and the ring depth.
+// The tile: bn W rows per tile (a step: warp_boxes x 128 / bn boxes of 64 k, warp_boxes x 16 KiB)
+// and the ring depth. Sessions 10-12 below measured 16 KiB steps (warp_boxes 1).
 // H200, 4096 x 14336 [N, K] bf16, L2 hot, session 10 (same process as cuBLASLt at 0.0325-0.0335):
 //   bn 128: M = 1 0.0351 ms (6 stages), 0.0366 (4), 0.0368 (8), 0.0393 (12); M = 8 0.0382,
 //           M = 16 0.0416 (6 stages)
@@ -54,9 +55,11 @@ constexpr int64_t kMaxM = 16;
 //     streaming warps go on (DecodeTmaSmem::kTileEndWarps): 0.03555 / 0.03798 / 0.04054
 //     (with bn 32: 0.03648 / 0.03664 / 0.03702).
 // The whole-tile cut (MatmulTile::decode_tma_rows) has no split tile to end.
-// SINTER_DECODE_TMA_ACC_CHAINS=1|2|4 and SINTER_DECODE_TMA_PRODUCER=1 (both cuts): independent
+// SINTER_DECODE_TMA_ACC_CHAINS=1|2|4 and SINTER_DECODE_TMA_PRODUCER=0|1 (both cuts): independent
 // accumulator chains per step and a producer warp (DecodeTmaSmem), written after session 12's
-// Nsight Compute run showed the tile bound by its per-step SM-side path; not yet measured, so off.
+// Nsight Compute run showed the tile bound by its per-step SM-side path. With 32 KiB steps they
+// are the whole-tile cut's default since session 13 (config_of); the stream-K cut keeps 16 KiB
+// steps, one chain and thread 0 issuing until they are measured there.
 // SINTER_DECODE_TMA_WARP_BOXES=1|2|4 (both cuts): each warp reads 1, 2 or 4 boxes of 64 k a step
 // (DecodeTmaSmem::kWarpBoxes), so a step is 16, 32 or 64 KiB of W; the ring is 6, 3 or 2 stages
 // deep unless SINTER_DECODE_TMA_STAGES says otherwise.
@@ -123,7 +126,7 @@ bool chunked(const Sm90Operands& o, const TmaConfig& c) {
   return !c.whole_tiles && c.step_boxes() > 1 && o.k % 64 == 0 && o.batch.numel == 1;
 }
 // The chunked view of x (is_a) or W: {64 k, rows, K / 64 chunks}, chunks 128 bytes apart, box
-// {64, box_rows, 128 / bn}.
+// {64, box_rows, a step's boxes}; a step's chunks past K / 64 read as zeros.
 TensorMapSlot chunked_map(const fuse::Region& r, const Sm90Operands& o, bool is_a, uint32_t box_rows,
                           const TmaConfig& c) {
   TensorMapSlot t = sm90_tensor_map(r, o, is_a, box_rows);
