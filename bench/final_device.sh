@@ -20,6 +20,7 @@
 #   pdl_off       the 200-op chain again with SINTER_PDL=0 (programmatic launch off), to compare
 #   gemm_decode   sinter_bench_gemm --quick --decode (decode GEMV candidates, Llama stack shapes),
 #                 L2 hot and cold; DECODE_AB_ENV="VAR=VALUE ..." reruns M = 1, 8, 16 under each
+#                 (DECODE_AB_CASES: other cases, e.g. llama_qo,llama_gate_silu,llama_down_residual)
 #   decode_tests  GpuDecodeGemm.* (every decode GEMV candidate; DECODE_TESTS a filter; DECODE_TEST_ENV
 #                 "VAR=VALUE ..." runs them again under those settings)
 #   rows_tests    GPU tests of the row-wise, pointwise, flash-decode, decode GEMV and example graphs
@@ -141,9 +142,10 @@ if want gemm_decode; then
   # DECODE_AB_ENV="VAR=VALUE ...": the M = 1, 8, 16 cases again under each setting, for A/B in one call
   # (one entry may set several variables joined by '+': SINTER_DECODE_TMA_BN=16+SINTER_DECODE_TMA_PREFETCH=6)
   for ab in ${DECODE_AB_ONLY:+SINTER_AB_BASELINE=1} ${DECODE_AB_ENV:-}; do
-    env ${ab//+/ } timeout 60 "$bin/sinter_bench_gemm" --quick --decode --cases decode_m1,decode_m8,decode_m16 \
+    cases="${DECODE_AB_CASES:-decode_m1,decode_m8,decode_m16}"
+    env ${ab//+/ } timeout 60 "$bin/sinter_bench_gemm" --quick --decode --cases "$cases" \
       > "$out/gemm_decode_ab_${ab//[^A-Za-z0-9]/_}.jsonl" 2>&1
-    echo "exit $? ($ab)"; grep -E '"decode_m(1|8|16)"' "$out/gemm_decode_ab_${ab//[^A-Za-z0-9]/_}.jsonl" | cut -c1-260
+    echo "exit $? ($ab)"; grep -E "\"(${cases//,/|})\"" "$out/gemm_decode_ab_${ab//[^A-Za-z0-9]/_}.jsonl" | cut -c1-260
   done
 fi
 if want pdl_off; then
