@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(256, 1) read_steps(const __grid_constant__ CUt
 }
 
 // The decode tile's loop; kCombine: split tiles meet through the workspace and the sum is stored
-// -- by every thread in line, or by the tile-end warps (S::kTileEndWarps) while the others stream.
+// by the 8 streaming warps at each tile's end (named barrier 1 beside a producer warp).
 template <class S, bool kCombine, bool kBatched = false>
 __global__ void __launch_bounds__(S::kThreads, 1) tile_loop(const __grid_constant__ CUtensorMap map_x,
                                                             const __grid_constant__ CUtensorMap map_w, DecodeTmaWork wk,
@@ -133,17 +133,15 @@ __global__ void __launch_bounds__(S::kThreads, 1) tile_loop(const __grid_constan
   extern __shared__ __align__(1024) char smem_raw[];
   char* smem = reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
   const int rows = min(m, S::kMTile);
-  constexpr bool kGroup = S::kTileEndWarps > 0;
-  constexpr int kEnders = kGroup ? 32 * S::kTileEndWarps : kDecodeTmaThreads;
-  static_assert(!kGroup || kBatched, "the tile-end warps combine batched");
+  constexpr int kEnders = kDecodeTmaThreads;
   // a producer warp takes no part in the consumers' barriers: named barrier 1, batched
   static_assert(!S::kProducerWarp || kBatched, "with a producer warp the consumers combine batched");
-  constexpr int kBar = kGroup || S::kProducerWarp ? 1 : 0;
+  constexpr int kBar = S::kProducerWarp ? 1 : 0;
   decode_tma_run<S, true>(
       smem, reinterpret_cast<const SinterTensorMap*>(&map_x), reinterpret_cast<const SinterTensorMap*>(&map_w), wk,
       tiles_n, [&](i64 tile, int contributors, int ordinal, float* ctile) {
         if (!kCombine) return;
-        const int tid = kGroup ? static_cast<int>(threadIdx.x) - kDecodeTmaThreads : static_cast<int>(threadIdx.x);
+        const int tid = static_cast<int>(threadIdx.x);
         float* slot_part = part + tile * max_contributors * (S::kMTile * S::kBN);
         if (contributors > 1) {
           const bool last =
@@ -304,28 +302,21 @@ int main() {
 // a tile loop of S (a DecodeTmaSmem) at M rows: stream-K (ROWS 0) or whole tiles of ROWS rows
 #define TILE(LABEL, S, COMB, BATCHED, M, ROWS) \
   run_tile(LABEL, tile_loop<S, COMB, BATCHED>, S::kBN, S::kStepK, S::kMTile, S::kBytes, S::kThreads, M, ROWS)
-#define T(BN, MT, ST, COMB, M, WARPS, BATCHED)                                                                \
-  {                                                                                                           \
-    using S = DecodeTmaSmem<BN, MT, ST, false, WARPS>;                                                        \
-    TILE("tile bn " #BN " m " #M " stages " #ST " tile end " #COMB " warps " #WARPS " batched " #BATCHED, S, \
-         COMB, BATCHED, M, 0);                                                                                \
+#define T(BN, MT, ST, COMB, M, BATCHED)                                                              \
+  {                                                                                                  \
+    using S = DecodeTmaSmem<BN, MT, ST>;                                                             \
+    TILE("tile bn " #BN " m " #M " stages " #ST " tile end " #COMB " batched " #BATCHED, S, COMB, BATCHED, M, 0); \
   }
-  T(128, 8, 6, false, 1, 0, false);
-  T(128, 8, 6, true, 1, 0, false);
-  T(128, 8, 6, true, 8, 0, false);
-  T(128, 16, 6, false, 16, 0, false);
-  T(128, 16, 6, true, 16, 0, false);
+  T(128, 8, 6, false, 1, false);
+  T(128, 8, 6, true, 1, false);
+  T(128, 8, 6, true, 8, false);
+  T(128, 16, 6, false, 16, false);
+  T(128, 16, 6, true, 16, false);
   // in line, the partial reads batched (SINTER_DECODE_TMA_TILE_END=batched)
-  T(128, 8, 6, true, 1, 0, true);
-  T(128, 8, 6, true, 8, 0, true);
-  T(128, 16, 6, true, 16, 0, true);
-  // the tile ends on a warpgroup of 4 more warps while 8 stream (SINTER_DECODE_TMA_TILE_END=warps)
-  T(128, 8, 6, false, 1, 4, true);
-  T(128, 8, 6, true, 1, 4, true);
-  T(128, 8, 6, true, 8, 4, true);
-  T(128, 16, 6, true, 16, 4, true);
-  T(128, 16, 5, true, 16, 4, true);
-  T(128, 8, 8, true, 1, 4, true);
+  T(128, 8, 6, true, 1, true);
+  T(128, 8, 6, true, 8, true);
+  T(128, 16, 6, true, 16, true);
+  // (session 11-12's lines for a warpgroup of tile-end warps went with that variant, session 13)
   // the whole-tile cut: 132 tiles of 109 rows (14336 / 132 = 108.6), one per SM, nothing combined
   // (Sinter's decode_tma_rows candidate)
   const int rows = static_cast<int>((kN + sms - 1) / sms);
@@ -345,24 +336,24 @@ int main() {
   using M16s5 = DecodeTmaSmem<128, 16, 5>;
   TILE("tile rows m 16 stages 5 whole tiles", M16s5, true, false, 16, rows);
   // session 12's per-step experiments (DecodeTmaSmem::kAccChains, kProducerWarp), whole tiles
-  using C8 = DecodeTmaSmem<128, 8, 6, false, 0, 4>;
-  using P8 = DecodeTmaSmem<128, 8, 6, false, 0, 1, true>;
-  using CP8 = DecodeTmaSmem<128, 8, 6, false, 0, 4, true>;
-  using CP16 = DecodeTmaSmem<128, 16, 6, false, 0, 4, true>;
+  using C8 = DecodeTmaSmem<128, 8, 6, false, 4>;
+  using P8 = DecodeTmaSmem<128, 8, 6, false, 1, true>;
+  using CP8 = DecodeTmaSmem<128, 8, 6, false, 4, true>;
+  using CP16 = DecodeTmaSmem<128, 16, 6, false, 4, true>;
   TILE("tile rows m 1 whole, 4 acc chains", C8, true, false, 1, rows);
   TILE("tile rows m 1 whole, producer warp", P8, true, true, 1, rows);
   TILE("tile rows m 1 whole, chains + producer", CP8, true, true, 1, rows);
   TILE("tile rows m 16 whole, chains + producer", CP16, true, true, 16, rows);
   // session 13: 2 or 4 boxes of 64 k per warp a step (DecodeTmaSmem::kWarpBoxes), whole tiles:
   // does a step's fixed SM-side cost bound the tile (half or a quarter as many steps)?
-  using W2 = DecodeTmaSmem<128, 8, 4, false, 0, 1, false, 2>;
-  using W2s3 = DecodeTmaSmem<128, 8, 3, false, 0, 1, false, 2>;
-  using W2s5 = DecodeTmaSmem<128, 8, 5, false, 0, 1, false, 2>;
-  using W4 = DecodeTmaSmem<128, 8, 2, false, 0, 1, false, 4>;
-  using W4s3 = DecodeTmaSmem<128, 8, 3, false, 0, 1, false, 4>;
-  using W2c16 = DecodeTmaSmem<128, 16, 4, false, 0, 2, false, 2>;
-  using W2cp16 = DecodeTmaSmem<128, 16, 4, false, 0, 2, true, 2>;
-  using W2p8 = DecodeTmaSmem<128, 8, 4, false, 0, 1, true, 2>;
+  using W2 = DecodeTmaSmem<128, 8, 4, false, 1, false, 2>;
+  using W2s3 = DecodeTmaSmem<128, 8, 3, false, 1, false, 2>;
+  using W2s5 = DecodeTmaSmem<128, 8, 5, false, 1, false, 2>;
+  using W4 = DecodeTmaSmem<128, 8, 2, false, 1, false, 4>;
+  using W4s3 = DecodeTmaSmem<128, 8, 3, false, 1, false, 4>;
+  using W2c16 = DecodeTmaSmem<128, 16, 4, false, 2, false, 2>;
+  using W2cp16 = DecodeTmaSmem<128, 16, 4, false, 2, true, 2>;
+  using W2p8 = DecodeTmaSmem<128, 8, 4, false, 1, true, 2>;
   TILE("tile rows m 1 whole, 2 boxes a warp, 4 st", W2, true, false, 1, rows);
   TILE("tile rows m 1 whole, 2 boxes, 4 st, no end", W2, false, false, 1, rows);
   TILE("tile rows m 1 whole, 2 boxes a warp, 3 st", W2s3, true, false, 1, rows);
@@ -373,7 +364,7 @@ int main() {
   TILE("tile rows m 1 whole, 2 boxes + producer", W2p8, true, true, 1, rows);
   TILE("tile rows m 16 whole, 2 boxes, 2 chains", W2c16, true, false, 16, rows);
   TILE("tile rows m 16 whole, 2 boxes, 2 ch + prod", W2cp16, true, true, 16, rows);
-  using C2x16 = DecodeTmaSmem<128, 16, 6, false, 0, 2>;
+  using C2x16 = DecodeTmaSmem<128, 16, 6, false, 2>;
   TILE("tile rows m 16 whole, 2 chains", C2x16, true, false, 16, rows);
   // whole tiles of 112 and 128 rows (128 and 112 CTAs): does the 109-row box cost, or the cut?
   TILE("tile rows m 1 stages 6 whole 112 rows", M8, true, false, 1, 112);

@@ -35,8 +35,10 @@
 // math and nothing at a tile's end at 3.85-3.89, with its tile ends 3.52 / 3.26 / 2.92 at M = 1 /
 // 8 / 16 (in line) or 3.31 / 3.25 / 3.32 (batched combine): a split tile's end (fence, atomic,
 // partial reads, all warps) stops the SM's loads. Whole tiles have one tile end, at the end:
-// 3.60 / 3.56 / 3.28. Handing the tile ends to extra warps (one, or a warpgroup of 4:
-// kTileEndWarps) did not pay; docs/benchmarks.md has the numbers.
+// 3.60 / 3.56 / 3.28. Handing the tile ends to extra warps (one, or a warpgroup of 4 that took
+// the fragments through two C slots while the 8 kept streaming) did not pay (sessions 11-12:
+// 0.0380 against 0.0366 ms at M = 8) and was removed in session 13; docs/benchmarks.md has the
+// numbers.
 #pragma once
 
 #include "common/abi.h"
@@ -57,11 +59,6 @@ constexpr int kDecodeTmaStepBytes = 16384;  // W bytes per step
 // whatever kBN, each W row read in a (128 x kStepBoxes)-byte run. It lands exactly where the
 // separate boxes do (box b at b x kWBoxBytes), so the math is the same. Needs K % 64 == 0 (a
 // chunk past K would read the next row, not zeros) and one batch (the host checks).
-// kTileEndWarps: 0, the 8 warps end each tile themselves (block barriers, the combine, the
-// epilogue) while no load is issued; or 4: a warpgroup of 4 more warps ends tiles while the 8
-// keep streaming -- they drop their fragments into one of two C slots and go on (an experiment,
-// SINTER_DECODE_TMA_TILE_END=warps: session 12 measured it behind the batched combine in line,
-// 0.0380 against 0.0366 ms at M = 8; a single tile-end warp was much slower, session 11).
 // kAccChains (1, 2 or 4), kProducerWarp and kWarpBoxes: session 12's Nsight Compute run found
 // the tile's speed following the SM clock (45.5 us at 1.36 GHz against cuBLASLt's 32.8 us,
 // M = 16), so a step's SM-side path bounds it. Three ways to shorten that path (the whole-tile
@@ -80,20 +77,17 @@ constexpr int kDecodeTmaStepBytes = 16384;  // W bytes per step
 //    stage kWarpBoxes times less often for the same bytes. With 4 (64 KiB steps) the ring fits
 //    2 stages at M = 16 (3.22 TB/s in sinter_bench_gemm) or 3 at M <= 8 (read probe, M = 1:
 //    3.67 TB/s, as good as 2 boxes and not better).
-template <int kBN_, int kMTile_, int kStages_, bool kChunked_ = false, int kTileEndWarps_ = 0, int kAccChains_ = 1,
-          bool kProducerWarp_ = false, int kWarpBoxes_ = 1>
+template <int kBN_, int kMTile_, int kStages_, bool kChunked_ = false, int kAccChains_ = 1, bool kProducerWarp_ = false,
+          int kWarpBoxes_ = 1>
 struct DecodeTmaSmem {
   static constexpr int kBN = kBN_, kMTile = kMTile_, kStages = kStages_;
   static constexpr int kWarpBoxes = kWarpBoxes_;
   static_assert(kWarpBoxes == 1 || kWarpBoxes == 2 || kWarpBoxes == 4, "1, 2 or 4 k boxes per warp a step");
   static constexpr bool kChunked = kChunked_;
-  static constexpr int kTileEndWarps = kTileEndWarps_;
   static constexpr int kAccChains = kAccChains_;
   static constexpr bool kProducerWarp = kProducerWarp_;
-  static_assert(kTileEndWarps == 0 || kTileEndWarps == 4, "tile ends in line, or on a warpgroup");
   static_assert(kAccChains == 1 || kAccChains == 2 || kAccChains == 4, "a chain per 1, 2 or 4 of a box's 16-k slices");
-  static_assert(!(kProducerWarp && kTileEndWarps > 0), "a producer warp or tile-end warps, not both");
-  static constexpr int kThreads = kDecodeTmaThreads + 32 * kTileEndWarps + (kProducerWarp ? 32 : 0);
+  static constexpr int kThreads = kDecodeTmaThreads + (kProducerWarp ? 32 : 0);
   static_assert(kBN == 32 || kBN == 64 || kBN == 128, "16 KiB of W per warp box: 128 / kBN boxes of kBN rows");
   static_assert(kMTile == 8 || kMTile == 16, "x is one m16 mma tile, the upper 8 rows zero for M <= 8");
   static constexpr int kKBoxes = 128 / kBN;           // groups of warps a step, each on its own k boxes
@@ -104,15 +98,12 @@ struct DecodeTmaSmem {
   static constexpr int kWBytes = kStepBoxes * kWBoxBytes;  // 16 KiB x kWarpBoxes
   static constexpr int kStageBytes = kWBytes + kStepBoxes * kXBoxBytes;
   static constexpr int kCOffset = kStages * kStageBytes;
-  // in line: the C tile, then the k boxes' partial C tiles; with tile-end warps: two C slots of
-  // kKBoxes [16][kBN] partials each (box 0's becomes the C tile once summed)
+  // the C tile, then the k boxes' partial C tiles (with more than one group of warps a step)
   static constexpr int kRedOffset = kCOffset + 16 * kBN * 4;
-  static constexpr int kSlotFloats = kKBoxes * 16 * kBN;
-  static constexpr int kBarOffset = kTileEndWarps > 0 ? kCOffset + 2 * kSlotFloats * 4
-                                                      : kRedOffset + (kKBoxes > 1 ? kKBoxes * 16 * kBN * 4 : 0);
-  // barriers: full and empty per stage (+ cfull and cfree per C slot with tile-end warps)
+  static constexpr int kBarOffset = kRedOffset + (kKBoxes > 1 ? kKBoxes * 16 * kBN * 4 : 0);
+  // barriers: full and empty per stage
   // + 1024: the dynamic shared memory base is aligned up to the swizzle period in the kernel
-  static constexpr int kBytes = 1024 + kBarOffset + (2 * kStages + (kTileEndWarps > 0 ? 4 : 0)) * 8;
+  static constexpr int kBytes = 1024 + kBarOffset + 2 * kStages * 8;
   static_assert(kWBytes == kDecodeTmaStepBytes * kWarpBoxes && kKBoxes * kRowGroups == kDecodeTmaWarps, "tile shape");
   static_assert(kWBoxBytes % 1024 == 0 && kXBoxBytes % 1024 == 0, "every box starts on a 1024-byte swizzle period");
   static_assert(kBytes <= 227 * 1024, "shared memory over the sm_90 limit");
@@ -252,11 +243,9 @@ __device__ __forceinline__ void decode_tma_sum_boxes(float* out, const float* bo
 // Runs CTA blockIdx.x's steps (S: a DecodeTmaSmem). At the end of each tile's part of them, the
 // C tile (f32, [16][S::kBN], rows < kMTile; rows past M are zero) is in `ctile` and
 // tile_done(tile, contributors, ordinal, ctile) runs: contributors is the number of CTAs that
-// share the tile, ordinal this CTA's place among them. In line (S::kTileEndWarps 0) it runs on
-// the 8 streaming warps (all S::kThreads threads, or, with a producer warp, threads 0-255 on
-// named barrier 1); otherwise on the tile-end warps only (threads kDecodeTmaThreads.., named
-// barrier 1), once per tile in order, while the other warps stream. The producer and tile-end
-// warps return from here before the others. The caller must not touch ctile after tile_done
+// share the tile, ordinal this CTA's place among them. It runs on the 8 streaming warps (all
+// S::kThreads threads, or, with a producer warp, threads 0-255 on named barrier 1); the producer
+// warp returns from here before the others. The caller must not touch ctile after tile_done
 // returns until the next call (a barrier follows it here).
 // steps_per_tile and tiles_n are below 2^31 (the host checks).
 template <class S, bool kBf16, class TileDone>
@@ -267,8 +256,6 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
   const int h = warp % S::kRowGroups, kb = warp / S::kRowGroups;  // rows 16 h.., k box kb
   u64* full = reinterpret_cast<u64*>(smem + S::kBarOffset);
   u64* empty = full + kStages;
-  u64* cfull = empty + kStages;  // [2] with tile-end warps: a tile's fragments are in the C slot
-  u64* cfree = cfull + 2;        // [2]: the tile-end warps are done with the slot
   float* ctile = reinterpret_cast<float*>(smem + S::kCOffset);
   const i64 cta = blockIdx.x, begin = wk.begin(cta), end = wk.begin(cta + 1);
   const int steps = static_cast<int>(end - begin);  // about total / ctas
@@ -313,12 +300,6 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
       mbarrier_init(&full[i], 1);                 // thread 0's arrive + the boxes' bytes
       mbarrier_init(&empty[i], kDecodeTmaWarps);  // one arrive per warp done reading the stage
     }
-    if constexpr (S::kTileEndWarps > 0) {
-      for (int i = 0; i < 2; ++i) {
-        mbarrier_init(&cfull[i], kDecodeTmaThreads);     // every streaming thread wrote its fragment
-        mbarrier_init(&cfree[i], 32 * S::kTileEndWarps);  // every tile-end thread is done with the slot
-      }
-    }
     fence_barrier_init();
     if constexpr (!S::kProducerWarp) {
       load.start(begin, wk.steps_per_tile, tiles_n);
@@ -352,39 +333,11 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
     }
   };
 
-  if constexpr (S::kTileEndWarps > 0) {
-    if (threadIdx.x >= kDecodeTmaThreads) {
-      // the tile-end warps: the tiles [first, last] this CTA has steps of, one hand-off each
-      constexpr int kGroup = 32 * S::kTileEndWarps;
-      const int tid = static_cast<int>(threadIdx.x) - kDecodeTmaThreads;
-      const i64 first = begin / wk.steps_per_tile, last = end > begin ? (end - 1) / wk.steps_per_tile : first - 1;
-      int cs = 0;
-      u32 cphase = 0;
-      for (i64 tile = first; tile <= last; ++tile) {
-        mbarrier_wait(&cfull[cs], cphase);
-        float* slot = ctile + cs * S::kSlotFloats;
-        if constexpr (S::kKBoxes > 1) {
-          decode_tma_sum_boxes<S>(slot, slot, tid, kGroup);  // into box 0's partial
-          named_barrier_sync(1, kGroup);
-        }
-        const i64 c0 = wk.first_cta(tile);
-        tile_done(tile, static_cast<int>(wk.last_cta(tile) - c0 + 1), static_cast<int>(cta - c0), slot);
-        named_barrier_sync(1, kGroup);
-        mbarrier_arrive(&cfree[cs]);
-        if (++cs == 2) {
-          cs = 0;
-          cphase ^= 1u;
-        }
-      }
-      return;
-    }
-  }
-
   DecodeTmaCursor at;  // the step the warps compute
   at.start(begin, wk.steps_per_tile, tiles_n);
   float acc[S::kAccChains][2][4] = {};
-  int st = 0, prev = kStages - 1, cs = 0;
-  u32 phase = 0, prev_phase = 1, cphase = 0;  // the phase parity of stage st / of the step before / of slot cs
+  int st = 0, prev = kStages - 1;
+  u32 phase = 0, prev_phase = 1;  // the phase parity of stage st / of the step before
   for (int i = 0; i < steps; ++i) {
     const u32 stage = smem_addr(smem + st * S::kStageBytes);
     mbarrier_wait(&full[st], phase);
@@ -415,19 +368,6 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
     const bool tile_ends = at.ks + 1 == spt || i + 1 == steps;
     at.advance(spt, tn);
     if (!tile_ends) continue;
-    if constexpr (S::kTileEndWarps > 0) {
-      // hand the tile over: the fragments into k box kb's partial of slot cs, once the tile-end
-      // warps are done with the slot's previous tile (a fresh barrier passes parity 1 at once)
-      mbarrier_wait(&cfree[cs], cphase ^ 1u);
-      decode_tma_store_fragment<S>(ctile + cs * S::kSlotFloats + kb * 16 * kBN, acc, h, lane);
-      mbarrier_arrive(&cfull[cs]);
-      __syncwarp();  // reconverge before the next ldmatrix / mma (.sync.aligned)
-      if (++cs == 2) {
-        cs = 0;
-        cphase ^= 1u;
-      }
-      continue;
-    }
     // this CTA's part of `tile` is done: the fragments straight into the C tile with one k box,
     // else per k box, summed in box order below
     float* red = reinterpret_cast<float*>(smem + S::kRedOffset);

@@ -176,11 +176,11 @@ TEST_F(GpuDecodeGemm, DecodeStackShapesResidualAndManySplits) {
 
 // The TMA tile's other shapes (SINTER_DECODE_TMA_BN, read at every build): 32 rows x 4 boxes and
 // 64 x 2 a step -- M tails inside a fragment, K tails inside and past a box pair, a folded batch.
-TEST_F(GpuDecodeGemm, TmaShapesChunkedBoxesAndTileEndWarps) {
+TEST_F(GpuDecodeGemm, TmaShapesChunkedBoxesAndTileEnds) {
   // bn < 128 with K % 64 == 0 and one batch runs the chunked boxes (one TMA box a step), the
-  // rest the separate boxes; tile ends in line (one partial read at a time, or batched) or on 4
-  // more warps (SINTER_DECODE_TMA_TILE_END)
-  for (const char* mode : {"inline", "batched", "warps"})
+  // rest the separate boxes; split tiles combine one partial read at a time, or batched
+  // (SINTER_DECODE_TMA_TILE_END)
+  for (const char* mode : {"inline", "batched"})
   for (const char* bn : {"32", "64", "128"}) {
     SCOPED_TRACE(std::string("SINTER_DECODE_TMA_BN=") + bn + " SINTER_DECODE_TMA_TILE_END=" + mode);
     const ScopedEnv bn_env("SINTER_DECODE_TMA_BN", bn), mode_env("SINTER_DECODE_TMA_TILE_END", mode);
@@ -240,8 +240,8 @@ TEST_F(GpuDecodeGemm, TmaWholeTilesOddRowsManyTilesBatches) {
 //    waits on both parities of a stage's `empty` barrier;
 //  - stream-K with narrower tiles (SINTER_DECODE_TMA_BN=64 / 32): two or four groups of warps on
 //    their own k boxes a step, summed at a tile's end, with one chunked box of 4 or 16 k boxes a
-//    step; and 3000 x 1088, whose last step's chunks run past K (zero-filled); tile-end warps
-//    with 64 KiB steps.
+//    step; and 3000 x 1088, whose last step's chunks run past K (zero-filled); the inline
+//    combine with 64 KiB steps.
 // The bn 64 / 32 modes and 3000 x 1088 were added in session 13 after its last device call.
 TEST_F(GpuDecodeGemm, TmaAccChainsAndProducerWarp) {
   struct Mode {
@@ -251,7 +251,7 @@ TEST_F(GpuDecodeGemm, TmaAccChainsAndProducerWarp) {
   const Mode modes[] = {{"2", "0", "1", {}, {}},    {"4", "0", "1", {}, {}},    {"1", "1", "1", {}, {}},
                         {"4", "1", "1", {}, {}},    {"1", "0", "2", {}, {}},    {"2", "1", "2", {}, {}},
                         {"4", "0", "4", {}, {}},    {"1", "1", "4", {}, {}},    {"1", "0", "2", "64", {}},
-                        {"2", "1", "2", "32", {}},  {"2", "0", "4", "32", "warps"}};
+                        {"2", "1", "2", "32", {}},  {"2", "0", "4", "32", "inline"}};
   for (const Mode& m : modes) {
     SCOPED_TRACE(std::string("SINTER_DECODE_TMA_ACC_CHAINS=") + m.chains + " SINTER_DECODE_TMA_PRODUCER=" + m.producer +
                  " SINTER_DECODE_TMA_WARP_BOXES=" + m.warp_boxes + " SINTER_DECODE_TMA_BN=" + m.bn.value_or("-") +
@@ -274,7 +274,7 @@ TEST_F(GpuDecodeGemm, TmaAccChainsAndProducerWarp) {
       }
     }
     if (m.bn) words.push_back("x" + *m.bn + " k");
-    if (m.tile_end) words.push_back(" tile-end-warps4");
+    if (m.tile_end) words.push_back(" inline-combine");
     for (Case c : {Case{3, 40000, 264}, Case{16, 9001, 2048}, Case{5, 3000, 1088}}) {
       check_tma_cut(decode_graph("decode_tma_step", DType::bf16, c.m, c.n, c.k, true, true),
                     jit::MatmulTile::decode_tma, words);

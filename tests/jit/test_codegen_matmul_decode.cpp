@@ -172,38 +172,26 @@ TEST(JitMatmulDecode, TmaStreamKSplit) {
 
 // The TMA tile's shapes (SINTER_DECODE_TMA_BN): narrower tiles read a step as ONE chunked box
 // {64 k, bn rows, 128 / bn chunks} when K % 64 == 0 and there is one batch (separate boxes
-// otherwise); SINTER_DECODE_TMA_TILE_END=batched combines with float4 batched reads, =warps has
-// a warpgroup of 4 more warps end the tiles
-// (384 threads, its epilogue behind named barrier 1, never __syncthreads); every form compiles
-// for sm_90a without spills.
-TEST(JitMatmulDecode, TmaShapesChunkedBoxesAndTileEndWarps) {
-  for (const char* mode : {"inline", "batched", "warps"})
+// otherwise); SINTER_DECODE_TMA_TILE_END=batched (the default) combines with float4 batched
+// reads, =inline one partial at a time; every form compiles for sm_90a without spills.
+TEST(JitMatmulDecode, TmaShapesChunkedBoxesAndTileEnds) {
+  for (const char* mode : {"inline", "batched"})
   for (const char* bn_s : {"32", "64", "128"}) {
     SCOPED_TRACE(std::string("bn ") + bn_s + " tile end " + mode);
     const testing::ScopedEnv bn_env("SINTER_DECODE_TMA_BN", bn_s), mode_env("SINTER_DECODE_TMA_TILE_END", mode);
     const testing::ScopedEnv boxes_env("SINTER_DECODE_TMA_WARP_BOXES", "1"), chains_env("SINTER_DECODE_TMA_ACC_CHAINS", "1"),
         producer_env("SINTER_DECODE_TMA_PRODUCER", "0"), stages_env("SINTER_DECODE_TMA_STAGES", std::nullopt);
     const int bn = std::atoi(bn_s);
-    const bool warps = std::string(mode) == "warps";
     for (int64_t k : {int64_t{4096}, int64_t{1000}}) {
       const RegionKernels rk = build_tile(decode(DType::bf16, 16, 14336, k, true, true), MatmulTile::decode_tma);
       const KernelSpec& ks = rk.kernels.at(0);
       const bool chunked = bn < 128 && k % 64 == 0;
       EXPECT_EQ(ks.description.find(" chunked") != std::string::npos, chunked) << ks.description;
-      EXPECT_EQ(ks.description.find(" tile-end-warps4") != std::string::npos, warps) << ks.description;
       EXPECT_EQ(ks.description.find(" inline-combine") != std::string::npos, std::string(mode) == "inline")
           << ks.description;
       EXPECT_EQ(ks.source.find("decode_splitk_combine_group<kDecodeTmaThreads, 0,") != std::string::npos,
                 std::string(mode) == "batched");
-      EXPECT_EQ(ks.launch.block.x, warps ? 384u : 256u);
-      if (warps) {
-        // the tile-end warps' part of the kernel (the tile_done lambda) has no block barrier
-        const size_t at = ks.source.find("float* ctile) {");
-        ASSERT_NE(at, std::string::npos);
-        const std::string lambda = ks.source.substr(at, ks.source.find("\n  });", at) - at);
-        EXPECT_EQ(lambda.find("__syncthreads"), std::string::npos) << lambda;
-        EXPECT_NE(lambda.find("decode_splitk_combine_group<128, 1,"), std::string::npos) << lambda;
-      }
+      EXPECT_EQ(ks.launch.block.x, 256u);
       ASSERT_EQ(ks.tensor_maps.size(), 2u);
       const TensorMapSlot& w = ks.tensor_maps.back();
       if (chunked) {

@@ -51,9 +51,9 @@ constexpr int64_t kMaxM = 16;
 //     before the sums): 0.03571 / 0.03664 / 0.03811 ms;
 //   inline: the 8 warps, decode_splitk_combine (one L2 round trip per element group):
 //     0.03584 / 0.03888 / 0.04189;
-//   warps: a warpgroup of 4 more warps ends the tiles with the batched combine while the 8
-//     streaming warps go on (DecodeTmaSmem::kTileEndWarps): 0.03555 / 0.03798 / 0.04054
-//     (with bn 32: 0.03648 / 0.03664 / 0.03702).
+//   warps (removed in session 13): a warpgroup of 4 more warps ended the tiles with the batched
+//     combine while the 8 streaming warps went on: 0.03555 / 0.03798 / 0.04054 (with bn 32:
+//     0.03648 / 0.03664 / 0.03702). Any value but inline now means batched.
 // The whole-tile cut (MatmulTile::decode_tma_rows) has no split tile to end.
 // SINTER_DECODE_TMA_ACC_CHAINS=1|2|4 and SINTER_DECODE_TMA_PRODUCER=0|1 (both cuts): independent
 // accumulator chains per step and a producer warp (DecodeTmaSmem), written after session 12's
@@ -64,7 +64,7 @@ constexpr int64_t kMaxM = 16;
 // (DecodeTmaSmem::kWarpBoxes), so a step is 16, 32 or 64 KiB of W; the ring is 6, 3 or 2 stages
 // deep unless SINTER_DECODE_TMA_STAGES says otherwise.
 struct TmaConfig {
-  int bn = 128, stages = 6, tile_end_warps = 0;
+  int bn = 128, stages = 6;
   bool batched_combine = true;
   bool whole_tiles = false;  // DecodeTmaWork's whole-tile cut (MatmulTile::decode_tma_rows)
   // DecodeTmaSmem::kAccChains, kProducerWarp and kWarpBoxes (config_of sets them per cut)
@@ -109,14 +109,8 @@ TmaConfig config_of(bool whole_tiles) {
     const int n = std::atoi(v);
     if (n == 32 || n == 64 || n == 128) c.bn = n;
   }
-  if (const char* v = std::getenv("SINTER_DECODE_TMA_TILE_END")) {
-    c.tile_end_warps = std::string(v) == "warps" ? 4 : 0;
-    c.batched_combine = std::string(v) != "inline";
-  }
-  if (c.producer_warp) {  // the consumers meet on named barrier 1: the batched combine, in line
-    c.tile_end_warps = 0;
-    c.batched_combine = true;
-  }
+  if (const char* v = std::getenv("SINTER_DECODE_TMA_TILE_END")) c.batched_combine = std::string(v) != "inline";
+  if (c.producer_warp) c.batched_combine = true;  // the consumers meet on named barrier 1: batched
   return c;
 }
 
@@ -141,13 +135,10 @@ TensorMapSlot chunked_map(const fuse::Region& r, const Sm90Operands& o, bool is_
 int m_tile_of(int64_t m) { return m <= 8 ? 8 : 16; }
 int smem_bytes(const TmaConfig& c, int m_tile) {
   const int stage = (kStepBytesHost + c.kboxes() * m_tile * 128) * c.warp_boxes;
-  if (c.tile_end_warps > 0) {  // two C slots of per-k-box partials, and two more barrier pairs
-    return 1024 + c.stages * stage + 2 * c.kboxes() * 16 * c.bn * 4 + (2 * c.stages + 4) * 8;
-  }
   const int red = c.kboxes() > 1 ? c.kboxes() * 16 * c.bn * 4 : 0;
   return 1024 + c.stages * stage + 16 * c.bn * 4 + red + 2 * c.stages * 8;
 }
-int threads_of(const TmaConfig& c) { return kThreadsHost + 32 * c.tile_end_warps + (c.producer_warp ? 32 : 0); }
+int threads_of(const TmaConfig& c) { return kThreadsHost + (c.producer_warp ? 32 : 0); }
 
 // The cut of the steps over `ctas` CTAs (one per SM, none without a step): stream-K over `total`
 // steps of bn-row tiles, or whole tiles of tile_rows rows (DecodeTmaWork).
@@ -255,7 +246,7 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   w.field("i64", "whole_tiles", c.whole_tiles ? work.tiles : 0);
   w.field("int", "tile_rows", static_cast<int>(work.tile_rows));
   w.field("i64", "max_contributors", work.max_contributors);
-  // the tile-end warps read and write the partials as float4
+  // the batched combine reads and writes the partials as float4
   w.workspace_pointer("float*", "part", ws.part_offset, c.batched_combine ? 16 : 4);
   w.workspace_pointer("unsigned int*", "counts", ws.count_offset, 4);
   epi.declare(w);
@@ -263,11 +254,6 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
 
   GemmTileScope scope;
   scope.threads = "kDecodeTmaThreads";
-  if (c.tile_end_warps > 0) {  // the epilogue runs on the tile-end warps alone (named barrier 1)
-    scope.threads = std::to_string(32 * c.tile_end_warps);
-    scope.tid = "(static_cast<int>(threadIdx.x) - kDecodeTmaThreads)";
-    scope.sync = "named_barrier_sync(1, " + scope.threads + ");";
-  }
   if (c.producer_warp) scope.sync = "named_barrier_sync(1, kDecodeTmaThreads);";  // not the producer
   scope.bn = "Cfg::kBN";
   scope.ldc = "Cfg::kBN";
@@ -277,7 +263,7 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   src << "// matmul region " << r.id << " of graph '" << g.name() << "' (decode tma, M <= 16, [N, K] weight)\n"
       << kernel_includes({"gemm/gemm_abi.h", "gemm/decode_tma.cuh"})
       << "using Cfg = DecodeTmaSmem<" << c.bn << ", " << mt << ", " << st << ", " << (chunk ? "true" : "false") << ", "
-      << c.tile_end_warps << ", " << c.acc_chains << ", " << (c.producer_warp ? "true" : "false") << ", "
+      << c.acc_chains << ", " << (c.producer_warp ? "true" : "false") << ", "
       << c.warp_boxes << ">;\n"
       << "static_assert(kDecodeTmaThreads == " << kThreadsHost << " && Cfg::kThreads == " << threads_of(c)
       << " && kDecodeTmaStepBytes == " << kStepBytesHost << " && Cfg::kBytes == " << smem
@@ -299,9 +285,9 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
     src << "    (void)contributors;\n"
         << "    (void)ordinal;\n";
   } else if (c.batched_combine) {
-    // on the tile-end warps (named barrier 1), or on the whole CTA (barrier 0)
+    // on the consumer warps (named barrier 1) beside a producer warp, or on the whole CTA (barrier 0)
     src << "    if (contributors > 1 && !decode_splitk_combine_group<" << scope.threads << ", "
-        << (c.tile_end_warps > 0 || c.producer_warp ? 1 : 0) << ", Cfg::kMTile * Cfg::kBN, Cfg::kBN>(\n"
+        << (c.producer_warp ? 1 : 0) << ", Cfg::kMTile * Cfg::kBN, Cfg::kBN>(\n"
         << "            ctile, rows, a.part + tile * a.max_contributors * (Cfg::kMTile * Cfg::kBN), ordinal,\n"
         << "            contributors, a.counts + tile, " << scope.tid << ")) {\n";
   } else {
@@ -325,10 +311,7 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   spec.description = std::string("matmul decode tma mma.") + (bf16 ? "bf16" : "f16") + " m" + mt + "x" +
                      std::to_string(c.bn) + " k" + std::to_string(c.step_k()) + " stages" + st +
                      (chunk ? " chunked" : "") +
-                     (c.whole_tiles           ? ""
-                      : c.tile_end_warps > 0 ? " tile-end-warps" + std::to_string(c.tile_end_warps)
-                      : c.batched_combine    ? ""
-                                             : " inline-combine") +
+                     (c.whole_tiles || c.batched_combine ? "" : " inline-combine") +
                      (c.acc_chains > 1 ? " chains" + std::to_string(c.acc_chains) : "") +
                      (c.producer_warp ? " producer-warp" : "") +
                      (c.warp_boxes > 1 ? " warp-boxes" + std::to_string(c.warp_boxes) : "") +
