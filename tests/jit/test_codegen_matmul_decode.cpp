@@ -310,6 +310,34 @@ TEST(JitMatmulDecode, TmaWarpBoxes) {
   }
 }
 
+// Each column-sum output of the epilogue declares its own static shared buffer (8 warps x bn
+// floats): the TMA tile counts them against the shared-memory limit, so a ring made deep through
+// SINTER_DECODE_TMA_STAGES is declined with a reason instead of failing to launch.
+TEST(JitMatmulDecode, TmaCountsColumnSumBuffers) {
+  const DecodeTmaDefaults defaults;
+  const testing::ScopedEnv stages_env("SINTER_DECODE_TMA_STAGES", "12");
+  for (int sums : {1, 4}) {
+    SCOPED_TRACE(std::to_string(sums) + " column-sum outputs");
+    Graph g("decode_column_sums");
+    auto y = g.matmul(g.input("a", DType::bf16, {4, 4096}), g.input("b", DType::bf16, {4096, 14336}, {1, 4096}));
+    g.output(y, "y");
+    g.output(g.sum(y, {0}), "s0");
+    if (sums == 4) {
+      g.output(g.sum(g.mul(y, 2.0), {0}), "s1");
+      g.output(g.sum(g.relu(y), {0}), "s2");
+      g.output(g.sum(g.mul(y, y), {0}), "s3");
+    }
+    const fuse::Partition p = fuse::partition_graph(g);
+    const std::string why = decode_tma_unsupported(g, matmul_region(g, p), h200(), false);
+    // 12 stages of 17 KiB (M tile 8) leave room for three 4 KiB buffers, not four
+    if (sums == 1) {
+      EXPECT_EQ(why, "");
+    } else {
+      EXPECT_NE(why.find("bytes of shared memory per block"), std::string::npos) << why;
+    }
+  }
+}
+
 TEST(JitMatmulDecode, DeclinesWithAReason) {
   Built b = build_first(decode(DType::bf16, 17, 256, 256, true, false));
   EXPECT_NE(b.why_not.find("M = 17 is more than 16 rows"), std::string::npos) << b.why_not;

@@ -63,6 +63,13 @@ class AnchorEpilogue {
   int64_t rows() const { return rows_; }
   bool index64() const { return index64_; }
   bool has_exits() const { return !exits_.empty(); }
+  // Column-sum exits: gemm_tile declares a static shared buffer of (threads / 32) x bn floats for
+  // each (kernels that size their shared memory count them).
+  int column_exits() const {
+    int n = 0;
+    for (const ExitSlot& e : exits_) n += e.exit.pattern == fuse::ExitReduction::columns ? 1 : 0;
+    return n;
+  }
   std::string describe() const;  // "[epilogue: add,gelu; reductions: global,rows]" or ""
 
   // Statements declaring ro<i> (operand row offsets) for the i64 row index `grow` in scope.

@@ -24,7 +24,7 @@ namespace sinter::jit {
 namespace {
 
 // Mirrors kernels/gemm/decode_tma.cuh; the generated source static_asserts that they agree.
-constexpr int kThreadsHost = 256, kStepBytesHost = 16384;
+constexpr int kThreadsHost = 256, kStepBytesHost = 16384, kDecodeTmaWarpsHost = kThreadsHost / 32;
 constexpr int64_t kMaxM = 16;
 
 // The tile: bn W rows per tile (a step: warp_boxes x 128 / bn boxes of 64 k, warp_boxes x 16 KiB)
@@ -202,9 +202,11 @@ std::string decode_tma_unsupported(const Graph& g, const fuse::Region& r, const 
     return "whole tiles of " + std::to_string(work.tile_rows) + " weight rows (fewer than " +
            std::to_string(kMinWholeTileRows) + " per SM): too few bytes a step; the stream-K cut streams them";
   }
-  // + the static shared memory beside the ring: the epilogue's column-sum buffer (up to 8 warps x
-  // bn floats) and scratch, the combine's flag (a deep ring set through the environment can reach it)
-  const int smem = smem_bytes(c, m_tile_of(o.m)) + 8 * c.bn * 4 + 1024;
+  // + the static shared memory beside the ring: the epilogue's column-sum buffers (8 warps x bn
+  // floats per column-sum output) and scratch, the combine's flag (a deep ring set through the
+  // environment can reach the limit)
+  const AnchorEpilogue epi(g, r, o.mm->outputs[0]);
+  const int smem = smem_bytes(c, m_tile_of(o.m)) + std::max(1, epi.column_exits()) * kDecodeTmaWarpsHost * c.bn * 4 + 1024;
   if (dev.max_shared_memory_per_block_optin < static_cast<size_t>(smem)) {
     return "needs " + std::to_string(smem) + " bytes of shared memory per block";
   }
