@@ -35,10 +35,10 @@ __device__ __forceinline__ bool decode_splitk_combine(float* ctile, int rows, fl
   return true;
 }
 
-// The same protocol run by a group of kThreads threads (`tid` 0..kThreads-1, named barrier
-// kBar) while the rest of the CTA goes on -- the TMA decode tile's tile-end warps -- and written
-// for latency, since a few warps cannot hide L2 round trips behind others: float4 partials, and
-// each thread issues its reads of up to 4 partials before it sums them. The sums are those of
+// The same protocol run by a group of kThreads threads (`tid` 0..kThreads-1) meeting on barrier
+// kBar (0: the whole CTA; 1: the TMA decode tile's consumer warps beside its producer warp), and
+// written for latency: float4 partials, and each thread issues its reads of up to 4 partials
+// before it sums them. The sums are those of
 // decode_splitk_combine, in the same (split) order. ctile and slot_part are 16-byte aligned.
 template <int kThreads, int kBar, int kPart, int kBN>
 __device__ __forceinline__ bool decode_splitk_combine_group(float* ctile, int rows, float* slot_part, int split,

@@ -26,23 +26,22 @@ class GpuDecodeGemm : public GpuRegions {
   // mma). Each as (candidate, the words its step's description must hold after "decode ").
   std::vector<std::pair<int, std::string>> decode_candidates(const Graph& g) {
     const fuse::Partition p = fuse::partition_graph(g);
-    for (const fuse::Region& r : p.regions) {
-      if (r.kind != fuse::RegionKind::matmul) continue;
-      EXPECT_EQ(jit::decode_gemv_unsupported(g, r, properties_), "") << g.name();
-      std::vector<std::pair<int, std::string>> out;
-      for (jit::MatmulTile t : {jit::MatmulTile::decode_tma_rows, jit::MatmulTile::decode_tma,
-                                jit::MatmulTile::decode_ffma, jit::MatmulTile::decode_gemv}) {
-        const int v = jit::matmul_variant_of(g, r, properties_, t);
-        if (v < 0) continue;
-        out.emplace_back(v, t == jit::MatmulTile::decode_tma_rows ? "tma"
-                            : t == jit::MatmulTile::decode_tma    ? "tma"
-                            : t == jit::MatmulTile::decode_ffma ? "gemv ffma"
-                                                                : "gemv mma");
-      }
-      return out;
+    const fuse::Region* r = matmul_region(p);
+    if (r == nullptr) {
+      ADD_FAILURE() << "no matmul region in " << g.name();
+      return {};
     }
-    ADD_FAILURE() << "no matmul region in " << g.name();
-    return {};
+    EXPECT_EQ(jit::decode_gemv_unsupported(g, *r, properties_), "") << g.name();
+    std::vector<std::pair<int, std::string>> out;
+    for (jit::MatmulTile t : {jit::MatmulTile::decode_tma_rows, jit::MatmulTile::decode_tma,
+                              jit::MatmulTile::decode_ffma, jit::MatmulTile::decode_gemv}) {
+      const int v = jit::matmul_variant_of(g, *r, properties_, t);
+      if (v < 0) continue;
+      out.emplace_back(v, t == jit::MatmulTile::decode_tma_rows || t == jit::MatmulTile::decode_tma ? "tma"
+                          : t == jit::MatmulTile::decode_ffma                                       ? "gemv ffma"
+                                                                                                    : "gemv mma");
+    }
+    return out;
   }
 
   ExecutorOptions forced(int candidate) {

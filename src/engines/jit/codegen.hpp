@@ -112,8 +112,8 @@ RegionKernels build_matmul_decode_ffma(const Graph& g, const fuse::Region& r, co
 
 // The TMA decode tile (M <= 16, [N, K] weight, sm_90a): persistent, an mbarrier ring of TMA
 // loads, mma.sync (codegen_matmul_decode_tma.cpp). whole_tiles false: stream-K over the weight's
-// 16 KiB boxes (split tiles combined through the workspace); true: each SM runs whole tiles of
-// about N / SMs rows (decode_tma_rows: no combine; needs 64 rows or more per SM).
+// k steps (split tiles combined through the workspace); true: each SM runs whole tiles of about
+// N / SMs rows (decode_tma_rows: no combine; needs 64 rows or more per SM).
 std::string decode_tma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                                    bool whole_tiles = false);
 RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
@@ -124,9 +124,10 @@ int64_t decode_weight_bytes(const Graph& g, const fuse::Region& r);
 // The matmul candidates of a region, best measured first (matmul_tiles, codegen_matmul_sm90.cpp):
 //   - decode_tma_rows, decode_tma: for M <= 16 and an [N, K] weight of 64 MiB or more, the TMA
 //     tile, its whole-tile cut first where an SM gets 64 rows or more (4096x14336 at M = 1 / 8 /
-//     16: 0.0343 / 0.0346 / 0.0360 ms, against 0.0364 / 0.0368 / 0.0385 for the stream-K cut,
-//     session 12); for smaller weights both come after the two register tiles, which were
-//     faster there;
+//     16, per launch: 0.0343 / 0.0346 / 0.0360 ms, against 0.0364 / 0.0368 / 0.0385 for the
+//     stream-K cut, session 12; with session 13's 32 KiB steps 0.0341 / 0.0338 / 0.0341, back to
+//     back 0.0320 / 0.0317 / 0.0318); for smaller weights both come after the two register
+//     tiles, which were faster there;
 //   - decode_gemv: for M <= 16, the mma GEMV tile (H200: weights streamed 1.5x faster than by the
 //     Hopper GEMM at M = 1, 8, 16; 0.0430 ms at M = 1 for 4096x14336);
 //   - decode_ffma: for M <= 4, the FFMA GEMV tile (whole 512-byte W runs per load; 0.0453 ms there);

@@ -10,6 +10,7 @@
 // serves every decode shape of a class.
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -184,50 +185,82 @@ int64_t decode_weight_bytes(const Graph& g, const fuse::Region& r) {
   return o.batch.numel * o.n * o.k * static_cast<int64_t>(dtype_size(o.dtype_b));
 }
 
-std::string decode_tma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-                                   bool whole_tiles) {
-  const std::string why = sm90_gemm_unsupported(g, r, dev);
-  if (!why.empty()) return why;
-  const Sm90Operands o = sm90_operands(g, r);
-  if (o.m > kMaxM) return "M = " + std::to_string(o.m) + " is more than 16 rows";
-  if (o.b_mn_major) return "the weight is n-contiguous ([K, N]); this tile streams k-contiguous [N, K] weights";
+namespace {
+
+// What the TMA tile would build for a region, worked out once for both decode_tma_unsupported
+// and build_matmul_decode_tma: `why` says why it declines ("" when it takes the region); the rest
+// is set as far as the checks got (all of it when why is empty).
+struct TmaPlan {
+  std::string why;
+  Sm90Operands o;
+  TmaConfig c;
+  Work work;
+  std::optional<AnchorEpilogue> epi;
+};
+
+TmaPlan plan_tma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev, bool whole_tiles) {
+  TmaPlan p;
+  p.why = sm90_gemm_unsupported(g, r, dev);
+  if (!p.why.empty()) return p;
+  p.o = sm90_operands(g, r);
+  const Sm90Operands& o = p.o;
+  if (o.m > kMaxM) {
+    p.why = "M = " + std::to_string(o.m) + " is more than 16 rows";
+    return p;
+  }
+  if (o.b_mn_major) {
+    p.why = "the weight is n-contiguous ([K, N]); this tile streams k-contiguous [N, K] weights";
+    return p;
+  }
+  p.c = config_of(whole_tiles);
+  p.work = plan_work(o, p.c, dev);
   // the kernel counts a CTA's steps in int (and step x CTA count stays far inside i64)
-  const TmaConfig c = config_of(whole_tiles);
-  const Work work = plan_work(o, c, dev);
-  if (work.total >= (int64_t{1} << 31)) return "2^31 or more weight steps";
+  if (p.work.total >= (int64_t{1} << 31)) {
+    p.why = "2^31 or more weight steps";
+    return p;
+  }
   // whole tiles want rows enough per SM: a tile of a few rows moves a few KiB a step, too little
   // in flight to stream (below this the stream-K cut stays the only TMA tile)
   constexpr int64_t kMinWholeTileRows = 64;
-  if (whole_tiles && work.tile_rows < kMinWholeTileRows) {
-    return "whole tiles of " + std::to_string(work.tile_rows) + " weight rows (fewer than " +
-           std::to_string(kMinWholeTileRows) + " per SM): too few bytes a step; the stream-K cut streams them";
+  if (whole_tiles && p.work.tile_rows < kMinWholeTileRows) {
+    p.why = "whole tiles of " + std::to_string(p.work.tile_rows) + " weight rows (fewer than " +
+            std::to_string(kMinWholeTileRows) + " per SM): too few bytes a step; the stream-K cut streams them";
+    return p;
   }
   // + the static shared memory beside the ring: the epilogue's column-sum buffers (8 warps x bn
   // floats per column-sum output) and scratch, the combine's flag (a deep ring set through the
   // environment can reach the limit)
-  const AnchorEpilogue epi(g, r, o.mm->outputs[0]);
-  const int smem = smem_bytes(c, m_tile_of(o.m)) + std::max(1, epi.column_exits()) * kDecodeTmaWarpsHost * c.bn * 4 + 1024;
+  p.epi.emplace(g, r, o.mm->outputs[0]);
+  const int smem =
+      smem_bytes(p.c, m_tile_of(o.m)) + std::max(1, p.epi->column_exits()) * kDecodeTmaWarpsHost * p.c.bn * 4 + 1024;
   if (dev.max_shared_memory_per_block_optin < static_cast<size_t>(smem)) {
-    return "needs " + std::to_string(smem) + " bytes of shared memory per block";
+    p.why = "needs " + std::to_string(smem) + " bytes of shared memory per block";
   }
-  return "";
+  return p;
+}
+
+}  // namespace
+
+std::string decode_tma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                                   bool whole_tiles) {
+  return plan_tma(g, r, dev, whole_tiles).why;
 }
 
 RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                                       bool whole_tiles) {
-  const std::string why_not = decode_tma_unsupported(g, r, dev, whole_tiles);
-  if (!why_not.empty()) {
-    throw Error(ErrorCode::internal, "build_matmul_decode_tma: region " + std::to_string(r.id) + ": " + why_not);
+  TmaPlan plan = plan_tma(g, r, dev, whole_tiles);
+  if (!plan.why.empty()) {
+    throw Error(ErrorCode::internal, "build_matmul_decode_tma: region " + std::to_string(r.id) + ": " + plan.why);
   }
-  const Sm90Operands o = sm90_operands(g, r);
+  const Sm90Operands& o = plan.o;
+  const TmaConfig& c = plan.c;
+  const Work& work = plan.work;
+  AnchorEpilogue& epi = *plan.epi;
   const bool bf16 = o.dtype == DType::bf16;
-  const TmaConfig c = config_of(whole_tiles);
   const int m_tile = m_tile_of(o.m);
   const int smem = smem_bytes(c, m_tile);
-  const Work work = plan_work(o, c, dev);
 
   // a tile's partials: max_contributors slots of m_tile x bn floats
-  AnchorEpilogue epi(g, r, o.mm->outputs[0]);
   const size_t part_bytes =
       work.max_contributors > 1 ? static_cast<size_t>(work.tiles * work.max_contributors) * m_tile * c.bn * 4 : 0;
   const SplitKWorkspace ws = splitk_workspace(epi.workspace_bytes(), part_bytes, work.tiles);
