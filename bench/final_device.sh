@@ -30,6 +30,9 @@
 #                 memory-bound cases (and the GEMM ones it also times), for ratios in one call
 #   gemm          sinter_bench_gemm --quick (issue 4); GEMM_CASES=A,B limits it to those cases;
 #                 GEMM_AB_ENV=VAR=VALUE runs them again under that variable (defaults only)
+#   torch_gemm    bench/torch_gemm_baselines.py --quick: cuBLAS through torch.matmul, PyTorch eager,
+#                 torch.compile (default and max-autotune; TORCH_GEMM_ARGS=--no-autotune skips the
+#                 latter) on the gemm step's cases and the decode shapes, for the issue's ratios
 #   gemm_soak     each SOAK_CASES case (default gemm_4096,gemm_bias_gelu_amax_4096) run back to back
 #                 for SOAK_S seconds under an nvidia-smi sampler: SM clock, power, event reasons
 #   decode_probe  bench/experiments/decode_read_probe (built into BIN_DIR): TMA box shapes, ring
@@ -188,6 +191,11 @@ if want gemm; then
     env "$GEMM_AB_ENV" timeout 150 "$bin/sinter_bench_gemm" --quick --no-candidates "${cases[@]}" > "$out/gemm_ab.jsonl" 2>&1
     echo "exit $? ($GEMM_AB_ENV)"; cut -c1-230 "$out/gemm_ab.jsonl"
   fi
+fi
+if want torch_gemm; then
+  stamp "PyTorch GEMM baselines (torch.matmul, eager, torch.compile)"
+  timeout 300 python3 bench/torch_gemm_baselines.py --quick ${TORCH_GEMM_ARGS:-} > "$out/torch_gemm.jsonl" 2>&1
+  echo "exit $?"; grep -v "^ " "$out/torch_gemm.jsonl" | cut -c1-200 | tail -20
 fi
 if want gemm_soak; then
   # each SOAK_CASES case's default runs back to back for SOAK_S seconds while nvidia-smi samples

@@ -20,6 +20,14 @@
 namespace sinter::testing {
 namespace {
 
+// One mode of the per-step settings, forced through the environment (nullopt: the default).
+struct TmaStepMode {
+  const char *chains, *producer, *warp_boxes;
+  std::optional<std::string> bn, tile_end;  // stream-K only
+};
+
+Graph decode_graph(const std::string& name, DType t, int64_t m, int64_t n, int64_t k, bool k_major, bool epilogue);
+
 class GpuDecodeGemm : public GpuRegions {
  protected:
   // The jit candidate numbers of every decode tile offered for `g`'s matmul region (tma, ffma,
@@ -102,6 +110,38 @@ class GpuDecodeGemm : public GpuRegions {
       return;
     }
     check_candidate(g, v, "tma", 1.0, words);
+  }
+
+  // check_tma_cut on both cuts (whole tiles: only the modes without bn / tile end) under each mode.
+  void check_tma_step_modes(std::initializer_list<TmaStepMode> modes) {
+    for (const TmaStepMode& m : modes) {
+      SCOPED_TRACE(std::string("SINTER_DECODE_TMA_ACC_CHAINS=") + m.chains + " SINTER_DECODE_TMA_PRODUCER=" + m.producer +
+                   " SINTER_DECODE_TMA_WARP_BOXES=" + m.warp_boxes + " SINTER_DECODE_TMA_BN=" + m.bn.value_or("-") +
+                   " SINTER_DECODE_TMA_TILE_END=" + m.tile_end.value_or("-"));
+      const ScopedEnv chains_env("SINTER_DECODE_TMA_ACC_CHAINS", m.chains);
+      const ScopedEnv producer_env("SINTER_DECODE_TMA_PRODUCER", m.producer);
+      const ScopedEnv warp_boxes_env("SINTER_DECODE_TMA_WARP_BOXES", m.warp_boxes);
+      const ScopedEnv bn_env("SINTER_DECODE_TMA_BN", m.bn), tile_end_env("SINTER_DECODE_TMA_TILE_END", m.tile_end);
+      std::vector<std::string> words;
+      if (std::string(m.chains) != "1") words.push_back(std::string(" chains") + m.chains);
+      if (std::string(m.producer) == "1") words.push_back(" producer-warp");
+      if (std::string(m.warp_boxes) != "1") words.push_back(std::string(" warp-boxes") + m.warp_boxes);
+      struct Case {
+        int64_t m, n, k;
+      };
+      if (!m.bn && !m.tile_end) {  // the whole-tile cut takes neither
+        for (Case c : {Case{3, 40000, 264}, Case{16, 9001, 2048}}) {
+          check_tma_cut(decode_graph("decode_tma_step", DType::bf16, c.m, c.n, c.k, true, true),
+                        jit::MatmulTile::decode_tma_rows, words);
+        }
+      }
+      if (m.bn) words.push_back("x" + *m.bn + " k");
+      if (m.tile_end) words.push_back(" inline-combine");
+      for (Case c : {Case{3, 40000, 264}, Case{16, 9001, 2048}, Case{5, 3000, 1088}}) {
+        check_tma_cut(decode_graph("decode_tma_step", DType::bf16, c.m, c.n, c.k, true, true),
+                      jit::MatmulTile::decode_tma, words);
+      }
+    }
   }
 };
 
@@ -242,43 +282,23 @@ TEST_F(GpuDecodeGemm, TmaWholeTilesOddRowsManyTilesBatches) {
 //    step; and 3000 x 1088, whose last step's chunks run past K (zero-filled); the inline
 //    combine with 64 KiB steps.
 // The bn 64 / 32 modes and 3000 x 1088 were added in session 13 after its last device call.
+// Two tests, not one: the eleven modes compile ~50 kernels, more than one shard's time limit
+// on the device (session 14, call 1: cut at 330 s with 46 of them checked, all within bounds).
 TEST_F(GpuDecodeGemm, TmaAccChainsAndProducerWarp) {
-  struct Mode {
-    const char *chains, *producer, *warp_boxes;
-    std::optional<std::string> bn, tile_end;  // stream-K only; nullopt: the default
-  };
-  const Mode modes[] = {{"2", "0", "1", {}, {}},    {"4", "0", "1", {}, {}},    {"1", "1", "1", {}, {}},
-                        {"4", "1", "1", {}, {}},    {"1", "0", "2", {}, {}},    {"2", "1", "2", {}, {}},
-                        {"4", "0", "4", {}, {}},    {"1", "1", "4", {}, {}},    {"1", "0", "2", "64", {}},
-                        {"2", "1", "2", "32", {}},  {"2", "0", "4", "32", "inline"}};
-  for (const Mode& m : modes) {
-    SCOPED_TRACE(std::string("SINTER_DECODE_TMA_ACC_CHAINS=") + m.chains + " SINTER_DECODE_TMA_PRODUCER=" + m.producer +
-                 " SINTER_DECODE_TMA_WARP_BOXES=" + m.warp_boxes + " SINTER_DECODE_TMA_BN=" + m.bn.value_or("-") +
-                 " SINTER_DECODE_TMA_TILE_END=" + m.tile_end.value_or("-"));
-    const ScopedEnv chains_env("SINTER_DECODE_TMA_ACC_CHAINS", m.chains);
-    const ScopedEnv producer_env("SINTER_DECODE_TMA_PRODUCER", m.producer);
-    const ScopedEnv warp_boxes_env("SINTER_DECODE_TMA_WARP_BOXES", m.warp_boxes);
-    const ScopedEnv bn_env("SINTER_DECODE_TMA_BN", m.bn), tile_end_env("SINTER_DECODE_TMA_TILE_END", m.tile_end);
-    std::vector<std::string> words;
-    if (std::string(m.chains) != "1") words.push_back(std::string(" chains") + m.chains);
-    if (std::string(m.producer) == "1") words.push_back(" producer-warp");
-    if (std::string(m.warp_boxes) != "1") words.push_back(std::string(" warp-boxes") + m.warp_boxes);
-    struct Case {
-      int64_t m, n, k;
-    };
-    if (!m.bn && !m.tile_end) {  // the whole-tile cut takes neither
-      for (Case c : {Case{3, 40000, 264}, Case{16, 9001, 2048}}) {
-        check_tma_cut(decode_graph("decode_tma_step", DType::bf16, c.m, c.n, c.k, true, true),
-                      jit::MatmulTile::decode_tma_rows, words);
-      }
-    }
-    if (m.bn) words.push_back("x" + *m.bn + " k");
-    if (m.tile_end) words.push_back(" inline-combine");
-    for (Case c : {Case{3, 40000, 264}, Case{16, 9001, 2048}, Case{5, 3000, 1088}}) {
-      check_tma_cut(decode_graph("decode_tma_step", DType::bf16, c.m, c.n, c.k, true, true),
-                    jit::MatmulTile::decode_tma, words);
-    }
-  }
+  check_tma_step_modes({{"2", "0", "1", {}, {}},
+                        {"4", "0", "1", {}, {}},
+                        {"1", "1", "1", {}, {}},
+                        {"4", "1", "1", {}, {}},
+                        {"1", "0", "2", {}, {}},
+                        {"2", "1", "2", {}, {}}});
+}
+
+TEST_F(GpuDecodeGemm, TmaWarpBoxesNarrowTilesAndInlineCombine) {
+  check_tma_step_modes({{"4", "0", "4", {}, {}},
+                        {"1", "1", "4", {}, {}},
+                        {"1", "0", "2", "64", {}},
+                        {"2", "1", "2", "32", {}},
+                        {"2", "0", "4", "32", "inline"}});
 }
 
 TEST_F(GpuDecodeGemm, BatchedBroadcastWeightRowAndColumnSums) {

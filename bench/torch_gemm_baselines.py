@@ -1,0 +1,102 @@
+"""PyTorch baselines for bench/bench_gemm.cpp (issue 4), measured on the same GPU in the same call:
+cuBLAS through torch.matmul for the bare GEMMs, PyTorch eager and torch.compile for the fused
+bias + GELU + amax case, and F.linear for the decode shapes. Same problems as sinter_bench_gemm:
+a [M, K] bf16 times an [N, K] weight seen as [K, N] (a @ w.T), the bias a bf16 [N] row, GELU the
+erf form (torch's default, as Sinter's gelu), amax = max |h| over the whole output.
+
+Prints one JSON object per line: {"case", "engine", "ms", "tflops", "tbps"}; an engine that
+fails prints "error". Timing: bench/torch_timing.py (events, calls back to back, median).
+  python3 bench/torch_gemm_baselines.py [--quick] [--no-autotune] [--only=A,B]
+--no-autotune skips torch.compile(mode="max-autotune"), whose Triton search takes minutes.
+"""
+import json
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch_timing import median_ms as _median_ms
+
+ITERS = 30 if "--quick" in sys.argv else 100
+AUTOTUNE = "--no-autotune" not in sys.argv
+ONLY = next((a[len("--only="):].split(",") for a in sys.argv if a.startswith("--only=")), None)
+
+
+def wanted(name):
+    return ONLY is None or any(o in name for o in ONLY)
+
+
+def median_ms(fn):
+    return _median_ms(fn, ITERS, warmup=10)
+
+
+def emit(case, engine, ms, flops, nbytes):
+    print(json.dumps({"case": case, "engine": engine, "ms": round(ms, 5),
+                      "tflops": round(flops / (ms * 1e-3) / 1e12, 2),
+                      "tbps": round(nbytes / (ms * 1e-3) / 1e12, 3)}), flush=True)
+
+
+def error(case, engine, e):
+    print(json.dumps({"case": case, "engine": engine, "error": str(e)[:300]}), flush=True)
+
+
+def operands(m, n, k):
+    bf = torch.bfloat16
+    a = torch.randn(m, k, device="cuda", dtype=bf)
+    w = torch.randn(n, k, device="cuda", dtype=bf) / k ** 0.5
+    return a, w
+
+
+def bare_case(s):
+    name = f"gemm_{s}"
+    if not wanted(name):
+        return
+    a, w = operands(s, s, s)
+    emit(name, "torch-matmul", median_ms(lambda: torch.matmul(a, w.t())), 2.0 * s ** 3, 2.0 * 3 * s * s)
+
+
+def fused_case(s):
+    name = f"gemm_bias_gelu_amax_{s}"
+    if not wanted(name):
+        return
+    a, w = operands(s, s, s)
+    bias = torch.randn(s, device="cuda", dtype=torch.bfloat16)
+    flops, nbytes = 2.0 * s ** 3, 2.0 * 3 * s * s
+
+    def eager():
+        h = F.gelu(a @ w.t() + bias)
+        return h, h.abs().amax()
+
+    emit(name, "torch-matmul-bare", median_ms(lambda: torch.matmul(a, w.t())), flops, nbytes)
+    emit(name, "torch-eager", median_ms(eager), flops, nbytes)
+    modes = [("torch-compile", None)] + ([("torch-compile-max-autotune", "max-autotune")] if AUTOTUNE else [])
+    for engine, mode in modes:
+        try:
+            torch._dynamo.reset()
+            fn = torch.compile(eager, mode=mode) if mode else torch.compile(eager)
+            fn()
+            emit(name, engine, median_ms(fn), flops, nbytes)
+        except Exception as e:  # no compiler toolchain on the machine: say so
+            error(name, engine, e)
+
+
+def decode_case(m):
+    name = f"decode_m{m}"
+    if not wanted(name):
+        return
+    x, w = operands(m, 14336, 4096)
+    emit(name, "torch-linear", median_ms(lambda: F.linear(x, w)), 2.0 * m * 14336 * 4096, 2.0 * 14336 * 4096)
+
+
+def main():
+    torch.manual_seed(0)
+    print(json.dumps({"case": "torch_versions", "torch": torch.__version__,
+                      "gpu": torch.cuda.get_device_name(), "iters": ITERS}), flush=True)
+    bare_case(4096)
+    bare_case(8192)
+    fused_case(4096)
+    for m in (1, 8, 16):
+        decode_case(m)
+
+
+if __name__ == "__main__":
+    main()
