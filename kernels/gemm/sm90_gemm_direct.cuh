@@ -177,76 +177,38 @@ __device__ __forceinline__ void hopper_direct_release(u64* empty) {
   }
 }
 
-// The main loop's default `between`: nothing runs beside the wgmma (kActive false: the loop is
-// the plain one).
-struct HopperNothingBetween {
-  static constexpr bool kActive = false;
-  __device__ __forceinline__ bool operator()(int, int) const { return false; }
-};
-
-// Waits for the ring's stage (stage, phase) and issues the consumer's wgmma of that k-block.
-template <class C, bool kBf16>
-__device__ __forceinline__ void hopper_direct_issue(float (&d)[C::kAcc], const HopperDirectSmem& sm, int a_rows,
-                                                    int stage, u32 phase) {
-  mbarrier_wait(&sm.full[stage], phase);
-  const char* a = sm.stages + stage * C::kStageBytes + a_rows;
-  const char* b = sm.stages + stage * C::kStageBytes + C::kTileA;
-#pragma unroll
-  for (int i = 0; i < C::kAcc; ++i) wgmma_fence_operand(d[i]);
-  wgmma_fence();
-#pragma unroll
-  for (int k = 0; k < C::kBK / 16; ++k) {
-    // k step of 16 elements: 32 bytes inside A's swizzled 128-byte row
-    hopper_direct_wgmma<C::kBN, kBf16, C::kBMnMajor>(d, wgmma_desc_k_sw128(a + 32 * k), sm90_b_desc<C::kBMnMajor>(b, k));
-  }
-  wgmma_commit();
-}
-
-// After a k-block's issue: waits until the one before has retired, releases its stage and
-// advances the ring position.
-template <class C>
-__device__ __forceinline__ void hopper_direct_retire(float (&d)[C::kAcc], const HopperDirectSmem& sm, int& stage,
-                                                     u32& phase, int& prev) {
-  wgmma_wait<1>();
-#pragma unroll
-  for (int i = 0; i < C::kAcc; ++i) wgmma_fence_operand(d[i]);
-  if (prev >= 0 && threadIdx.x % 128 == 0) hopper_direct_release<C>(&sm.empty[prev]);
-  prev = stage;
-  if (++stage == C::kStages) {
-    stage = 0;
-    phase ^= 1u;
-  }
-}
-
 // One consumer warpgroup's 64 x kBN accumulator over all k-blocks of one tile, starting at ring
 // position (stage, phase), which it advances. `a_rows` is the byte offset of its 64 rows inside
 // the stage's A tile. A stage is released once the wgmma reading it has retired (wait_group 1
 // keeps one k-block in flight). `issued`, if not null, is arrived on once every wgmma is issued.
-// With an active `between` (Between::kActive), between(kb, k_blocks) runs after k-block kb's
-// wgmma are issued and before the wait for kb - 1's, so work that does not touch `d` (the
-// deferred epilogue of the previous tile) runs while the tensor cores work; it returns whether it
-// has work left, and the loop runs on past the last k-block (no wgmma) until it has none. The
-// loop is not unrolled then: `between` is large, and it is the one place that calls it.
-template <class C, bool kBf16, class Between>
+template <class C, bool kBf16>
 __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], const HopperDirectSmem& sm, int a_rows,
-                                                       int k_blocks, int& stage, u32& phase, u64* issued,
-                                                       Between& between) {
+                                                       int k_blocks, int& stage, u32& phase, u64* issued) {
 #pragma unroll
   for (int i = 0; i < C::kAcc; ++i) d[i] = 0.0f;
   int prev = -1;
-  if constexpr (!Between::kActive) {
-    for (int kb = 0; kb < k_blocks; ++kb) {
-      hopper_direct_issue<C, kBf16>(d, sm, a_rows, stage, phase);
-      hopper_direct_retire<C>(d, sm, stage, phase, prev);
+  for (int kb = 0; kb < k_blocks; ++kb) {
+    mbarrier_wait(&sm.full[stage], phase);
+    const char* a = sm.stages + stage * C::kStageBytes + a_rows;
+    const char* b = sm.stages + stage * C::kStageBytes + C::kTileA;
+#pragma unroll
+    for (int i = 0; i < C::kAcc; ++i) wgmma_fence_operand(d[i]);
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < C::kBK / 16; ++k) {
+      // k step of 16 elements: 32 bytes inside A's swizzled 128-byte row
+      hopper_direct_wgmma<C::kBN, kBf16, C::kBMnMajor>(d, wgmma_desc_k_sw128(a + 32 * k),
+                                                       sm90_b_desc<C::kBMnMajor>(b, k));
     }
-  } else {
-    bool more = true;
-#pragma unroll 1
-    for (int kb = 0; kb < k_blocks || more; ++kb) {
-      const bool mma = kb < k_blocks;
-      if (mma) hopper_direct_issue<C, kBf16>(d, sm, a_rows, stage, phase);
-      more = between(kb, k_blocks);
-      if (mma) hopper_direct_retire<C>(d, sm, stage, phase, prev);
+    wgmma_commit();
+    wgmma_wait<1>();
+#pragma unroll
+    for (int i = 0; i < C::kAcc; ++i) wgmma_fence_operand(d[i]);
+    if (prev >= 0 && threadIdx.x % 128 == 0) hopper_direct_release<C>(&sm.empty[prev]);
+    prev = stage;
+    if (++stage == C::kStages) {
+      stage = 0;
+      phase ^= 1u;
     }
   }
   if (issued != nullptr && threadIdx.x % 128 == 0) mbarrier_arrive(issued);
@@ -254,13 +216,6 @@ __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], cons
 #pragma unroll
   for (int i = 0; i < C::kAcc; ++i) wgmma_fence_operand(d[i]);
   if (prev >= 0 && threadIdx.x % 128 == 0) hopper_direct_release<C>(&sm.empty[prev]);
-}
-
-template <class C, bool kBf16>
-__device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], const HopperDirectSmem& sm, int a_rows,
-                                                       int k_blocks, int& stage, u32& phase, u64* issued) {
-  HopperNothingBetween nothing;
-  hopper_direct_mainloop<C, kBf16>(d, sm, a_rows, k_blocks, stage, phase, issued, nothing);
 }
 
 // Whether p allows a vector access of two elements.
@@ -312,50 +267,6 @@ __device__ __forceinline__ u32 pack_pair(float v0, float v1) {
   u.t[0] = store_from_compute<T>(v0);
   u.t[1] = store_from_compute<T>(v1);
   return u.w;
-}
-
-// The value of one half of a pair packed by pack_pair (kHigh: the second), as f32 (exact).
-template <typename T, int kHigh>
-__device__ __forceinline__ float unpack_pair(u32 w) {
-  static_assert(sizeof(T) == 2, "16-bit element types only");
-  union {
-    u32 w;
-    T t[2];
-  } u;
-  u.w = w;
-  return load_as_compute<T>(u.t[kHigh]);
-}
-
-// The deferred epilogue's stash: a consumer warpgroup's accumulator rounded to the matmul output's
-// 16-bit type, kept in shared memory while the next tile's main loop reuses d (the consumers
-// have no registers to spare: ptxas allocates for the whole kernel within the 168 of the launch
-// bound, whatever setmaxnreg grants later). The rounding is the graph's own: the matmul's output
-// tensor is 16-bit, and the reference rounds every tensor to its dtype. One 16-byte block per
-// epilogue group (q4, h) -- 32 columns of one row half: words qi = 0..3 pack d[16 q4 + 4 qi + 2 h]
-// and the next -- block b = 2 q4 + h of thread t at stash[b * 128 + t], so a warp's accesses are
-// 512 contiguous bytes and each thread reads back only what it wrote (no barrier).
-// `stash`: the shared-space address of this thread's first slot (smem_addr); shared-space
-// accesses, where a generic pointer made them generic loads (LD.E) that the compiler re-derived
-// each time.
-template <typename T, int kAcc>
-__device__ __forceinline__ void stash_accumulator(const float (&d)[kAcc], u32 stash) {
-#pragma unroll
-  for (int q4 = 0; q4 < kAcc / 16; ++q4) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int i = 16 * q4 + 2 * h;
-      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(stash + (2 * q4 + h) * 128 * 16),
-                   "r"(pack_pair<T>(d[i + 0], d[i + 1])), "r"(pack_pair<T>(d[i + 4], d[i + 5])),
-                   "r"(pack_pair<T>(d[i + 8], d[i + 9])), "r"(pack_pair<T>(d[i + 12], d[i + 13]))
-                   : "memory");
-    }
-  }
-}
-__device__ __forceinline__ void unstash_group(u32 stash, int group, u32 (&dp)[4]) {
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(dp[0]), "=r"(dp[1]), "=r"(dp[2]), "=r"(dp[3])
-               : "r"(stash + group * 128 * 16)
-               : "memory");
 }
 
 // Stores 8 rows x 32 columns of 16-bit values held in the wgmma fragment layout (word m of lane

@@ -276,14 +276,6 @@ std::string AnchorEpilogue::global_args() const {
   return s;
 }
 
-std::string AnchorEpilogue::global_members() const {
-  std::string s;
-  for (size_t m = 0; m < exits_.size(); ++m) {
-    if (exits_[m].exit.pattern == fuse::ExitReduction::global) s += "  float& gacc" + std::to_string(m) + ";\n";
-  }
-  return s;
-}
-
 std::string AnchorEpilogue::kernel_begin(const std::string& indent) const {
   std::string s;
   for (size_t m = 0; m < exits_.size(); ++m) {

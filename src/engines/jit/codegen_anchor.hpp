@@ -98,26 +98,6 @@ class AnchorEpilogue {
   // tiles store 16-bit outputs as 16-byte rows through stmatrix, else as pairs (the caller's
   // choice, the same for both calls).
   std::string fragment_tile(int bn, bool wide_stores) const;
-  // Other forms of the same epilogue, for the coop kernel's deferred epilogue
-  // (codegen_matmul_sm90_direct.cpp), which runs a tile's epilogue 32 columns at a time inside
-  // the next tile's main loop:
-  struct FragmentForm {
-    bool wide_stores = true;
-    // read the accumulator from `dp`, 16-bit pairs (the anchor rounded to its dtype:
-    // packable_anchor()), instead of the f32 `d`: u32[bn / 4], word j = d[2 j], d[2 j + 1]; with
-    // one_group u32[4], the group's words, word qi = d[4 (4 kQ4 + qi) + 2 kH], d[... + 1]
-    bool packed = false;
-    // only the 32-column group kQ4 of row half kH (rows r0 + 8 kH; constexpr ints in scope): 8
-    // values a thread, so the group fits beside a live main loop; the 16-byte-row stores use a
-    // `scratch_` in scope (u32*, this warp's 512 bytes) instead of declaring their own
-    bool one_group = false;
-  };
-  std::string fragment_tile(int bn, const FragmentForm& form) const;
-  // Whether the anchor's tensor is 16-bit (bf16, f16), so its value can be kept as pairs.
-  bool packable_anchor() const;
-  std::string anchor_storage_type() const;
-  // Whether full tiles store any output as 16-byte rows (they need the 512-byte warp scratch).
-  bool any_wide_output(bool wide_stores) const;
   // The tile-independent part of the full-tile test (an expression over the kernel arguments
   // `a`): outputs allow aligned pair (or 16-byte row) stores, row-invariant operands (biases)
   // aligned pair loads or are one value broadcast over the columns too.
@@ -125,8 +105,6 @@ class AnchorEpilogue {
   // ", float& gacc0, ..." and ", gacc0, ..." for threading global partials through tile calls.
   std::string global_params() const;
   std::string global_args() const;
-  // "  float& gacc0;\n" ...: the same partials as members of a struct that runs tile epilogues.
-  std::string global_members() const;
   // Kernel-scope declarations of the global partials, and the end of the kernel: global exits
   // reduced per CTA and added with one atomic, then every exit finalized by the last CTA.
   std::string kernel_begin(const std::string& indent) const;

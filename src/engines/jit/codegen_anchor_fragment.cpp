@@ -25,28 +25,7 @@
 namespace sinter::jit {
 
 std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores) const {
-  FragmentForm form;
-  form.wide_stores = wide_stores;
-  return fragment_tile(bn, form);
-}
-
-bool AnchorEpilogue::packable_anchor() const {
-  const DType t = g_.tensor(value_).dtype;
-  return t == DType::bf16 || t == DType::f16;
-}
-
-std::string AnchorEpilogue::anchor_storage_type() const { return storage_type(g_.tensor(value_).dtype); }
-
-bool AnchorEpilogue::any_wide_output(bool wide_stores) const {
-  for (size_t k = 0; k < outs_.size(); ++k) {
-    if (is_wide_output(k, wide_stores)) return true;
-  }
-  return false;
-}
-
-std::string AnchorEpilogue::fragment_tile(int bn, const FragmentForm& form) const {
   using fuse::ExitReduction;
-  const bool wide_stores = form.wide_stores;
   auto kind_of = [&](size_t m) { return reduce_kind(g_.node(exits_[m].exit.node).op); };
   auto has = [&](ExitReduction p) {
     for (const ExitSlot& e : exits_) {
@@ -56,12 +35,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, const FragmentForm& form) cons
   };
   std::ostringstream s;
   s << "  {  // epilogue from the wgmma fragment (rows r0_ + {0, 8}, columns 8 q + c0_ + {0, 1})\n"
-    << (form.one_group
-            // the group runs inside a main loop: an opaque thread index keeps the compiler from
-            // hoisting every group's addresses out of it (64 registers of pointers, spilled)
-            ? "    int tid_ = threadIdx.x & 127;\n    asm volatile(\"\" : \"+r\"(tid_));\n"
-              "    const int warp_ = tid_ >> 5, lane_ = tid_ & 31;\n"
-            : "    const int tid_ = threadIdx.x & 127, warp_ = tid_ >> 5, lane_ = tid_ & 31;\n")
+    << "    const int tid_ = threadIdx.x & 127, warp_ = tid_ >> 5, lane_ = tid_ & 31;\n"
     << "    const int r0_ = warp_ * 16 + (lane_ >> 2), c0_ = 2 * (lane_ & 3);\n";
   for (int h = 0; h < 2; ++h) {
     const std::string hs = std::to_string(h);
@@ -84,10 +58,8 @@ std::string AnchorEpilogue::fragment_tile(int bn, const FragmentForm& form) cons
   bool any_wide = false;
   for (size_t k = 0; k < outs_.size(); ++k) any_wide = any_wide || wide(k);
   if (any_wide) {
-    if (!form.one_group) {
-      s << "    __shared__ __align__(16) u32 wide_scratch_[8][128];  // 512 bytes per consumer warp\n"
-        << "    u32* const scratch_ = wide_scratch_[(threadIdx.x >> 5) & 7];\n";
-    }
+    s << "    __shared__ __align__(16) u32 wide_scratch_[8][128];  // 512 bytes per consumer warp\n"
+      << "    u32* const scratch_ = wide_scratch_[(threadIdx.x >> 5) & 7];\n";
     for (size_t k = 0; k < outs_.size(); ++k) {
       if (!wide(k)) continue;
       for (int h = 0; h < 2; ++h) {
@@ -96,11 +68,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, const FragmentForm& form) cons
       }
     }
   }
-  if (form.one_group) {
-    s << "    for (int q4 = kQ4; q4 < kQ4 + 1; ++q4) {\n";
-  } else {
-    s << "#pragma unroll\n    for (int q4 = 0; q4 < " << bn / 32 << "; ++q4) {\n";
-  }
+  s << "#pragma unroll\n    for (int q4 = 0; q4 < " << bn / 32 << "; ++q4) {\n";
   for (size_t k = 0; k < outs_.size(); ++k) {
     if (wide(k)) s << "    u32 wk" << k << "_0[4], wk" << k << "_1[4];\n";
   }
@@ -134,13 +102,9 @@ std::string AnchorEpilogue::fragment_tile(int bn, const FragmentForm& form) cons
     }
     s << "      }\n";
   }
-  // one_group: only row half kH (the other's code is compiled out)
-  auto half_guard = [&](int h) {
-    return form.one_group ? std::string("if constexpr (kH == ") + std::to_string(h) + ") " : std::string();
-  };
   for (int h = 0; h < 2; ++h) {
     const std::string hs = std::to_string(h);
-    s << "      " << half_guard(h) << "{  // row r0_ + " << 8 * h << "\n";
+    s << "      {  // row r0_ + " << 8 * h << "\n";
     for (size_t k = 0; k < outs_.size(); ++k) {
       s << "        " << compute_type(g_.tensor(outs_[k]).dtype) << " so" << k << "_0, so" << k << "_1;\n";
     }
@@ -157,11 +121,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, const FragmentForm& form) cons
       for (size_t m = 0; m < exits_.size(); ++m) {
         if (exits_[m].exit.pattern == ExitReduction::rows) s << "          float& racc" << m << " = racc" << m << "_" << hs << ";\n";
       }
-      // packed: dp holds the 4 words of this group (one_group: word qi) or all bn / 4
-      const std::string value = form.packed ? "unpack_pair<" + anchor_storage_type() + ", " + es + ">(" +
-                                                  (form.one_group ? std::string("dp[qi]") : "dp[2 * q + " + hs + "]") + ")"
-                                            : "d[4 * q + " + std::to_string(2 * h + e) + "]";
-      s << element_impl(value, "          ", "_" + es, "_" + es, "_" + es)
+      s << element_impl("d[4 * q + " + std::to_string(2 * h + e) + "]", "          ", "_" + es, "_" + es, "_" + es)
         << "        }\n";
     }
     for (size_t k = 0; k < outs_.size(); ++k) {
@@ -197,8 +157,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, const FragmentForm& form) cons
     if (!wide(k)) continue;
     s << "    if constexpr (kFull) {\n";
     for (int h = 0; h < 2; ++h) {
-      s << "      " << half_guard(h) << "store_fragment_rows_wide(scratch_, wk" << k << "_" << h << ", wrow" << k << "_" << h
-        << " + 32 * q4);\n";
+      s << "      store_fragment_rows_wide(scratch_, wk" << k << "_" << h << ", wrow" << k << "_" << h << " + 32 * q4);\n";
     }
     s << "    }\n";
   }
@@ -208,12 +167,10 @@ std::string AnchorEpilogue::fragment_tile(int bn, const FragmentForm& form) cons
     // the 4 lanes of a quad share a row: one atomic per row per warpgroup tile
     for (int h = 0; h < 2; ++h) {
       const std::string v = "racc" + std::to_string(m) + "_" + std::to_string(h);
-      s << "    " << half_guard(h) << "{\n"
-        << "    for (int o_ = 1; o_ < 4; o_ <<= 1) " << v << " = reduce_combine<" << kind_of(m) << ">(" << v
+      s << "    for (int o_ = 1; o_ < 4; o_ <<= 1) " << v << " = reduce_combine<" << kind_of(m) << ">(" << v
         << ", __shfl_xor_sync(0xffffffffu, " << v << ", o_));\n"
         << "    if ((lane_ & 3) == 0 && row_ok_" << h << ") accumulate_atomic<" << kind_of(m) << ">(a.red" << m
-        << ".acc + grow_" << h << ", " << v << ");\n"
-        << "    }\n";
+        << ".acc + grow_" << h << ", " << v << ");\n";
     }
   }
   s << "  }\n";

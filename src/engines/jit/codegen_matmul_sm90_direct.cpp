@@ -23,15 +23,25 @@ std::string sm90_direct_name(const Sm90DirectConfig& c) {
          (c.cluster > 1 ? " cluster" + std::to_string(c.cluster) + "x1 multicast-b" : "");
 }
 
-// The deferred epilogue's stash (stash_accumulator): the CTA's tile as 16-bit pairs, plus
-// alignment.
-int sm90_deferred_stash_bytes(const Sm90DirectConfig& c) { return c.bm * c.bn * 2 + 16; }
-
 RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                                        const Sm90DirectConfig& asked) {
+  // SINTER_SM90_STAGES=N (an A/B knob, read at each build): at most N ring stages. Session 14
+  // (H200, 4096^3, same process): the 128x256 coop CTA pair with 3 stages 0.18518 ms against
+  // 0.17885 with its 4; 3 stages cost ping-pong 50% (0.28390 against 0.18458). It measured what
+  // a 64 KB shared-memory stash would cost: an epilogue deferred into the next tile's main loop
+  // (0ac93fd, removed) was slower still.
+  Sm90DirectConfig c = asked;
+  if (const char* st = std::getenv("SINTER_SM90_STAGES")) {
+    const int n = std::atoi(st);
+    if (n >= 2) c.stages = std::min(c.stages, n);
+  }
   const std::string why_not = sm90_gemm_unsupported(g, r, dev);
   if (!why_not.empty()) {
     throw Error(ErrorCode::internal, "build_matmul_sm90_direct: region " + std::to_string(r.id) + ": " + why_not);
+  }
+  if (dev.max_shared_memory_per_block_optin < static_cast<size_t>(sm90_direct_smem_bytes(c))) {
+    throw Error(ErrorCode::internal, "build_matmul_sm90_direct: " + sm90_direct_name(c) + " needs " +
+                                         std::to_string(sm90_direct_smem_bytes(c)) + " bytes of shared memory");
   }
   const Sm90Operands o = sm90_operands(g, r);
   const bool bf16 = o.dtype == DType::bf16;
@@ -48,50 +58,10 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   };
   const bool full_tiles = !env_off("SINTER_SM90_FULL_TILES");
   const bool wide_stores = !env_off("SINTER_SM90_WIDE_STORES");
-  AnchorEpilogue epi(g, r, o.mm->outputs[0]);
-  // The coop kernel runs a tile's epilogue while the tensor cores idle. Deferred (experiment,
-  // SINTER_SM90_DEFER_EPILOGUE=1): the consumers stash the tile's accumulator in shared memory as
-  // 16-bit pairs (the matmul output's own dtype: packable_anchor) and run its epilogue 32 columns
-  // at a time between the next tile's k-blocks, while that tile's wgmma run; only the CTA's last
-  // tile ends the way it does today. The stash (64 KB for 128 x 256) costs ring stages: 3 instead
-  // of 4 for 128 x 256. MEASURED SLOWER (session 14, H200, 4096^3, same process, coop CTA pair):
-  // bare 0.19702 ms against 0.18518 with a 3-stage ring alone (SINTER_SM90_STAGES=3) and 0.17885
-  // with today's 4; bias + GELU + amax 0.24576 against 0.21478 (3 stages) and 0.20778 (4). The
-  // groups between k-blocks delay the consumer's next issue more than the tensor cores had queued.
-  // Correct on the device (every GpuHopperGemm test under the variable). Removed in the commit
-  // after this one; kept in history for the next attempt.
-  const char* defer_env = std::getenv("SINTER_SM90_DEFER_EPILOGUE");
-  const bool deferred = !asked.ping_pong && full_tiles && epi.packable_anchor() && defer_env != nullptr &&
-                        std::string(defer_env) == "1";
-  Sm90DirectConfig c = asked;
-  // SINTER_SM90_STAGES=N (experiment): at most N ring stages, to measure what a shallower ring
-  // costs apart from the deferred epilogue that needs one
-  if (const char* st = std::getenv("SINTER_SM90_STAGES")) {
-    const int n = std::atoi(st);
-    if (n >= 2) c.stages = std::min(c.stages, n);
-  }
-  const int stash_bytes = deferred ? sm90_deferred_stash_bytes(c) : 0;
-  if (deferred) {
-    // as many stages as fit beside the stash and ~6 KB of static shared memory (the epilogue's
-    // warp scratch, the amax partials)
-    const int stage_bytes = (c.bm + c.bn) * 64 * 2;
-    const int room = static_cast<int>(dev.max_shared_memory_per_block_optin) - 6 * 1024 - stash_bytes -
-                     (sm90_direct_smem_bytes(Sm90DirectConfig{c.bm, c.bn, 0, c.ping_pong, c.cluster}));
-    c.stages = std::min(c.stages, room / (stage_bytes + 16));
-    if (c.stages < 2) {
-      throw Error(ErrorCode::internal, "build_matmul_sm90_direct: no room for a deferred epilogue's stash in " +
-                                           sm90_direct_name(asked));
-    }
-  }
-  const int smem_bytes = sm90_direct_smem_bytes(c) + stash_bytes;
-  if (dev.max_shared_memory_per_block_optin < static_cast<size_t>(smem_bytes)) {
-    throw Error(ErrorCode::internal, "build_matmul_sm90_direct: " + sm90_direct_name(c) + " needs " +
-                                         std::to_string(smem_bytes) + " bytes of shared memory");
-  }
-  const int groups = c.bn / 16;  // the deferred epilogue's groups: 32 columns of one row half
 
   RegionKernels rk;
   KernelSpec spec;
+  AnchorEpilogue epi(g, r, o.mm->outputs[0]);
   ArgsWriter w(spec);
   w.tensor_map("tma_a", sm90_tensor_map(r, o, true, static_cast<uint32_t>(c.bm)));
   w.tensor_map("tma_b", sm90_tensor_map(r, o, false, static_cast<uint32_t>(c.bn / c.cluster)));
@@ -131,70 +101,6 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "    matmul_wg_epilogue_body<false>(a, grow0, gcol0, rows_valid, cols_valid, d" << epi.global_args() << ");\n"
       << "  }\n"
       << "}\n\n";
-  if (deferred) {
-    AnchorEpilogue::FragmentForm form;
-    form.wide_stores = wide_stores;
-    form.packed = true;
-    form.one_group = true;
-    const std::string body_params = "const Args& a, i64 grow0, i64 gcol0, int rows_valid, int cols_valid, "
-                                    "const u32 (&dp)[4], u32* scratch_" + epi.global_params();
-    const std::string body_args = "a, p.grow0, p.gcol0, p.rows_valid, p.cols_valid, dp, scratch_" + epi.global_args();
-    src << "// The deferred epilogue: 32 columns (kQ4) of one row half (kH) of a tile whose accumulator\n"
-        << "// waits as 16-bit pairs\n"
-        << "template <bool kFull, int kQ4, int kH>\n"
-        << "__device__ __forceinline__ void matmul_wg_epilogue_group(" << body_params << ") {\n"
-        << "  (void)scratch_;\n"
-        << epi.fragment_tile(c.bn, form) << "}\n\n"
-        << "// A tile whose epilogue is pending: where its warpgroup's 64 rows go, and whether it is full\n"
-        << "struct DeferredTile {\n  i64 grow0, gcol0;\n  int rows_valid, cols_valid;\n  bool full;\n};\n"
-        << "__device__ __forceinline__ DeferredTile deferred_tile(const Args& a, const HopperDirectTile& tile, int row0) {\n"
-        << "  const SinterGemmShape& s = a.shape;\n"
-        << "  const int m0 = tile.mt * Cfg::kBM + row0, n0 = tile.nt * Cfg::kBN;\n"
-        << "  DeferredTile p;\n"
-        << "  p.grow0 = static_cast<i64>(tile.batch) * s.m + m0;\n"
-        << "  p.gcol0 = n0;\n"
-        << "  p.rows_valid = static_cast<int>(min(i64{64}, s.m - m0));\n"
-        << "  p.cols_valid = static_cast<int>(min(i64{Cfg::kBN}, s.n - n0));\n"
-        << "  p.full = p.rows_valid >= 64 && p.cols_valid >= Cfg::kBN && " << epi.fragment_full_condition(wide_stores) << ";\n"
-        << "  return p;\n"
-        << "}\n"
-        << "__device__ __forceinline__ void matmul_wg_epilogue_deferred(const Args& a, const DeferredTile& p, int group, "
-           "u32 stash, u32* scratch_" << epi.global_params() << ") {\n"
-        << "  u32 dp[4];\n"
-        << "  unstash_group(stash, group, dp);\n"
-        << "  switch (group) {\n";
-    for (int q = 0; q < groups; ++q) {
-      src << "    case " << q << ":\n"
-          << "      if (p.full) {\n"
-          << "        matmul_wg_epilogue_group<true, " << q / 2 << ", " << q % 2 << ">(" << body_args << ");\n"
-          << "      } else {\n"
-          << "        matmul_wg_epilogue_group<false, " << q / 2 << ", " << q % 2 << ">(" << body_args << ");\n"
-          << "      }\n"
-          << "      break;\n";
-    }
-    src << "    default:\n      break;\n  }\n}\n\n";
-    // the main loop's `between`: group `next` of the pending tile after k-block lag + g * k_blocks
-    // / groups (lag: 1, plus half a spacing for consumer 1, so the two warpgroups' epilogue work
-    // does not land on the same k-block), or one group an iteration once the k-blocks are done
-    src << "constexpr int kDeferredGroups = " << groups << ";\n"
-        << "struct DeferredRun {\n"
-        << "  static constexpr bool kActive = true;\n"
-        << "  const Args& a;\n"
-        << "  DeferredTile pend;\n"
-        << "  int next;  // the pending tile's next group (kDeferredGroups: none pending)\n"
-        << "  u32 stash;  // shared-space address of this thread's slots\n"
-        << "  u32* scratch_;\n"
-        << "  int lag;\n" << epi.global_members()
-        << "  __device__ __forceinline__ bool operator()(int kb, int k_blocks) {\n"
-        << "    if (next >= kDeferredGroups) return false;\n"
-        << "    if (kb >= k_blocks || (kb >= lag && (kb - lag) * kDeferredGroups >= next * k_blocks)) {\n"
-        << "      matmul_wg_epilogue_deferred(a, pend, next, stash, scratch_" << epi.global_args() << ");\n"
-        << "      ++next;\n"
-        << "    }\n"
-        << "    return next < kDeferredGroups;\n"
-        << "  }\n"
-        << "};\n\n";
-  }
   src << "extern \"C\" __global__ void __launch_bounds__(Cfg::kThreads, 1) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
       << "  extern __shared__ __align__(1024) char smem_raw[];\n"
       << "  const HopperDirectSmem sm = hopper_direct_smem<Cfg>(smem_raw);\n"
@@ -248,25 +154,6 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "      hopper_direct_mainloop<Cfg, " << (bf16 ? "true" : "false") << ">(d, sm, 0, k_blocks, stage, phase, &sm.order[c]);\n"
         << "      matmul_wg_epilogue(a, tile, 0, d" << epi.global_args() << ");\n"
         << "    }\n";
-  } else if (deferred) {
-    // tile i's epilogue runs group by group inside tile i + 1's main loop (DeferredRun); a last
-    // pass with no k-blocks runs the CTA's last tile's
-    src << "    int stage = 0;\n    u32 phase = 0;\n"
-        << "    // this thread's stash slots (stash_accumulator), past the ring's barriers\n"
-        << "    const u32 stash_ = ((smem_addr(sm.order + 2) + 15) & ~15u) + (c * (Cfg::kAcc / 8) * 128 + (threadIdx.x & 127)) * 16;\n"
-        << "    __shared__ __align__(16) u32 wide_scratch_[8][128];  // 512 bytes per consumer warp\n"
-        << "    DeferredRun run{a, {}, kDeferredGroups, stash_, wide_scratch_[(threadIdx.x >> 5) & 7],\n"
-        << "                    1 + c * (k_blocks / (2 * kDeferredGroups))" << epi.global_args() << "};\n"
-        << "    for (i64 t = w.first;; t += w.stride) {\n"
-        << "      const bool done = t >= w.count;\n"
-        << "      const HopperDirectTile tile = hopper_direct_item<Cfg>(w, done ? w.first : t, tiles_n);\n"
-        << "      hopper_direct_mainloop<Cfg, " << (bf16 ? "true" : "false")
-        << ">(d, sm, c * 64 * 128, done ? 0 : k_blocks, stage, phase, nullptr, run);\n"
-        << "      if (done) break;\n"
-        << "      stash_accumulator<" << epi.anchor_storage_type() << ">(d, stash_);\n"
-        << "      run.pend = deferred_tile(a, tile, c * 64);\n"
-        << "      run.next = 0;\n"
-        << "    }\n";
   } else {
     src << "    int stage = 0;\n    u32 phase = 0;\n"
         << "    for (i64 t = w.first; t < w.count; t += w.stride) {\n"
@@ -284,8 +171,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
 
   spec.source = src.str();
   spec.description = std::string("matmul sm90 wgmma.") + (bf16 ? "bf16" : "f16") + " " + sm90_direct_name(c) +
-                     " tma setmaxnreg persistent group" + std::to_string(1024 / c.bm) + " direct-epilogue" +
-                     (deferred ? " deferred-epilogue" : "") + (full_tiles ? "" : " no-full-tiles") +
+                     " tma setmaxnreg persistent group" + std::to_string(1024 / c.bm) + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
                      (o.b_mn_major ? " b-mn-major" : "") + (o.batch_folded ? " batch-folded" : "") +
                      (epi.index64() ? " idx64" : "") + epi.describe();
   // work items: tiles, or per cluster tile pairs; ping-pong: a CTA needs two tiles to keep both
@@ -297,7 +183,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   spec.launch.grid = dim3(static_cast<unsigned>(c.cluster * std::clamp<int64_t>(work, 1, sms / c.cluster)));
   if (c.cluster > 1) spec.launch.cluster = dim3(static_cast<unsigned>(c.cluster), 1, 1);
   spec.launch.block = dim3(384);
-  spec.launch.dynamic_shared_memory = static_cast<size_t>(smem_bytes);
+  spec.launch.dynamic_shared_memory = static_cast<size_t>(sm90_direct_smem_bytes(c));
   spec.persistent_work = work;
   rk.workspace_bytes = epi.workspace_bytes();
   rk.kernels.push_back(std::move(spec));
