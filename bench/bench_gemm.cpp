@@ -24,6 +24,7 @@
 //
 //   gemm_bias_gelu_amax_{2048,8192}  the fused case at other sizes, vs bare cuBLASLt of that size
 //   sinter_bench_gemm [--quick] [--decode] [--cold-l2] [--cases NAME,...] [--no-candidates] [--soak S]
+//                     [--soak-engine jit|cublaslt] [--soak-candidate N]
 //     --decode: only the decode cases; --cold-l2: L2 overwritten before each timed launch, both
 //     sides; --cases: only the cases whose name is listed (for profiling one kernel under Nsight
 //     Compute); --no-candidates: skip the per-candidate lines; --soak S: our default of each case
@@ -94,6 +95,11 @@ bool g_candidates = true;
 // --soak SECONDS: after a case's timing, our default plan runs back to back for that long (a
 // clock and power sampler beside the process sees the steady state: bench/final_device.sh)
 double g_soak_s = 0.0;
+// --soak-engine NAME: which side soaks, "jit" (ours, the default) or "cublaslt" (the comparison
+// graph through cuBLASLt): the clock each holds under the power cap, in separate runs
+std::string g_soak_engine = "jit";
+// --soak-candidate N: ours soaks jit candidate N (see the candidate lines) instead of the default
+int g_soak_candidate = -1;
 bool wanted(const std::string& name) {
   return g_cases.empty() || std::find(g_cases.begin(), g_cases.end(), name) != g_cases.end();
 }
@@ -143,19 +149,23 @@ void run_case(const std::string& name, const Graph& ours, const Graph& theirs, d
               bytes / (s.ms * 1e9), diff, s.kernels.c_str(), c.kernels.c_str());
   std::fflush(stdout);
   if (g_soak_s > 0.0) {
+    const bool theirs_soak = g_soak_engine == "cublaslt";
     ExecutorOptions opts;
-    opts.engine = "jit";
-    StreamExecutor ex(ours, cache, opts);
-    ex.run(in);
+    opts.engine = g_soak_engine;
+    if (!theirs_soak) opts.tuning.candidate = g_soak_candidate;
+    StreamExecutor ex(theirs_soak ? theirs : ours, cache, opts);
+    ex.run(theirs_soak ? in_theirs : in);
     std::vector<double> chunks;
     const auto start = std::chrono::steady_clock::now();
     while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < g_soak_s) {
       chunks.push_back(ex.time_ms(iters, 0, false));
     }
     std::sort(chunks.begin(), chunks.end());
-    std::printf("{\"case\": \"%s\", \"soak_s\": %.1f, \"soak_chunks\": %zu, \"soak_median_ms\": %.5f, "
-                "\"soak_min_ms\": %.5f, \"soak_max_ms\": %.5f}\n",
-                name.c_str(), g_soak_s, chunks.size(), chunks[chunks.size() / 2], chunks.front(), chunks.back());
+    std::printf("{\"case\": \"%s\", \"soak_engine\": \"%s\", \"soak_candidate\": %d, \"soak_s\": %.1f, "
+                "\"soak_chunks\": %zu, \"soak_median_ms\": %.5f, \"soak_min_ms\": %.5f, \"soak_max_ms\": %.5f, "
+                "\"soak_kernels\": \"%s\"}\n",
+                name.c_str(), g_soak_engine.c_str(), g_soak_candidate, g_soak_s, chunks.size(), chunks[chunks.size() / 2],
+                chunks.front(), chunks.back(), steps_of(ex).c_str());
     std::fflush(stdout);
   }
   if (!each_candidate || !g_candidates) return;
@@ -259,12 +269,20 @@ int main(int argc, char** argv) {
       g_candidates = false;
     } else if (std::strcmp(argv[i], "--soak") == 0 && i + 1 < argc) {
       g_soak_s = std::atof(argv[++i]);
+    } else if (std::strcmp(argv[i], "--soak-candidate") == 0 && i + 1 < argc) {
+      g_soak_candidate = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--soak-engine") == 0 && i + 1 < argc) {
+      g_soak_engine = argv[++i];
+      if (g_soak_engine != "jit" && g_soak_engine != "cublaslt") {
+        std::fprintf(stderr, "--soak-engine takes jit or cublaslt, not '%s'\n", g_soak_engine.c_str());
+        return 2;
+      }
     } else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc) {
       std::stringstream list(argv[++i]);
       for (std::string c; std::getline(list, c, ',');) g_cases.push_back(c);
     } else {
       std::fprintf(stderr, "sinter_bench_gemm: unknown argument '%s' (expected --quick, --decode, --cold-l2, "
-                           "--cases LIST, --no-candidates, --soak SECONDS)\n", argv[i]);
+                           "--cases LIST, --no-candidates, --soak SECONDS, --soak-engine jit|cublaslt, --soak-candidate N)\n", argv[i]);
       return 2;
     }
   }

@@ -201,17 +201,22 @@ if want gemm_soak; then
   # each SOAK_CASES case's default runs back to back for SOAK_S seconds while nvidia-smi samples
   # the SM clock and board power every 50 ms: does a fused epilogue cost clock (power), not slots?
   stamp "GEMM soak with clock / power sampling"
+  # SOAK_CASES entries: CASE[:ENGINE[:CANDIDATE]] (ENGINE jit or cublaslt; CANDIDATE a jit
+  # candidate number from the gemm step's lines)
   IFS=, read -ra soak_cases <<< "${SOAK_CASES:-gemm_4096,gemm_bias_gelu_amax_4096}"
   reasons=clocks_event_reasons.active
   nvidia-smi --query-gpu=$reasons --format=csv,noheader > /dev/null 2>&1 || reasons=clocks_throttle_reasons.active
-  for c in "${soak_cases[@]}"; do
+  for spec in "${soak_cases[@]}"; do
+    IFS=: read -r c engine candidate <<< "$spec"
+    tag="${spec//[^A-Za-z0-9_]/_}"
     nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,$reasons \
-      --format=csv,noheader,nounits -lms 50 > "$out/soak_$c.smi" 2>&1 &
+      --format=csv,noheader,nounits -lms 50 > "$out/soak_$tag.smi" 2>&1 &
     smi=$!
-    timeout 60 "$bin/sinter_bench_gemm" --quick --no-candidates --cases "$c" --soak "${SOAK_S:-4}" > "$out/soak_$c.jsonl" 2>&1
-    echo "exit $? ($c)"; kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
-    grep soak "$out/soak_$c.jsonl" | cut -c1-200
-    python3 - "$out/soak_$c.smi" <<'PY'
+    timeout 60 "$bin/sinter_bench_gemm" --quick --no-candidates --cases "$c" --soak "${SOAK_S:-4}" \
+      --soak-engine "${engine:-jit}" --soak-candidate "${candidate:--1}" > "$out/soak_$tag.jsonl" 2>&1
+    echo "exit $? ($spec)"; kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
+    grep soak_s "$out/soak_$tag.jsonl" | cut -c1-330
+    python3 - "$out/soak_$tag.smi" <<'PY'
 import statistics, sys
 rows = []
 for line in open(sys.argv[1]):
