@@ -18,6 +18,8 @@
 //                                  2048x8192 with a residual add; [N, K], and [K, N] as the
 //                                  example graphs store them): the jit default, then each decode
 //                                  candidate, vs bare cuBLASLt on [N, K] (2-8 MB: latency-bound)
+// Each case's line also has "alternated": ours and cuBLASLt timed in 9 alternating rounds, the
+// median of the rounds' ratios with its min and max (drift-proof under the power cap).
 // One JSON object per line; each names the kernels that ran (a fallback would show here) and
 // the relative L2 difference between our output and cuBLASLt's (meaningful for bare cases only:
 // a fused epilogue computes a different function than the bare cuBLASLt matmul).
@@ -117,6 +119,37 @@ Timed timed(const Graph& g, const std::string& engine, cuda::KernelCache& cache,
   return t;
 }
 
+// Ours and cuBLASLt alternated: `rounds` rounds of 10 timed calls each (after 3 warm-up calls),
+// ours then theirs in every round. Under the H200's power cap the clock drifts by several percent
+// over seconds (session 14: one config 1.385 and 1.506 ms at 8192^3 in one process), so one
+// measurement of each side apart can land on different clocks; the ratio within a round cannot.
+struct Alternated {
+  double sinter_ms, cublaslt_ms;         // medians of the rounds' times
+  double ratio, ratio_min, ratio_max;    // median, min, max of the rounds' ratios
+  int rounds;
+};
+Alternated alternated(const Graph& ours, const Graph& theirs, cuda::KernelCache& cache, const TensorMap& in,
+                      const TensorMap& in_theirs, int rounds) {
+  ExecutorOptions so, co;
+  so.engine = "jit";
+  co.engine = "cublaslt";
+  StreamExecutor s(ours, cache, so), c(theirs, cache, co);
+  s.run(in);
+  c.run(in_theirs);
+  std::vector<double> st, ct, r;
+  for (int i = 0; i < rounds; ++i) {
+    st.push_back(s.time_ms(10, 3, g_cold_l2));
+    ct.push_back(c.time_ms(10, 3, g_cold_l2));
+    r.push_back(st.back() / ct.back());
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  return {median(st), median(ct), median(r), *std::min_element(r.begin(), r.end()),
+          *std::max_element(r.begin(), r.end()), rounds};
+}
+
 // The jit candidate numbers of g's matmul region that run a Hopper GEMM (sm90 wgmma).
 std::vector<int> hopper_candidates(const Graph& g, const cuda::DeviceProperties& dev) {
   std::vector<int> out;
@@ -142,11 +175,15 @@ void run_case(const std::string& name, const Graph& ours, const Graph& theirs, d
   const Timed s = timed(ours, "jit", cache, iters, in);
   const Timed c = timed(theirs, "cublaslt", cache, iters, in_theirs);
   const double diff = relative_l2_error(s.out.at("y"), c.out.at("y"));
+  const Alternated ab = alternated(ours, theirs, cache, in, in_theirs, 9);
   std::printf("{\"case\": \"%s\", \"sinter_ms\": %.5f, \"cublaslt_ms\": %.5f, \"ratio\": %.3f, "
+              "\"alternated\": {\"rounds\": %d, \"sinter_ms\": %.5f, \"cublaslt_ms\": %.5f, \"ratio\": %.3f, "
+              "\"ratio_min\": %.3f, \"ratio_max\": %.3f}, "
               "\"sinter_tflops\": %.1f, \"cublaslt_tflops\": %.1f, \"sinter_weight_tbps\": %.3f, "
               "\"rel_l2_vs_cublaslt\": %.3g, \"sinter_kernels\": \"%s\", \"cublaslt_kernels\": \"%s\"}\n",
-              name.c_str(), s.ms, c.ms, s.ms / c.ms, flops / (s.ms * 1e9), flops / (c.ms * 1e9),
-              bytes / (s.ms * 1e9), diff, s.kernels.c_str(), c.kernels.c_str());
+              name.c_str(), s.ms, c.ms, s.ms / c.ms, ab.rounds, ab.sinter_ms, ab.cublaslt_ms, ab.ratio, ab.ratio_min,
+              ab.ratio_max, flops / (s.ms * 1e9), flops / (c.ms * 1e9), bytes / (s.ms * 1e9), diff,
+              s.kernels.c_str(), c.kernels.c_str());
   std::fflush(stdout);
   if (g_soak_s > 0.0) {
     const bool theirs_soak = g_soak_engine == "cublaslt";
