@@ -288,3 +288,27 @@ __device__ __forceinline__ void store_fragment_rows_wide(u32* scratch, const u32
   __syncwarp();  // read before the next group overwrites the scratch
   *reinterpret_cast<uint4*>(row) = v;
 }
+
+// store_fragment_rows_wide for kN fragments at once (kN x 512 bytes of this warp's scratch): every
+// stmatrix, one warp sync, every shared load, one sync, every 16-byte store, so the kN chains of
+// shared-memory latency overlap instead of running one after another. row[e]: fragment e's row
+// pointer, as store_fragment_rows_wide's `row`.
+template <int kN, typename T>
+__device__ __forceinline__ void store_fragment_rows_wide_batch(u32* scratch, const u32 (&w)[kN][4], T* const (&row)[kN]) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int e = 0; e < kN; ++e) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(
+                     smem_addr(scratch + e * 128 + (lane >> 3) * 32 + (lane & 7) * 4)),
+                 "r"(w[e][0]), "r"(w[e][1]), "r"(w[e][2]), "r"(w[e][3])
+                 : "memory");
+  }
+  __syncwarp();
+  uint4 v[kN];
+#pragma unroll
+  for (int e = 0; e < kN; ++e) v[e] = *reinterpret_cast<const uint4*>(scratch + e * 128 + lane * 4);
+  __syncwarp();  // read before the next batch overwrites the scratch
+#pragma unroll
+  for (int e = 0; e < kN; ++e) *reinterpret_cast<uint4*>(row[e]) = v[e];
+}
+

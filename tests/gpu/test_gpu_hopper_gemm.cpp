@@ -9,6 +9,7 @@
 #include "engines/jit/codegen.hpp"
 #include "fuse/region.hpp"
 #include "gpu/region_check.hpp"
+#include "jit/temp_dir.hpp"  // ScopedEnv
 
 namespace sinter::testing {
 namespace {
@@ -189,6 +190,18 @@ TEST_F(GpuHopperGemm, EveryCandidateManyTilesPerCta) {
   check_every_candidate(g);
 }
 
+// a [256, 64] x an [N, 64] weight, times a scale broadcast over rows and columns, plus a bias;
+// stored as bf16 and as f32
+Graph scale_bias_two_outputs(const std::string& name, int64_t n) {
+  Graph g(name);
+  auto a = g.input("a", DType::bf16, {256, 64});
+  auto y = g.matmul(a, weight_nk(g, "b", DType::bf16, 64, n));
+  y = g.add(g.mul(y, g.input("scale", DType::bf16, {1})), g.input("bias", DType::bf16, {n}));
+  g.output(y, "y");
+  g.output(g.cast(y, DType::f32), "y32");
+  return g;
+}
+
 TEST_F(GpuHopperGemm, EveryCandidateFullTileEpilogueForms) {
   // Full tiles (fragment_full_condition) run the epilogue without bounds tests and store 16-bit
   // outputs as 16-byte rows, f32 ones as pairs; a scale broadcast over rows and columns (column
@@ -196,14 +209,24 @@ TEST_F(GpuHopperGemm, EveryCandidateFullTileEpilogueForms) {
   // N = 520: 16-byte rows with a partial last column tile; N = 516: rows not 16-byte aligned, so
   // every tile takes the bounds-tested form.
   for (int64_t n : {int64_t{512}, int64_t{520}, int64_t{516}}) {
-    Graph g("full_tiles_n" + std::to_string(n));
-    auto a = g.input("a", DType::bf16, {256, 64});
-    auto y = g.matmul(a, weight_nk(g, "b", DType::bf16, 64, n));
-    y = g.add(g.mul(y, g.input("scale", DType::bf16, {1})), g.input("bias", DType::bf16, {n}));
-    g.output(y, "y");
-    g.output(g.cast(y, DType::f32), "y32");
-    check_every_candidate(g, 2.0);
+    check_every_candidate(scale_bias_two_outputs("full_tiles_n" + std::to_string(n), n), 2.0);
   }
+}
+
+// SINTER_SM90_STORE_BATCH=2 (written in session 14 after its last device call): full tiles'
+// 16-byte-row stores leave two column groups at a time. Every row of every 32-column group must
+// still land where it belongs: full tiles of 16-bit outputs beside an f32 one (N = 512), a partial
+// last column tile (N = 520), several tiles per CTA with the ring wrapping (2048 x 2304, K = 72),
+// and a bare 16-bit GEMM.
+TEST_F(GpuHopperGemm, EveryCandidateBatchedRowStores) {
+  const ScopedEnv batch("SINTER_SM90_STORE_BATCH", "2");
+  for (int64_t n : {int64_t{512}, int64_t{520}}) {
+    check_every_candidate(scale_bias_two_outputs("batched_rows_n" + std::to_string(n), n), 2.0);
+  }
+  check_every_candidate(fused("batched_rows_many_tiles_f16", DType::f16, 2048, 2304, 72), 2.0);
+  Graph g("batched_rows_bare_bf16");
+  g.output(g.matmul(g.input("a", DType::bf16, {1000, 136}), weight_nk(g, "b", DType::bf16, 136, 2304)), "y");
+  check_every_candidate(g);
 }
 
 TEST_F(GpuHopperGemm, EveryCandidateBatchedResidualRowColumnSums) {

@@ -12,6 +12,7 @@
 #include "cuda/nvrtc.hpp"
 #include "engines/jit/codegen.hpp"
 #include "fuse/region.hpp"
+#include "jit/temp_dir.hpp"  // ScopedEnv
 #include "sinter/error.hpp"
 
 namespace sinter::jit {
@@ -24,6 +25,15 @@ const fuse::Region& matmul_region(const Graph& g, const fuse::Partition& p) {
     if (r.kind == fuse::RegionKind::matmul) return r;
   }
   throw std::runtime_error("no matmul region in " + g.name());
+}
+
+// A kernel compiled for sm_90a with ptxas's resource report in the log (spills, registers,
+// static shared memory).
+cuda::CompileResult compile_reported(const std::string& name, const std::string& source) {
+  cuda::CompileOptions opts;
+  opts.arch = "sm_90a";
+  opts.extra_options = {"--ptxas-options=-v"};
+  return cuda::compile_cuda(name, source, opts);
 }
 
 // a [m, k] x b, with b [k, n] either k-contiguous (an [N, K] weight) or row-major
@@ -268,10 +278,7 @@ TEST(JitMatmulSm90, FullTilesAdmitAScalarAndABias) {
   EXPECT_NE(k.source.find("(a.ecs1 == 0 || (a.ecs1 == 1 && pair_aligned(a.ein1)))"), std::string::npos);
   EXPECT_NE(k.source.find("store_fragment_rows_wide(scratch_"), std::string::npos);  // y (bf16)
   EXPECT_NE(k.source.find("pair_aligned(a.out1)"), std::string::npos);               // y32 (f32)
-  cuda::CompileOptions opts;
-  opts.arch = "sm_90a";
-  opts.extra_options = {"--ptxas-options=-v"};
-  const cuda::CompileResult res = cuda::compile_cuda("full_tiles_scalar.cu", k.source, opts);
+  const cuda::CompileResult res = compile_reported("full_tiles_scalar.cu", k.source);
   EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
 }
 
@@ -290,10 +297,7 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
   for (int v = 0; v < 6; ++v) {
     const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
     ASSERT_NE(k.description.find("sm90 wgmma"), std::string::npos) << k.description;
-    cuda::CompileOptions opts;
-    opts.arch = "sm_90a";
-    opts.extra_options = {"--ptxas-options=-v"};
-    const cuda::CompileResult res = cuda::compile_cuda("sm90_bench_fused.cu", k.source, opts);
+    const cuda::CompileResult res = compile_reported("sm90_bench_fused.cu", k.source);
     std::printf("  %s\n%s", k.description.c_str(), res.log.c_str());
     EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
     if (const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR")) {  // for bench/sass_report.sh
@@ -301,6 +305,36 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
       std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
           .write(res.cubin.data(), static_cast<std::streamsize>(res.cubin.size()));
       std::ofstream(std::filesystem::path(dir) / (name + ".cu")) << "// " << k.description << "\n" << k.source;
+    }
+  }
+}
+
+TEST(JitMatmulSm90, BatchedRowStoresCompileWithoutSpillsAndFit) {
+  // SINTER_SM90_STORE_BATCH=2 on the benchmark's fused case and a bare GEMM: every direct-epilogue
+  // config says so, keeps 0 spills, and its static scratch (1 KB more per consumer warp) still fits
+  // beside the ring: static + dynamic shared memory within the H200's 227 KB a block
+  const testing::ScopedEnv batch("SINTER_SM90_STORE_BATCH", "2");
+  for (bool epilogue : {true, false}) {
+    Graph g(epilogue ? "batched_fused" : "batched_bare");
+    auto a = g.input("a", DType::bf16, {4096, 4096});
+    auto y = g.matmul(a, g.input("b", DType::bf16, {4096, 4096}, {1, 4096}));
+    if (epilogue) {
+      y = g.gelu(g.add(y, g.input("bias", DType::bf16, {4096})));
+      g.output(g.amax(y), "amax");
+    }
+    g.output(y, "y");
+    const fuse::Partition p = fuse::partition_graph(g);
+    const fuse::Region& r = matmul_region(g, p);
+    for (int v = 0; v < 5; ++v) {  // the 5 direct-epilogue configs (variant 5: the C-tile kernel)
+      const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+      EXPECT_NE(k.description.find("direct-epilogue store-batch2"), std::string::npos) << k.description;
+      const cuda::CompileResult res = compile_reported("sm90_batched_rows.cu", k.source);
+      EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
+      const size_t at = res.log.find(" bytes smem");
+      ASSERT_NE(at, std::string::npos) << res.log;
+      size_t from = res.log.rfind(' ', at - 1);
+      const long static_smem = std::stol(res.log.substr(from + 1, at - from - 1));
+      EXPECT_LE(static_smem + static_cast<long>(k.launch.dynamic_shared_memory), 227L * 1024) << k.description;
     }
   }
 }

@@ -97,7 +97,10 @@ class AnchorEpilogue {
   // rows_valid >= 64, cols_valid >= bn and fragment_full_condition() hold. `wide_stores`: full
   // tiles store 16-bit outputs as 16-byte rows through stmatrix, else as pairs (the caller's
   // choice, the same for both calls).
-  std::string fragment_tile(int bn, bool wide_stores) const;
+  // `store_batch` (1, or 2 where bn / 32 allows): 16-byte-row stores batched over that many
+  // 32-column groups (store_fragment_rows_wide_batch), with store_batch KB of static shared
+  // scratch per consumer warp instead of 512 bytes.
+  std::string fragment_tile(int bn, bool wide_stores, int store_batch = 1) const;
   // The tile-independent part of the full-tile test (an expression over the kernel arguments
   // `a`): outputs allow aligned pair (or 16-byte row) stores, row-invariant operands (biases)
   // aligned pair loads or are one value broadcast over the columns too.

@@ -24,7 +24,7 @@
 
 namespace sinter::jit {
 
-std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores) const {
+std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int store_batch) const {
   using fuse::ExitReduction;
   auto kind_of = [&](size_t m) { return reduce_kind(g_.node(exits_[m].exit.node).op); };
   auto has = [&](ExitReduction p) {
@@ -57,9 +57,18 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores) const {
   auto wide = [&](size_t k) { return is_wide_output(k, wide_stores); };
   bool any_wide = false;
   for (size_t k = 0; k < outs_.size(); ++k) any_wide = any_wide || wide(k);
+  // store_batch B > 1: the 16-byte-row stores of B column groups (both row halves) go out as one
+  // batch -- 2 B stmatrix, one warp sync, 2 B shared loads, one sync, 2 B global stores -- instead
+  // of 2 B dependent chains; B x 1 KB of scratch per warp
+  const int batch = any_wide && store_batch > 1 && (bn / 32) % store_batch == 0 ? store_batch : 1;
   if (any_wide) {
-    s << "    __shared__ __align__(16) u32 wide_scratch_[8][128];  // 512 bytes per consumer warp\n"
-      << "    u32* const scratch_ = wide_scratch_[(threadIdx.x >> 5) & 7];\n";
+    if (batch == 1) {
+      s << "    __shared__ __align__(16) u32 wide_scratch_[8][128];  // 512 bytes per consumer warp\n";
+    } else {
+      s << "    __shared__ __align__(16) u32 wide_scratch_[8][" << 256 * batch << "];  // " << batch
+        << " KB per consumer warp\n";
+    }
+    s << "    u32* const scratch_ = wide_scratch_[(threadIdx.x >> 5) & 7];\n";
     for (size_t k = 0; k < outs_.size(); ++k) {
       if (!wide(k)) continue;
       for (int h = 0; h < 2; ++h) {
@@ -68,9 +77,14 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores) const {
       }
     }
   }
+  if (batch > 1) {
+    for (size_t k = 0; k < outs_.size(); ++k) {
+      if (wide(k)) s << "    u32 wk" << k << "[" << 2 * batch << "][4];  // entry 2 (q4 % " << batch << ") + row half\n";
+    }
+  }
   s << "#pragma unroll\n    for (int q4 = 0; q4 < " << bn / 32 << "; ++q4) {\n";
   for (size_t k = 0; k < outs_.size(); ++k) {
-    if (wide(k)) s << "    u32 wk" << k << "_0[4], wk" << k << "_1[4];\n";
+    if (wide(k) && batch == 1) s << "    u32 wk" << k << "_0[4], wk" << k << "_1[4];\n";
   }
   s << "#pragma unroll\n    for (int qi = 0; qi < 4; ++qi) {\n"
     << "      const int q = 4 * q4 + qi;\n"
@@ -132,8 +146,11 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores) const {
         s << "        " << pair;
         continue;
       }
+      const std::string slot = batch == 1 ? "wk" + std::to_string(k) + "_" + hs + "[qi]"
+                                          : "wk" + std::to_string(k) + "[2 * (q4 % " + std::to_string(batch) + ") + " +
+                                                hs + "][qi]";
       s << "        if constexpr (kFull) {\n"
-        << "          wk" << k << "_" << hs << "[qi] = pack_pair<" << storage_type(g_.tensor(outs_[k]).dtype) << ">(so" << k
+        << "          " << slot << " = pack_pair<" << storage_type(g_.tensor(outs_[k]).dtype) << ">(so" << k
         << "_0, so" << k << "_1);\n"
         << "        } else {\n"
         << "          " << pair << "        }\n";
@@ -156,8 +173,21 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores) const {
   for (size_t k = 0; k < outs_.size(); ++k) {
     if (!wide(k)) continue;
     s << "    if constexpr (kFull) {\n";
-    for (int h = 0; h < 2; ++h) {
-      s << "      store_fragment_rows_wide(scratch_, wk" << k << "_" << h << ", wrow" << k << "_" << h << " + 32 * q4);\n";
+    if (batch == 1) {
+      for (int h = 0; h < 2; ++h) {
+        s << "      store_fragment_rows_wide(scratch_, wk" << k << "_" << h << ", wrow" << k << "_" << h << " + 32 * q4);\n";
+      }
+    } else {
+      s << "      if (q4 % " << batch << " == " << batch - 1 << ") {\n"
+        << "        " << storage_type(g_.tensor(outs_[k]).dtype) << "* const rows_[" << 2 * batch << "] = {";
+      for (int b = 0; b < batch; ++b) {
+        for (int h = 0; h < 2; ++h) {
+          s << (b + h > 0 ? ", " : "") << "wrow" << k << "_" << h << " + 32 * (q4 - " << batch - 1 - b << ")";
+        }
+      }
+      s << "};\n"
+        << "        store_fragment_rows_wide_batch<" << 2 * batch << ">(scratch_, wk" << k << ", rows_);\n"
+        << "      }\n";
     }
     s << "    }\n";
   }

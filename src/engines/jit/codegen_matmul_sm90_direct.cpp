@@ -58,6 +58,12 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   };
   const bool full_tiles = !env_off("SINTER_SM90_FULL_TILES");
   const bool wide_stores = !env_off("SINTER_SM90_WIDE_STORES");
+  // SINTER_SM90_STORE_BATCH=2 (experiment, written in session 14 after its last device call, NOT
+  // yet timed on a GPU): a full tile's 16-byte-row stores leave two column groups at a time
+  // (fragment_tile's store_batch), to shorten the coop kernel's tile end, where the tensor cores
+  // idle through 16 dependent stmatrix -> shared load -> store chains a warp.
+  const char* batch_env = std::getenv("SINTER_SM90_STORE_BATCH");
+  const int store_batch = batch_env != nullptr && std::string(batch_env) == "2" ? 2 : 1;
 
   RegionKernels rk;
   KernelSpec spec;
@@ -85,7 +91,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "__device__ __forceinline__ void matmul_wg_epilogue_body(const Args& a, i64 grow0, i64 gcol0, int rows_valid, "
          "int cols_valid, const float (&d)[Cfg::kAcc]"
       << epi.global_params() << ") {\n"
-      << epi.fragment_tile(c.bn, wide_stores) << "}\n\n"
+      << epi.fragment_tile(c.bn, wide_stores, store_batch) << "}\n\n"
       << "__device__ __forceinline__ void matmul_wg_epilogue(const Args& a, const HopperDirectTile& tile, int row0, "
          "const float (&d)[Cfg::kAcc]"
       << epi.global_params() << ") {\n"
@@ -172,6 +178,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   spec.source = src.str();
   spec.description = std::string("matmul sm90 wgmma.") + (bf16 ? "bf16" : "f16") + " " + sm90_direct_name(c) +
                      " tma setmaxnreg persistent group" + std::to_string(1024 / c.bm) + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
+                     (store_batch > 1 && wide_stores ? " store-batch" + std::to_string(store_batch) : "") +
                      (o.b_mn_major ? " b-mn-major" : "") + (o.batch_folded ? " batch-folded" : "") +
                      (epi.index64() ? " idx64" : "") + epi.describe();
   // work items: tiles, or per cluster tile pairs; ping-pong: a CTA needs two tiles to keep both
