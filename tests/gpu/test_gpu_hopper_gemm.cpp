@@ -75,7 +75,8 @@ class GpuHopperGemm : public GpuRegions {
   // reference, then the same executor again on fresh inputs (exit accumulators and counters must
   // have been reset, the persistent ring must start clean). Each step must run the kernel its
   // candidate names, so a silent fallback fails.
-  void check_every_candidate(const Graph& g, double bound_scale = 1.0) {
+  // direct_word: a word each direct-epilogue candidate's description must hold (a forced setting)
+  void check_every_candidate(const Graph& g, double bound_scale = 1.0, const std::string& direct_word = "") {
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region* mm = nullptr;
     for (const fuse::Region& r : p.regions) {
@@ -85,6 +86,9 @@ class GpuHopperGemm : public GpuRegions {
     for (const auto& [v, rk] : jit::distinct_variants(g, *mm, properties_)) {
       const std::string want = rk.kernels.at(0).description;
       SCOPED_TRACE("candidate " + std::to_string(v) + ": " + want);
+      if (!direct_word.empty() && want.find("direct-epilogue") != std::string::npos) {
+        EXPECT_NE(want.find(direct_word), std::string::npos) << want;
+      }
       ExecutorOptions opts;
       opts.engine = "jit";
       opts.tuning.candidate = v;
@@ -221,12 +225,12 @@ TEST_F(GpuHopperGemm, EveryCandidateFullTileEpilogueForms) {
 TEST_F(GpuHopperGemm, EveryCandidateBatchedRowStores) {
   const ScopedEnv batch("SINTER_SM90_STORE_BATCH", "2");
   for (int64_t n : {int64_t{512}, int64_t{520}}) {
-    check_every_candidate(scale_bias_two_outputs("batched_rows_n" + std::to_string(n), n), 2.0);
+    check_every_candidate(scale_bias_two_outputs("batched_rows_n" + std::to_string(n), n), 2.0, "store-batch2");
   }
-  check_every_candidate(fused("batched_rows_many_tiles_f16", DType::f16, 2048, 2304, 72), 2.0);
+  check_every_candidate(fused("batched_rows_many_tiles_f16", DType::f16, 2048, 2304, 72), 2.0, "store-batch2");
   Graph g("batched_rows_bare_bf16");
   g.output(g.matmul(g.input("a", DType::bf16, {1000, 136}), weight_nk(g, "b", DType::bf16, 136, 2304)), "y");
-  check_every_candidate(g);
+  check_every_candidate(g, 1.0, "store-batch2");
 }
 
 TEST_F(GpuHopperGemm, EveryCandidateBatchedResidualRowColumnSums) {

@@ -99,8 +99,11 @@ class AnchorEpilogue {
   // choice, the same for both calls).
   // `store_batch` (1, or 2 where bn / 32 allows): 16-byte-row stores batched over that many
   // 32-column groups (store_fragment_rows_wide_batch), with store_batch KB of static shared
-  // scratch per consumer warp instead of 512 bytes.
+  // scratch per consumer warp instead of 512 bytes (2 KB a warp, 16 KB in all, for 2).
   std::string fragment_tile(int bn, bool wide_stores, int store_batch = 1) const;
+  // Whether full tiles store any output as 16-byte rows (a 16-bit output, wide stores asked for):
+  // the only outputs a store batch applies to.
+  bool any_wide_output(bool wide_stores) const;
   // The tile-independent part of the full-tile test (an expression over the kernel arguments
   // `a`): outputs allow aligned pair (or 16-byte row) stores, row-invariant operands (biases)
   // aligned pair loads or are one value broadcast over the columns too.

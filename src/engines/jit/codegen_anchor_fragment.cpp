@@ -55,11 +55,10 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int store_ba
   // 16-bit outputs of full tiles leave as 16-byte rows (store_fragment_rows_wide), 4 column groups
   // at a time; the others as pairs
   auto wide = [&](size_t k) { return is_wide_output(k, wide_stores); };
-  bool any_wide = false;
-  for (size_t k = 0; k < outs_.size(); ++k) any_wide = any_wide || wide(k);
+  const bool any_wide = any_wide_output(wide_stores);
   // store_batch B > 1: the 16-byte-row stores of B column groups (both row halves) go out as one
   // batch -- 2 B stmatrix, one warp sync, 2 B shared loads, one sync, 2 B global stores -- instead
-  // of 2 B dependent chains; B x 1 KB of scratch per warp
+  // of 2 B dependent chains; B x 1 KB of scratch per warp (2 B slots of 512 bytes)
   const int batch = any_wide && store_batch > 1 && (bn / 32) % store_batch == 0 ? store_batch : 1;
   if (any_wide) {
     if (batch == 1) {
@@ -207,6 +206,13 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int store_ba
   return s.str();
 }
 
+bool AnchorEpilogue::any_wide_output(bool wide_stores) const {
+  for (size_t k = 0; k < outs_.size(); ++k) {
+    if (is_wide_output(k, wide_stores)) return true;
+  }
+  return false;
+}
+
 bool AnchorEpilogue::is_wide_output(size_t k, bool wide_stores) const {
   const DType t = g_.tensor(outs_[k]).dtype;
   return wide_stores && (t == DType::bf16 || t == DType::f16);
@@ -216,9 +222,7 @@ std::string AnchorEpilogue::fragment_full_condition(bool wide_stores) const {
   // pair stores: every output row starts on a pair (even row length, aligned base; tile columns
   // start at multiples of the tile width and a thread's pair at an even column); 16-byte rows
   // (16-bit outputs): row length a multiple of 8 elements and a 16-byte aligned base
-  bool any_wide = false;
-  for (size_t k = 0; k < outs_.size(); ++k) any_wide = any_wide || is_wide_output(k, wide_stores);
-  std::string c = any_wide ? "(a.ecols % 8 == 0)" : "(a.ecols % 2 == 0)";
+  std::string c = any_wide_output(wide_stores) ? "(a.ecols % 8 == 0)" : "(a.ecols % 2 == 0)";
   for (size_t k = 0; k < outs_.size(); ++k) {
     const std::string out = "a.out" + std::to_string(k);
     c += is_wide_output(k, wide_stores) ? " && (reinterpret_cast<u64>(" + out + ") & 15) == 0" : " && pair_aligned(" + out + ")";

@@ -178,7 +178,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   spec.source = src.str();
   spec.description = std::string("matmul sm90 wgmma.") + (bf16 ? "bf16" : "f16") + " " + sm90_direct_name(c) +
                      " tma setmaxnreg persistent group" + std::to_string(1024 / c.bm) + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
-                     (store_batch > 1 && wide_stores ? " store-batch" + std::to_string(store_batch) : "") +
+                     (store_batch > 1 && epi.any_wide_output(wide_stores) ? " store-batch" + std::to_string(store_batch) : "") +
                      (o.b_mn_major ? " b-mn-major" : "") + (o.batch_folded ? " batch-folded" : "") +
                      (epi.index64() ? " idx64" : "") + epi.describe();
   // work items: tiles, or per cluster tile pairs; ping-pong: a CTA needs two tiles to keep both
