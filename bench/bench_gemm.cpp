@@ -39,6 +39,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -106,17 +107,25 @@ bool wanted(const std::string& name) {
   return g_cases.empty() || std::find(g_cases.begin(), g_cases.end(), name) != g_cases.end();
 }
 
-Timed timed(const Graph& g, const std::string& engine, cuda::KernelCache& cache, int iters, const TensorMap& in,
-            int candidate = -1) {
+ExecutorOptions options(const std::string& engine, int candidate = -1) {
   ExecutorOptions opts;
   opts.engine = engine;
   opts.tuning.candidate = candidate;
-  StreamExecutor ex(g, cache, opts);
+  return opts;
+}
+
+// ex run once on `in` (its output kept), then timed
+Timed timed(StreamExecutor& ex, int iters, const TensorMap& in) {
   Timed t;
   t.out = ex.run(in);
   t.ms = ex.time_ms(iters, 10, g_cold_l2);
   t.kernels = steps_of(ex);
   return t;
+}
+Timed timed(const Graph& g, const std::string& engine, cuda::KernelCache& cache, int iters, const TensorMap& in,
+            int candidate = -1) {
+  StreamExecutor ex(g, cache, options(engine, candidate));
+  return timed(ex, iters, in);
 }
 
 // Ours and cuBLASLt alternated: `rounds` rounds of 10 timed calls each (after 3 warm-up calls),
@@ -128,14 +137,8 @@ struct Alternated {
   double ratio, ratio_min, ratio_max;    // median, min, max of the rounds' ratios
   int rounds;
 };
-Alternated alternated(const Graph& ours, const Graph& theirs, cuda::KernelCache& cache, const TensorMap& in,
-                      const TensorMap& in_theirs, int rounds) {
-  ExecutorOptions so, co;
-  so.engine = "jit";
-  co.engine = "cublaslt";
-  StreamExecutor s(ours, cache, so), c(theirs, cache, co);
-  s.run(in);
-  c.run(in_theirs);
+// s and c: executors that have run once
+Alternated alternated(StreamExecutor& s, StreamExecutor& c, int rounds) {
   std::vector<double> st, ct, r;
   for (int i = 0; i < rounds; ++i) {
     st.push_back(s.time_ms(10, 3, g_cold_l2));
@@ -172,10 +175,12 @@ void run_case(const std::string& name, const Graph& ours, const Graph& theirs, d
     const std::string& n = theirs.tensor(id).name;
     in_theirs.emplace(n, in.at(n));
   }
-  const Timed s = timed(ours, "jit", cache, iters, in);
-  const Timed c = timed(theirs, "cublaslt", cache, iters, in_theirs);
+  // one executor a side for the single measurement, the alternated rounds and a soak
+  StreamExecutor s_ex(ours, cache, options("jit")), c_ex(theirs, cache, options("cublaslt"));
+  const Timed s = timed(s_ex, iters, in);
+  const Timed c = timed(c_ex, iters, in_theirs);
   const double diff = relative_l2_error(s.out.at("y"), c.out.at("y"));
-  const Alternated ab = alternated(ours, theirs, cache, in, in_theirs, 9);
+  const Alternated ab = alternated(s_ex, c_ex, 9);
   std::printf("{\"case\": \"%s\", \"sinter_ms\": %.5f, \"cublaslt_ms\": %.5f, \"ratio\": %.3f, "
               "\"alternated\": {\"rounds\": %d, \"sinter_ms\": %.5f, \"cublaslt_ms\": %.5f, \"ratio\": %.3f, "
               "\"ratio_min\": %.3f, \"ratio_max\": %.3f}, "
@@ -186,12 +191,13 @@ void run_case(const std::string& name, const Graph& ours, const Graph& theirs, d
               s.kernels.c_str(), c.kernels.c_str());
   std::fflush(stdout);
   if (g_soak_s > 0.0) {
-    const bool theirs_soak = g_soak_engine == "cublaslt";
-    ExecutorOptions opts;
-    opts.engine = g_soak_engine;
-    if (!theirs_soak) opts.tuning.candidate = g_soak_candidate;
-    StreamExecutor ex(theirs_soak ? theirs : ours, cache, opts);
-    ex.run(theirs_soak ? in_theirs : in);
+    // cuBLASLt's or our default executor from above, or one for a forced candidate
+    std::optional<StreamExecutor> forced;
+    if (g_soak_engine == "jit" && g_soak_candidate >= 0) {
+      forced.emplace(ours, cache, options("jit", g_soak_candidate));
+      forced->run(in);
+    }
+    StreamExecutor& ex = forced ? *forced : g_soak_engine == "cublaslt" ? c_ex : s_ex;
     std::vector<double> chunks;
     const auto start = std::chrono::steady_clock::now();
     while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < g_soak_s) {

@@ -14,6 +14,7 @@ import sys
 
 import torch
 import torch.nn.functional as F
+from torch_timing import emit_rate as emit
 from torch_timing import median_ms as _median_ms
 
 ITERS = 30 if "--quick" in sys.argv else 100
@@ -27,12 +28,6 @@ def wanted(name):
 
 def median_ms(fn):
     return _median_ms(fn, ITERS, warmup=10)
-
-
-def emit(case, engine, ms, flops, nbytes):
-    print(json.dumps({"case": case, "engine": engine, "ms": round(ms, 5),
-                      "tflops": round(flops / (ms * 1e-3) / 1e12, 2),
-                      "tbps": round(nbytes / (ms * 1e-3) / 1e12, 3)}), flush=True)
 
 
 def error(case, engine, e):

@@ -2,6 +2,7 @@
 the calls enqueued back to back, the median of `iters` calls, in milliseconds. Imported by the
 bench/torch_*.py scripts (they run as `python3 bench/NAME.py`, so this folder is on the import
 path)."""
+import json
 import os
 
 import torch
@@ -43,3 +44,12 @@ def median_ms(fn, iters, warmup=5):
     torch.cuda.synchronize()
     times = sorted(a.elapsed_time(b) for a, b in events)
     return times[len(times) // 2]
+
+
+def emit_rate(case, engine, ms, flops, nbytes):
+    """One result line of the GEMM-like baselines (torch_vendor_baselines.py,
+    torch_gemm_baselines.py): {"case", "engine", "ms", "tflops", "tbps"}, flushed so a timeout
+    later keeps every finished line."""
+    print(json.dumps({"case": case, "engine": engine, "ms": round(ms, 5),
+                      "tflops": round(flops / (ms * 1e-3) / 1e12, 2),
+                      "tbps": round(nbytes / (ms * 1e-3) / 1e12, 3)}), flush=True)

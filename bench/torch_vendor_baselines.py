@@ -9,6 +9,7 @@ import json
 import sys
 
 import torch
+from torch_timing import emit_rate as emit
 from torch_timing import median_ms as _median_ms
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -24,12 +25,6 @@ def wanted(name):
 
 def median_ms(fn, iters=ITERS, warmup=5):
     return _median_ms(fn, iters, warmup)
-
-
-def emit(case, engine, ms, flops, nbytes):
-    print(json.dumps({"case": case, "engine": engine, "ms": round(ms, 5),
-                      "tflops": round(flops / (ms * 1e-3) / 1e12, 2),
-                      "tbps": round(nbytes / (ms * 1e-3) / 1e12, 3)}), flush=True)
 
 
 def sdpa_case(name, b, h, hkv, sq, skv, d, causal):

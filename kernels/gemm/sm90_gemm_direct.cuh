@@ -292,7 +292,10 @@ __device__ __forceinline__ void store_fragment_rows_wide(u32* scratch, const u32
 // store_fragment_rows_wide for kN fragments at once (kN x 512 bytes of this warp's scratch): every
 // stmatrix, one warp sync, every shared load, one sync, every 16-byte store, so the kN chains of
 // shared-memory latency overlap instead of running one after another. row[e]: fragment e's row
-// pointer, as store_fragment_rows_wide's `row`.
+// pointer, as store_fragment_rows_wide's `row`. The single form above is not written as kN = 1 of
+// this one on purpose: that changes the default kernels' instruction schedule (10 of the 30 JIT
+// test kernels), and the single form is what ran on the GPU; if the batch wins its A/B, it
+// replaces the single form, else it goes.
 template <int kN, typename T>
 __device__ __forceinline__ void store_fragment_rows_wide_batch(u32* scratch, const u32 (&w)[kN][4], T* const (&row)[kN]) {
   const int lane = threadIdx.x & 31;

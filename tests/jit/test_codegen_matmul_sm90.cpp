@@ -311,7 +311,7 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
 
 TEST(JitMatmulSm90, BatchedRowStoresCompileWithoutSpillsAndFit) {
   // SINTER_SM90_STORE_BATCH=2 on the benchmark's fused case and a bare GEMM: every direct-epilogue
-  // config says so, keeps 0 spills, and its static scratch (1 KB more per consumer warp) still fits
+  // config says so, keeps 0 spills, and its static scratch (2 KB per consumer warp, 16 KB in all) fits
   // beside the ring: static + dynamic shared memory within the H200's 227 KB a block
   const testing::ScopedEnv batch("SINTER_SM90_STORE_BATCH", "2");
   for (bool epilogue : {true, false}) {

@@ -76,15 +76,11 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int store_ba
       }
     }
   }
-  if (batch > 1) {
-    for (size_t k = 0; k < outs_.size(); ++k) {
-      if (wide(k)) s << "    u32 wk" << k << "[" << 2 * batch << "][4];  // entry 2 (q4 % " << batch << ") + row half\n";
-    }
+  // a wide output's packed words: entry 2 (q4 % batch) + row half, word qi
+  for (size_t k = 0; k < outs_.size(); ++k) {
+    if (wide(k)) s << "    u32 wk" << k << "[" << 2 * batch << "][4];\n";
   }
   s << "#pragma unroll\n    for (int q4 = 0; q4 < " << bn / 32 << "; ++q4) {\n";
-  for (size_t k = 0; k < outs_.size(); ++k) {
-    if (wide(k) && batch == 1) s << "    u32 wk" << k << "_0[4], wk" << k << "_1[4];\n";
-  }
   s << "#pragma unroll\n    for (int qi = 0; qi < 4; ++qi) {\n"
     << "      const int q = 4 * q4 + qi;\n"
     << "      const int cc0 = 8 * q + c0_;\n";
@@ -145,9 +141,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int store_ba
         s << "        " << pair;
         continue;
       }
-      const std::string slot = batch == 1 ? "wk" + std::to_string(k) + "_" + hs + "[qi]"
-                                          : "wk" + std::to_string(k) + "[2 * (q4 % " + std::to_string(batch) + ") + " +
-                                                hs + "][qi]";
+      const std::string slot = "wk" + std::to_string(k) + "[2 * (q4 % " + std::to_string(batch) + ") + " + hs + "][qi]";
       s << "        if constexpr (kFull) {\n"
         << "          " << slot << " = pack_pair<" << storage_type(g_.tensor(outs_[k]).dtype) << ">(so" << k
         << "_0, so" << k << "_1);\n"
@@ -174,7 +168,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int store_ba
     s << "    if constexpr (kFull) {\n";
     if (batch == 1) {
       for (int h = 0; h < 2; ++h) {
-        s << "      store_fragment_rows_wide(scratch_, wk" << k << "_" << h << ", wrow" << k << "_" << h << " + 32 * q4);\n";
+        s << "      store_fragment_rows_wide(scratch_, wk" << k << "[" << h << "], wrow" << k << "_" << h << " + 32 * q4);\n";
       }
     } else {
       s << "      if (q4 % " << batch << " == " << batch - 1 << ") {\n"
