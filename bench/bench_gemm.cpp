@@ -31,6 +31,9 @@
 //     sides; --cases: only the cases whose name is listed (for profiling one kernel under Nsight
 //     Compute); --no-candidates: skip the per-candidate lines; --soak S: our default of each case
 //     then runs back to back for S seconds (for a clock / power sampler beside it).
+//   --shapes MxNxK[:fused],...: only these GEMMs (bare, or with the bias+GELU+amax epilogue
+//     against bare cuBLASLt), named gemm_MxNxK[_fused]: to see how the ratio moves with the
+//     number of tiles per SM (the last wave's fill) and with K (per-tile costs)
 #include <unistd.h>
 
 #include <algorithm>
@@ -301,6 +304,11 @@ int main(int argc, char** argv) {
   // line-buffered even into a file: a run cut short by a timeout keeps every finished line
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   bool quick = false, decode_only = false;
+  struct Shape {
+    long m = 0, n = 0, k = 0;
+    bool fused = false;
+  };
+  std::vector<Shape> shapes;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
@@ -320,12 +328,23 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "--soak-engine takes jit or cublaslt, not '%s'\n", g_soak_engine.c_str());
         return 2;
       }
+    } else if (std::strcmp(argv[i], "--shapes") == 0 && i + 1 < argc) {
+      std::stringstream list(argv[++i]);
+      for (std::string c; std::getline(list, c, ',');) {
+        Shape sh;
+        sh.fused = c.size() > 6 && c.compare(c.size() - 6, 6, ":fused") == 0;
+        if (std::sscanf(c.c_str(), "%ldx%ldx%ld", &sh.m, &sh.n, &sh.k) != 3 || sh.m < 1 || sh.n < 1 || sh.k < 1) {
+          std::fprintf(stderr, "--shapes takes MxNxK[:fused] entries (positive sizes), not '%s'\n", c.c_str());
+          return 2;
+        }
+        shapes.push_back(sh);
+      }
     } else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc) {
       std::stringstream list(argv[++i]);
       for (std::string c; std::getline(list, c, ',');) g_cases.push_back(c);
     } else {
       std::fprintf(stderr, "sinter_bench_gemm: unknown argument '%s' (expected --quick, --decode, --cold-l2, "
-                           "--cases LIST, --no-candidates, --soak SECONDS, --soak-engine jit|cublaslt, --soak-candidate N)\n", argv[i]);
+                           "--cases LIST, --shapes MxNxK[:fused],..., --no-candidates, --soak SECONDS, --soak-engine jit|cublaslt, --soak-candidate N)\n", argv[i]);
       return 2;
     }
   }
@@ -341,6 +360,17 @@ int main(int argc, char** argv) {
   const std::filesystem::path cache_dir =
       std::filesystem::temp_directory_path() / ("sinter_bench_gemm_cache_" + std::to_string(::getpid()));
   cuda::KernelCache cache(cache_dir);
+  for (const Shape& sh : shapes) {
+    const std::string dims = std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k);
+    const Graph bare = gemm("gemm_" + dims, sh.m, sh.n, sh.k, false);
+    const std::string name = bare.name() + (sh.fused ? "_fused" : "");
+    run_case(name, sh.fused ? gemm(name, sh.m, sh.n, sh.k, true) : bare, bare, 2.0 * sh.m * sh.n * sh.k,
+             2.0 * sh.n * sh.k, cache, iters, !sh.fused);
+  }
+  if (!shapes.empty()) {
+    std::filesystem::remove_all(cache_dir);
+    return 0;
+  }
   for (int64_t s : {int64_t{4096}, int64_t{8192}}) {
     if (decode_only) break;
     const Graph g = gemm("gemm_" + std::to_string(s), s, s, s, false);

@@ -64,6 +64,28 @@ __device__ __forceinline__ void tma_load_3d_multicast(void* dst, const SinterTen
       : "memory");
 }
 
+// ---- TMA stores (one thread issues; bulk async-groups are tracked per thread) -------------------------
+// Shared memory written by ordinary stores (st.shared, stmatrix) is visible to a TMA store only
+// after the writing threads' proxy fence and a barrier with the issuing thread.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+// The 3D box at (c0 innermost, c1, c2) from shared memory `src` to global memory; elements
+// outside the tensor are not written. Joins the issuing thread's current bulk async-group.
+__device__ __forceinline__ void tma_store_3d(const SinterTensorMap* map, const void* src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];"
+               ::"l"(reinterpret_cast<u64>(map)), "r"(smem_addr(src)), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// Until at most kPending of this thread's newest bulk groups still read their shared memory.
+template <int kPending>
+__device__ __forceinline__ void bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(kPending) : "memory");
+}
+// Until every bulk group of this thread has completed (its writes performed).
+__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+
 // ---- cluster --------------------------------------------------------------------------------------
 __device__ __forceinline__ u32 cluster_cta_rank() {
   u32 r;

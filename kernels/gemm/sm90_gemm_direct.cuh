@@ -30,7 +30,8 @@
 #include "common/types.cuh"
 #include "gemm/sm90_operand_b.cuh"
 
-template <int kBM_, int kBN_, int kStages_, bool kPingPong_, int kCluster_ = 1, bool kBMnMajor_ = false>
+template <int kBM_, int kBN_, int kStages_, bool kPingPong_, int kCluster_ = 1, bool kBMnMajor_ = false,
+          int kStoreStageBytes_ = 0>
 struct HopperDirectConfig {
   static constexpr int kBM = kBM_, kBN = kBN_, kBK = 64, kStages = kStages_;
   static constexpr bool kPingPong = kPingPong_;
@@ -39,7 +40,10 @@ struct HopperDirectConfig {
   static constexpr int kThreads = 384;
   static constexpr int kTileA = kBM * kBK * 2, kTileB = kBN * kBK * 2;  // bytes per stage
   static constexpr int kStageBytes = kTileA + kTileB;
-  static constexpr int kOffBars = kStages * kStageBytes;
+  // after the ring: the consumer warps' staging slots for TMA stores of the epilogue's outputs
+  static constexpr int kStoreStageBytes = kStoreStageBytes_;
+  static constexpr int kOffStore = kStages * kStageBytes;
+  static constexpr int kOffBars = kOffStore + kStoreStageBytes;
   static constexpr int kSmemBytes = 1024 + kOffBars + 2 * kStages * 8 + 2 * 8;  // + 2 order barriers
   static constexpr int kGroupM = 1024 / kBM;  // 1024 rows of A per raster group
   static constexpr int kAcc = kBN / 2;        // a 64 x kBN accumulator over 128 threads
@@ -54,6 +58,7 @@ struct HopperDirectConfig {
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
   static_assert((kBLoadRows * kBK * 2) % 1024 == 0, "a multicast half of B must keep the swizzle alignment");
   static_assert(kTileA % 1024 == 0 && kTileB % 1024 == 0, "stage tiles must stay 1024-byte aligned");
+  static_assert(kStoreStageBytes % 1024 == 0, "TMA store slots must stay 1024-byte aligned (128-byte swizzle)");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
   static_assert(kThreads * kEntryRegs <= 65536 && 128 * kProducerRegs + 256 * kConsumerRegs <= 65536,
                 "register file over budget");
@@ -61,6 +66,7 @@ struct HopperDirectConfig {
 
 struct HopperDirectSmem {
   char* stages;
+  char* store_stage;  // C::kStoreStageBytes of TMA store slots (none: the barriers' address)
   u64* full;
   u64* empty;
   u64* order;  // ping-pong: order[c] completes a phase when consumer c has issued a tile's wgmma
@@ -71,6 +77,7 @@ __device__ __forceinline__ HopperDirectSmem hopper_direct_smem(char* raw) {
   char* base = reinterpret_cast<char*>((reinterpret_cast<u64>(raw) + 1023) & ~u64{1023});
   HopperDirectSmem s;
   s.stages = base;
+  s.store_stage = base + C::kOffStore;
   s.full = reinterpret_cast<u64*>(base + C::kOffBars);
   s.empty = s.full + C::kStages;
   s.order = s.empty + C::kStages;
@@ -289,29 +296,17 @@ __device__ __forceinline__ void store_fragment_rows_wide(u32* scratch, const u32
   *reinterpret_cast<uint4*>(row) = v;
 }
 
-// store_fragment_rows_wide for kN fragments at once (kN x 512 bytes of this warp's scratch): every
-// stmatrix, one warp sync, every shared load, one sync, every 16-byte store, so the kN chains of
-// shared-memory latency overlap instead of running one after another. row[e]: fragment e's row
-// pointer, as store_fragment_rows_wide's `row`. The single form above is not written as kN = 1 of
-// this one on purpose: that changes the default kernels' instruction schedule (10 of the 30 JIT
-// test kernels), and the single form is what ran on the GPU; if the batch wins its A/B, it
-// replaces the single form, else it goes.
-template <int kN, typename T>
-__device__ __forceinline__ void store_fragment_rows_wide_batch(u32* scratch, const u32 (&w)[kN][4], T* const (&row)[kN]) {
+// Stages 8 rows x 32 columns of 16-bit values held in the wgmma fragment layout (as
+// store_fragment_rows_wide's `w`) into `slot`, a 16-row x 64-column chunk (128-byte rows,
+// 1024-byte aligned) laid out as a TMA box with 128-byte swizzle: 16-byte unit u of row r sits at
+// unit u ^ (r % 8), so the 8 rows of each stmatrix block land in 8 different bank groups.
+// `half`: rows 8 half .. 8 half + 7 of the chunk; `group`: its columns 32 group .. 32 group + 31.
+// Every lane of the warp takes part.
+__device__ __forceinline__ void stage_fragment_rows_sw128(char* slot, const u32 (&w)[4], int half, int group) {
   const int lane = threadIdx.x & 31;
-#pragma unroll
-  for (int e = 0; e < kN; ++e) {
-    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(
-                     smem_addr(scratch + e * 128 + (lane >> 3) * 32 + (lane & 7) * 4)),
-                 "r"(w[e][0]), "r"(w[e][1]), "r"(w[e][2]), "r"(w[e][3])
-                 : "memory");
-  }
-  __syncwarp();
-  uint4 v[kN];
-#pragma unroll
-  for (int e = 0; e < kN; ++e) v[e] = *reinterpret_cast<const uint4*>(scratch + e * 128 + lane * 4);
-  __syncwarp();  // read before the next batch overwrites the scratch
-#pragma unroll
-  for (int e = 0; e < kN; ++e) *reinterpret_cast<uint4*>(row[e]) = v[e];
+  const int r = 8 * half + (lane & 7), unit = 4 * group + (lane >> 3);  // lane: block lane / 8, row lane % 8
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(
+                   smem_addr(slot + r * 128 + ((unit ^ (r & 7)) << 4))),
+               "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
+               : "memory");
 }
-

@@ -76,7 +76,8 @@ class GpuHopperGemm : public GpuRegions {
   // have been reset, the persistent ring must start clean). Each step must run the kernel its
   // candidate names, so a silent fallback fails.
   // direct_word: a word each direct-epilogue candidate's description must hold (a forced setting)
-  void check_every_candidate(const Graph& g, double bound_scale = 1.0, const std::string& direct_word = "") {
+  // `coop_word`, if given: a word every cooperative direct-epilogue candidate's description holds
+  void check_every_candidate(const Graph& g, double bound_scale = 1.0, const std::string& coop_word = "") {
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region* mm = nullptr;
     for (const fuse::Region& r : p.regions) {
@@ -86,8 +87,9 @@ class GpuHopperGemm : public GpuRegions {
     for (const auto& [v, rk] : jit::distinct_variants(g, *mm, properties_)) {
       const std::string want = rk.kernels.at(0).description;
       SCOPED_TRACE("candidate " + std::to_string(v) + ": " + want);
-      if (!direct_word.empty() && want.find("direct-epilogue") != std::string::npos) {
-        EXPECT_NE(want.find(direct_word), std::string::npos) << want;
+      if (!coop_word.empty() && want.find("direct-epilogue") != std::string::npos &&
+          want.find("coop(") != std::string::npos) {
+        EXPECT_NE(want.find(coop_word), std::string::npos) << want;
       }
       ExecutorOptions opts;
       opts.engine = "jit";
@@ -217,20 +219,38 @@ TEST_F(GpuHopperGemm, EveryCandidateFullTileEpilogueForms) {
   }
 }
 
-// SINTER_SM90_STORE_BATCH=2 (written in session 14 after its last device call): full tiles'
-// 16-byte-row stores leave two column groups at a time. Every row of every 32-column group must
-// still land where it belongs: full tiles of 16-bit outputs beside an f32 one (N = 512), a partial
-// last column tile (N = 520), several tiles per CTA with the ring wrapping (2048 x 2304, K = 72),
-// and a bare 16-bit GEMM.
-TEST_F(GpuHopperGemm, EveryCandidateBatchedRowStores) {
-  const ScopedEnv batch("SINTER_SM90_STORE_BATCH", "2");
+// The coop kernels write full tiles' 16-bit outputs with TMA stores (per consumer warp, 16 x 64
+// chunks through two swizzled 2 KB slots). Every chunk must land where it belongs: 16-bit
+// outputs beside an f32 one (N = 512), a partial last column tile stored by the bounds-tested
+// form beside TMA-stored full ones (N = 520), many tiles per CTA with the slots alternating
+// across tiles (2048 x 2304, K = 72), two 16-bit outputs (one slot each), a bare GEMM with a
+// partial last row tile, and batches (each batch's rows a whole number of tiles, so full tiles
+// of the second batch start mid-map).
+TEST_F(GpuHopperGemm, EveryCandidateTmaStores) {
   for (int64_t n : {int64_t{512}, int64_t{520}}) {
-    check_every_candidate(scale_bias_two_outputs("batched_rows_n" + std::to_string(n), n), 2.0, "store-batch2");
+    check_every_candidate(scale_bias_two_outputs("tma_store_n" + std::to_string(n), n), 2.0, "tma-store");
   }
-  check_every_candidate(fused("batched_rows_many_tiles_f16", DType::f16, 2048, 2304, 72), 2.0, "store-batch2");
-  Graph g("batched_rows_bare_bf16");
-  g.output(g.matmul(g.input("a", DType::bf16, {1000, 136}), weight_nk(g, "b", DType::bf16, 136, 2304)), "y");
-  check_every_candidate(g, 1.0, "store-batch2");
+  check_every_candidate(fused("tma_store_many_tiles_f16", DType::f16, 2048, 2304, 72), 2.0, "tma-store");
+  {
+    Graph g("tma_store_two_outputs");
+    auto y = g.matmul(g.input("a", DType::bf16, {384, 200}), weight_nk(g, "b", DType::bf16, 200, 768));
+    auto pre = g.add(y, g.input("bias", DType::bf16, {768}));
+    g.output(pre, "pre");
+    g.output(g.gelu(pre), "y");
+    check_every_candidate(g, 2.0, "tma-store");
+  }
+  {
+    Graph g("tma_store_bare_bf16");
+    g.output(g.matmul(g.input("a", DType::bf16, {1000, 136}), weight_nk(g, "b", DType::bf16, 136, 2304)), "y");
+    check_every_candidate(g, 1.0, "tma-store");
+  }
+  {
+    Graph g("tma_store_batched_f16");
+    auto a = g.input("a", DType::f16, {3, 256, 96});
+    auto b = g.input("b", DType::f16, {3, 96, 512}, {512 * 96, 1, 96});  // each batch [N, K]
+    g.output(g.relu(g.matmul(a, b)), "y");
+    check_every_candidate(g, 1.0, "tma-store");
+  }
 }
 
 TEST_F(GpuHopperGemm, EveryCandidateBatchedResidualRowColumnSums) {

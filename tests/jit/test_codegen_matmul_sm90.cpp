@@ -239,7 +239,8 @@ TEST(JitMatmulSm90, TranscendentalEpilogueTakesPingPongFirst) {
 }
 
 TEST(JitMatmulSm90, FullTilesStoreSixteenByteRows) {
-  // 16-bit outputs of full tiles leave through stmatrix as 16-byte rows; an f32 output as pairs.
+  // 16-bit outputs of full tiles leave through stmatrix as 16-byte rows (a scratch and 16-byte
+  // stores, or TMA stores); an f32 output as pairs.
   // Either way the tile-edge form stays in the kernel (shapes are run-time arguments).
   for (DType out : {DType::bf16, DType::f32}) {
     Graph g("full_tiles");
@@ -248,7 +249,9 @@ TEST(JitMatmulSm90, FullTilesStoreSixteenByteRows) {
     g.output(out == DType::bf16 ? y : g.cast(y, DType::f32), "y");
     const fuse::Partition p = fuse::partition_graph(g);
     const KernelSpec k = build_matmul_variant(g, matmul_region(g, p), h200(), 0).kernels.at(0);
-    const bool wide = k.source.find("store_fragment_rows_wide(scratch_") != std::string::npos;
+    // (the coop configs stage the rows for TMA stores, ping-pong stores them from a scratch)
+    const bool wide = k.source.find("store_fragment_rows_wide(scratch_") != std::string::npos ||
+                      k.source.find("stage_fragment_rows_sw128(") != std::string::npos;
     EXPECT_EQ(wide, out == DType::bf16) << to_string(out);
     EXPECT_NE(k.source.find(out == DType::bf16 ? "(a.ecols % 8 == 0)" : "(a.ecols % 2 == 0)"), std::string::npos);
     EXPECT_NE(k.source.find("matmul_wg_epilogue_body<false>"), std::string::npos);
@@ -276,7 +279,8 @@ TEST(JitMatmulSm90, FullTilesAdmitAScalarAndABias) {
   ASSERT_FALSE(k.source.empty());
   EXPECT_NE(k.source.find("(a.ecs0 == 0 || (a.ecs0 == 1 && pair_aligned(a.ein0)))"), std::string::npos);
   EXPECT_NE(k.source.find("(a.ecs1 == 0 || (a.ecs1 == 1 && pair_aligned(a.ein1)))"), std::string::npos);
-  EXPECT_NE(k.source.find("store_fragment_rows_wide(scratch_"), std::string::npos);  // y (bf16)
+  EXPECT_TRUE(k.source.find("store_fragment_rows_wide(scratch_") != std::string::npos ||
+              k.source.find("stage_fragment_rows_sw128(") != std::string::npos);  // y (bf16)
   EXPECT_NE(k.source.find("pair_aligned(a.out1)"), std::string::npos);               // y32 (f32)
   const cuda::CompileResult res = compile_reported("full_tiles_scalar.cu", k.source);
   EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
@@ -309,33 +313,45 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
   }
 }
 
-TEST(JitMatmulSm90, BatchedRowStoresCompileWithoutSpillsAndFit) {
-  // SINTER_SM90_STORE_BATCH=2 on the benchmark's fused case and a bare GEMM: every direct-epilogue
-  // config says so, keeps 0 spills, and its static scratch (2 KB per consumer warp, 16 KB in all) fits
-  // beside the ring: static + dynamic shared memory within the H200's 227 KB a block
-  const testing::ScopedEnv batch("SINTER_SM90_STORE_BATCH", "2");
-  for (bool epilogue : {true, false}) {
-    Graph g(epilogue ? "batched_fused" : "batched_bare");
+TEST(JitMatmulSm90, TmaStoresCompileWithoutSpillsAndFit) {
+  // The coop configs write full tiles' 16-bit outputs with TMA stores from two 2 KB slots per
+  // consumer warp (32 KB of static shared memory); ping-pong keeps the shared-load / global-store
+  // chains. On the benchmark's fused case, a bare GEMM and an epilogue with two 16-bit outputs
+  // (both staged, one slot each): every config keeps 0 spills and its static + dynamic shared
+  // memory fits the H200's 227 KB a block; SINTER_SM90_TMA_STORE=0 turns the stores off.
+  for (int outputs : {0, 1, 2}) {
+    Graph g("tma_store_" + std::to_string(outputs));
     auto a = g.input("a", DType::bf16, {4096, 4096});
     auto y = g.matmul(a, g.input("b", DType::bf16, {4096, 4096}, {1, 4096}));
-    if (epilogue) {
-      y = g.gelu(g.add(y, g.input("bias", DType::bf16, {4096})));
+    if (outputs > 0) {
+      auto pre = g.add(y, g.input("bias", DType::bf16, {4096}));
+      y = g.gelu(pre);
       g.output(g.amax(y), "amax");
+      if (outputs == 2) g.output(pre, "pre");
     }
     g.output(y, "y");
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
     for (int v = 0; v < 5; ++v) {  // the 5 direct-epilogue configs (variant 5: the C-tile kernel)
       const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
-      EXPECT_NE(k.description.find("direct-epilogue store-batch2"), std::string::npos) << k.description;
-      const cuda::CompileResult res = compile_reported("sm90_batched_rows.cu", k.source);
+      const bool coop = k.description.find("coop(") != std::string::npos;
+      EXPECT_EQ(k.description.find("tma-store") != std::string::npos, coop) << k.description;
+      EXPECT_EQ(k.tensor_maps.size(), coop ? 2u + static_cast<size_t>(std::max(outputs, 1)) : 2u) << k.description;
+      const cuda::CompileResult res = compile_reported("sm90_tma_store.cu", k.source);
       EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
+      // ptxas reports static shared memory only where there is some
       const size_t at = res.log.find(" bytes smem");
-      ASSERT_NE(at, std::string::npos) << res.log;
-      size_t from = res.log.rfind(' ', at - 1);
-      const long static_smem = std::stol(res.log.substr(from + 1, at - from - 1));
+      const long static_smem =
+          at == std::string::npos ? 0L : std::stol(res.log.substr(res.log.rfind(' ', at - 1) + 1));
       EXPECT_LE(static_smem + static_cast<long>(k.launch.dynamic_shared_memory), 227L * 1024) << k.description;
+      if (coop) {
+        EXPECT_GE(k.launch.dynamic_shared_memory, 32u * 1024 + 192u * 1024) << k.description;
+      }
     }
+    const testing::ScopedEnv off("SINTER_SM90_TMA_STORE", "0");
+    const KernelSpec k = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+    EXPECT_EQ(k.description.find("tma-store"), std::string::npos) << k.description;
+    EXPECT_EQ(k.tensor_maps.size(), 2u);
   }
 }
 

@@ -99,7 +99,9 @@ struct Sm90DirectConfig {
   bool ping_pong = false;
   int cluster = 1;
 };
-int sm90_direct_smem_bytes(const Sm90DirectConfig& c);
+// Dynamic shared memory of a config: 1024 alignment pad, the ring, `store_stage_bytes` of TMA store
+// slots, the barriers.
+int sm90_direct_smem_bytes(const Sm90DirectConfig& c, int store_stage_bytes = 0);
 std::string sm90_direct_name(const Sm90DirectConfig& c);
 RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                                        const Sm90DirectConfig& c);

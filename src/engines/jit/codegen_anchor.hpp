@@ -97,13 +97,22 @@ class AnchorEpilogue {
   // rows_valid >= 64, cols_valid >= bn and fragment_full_condition() hold. `wide_stores`: full
   // tiles store 16-bit outputs as 16-byte rows through stmatrix, else as pairs (the caller's
   // choice, the same for both calls).
-  // `store_batch` (1, or 2 where bn / 32 allows): 16-byte-row stores batched over that many
-  // 32-column groups (store_fragment_rows_wide_batch), with store_batch KB of static shared
-  // scratch per consumer warp instead of 512 bytes (2 KB a warp, 16 KB in all, for 2).
-  std::string fragment_tile(int bn, bool wide_stores, int store_batch = 1) const;
-  // Whether full tiles store any output as 16-byte rows (a 16-bit output, wide stores asked for):
-  // the only outputs a store batch applies to.
+  // `tma_slots` (0, 1 or 2; needs wide_stores and tma_stores_possible): full tiles stage each
+  // 16-bit output per consumer warp in 16-row x 64-column chunks (stage_fragment_rows_sw128) in
+  // that many 2 KB slots a warp and write them with TMA stores through the maps
+  // declare_store_maps adds, instead of shared-load / global-store chains. Then also needs in
+  // scope `store_stage` (char*, tma_stage_bytes of 1024-byte aligned shared memory for the CTA's
+  // 8 consumer warps). The caller waits for the stores (bulk_wait_all) before its consumers exit.
+  std::string fragment_tile(int bn, bool wide_stores, int tma_slots = 0) const;
+  // Whether full tiles store any output as 16-byte rows (a 16-bit output, wide stores asked for).
   bool any_wide_output(bool wide_stores) const;
+  // Whether full tiles can write the wide outputs with TMA stores from `tma_slots` slots a warp:
+  // at most that many wide outputs, a row length that is a multiple of 8 elements (16-byte TMA
+  // strides) and sizes inside TMA's 32-bit coordinates.
+  bool tma_stores_possible(bool wide_stores, int tma_slots) const;
+  static int tma_stage_bytes(int tma_slots) { return 8 * 2048 * tma_slots; }
+  // Fields tmo<k>: a TMA map of each wide output k seen as [rows, cols], box 64 columns x 16 rows.
+  void declare_store_maps(ArgsWriter& w, bool wide_stores) const;
   // The tile-independent part of the full-tile test (an expression over the kernel arguments
   // `a`): outputs allow aligned pair (or 16-byte row) stores, row-invariant operands (biases)
   // aligned pair loads or are one value broadcast over the columns too.

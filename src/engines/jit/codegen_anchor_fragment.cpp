@@ -17,14 +17,18 @@
 // 16-byte store per lane: store_fragment_rows_wide) instead of 4-byte pairs; how much stores
 // matter showed when the partial form's scalar stores ran the whole 4096^3 GEMM 16% slower
 // (0.2280 against 0.1955 ms, same call). Full-tile bare epilogue: ~2 SASS instructions an element.
+#include <cuda.h>
+
 #include <sstream>
+#include <vector>
 
 #include "engines/jit/codegen_anchor.hpp"
 #include "engines/jit/expr.hpp"
+#include "sinter/error.hpp"
 
 namespace sinter::jit {
 
-std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int store_batch) const {
+std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slots) const {
   using fuse::ExitReduction;
   auto kind_of = [&](size_t m) { return reduce_kind(g_.node(exits_[m].exit.node).op); };
   auto has = [&](ExitReduction p) {
@@ -52,34 +56,36 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int store_ba
       s << "    float racc" << m << "_" << hs << " = reduce_identity<" << kind_of(m) << ">();\n";
     }
   }
-  // 16-bit outputs of full tiles leave as 16-byte rows (store_fragment_rows_wide), 4 column groups
-  // at a time; the others as pairs
+  // 16-bit outputs of full tiles leave as 16-byte rows, 4 column groups at a time: through a
+  // per-warp scratch and 16-byte stores (store_fragment_rows_wide), or staged for TMA stores; the
+  // others as pairs
   auto wide = [&](size_t k) { return is_wide_output(k, wide_stores); };
   const bool any_wide = any_wide_output(wide_stores);
-  // store_batch B > 1: the 16-byte-row stores of B column groups (both row halves) go out as one
-  // batch -- 2 B stmatrix, one warp sync, 2 B shared loads, one sync, 2 B global stores -- instead
-  // of 2 B dependent chains; B x 1 KB of scratch per warp (2 B slots of 512 bytes)
-  const int batch = any_wide && store_batch > 1 && (bn / 32) % store_batch == 0 ? store_batch : 1;
-  if (any_wide) {
-    if (batch == 1) {
-      s << "    __shared__ __align__(16) u32 wide_scratch_[8][128];  // 512 bytes per consumer warp\n";
-    } else {
-      s << "    __shared__ __align__(16) u32 wide_scratch_[8][" << 256 * batch << "];  // " << batch
-        << " KB per consumer warp\n";
-    }
-    s << "    u32* const scratch_ = wide_scratch_[(threadIdx.x >> 5) & 7];\n";
-    for (size_t k = 0; k < outs_.size(); ++k) {
-      if (!wide(k)) continue;
+  const bool tma = any_wide && tma_slots > 0;
+  if (tma && !tma_stores_possible(wide_stores, tma_slots)) {
+    throw Error(ErrorCode::internal, "fragment_tile: TMA stores asked for outputs they cannot write");
+  }
+  std::vector<size_t> wide_outs;
+  for (size_t k = 0; k < outs_.size(); ++k) {
+    if (wide(k)) wide_outs.push_back(k);
+  }
+  const int n_wide = static_cast<int>(wide_outs.size());
+  if (tma) {
+    // store_stage: the CTA's slots, 1024-byte aligned; this warp's are tma_slots x 2 KB of them
+    s << "    char (*const stage_)[2048] = reinterpret_cast<char (*)[2048]>(store_stage + ((threadIdx.x >> 5) & 7) * "
+      << tma_slots * 2048 << ");\n";
+  } else if (any_wide) {
+    s << "    __shared__ __align__(16) u32 wide_scratch_[8][128];  // 512 bytes per consumer warp\n"
+      << "    u32* const scratch_ = wide_scratch_[(threadIdx.x >> 5) & 7];\n";
+    for (size_t k : wide_outs) {
       for (int h = 0; h < 2; ++h) {
         s << "    " << storage_type(g_.tensor(outs_[k]).dtype) << "* const wrow" << k << "_" << h << " = a.out" << k
           << " + (grow0 + warp_ * 16 + " << 8 * h << " + (lane_ & 7)) * a.ecols + gcol0 + 8 * (lane_ >> 3);\n";
       }
     }
   }
-  // a wide output's packed words: entry 2 (q4 % batch) + row half, word qi
-  for (size_t k = 0; k < outs_.size(); ++k) {
-    if (wide(k)) s << "    u32 wk" << k << "[" << 2 * batch << "][4];\n";
-  }
+  // a wide output's packed words of one 32-column group: [row half][word qi]
+  for (size_t k : wide_outs) s << "    u32 wk" << k << "[2][4];\n";
   s << "#pragma unroll\n    for (int q4 = 0; q4 < " << bn / 32 << "; ++q4) {\n";
   s << "#pragma unroll\n    for (int qi = 0; qi < 4; ++qi) {\n"
     << "      const int q = 4 * q4 + qi;\n"
@@ -141,7 +147,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int store_ba
         s << "        " << pair;
         continue;
       }
-      const std::string slot = "wk" + std::to_string(k) + "[2 * (q4 % " + std::to_string(batch) + ") + " + hs + "][qi]";
+      const std::string slot = "wk" + std::to_string(k) + "[" + hs + "][qi]";
       s << "        if constexpr (kFull) {\n"
         << "          " << slot << " = pack_pair<" << storage_type(g_.tensor(outs_[k]).dtype) << ">(so" << k
         << "_0, so" << k << "_1);\n"
@@ -163,26 +169,43 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int store_ba
     }
   }
   s << "    }\n";  // qi
-  for (size_t k = 0; k < outs_.size(); ++k) {
-    if (!wide(k)) continue;
-    s << "    if constexpr (kFull) {\n";
-    if (batch == 1) {
+  if (tma) {
+    // chunk p (columns 64 p ..) of wide output i goes through slot (p n_wide + i) % slots; before a
+    // chunk's first group is staged, the stores that used its slots must have read them
+    s << "    if constexpr (kFull) {\n"
+      << "      if ((q4 & 1) == 0) {\n"
+      << "        if (lane_ == 0) bulk_wait_group_read<" << tma_slots - n_wide << ">();\n"
+      << "        __syncwarp();\n"
+      << "      }\n";
+    for (int i = 0; i < n_wide; ++i) {
+      const std::string k = std::to_string(wide_outs[i]);
+      const std::string slot = "stage_[((q4 >> 1) * " + std::to_string(n_wide) + " + " + std::to_string(i) + ") % " +
+                               std::to_string(tma_slots) + "]";
+      for (int h = 0; h < 2; ++h) {
+        s << "      stage_fragment_rows_sw128(" << slot << ", wk" << k << "[" << h << "], " << h << ", q4 & 1);\n";
+      }
+    }
+    s << "      if (q4 & 1) {  // a chunk is staged: this warp's 16 rows x 64 columns leave by TMA\n"
+      << "        fence_proxy_async_shared();\n"
+      << "        __syncwarp();\n"
+      << "        if (lane_ == 0) {\n";
+    for (int i = 0; i < n_wide; ++i) {
+      const std::string k = std::to_string(wide_outs[i]);
+      s << "          tma_store_3d(&a.tmo" << k << ", stage_[((q4 >> 1) * " << n_wide << " + " << i << ") % " << tma_slots
+        << "], static_cast<int>(gcol0) + 64 * (q4 >> 1), static_cast<int>(grow0) + 16 * warp_, 0);\n"
+        << "          bulk_commit_group();\n";
+    }
+    s << "        }\n"
+      << "      }\n"
+      << "    }\n";
+  } else {
+    for (size_t k : wide_outs) {
+      s << "    if constexpr (kFull) {\n";
       for (int h = 0; h < 2; ++h) {
         s << "      store_fragment_rows_wide(scratch_, wk" << k << "[" << h << "], wrow" << k << "_" << h << " + 32 * q4);\n";
       }
-    } else {
-      s << "      if (q4 % " << batch << " == " << batch - 1 << ") {\n"
-        << "        " << storage_type(g_.tensor(outs_[k]).dtype) << "* const rows_[" << 2 * batch << "] = {";
-      for (int b = 0; b < batch; ++b) {
-        for (int h = 0; h < 2; ++h) {
-          s << (b + h > 0 ? ", " : "") << "wrow" << k << "_" << h << " + 32 * (q4 - " << batch - 1 - b << ")";
-        }
-      }
-      s << "};\n"
-        << "        store_fragment_rows_wide_batch<" << 2 * batch << ">(scratch_, wk" << k << ", rows_);\n"
-        << "      }\n";
+      s << "    }\n";
     }
-    s << "    }\n";
   }
   s << "    }\n";  // q4
   for (size_t m = 0; m < exits_.size(); ++m) {
@@ -205,6 +228,36 @@ bool AnchorEpilogue::any_wide_output(bool wide_stores) const {
     if (is_wide_output(k, wide_stores)) return true;
   }
   return false;
+}
+
+bool AnchorEpilogue::tma_stores_possible(bool wide_stores, int tma_slots) const {
+  int n_wide = 0;
+  for (size_t k = 0; k < outs_.size(); ++k) n_wide += is_wide_output(k, wide_stores) ? 1 : 0;
+  const int64_t coord_limit = int64_t{1} << 31;  // TMA coordinates are signed 32-bit
+  return n_wide > 0 && n_wide <= tma_slots && tma_slots <= 2 && cols_ % 8 == 0 && cols_ < coord_limit &&
+         rows_ < coord_limit;
+}
+
+void AnchorEpilogue::declare_store_maps(ArgsWriter& w, bool wide_stores) const {
+  for (size_t k = 0; k < outs_.size(); ++k) {
+    if (!is_wide_output(k, wide_stores)) continue;
+    const DType t = g_.tensor(outs_[k]).dtype;
+    const uint64_t row_bytes = static_cast<uint64_t>(cols_) * dtype_size(t);
+    TensorMapSlot m;
+    m.source = PointerSlot::Source::output;
+    m.index = region_output_index(r_, outs_[k]);
+    if (m.index < 0) throw Error(ErrorCode::internal, "declare_store_maps: an output is not a region output");
+    m.data_type = t == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    m.dims[0] = static_cast<uint64_t>(cols_);
+    m.dims[1] = static_cast<uint64_t>(rows_);
+    m.dims[2] = 1;
+    m.strides[0] = row_bytes;
+    m.strides[1] = row_bytes * static_cast<uint64_t>(rows_);
+    m.box[0] = 64;  // 128 bytes: one swizzled row of a staged chunk
+    m.box[1] = 16;  // one consumer warp's rows
+    m.box[2] = 1;
+    w.tensor_map("tmo" + std::to_string(k), m);
+  }
 }
 
 bool AnchorEpilogue::is_wide_output(size_t k, bool wide_stores) const {

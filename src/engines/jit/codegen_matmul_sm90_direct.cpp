@@ -13,8 +13,9 @@
 
 namespace sinter::jit {
 
-int sm90_direct_smem_bytes(const Sm90DirectConfig& c) {
-  return 1024 + c.stages * (c.bm + c.bn) * 64 * 2 + 2 * c.stages * 8 + 2 * 8;
+
+int sm90_direct_smem_bytes(const Sm90DirectConfig& c, int store_stage_bytes) {
+  return 1024 + c.stages * (c.bm + c.bn) * 64 * 2 + store_stage_bytes + 2 * c.stages * 8 + 2 * 8;
 }
 
 std::string sm90_direct_name(const Sm90DirectConfig& c) {
@@ -58,30 +59,44 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   };
   const bool full_tiles = !env_off("SINTER_SM90_FULL_TILES");
   const bool wide_stores = !env_off("SINTER_SM90_WIDE_STORES");
-  // SINTER_SM90_STORE_BATCH=2 (experiment, written in session 14 after its last device call, NOT
-  // yet timed on a GPU): a full tile's 16-byte-row stores leave two column groups at a time
-  // (fragment_tile's store_batch), to shorten the coop kernel's tile end, where the tensor cores
-  // idle through 16 dependent stmatrix -> shared load -> store chains a warp.
-  const char* batch_env = std::getenv("SINTER_SM90_STORE_BATCH");
-  const int store_batch = batch_env != nullptr && std::string(batch_env) == "2" ? 2 : 1;
+  // Full tiles of the coop kernels write their 16-bit outputs with TMA stores from two 2 KB
+  // slots a consumer warp (fragment_tile's tma_slots; ping-pong, whose 5-stage ring leaves room
+  // for one slot, keeps the shared-load / global-store chains). H200, session 15, 4096^3 bf16
+  // against cuBLASLt alternated in one call: those chains' global stores cost the coop pair 4.3%
+  // (1.049 with them, 1.006 with the stores left out, 0.989 without any epilogue): every CTA
+  // reaches its tile end at about the same time, the burst of stores backs up, and the tensor
+  // cores idle until the warps have issued them. A TMA store is one instruction a chunk, and the
+  // next tile's main loop runs while it drains.
+  // SINTER_SM90_TMA_STORE=0 (A/B knob) keeps the chains.
+  AnchorEpilogue epi(g, r, o.mm->outputs[0]);
+  const int tma_slots = 2;
+  // (the slots sit after the ring in dynamic shared memory; the static kind is not 1024-byte
+  // aligned without padding the block past the 227 KB)
+  const bool tma_fits = static_cast<size_t>(sm90_direct_smem_bytes(c, AnchorEpilogue::tma_stage_bytes(tma_slots))) <=
+                        dev.max_shared_memory_per_block_optin;
+  const bool tma_stores = full_tiles && wide_stores && !c.ping_pong && !env_off("SINTER_SM90_TMA_STORE") &&
+                          tma_fits && epi.tma_stores_possible(wide_stores, tma_slots);
+  const int store_stage_bytes = tma_stores ? AnchorEpilogue::tma_stage_bytes(tma_slots) : 0;
+  const int smem_bytes = sm90_direct_smem_bytes(c, store_stage_bytes);
 
   RegionKernels rk;
   KernelSpec spec;
-  AnchorEpilogue epi(g, r, o.mm->outputs[0]);
   ArgsWriter w(spec);
   w.tensor_map("tma_a", sm90_tensor_map(r, o, true, static_cast<uint32_t>(c.bm)));
   w.tensor_map("tma_b", sm90_tensor_map(r, o, false, static_cast<uint32_t>(c.bn / c.cluster)));
   w.field("SinterGemmShape", "shape", sm90_gemm_shape(o));
   epi.declare(w);
+  if (tma_stores) epi.declare_store_maps(w, wide_stores);
   const std::string args = w.finish();
   const std::string cfg = "HopperDirectConfig<" + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
                           std::to_string(c.stages) + ", " + (c.ping_pong ? "true" : "false") + ", " +
-                          std::to_string(c.cluster) + ", " + (o.b_mn_major ? "true" : "false") + ">";
+                          std::to_string(c.cluster) + ", " + (o.b_mn_major ? "true" : "false") + ", " +
+                          std::to_string(store_stage_bytes) + ">";
 
   std::ostringstream src;
   src << "// matmul region " << r.id << " of graph '" << g.name() << "' (Hopper TMA + wgmma, direct epilogue)\n"
       << kernel_includes({"gemm/gemm_abi.h", "gemm/sm90_gemm_direct.cuh"}) << "using Cfg = " << cfg << ";\n"
-      << "static_assert(Cfg::kSmemBytes == " << sm90_direct_smem_bytes(c)
+      << "static_assert(Cfg::kSmemBytes == " << smem_bytes
       << ", \"the host's Hopper GEMM constants are stale\");\n"
       << "[[maybe_unused]] constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n\n"
       << args << "\n";
@@ -89,11 +104,11 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // compiled for full tiles (no bounds tests) and partial ones; matmul_wg_epilogue picks
   src << "template <bool kFull>\n"
       << "__device__ __forceinline__ void matmul_wg_epilogue_body(const Args& a, i64 grow0, i64 gcol0, int rows_valid, "
-         "int cols_valid, const float (&d)[Cfg::kAcc]"
+         "int cols_valid, char* store_stage, const float (&d)[Cfg::kAcc]"
       << epi.global_params() << ") {\n"
-      << epi.fragment_tile(c.bn, wide_stores, store_batch) << "}\n\n"
+      << epi.fragment_tile(c.bn, wide_stores, tma_stores ? tma_slots : 0) << "}\n\n"
       << "__device__ __forceinline__ void matmul_wg_epilogue(const Args& a, const HopperDirectTile& tile, int row0, "
-         "const float (&d)[Cfg::kAcc]"
+         "char* store_stage, const float (&d)[Cfg::kAcc]"
       << epi.global_params() << ") {\n"
       << "  const SinterGemmShape& s = a.shape;\n"
       << "  const int m0 = tile.mt * Cfg::kBM + row0, n0 = tile.nt * Cfg::kBN;\n"
@@ -102,9 +117,9 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "  const int cols_valid = static_cast<int>(min(i64{Cfg::kBN}, s.n - n0));\n"
       << "  if (" << (full_tiles ? "rows_valid >= 64 && cols_valid >= Cfg::kBN && " + epi.fragment_full_condition(wide_stores) : "false")
       << ") {\n"
-      << "    matmul_wg_epilogue_body<true>(a, grow0, gcol0, rows_valid, cols_valid, d" << epi.global_args() << ");\n"
+      << "    matmul_wg_epilogue_body<true>(a, grow0, gcol0, rows_valid, cols_valid, store_stage, d" << epi.global_args() << ");\n"
       << "  } else {\n"
-      << "    matmul_wg_epilogue_body<false>(a, grow0, gcol0, rows_valid, cols_valid, d" << epi.global_args() << ");\n"
+      << "    matmul_wg_epilogue_body<false>(a, grow0, gcol0, rows_valid, cols_valid, store_stage, d" << epi.global_args() << ");\n"
       << "  }\n"
       << "}\n\n";
   src << "extern \"C\" __global__ void __launch_bounds__(Cfg::kThreads, 1) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
@@ -158,7 +173,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "      // (the tile math above runs while it does: the hand-off is only this wait)\n"
         << "      if (j > 0) mbarrier_wait(&sm.order[1 - c], static_cast<u32>((n - 1 + c) & 1));\n"
         << "      hopper_direct_mainloop<Cfg, " << (bf16 ? "true" : "false") << ">(d, sm, 0, k_blocks, stage, phase, &sm.order[c]);\n"
-        << "      matmul_wg_epilogue(a, tile, 0, d" << epi.global_args() << ");\n"
+        << "      matmul_wg_epilogue(a, tile, 0, sm.store_stage, d" << epi.global_args() << ");\n"
         << "    }\n";
   } else {
     src << "    int stage = 0;\n    u32 phase = 0;\n"
@@ -166,9 +181,12 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "      const HopperDirectTile tile = hopper_direct_item<Cfg>(w, t, tiles_n);\n"
         << "      hopper_direct_mainloop<Cfg, " << (bf16 ? "true" : "false")
         << ">(d, sm, c * 64 * 128, k_blocks, stage, phase, nullptr);\n"
-        << "      matmul_wg_epilogue(a, tile, c * 64, d" << epi.global_args() << ");\n"
+        << "      matmul_wg_epilogue(a, tile, c * 64, sm.store_stage, d" << epi.global_args() << ");\n"
         << "    }\n";
   }
+  // a CTA's shared memory must outlive the TMA stores that read it (and their writes are done
+  // before the kernel's end, which the next kernel waits for)
+  if (tma_stores) src << "    if ((threadIdx.x & 31) == 0) bulk_wait_all();\n";
   src << "    named_barrier_sync(2 + c, 128);\n"
       << "    warpgroup_reg_dealloc<Cfg::kEntryRegs>();\n"
       << "  }\n"
@@ -178,7 +196,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   spec.source = src.str();
   spec.description = std::string("matmul sm90 wgmma.") + (bf16 ? "bf16" : "f16") + " " + sm90_direct_name(c) +
                      " tma setmaxnreg persistent group" + std::to_string(1024 / c.bm) + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
-                     (store_batch > 1 && epi.any_wide_output(wide_stores) ? " store-batch" + std::to_string(store_batch) : "") +
+                     (tma_stores ? " tma-store" : "") +
                      (o.b_mn_major ? " b-mn-major" : "") + (o.batch_folded ? " batch-folded" : "") +
                      (epi.index64() ? " idx64" : "") + epi.describe();
   // work items: tiles, or per cluster tile pairs; ping-pong: a CTA needs two tiles to keep both
@@ -190,7 +208,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   spec.launch.grid = dim3(static_cast<unsigned>(c.cluster * std::clamp<int64_t>(work, 1, sms / c.cluster)));
   if (c.cluster > 1) spec.launch.cluster = dim3(static_cast<unsigned>(c.cluster), 1, 1);
   spec.launch.block = dim3(384);
-  spec.launch.dynamic_shared_memory = static_cast<size_t>(sm90_direct_smem_bytes(c));
+  spec.launch.dynamic_shared_memory = static_cast<size_t>(smem_bytes);
   spec.persistent_work = work;
   rk.workspace_bytes = epi.workspace_bytes();
   rk.kernels.push_back(std::move(spec));
