@@ -60,13 +60,18 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   const bool full_tiles = !env_off("SINTER_SM90_FULL_TILES");
   const bool wide_stores = !env_off("SINTER_SM90_WIDE_STORES");
   // Full tiles of the coop kernels write their 16-bit outputs with TMA stores from two 2 KB
-  // slots a consumer warp (fragment_tile's tma_slots; ping-pong, whose 5-stage ring leaves room
-  // for one slot, keeps the shared-load / global-store chains). H200, session 15, 4096^3 bf16
-  // against cuBLASLt alternated in one call: those chains' global stores cost the coop pair 4.3%
-  // (1.049 with them, 1.006 with the stores left out, 0.989 without any epilogue): every CTA
-  // reaches its tile end at about the same time, the burst of stores backs up, and the tensor
-  // cores idle until the warps have issued them. A TMA store is one instruction a chunk, and the
-  // next tile's main loop runs while it drains.
+  // slots a consumer warp (fragment_tile's tma_slots). H200, session 15, 4096^3 bf16 against
+  // cuBLASLt alternated in one call: the shared-load / global-store chains' stores cost the coop
+  // pair 4.3% (1.049 with them, 1.006 with the stores left out, 0.989 without any epilogue):
+  // every CTA reaches its tile end at about the same time, the burst of stores backs up, and the
+  // tensor cores idle until the warps have issued them. A TMA store is one instruction a chunk,
+  // and the next tile's main loop runs while it drains: 1.024. Waiting for a slot is not what
+  // the rest costs (with the waits left out, racy output: 1.024 against 1.028), nor L2 keeping
+  // the output's lines (the stores with an evict-first policy: 1.028 / 1.026 against 1.026 /
+  // 1.029, two A/B rounds; 8192^3 0.981 either way).
+  // Ping-pong keeps the chains: its stores run under the other consumer's main loop, and TMA
+  // stores from the one slot a warp that fits beside its 5 stages measured no gain (the fused
+  // 4096^3 case: 1.175 against 1.174).
   // SINTER_SM90_TMA_STORE=0 (A/B knob) keeps the chains.
   AnchorEpilogue epi(g, r, o.mm->outputs[0]);
   const int tma_slots = 2;
