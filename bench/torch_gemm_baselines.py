@@ -1,6 +1,6 @@
 """PyTorch baselines for bench/bench_gemm.cpp (issue 4), measured on the same GPU in the same call:
 cuBLAS through torch.matmul for the bare GEMMs, PyTorch eager and torch.compile for the fused
-bias + GELU + amax case, and F.linear for the decode shapes. Same problems as sinter_bench_gemm:
+bias + GELU + amax case, torch._scaled_mm for the fp8 e4m3 GEMMs, and F.linear for the decode shapes. Same problems as sinter_bench_gemm:
 a [M, K] bf16 times an [N, K] weight seen as [K, N] (a @ w.T), the bias a bf16 [N] row, GELU the
 erf form (torch's default, as Sinter's gelu), amax = max |h| over the whole output.
 
@@ -74,6 +74,25 @@ def fused_case(s):
             error(name, engine, e)
 
 
+def fp8_case(s):
+    """fp8 e4m3 [M, K] x an [N, K] weight (M = N = s, K = 4096), bf16 out, unit scales: torch._scaled_mm (cuBLASLt's fp8
+    GEMM, which wants the weight as a column-major [K, N], i.e. w.t() of a row-major [N, K])."""
+    name = f"gemm_fp8_e4m3_{s}"
+    if not wanted(name):
+        return
+    try:
+        f8 = torch.float8_e4m3fn
+        k = 4096  # as sinter_bench_gemm's fp8 cases: M = N = s, K = 4096
+        a = torch.randn(s, k, device="cuda").to(f8)
+        w = (torch.randn(s, k, device="cuda") / k ** 0.5).to(f8)
+        one = torch.ones((), device="cuda")
+        fn = lambda: torch._scaled_mm(a, w.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        fn()
+        emit(name, "torch-scaled-mm", median_ms(fn), 2.0 * s * s * k, 2.0 * s * k + 2.0 * s * s)
+    except Exception as e:  # an install without fp8 GEMM support: say so
+        error(name, "torch-scaled-mm", e)
+
+
 def decode_case(m):
     name = f"decode_m{m}"
     if not wanted(name):
@@ -89,6 +108,8 @@ def main():
     bare_case(4096)
     bare_case(8192)
     fused_case(4096)
+    fp8_case(4096)
+    fp8_case(8192)
     for m in (1, 8, 16):
         decode_case(m)
 

@@ -248,4 +248,65 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 desc_a, u6
         : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB ? 1 : 0));
   }
 }
+// D[64 x kN] (+)= A[64x32] * B[32 x kN]^T with 8-bit float operands (e4m3 or e5m2, kE4m3A /
+// kE4m3B), both K-major (PTX allows no transpose for 8-bit types), f32 accumulate. A k step of
+// 32 elements is 32 bytes, as a 16-bit k step of 16: the same descriptors and the same fragment
+// layout as m64n128k16 / m64n256k16.
+template <bool kE4m3A, bool kE4m3B>
+__device__ __forceinline__ void wgmma_m64n128k32_f8(float (&d)[64], u64 desc_a, u64 desc_b, bool accumulate) {
+  const int scale_d = accumulate ? 1 : 0;
+#define SINTER_F8_128(ta, tb)                                                                                  \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                  \
+               "wgmma.mma_async.sync.aligned.m64n128k32.f32." ta "." tb " "                                    \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                      \
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "             \
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "             \
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "            \
+               "%64, %65, p, 1, 1;\n}\n"                                                                     \
+               : SINTER_WGMMA_D8(0), SINTER_WGMMA_D8(8), SINTER_WGMMA_D8(16), SINTER_WGMMA_D8(24),         \
+                 SINTER_WGMMA_D8(32), SINTER_WGMMA_D8(40), SINTER_WGMMA_D8(48), SINTER_WGMMA_D8(56)        \
+               : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+  if constexpr (kE4m3A && kE4m3B) {
+    SINTER_F8_128("e4m3", "e4m3");
+  } else if constexpr (kE4m3A) {
+    SINTER_F8_128("e4m3", "e5m2");
+  } else if constexpr (kE4m3B) {
+    SINTER_F8_128("e5m2", "e4m3");
+  } else {
+    SINTER_F8_128("e5m2", "e5m2");
+  }
+#undef SINTER_F8_128
+}
+template <bool kE4m3A, bool kE4m3B>
+__device__ __forceinline__ void wgmma_m64n256k32_f8(float (&d)[128], u64 desc_a, u64 desc_b, bool accumulate) {
+  const int scale_d = accumulate ? 1 : 0;
+#define SINTER_F8_256(ta, tb)                                                                                  \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                                 \
+               "wgmma.mma_async.sync.aligned.m64n256k32.f32." ta "." tb " "                                    \
+               "{"                                                                                             \
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                       \
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "             \
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "             \
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "             \
+               "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "             \
+               "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "             \
+               "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "  \
+               "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127 " \
+               "}, %128, %129, p, 1, 1;\n}\n"                                                                \
+               : SINTER_WGMMA_D8(0), SINTER_WGMMA_D8(8), SINTER_WGMMA_D8(16), SINTER_WGMMA_D8(24),         \
+                 SINTER_WGMMA_D8(32), SINTER_WGMMA_D8(40), SINTER_WGMMA_D8(48), SINTER_WGMMA_D8(56),       \
+                 SINTER_WGMMA_D8(64), SINTER_WGMMA_D8(72), SINTER_WGMMA_D8(80), SINTER_WGMMA_D8(88),       \
+                 SINTER_WGMMA_D8(96), SINTER_WGMMA_D8(104), SINTER_WGMMA_D8(112), SINTER_WGMMA_D8(120)     \
+               : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+  if constexpr (kE4m3A && kE4m3B) {
+    SINTER_F8_256("e4m3", "e4m3");
+  } else if constexpr (kE4m3A) {
+    SINTER_F8_256("e4m3", "e5m2");
+  } else if constexpr (kE4m3B) {
+    SINTER_F8_256("e5m2", "e4m3");
+  } else {
+    SINTER_F8_256("e5m2", "e5m2");
+  }
+#undef SINTER_F8_256
+}
 #undef SINTER_WGMMA_D8

@@ -30,15 +30,21 @@
 #include "common/types.cuh"
 #include "gemm/sm90_operand_b.cuh"
 
+// The operand types of the wgmma: 16-bit (f16 or bf16) or 8-bit floats (e4m3 or e5m2, both operands
+// the same type).
+enum : int { kWgmmaF16 = 0, kWgmmaBf16 = 1, kWgmmaE4m3 = 2, kWgmmaE5m2 = 3 };
+
 template <int kBM_, int kBN_, int kStages_, bool kPingPong_, int kCluster_ = 1, bool kBMnMajor_ = false,
-          int kStoreStageBytes_ = 0>
+          int kStoreStageBytes_ = 0, int kElemBytes_ = 2>
 struct HopperDirectConfig {
-  static constexpr int kBM = kBM_, kBN = kBN_, kBK = 64, kStages = kStages_;
+  // a k-block is one 128-byte swizzle row of each operand row: 64 16-bit or 128 8-bit values
+  static constexpr int kElemBytes = kElemBytes_;
+  static constexpr int kBM = kBM_, kBN = kBN_, kBK = 128 / kElemBytes_, kStages = kStages_;
   static constexpr bool kPingPong = kPingPong_;
   static constexpr bool kBMnMajor = kBMnMajor_;  // B n-contiguous (a row-major [K, N] weight)
   static constexpr int kCluster = kCluster_;
   static constexpr int kThreads = 384;
-  static constexpr int kTileA = kBM * kBK * 2, kTileB = kBN * kBK * 2;  // bytes per stage
+  static constexpr int kTileA = kBM * 128, kTileB = kBN * 128;  // bytes per stage
   static constexpr int kStageBytes = kTileA + kTileB;
   // after the ring: the consumer warps' staging slots for TMA stores of the epilogue's outputs
   static constexpr int kStoreStageBytes = kStoreStageBytes_;
@@ -52,11 +58,12 @@ struct HopperDirectConfig {
   // Registers per thread: 168 at launch (384 threads, 1 CTA/SM), then 40 for the producer and
   // 232 for the consumers: 128 x 40 + 256 x 232 = 64512 <= 65536.
   static constexpr int kEntryRegs = 168, kProducerRegs = 40, kConsumerRegs = 232;
-  static_assert(kBK * 2 == 128, "a k-block row must be exactly one 128-byte swizzle row");
+  static_assert(kElemBytes == 1 || kElemBytes == 2, "16-bit or 8-bit operands");
+  static_assert(kElemBytes == 2 || !kBMnMajor, "8-bit wgmma reads B k-contiguous only");
   static_assert(kPingPong ? kBM == 64 : kBM == 128, "64 rows per consumer warpgroup");
   static_assert(kBN == 128 || kBN == 256, "wgmma n of 128 or 256");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
-  static_assert((kBLoadRows * kBK * 2) % 1024 == 0, "a multicast half of B must keep the swizzle alignment");
+  static_assert((kBLoadRows * 128) % 1024 == 0, "a multicast half of B must keep the swizzle alignment");
   static_assert(kTileA % 1024 == 0 && kTileB % 1024 == 0, "stage tiles must stay 1024-byte aligned");
   static_assert(kStoreStageBytes % 1024 == 0, "TMA store slots must stay 1024-byte aligned (128-byte swizzle)");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
@@ -151,7 +158,7 @@ __device__ __forceinline__ void hopper_direct_produce(const SinterTensorMap* map
         const int half = w.rank * C::kBLoadRows;
         // (K-major: kBLoadRows rows of 128 bytes; MN-major: kBLoadRows / 64 atoms of 64 x 128 bytes;
         // the same byte offset either way)
-        sm90_load_b_multicast<C::kBMnMajor, C::kBLoadRows>(dst + C::kTileA + half * C::kBK * 2, map_b,
+        sm90_load_b_multicast<C::kBMnMajor, C::kBLoadRows>(dst + C::kTileA + half * 128, map_b,
                                                             &sm.full[stage], kb * C::kBK, tile.nt * C::kBN + half,
                                                             tile.batch, static_cast<u16>(0x3));
       }
@@ -163,12 +170,20 @@ __device__ __forceinline__ void hopper_direct_produce(const SinterTensorMap* map
   }
 }
 
-template <int kBN, bool kBf16, bool kTransB>
+// One 32-byte k step: k16 of 16-bit operands, k32 of 8-bit ones.
+template <int kBN, int kType, bool kTransB>
 __device__ __forceinline__ void hopper_direct_wgmma(float (&d)[kBN / 2], u64 da, u64 db) {
-  if constexpr (kBN == 256) {
-    wgmma_m64n256k16<kBf16, kTransB>(d, da, db, true);
+  if constexpr (kType == kWgmmaE4m3 || kType == kWgmmaE5m2) {
+    constexpr bool kE4m3 = kType == kWgmmaE4m3;
+    if constexpr (kBN == 256) {
+      wgmma_m64n256k32_f8<kE4m3, kE4m3>(d, da, db, true);
+    } else {
+      wgmma_m64n128k32_f8<kE4m3, kE4m3>(d, da, db, true);
+    }
+  } else if constexpr (kBN == 256) {
+    wgmma_m64n256k16<kType == kWgmmaBf16, kTransB>(d, da, db, true);
   } else {
-    wgmma_m64n128k16<kBf16, kTransB>(d, da, db, true);
+    wgmma_m64n128k16<kType == kWgmmaBf16, kTransB>(d, da, db, true);
   }
 }
 
@@ -188,7 +203,7 @@ __device__ __forceinline__ void hopper_direct_release(u64* empty) {
 // position (stage, phase), which it advances. `a_rows` is the byte offset of its 64 rows inside
 // the stage's A tile. A stage is released once the wgmma reading it has retired (wait_group 1
 // keeps one k-block in flight). `issued`, if not null, is arrived on once every wgmma is issued.
-template <class C, bool kBf16>
+template <class C, int kType>
 __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], const HopperDirectSmem& sm, int a_rows,
                                                        int k_blocks, int& stage, u32& phase, u64* issued) {
 #pragma unroll
@@ -202,9 +217,9 @@ __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], cons
     for (int i = 0; i < C::kAcc; ++i) wgmma_fence_operand(d[i]);
     wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < C::kBK / 16; ++k) {
-      // k step of 16 elements: 32 bytes inside A's swizzled 128-byte row
-      hopper_direct_wgmma<C::kBN, kBf16, C::kBMnMajor>(d, wgmma_desc_k_sw128(a + 32 * k),
+    for (int k = 0; k < 4; ++k) {
+      // k step of 32 bytes inside A's swizzled 128-byte row (16 16-bit or 32 8-bit elements)
+      hopper_direct_wgmma<C::kBN, kType, C::kBMnMajor>(d, wgmma_desc_k_sw128(a + 32 * k),
                                                        sm90_b_desc<C::kBMnMajor>(b, k));
     }
     wgmma_commit();

@@ -234,8 +234,9 @@ class Checker {
     for (size_t b = 0; b < 128; ++b) {
       if (k.args[t.arg_offset + b] != 0) fail(where + ": the argument bytes under it are not zero (a bundle never stores addresses)");
     }
-    if (t.data_type != CU_TENSOR_MAP_DATA_TYPE_FLOAT16 && t.data_type != CU_TENSOR_MAP_DATA_TYPE_BFLOAT16) {
-      fail(where + ": data type " + std::to_string(t.data_type) + " is not f16 or bf16");
+    if (t.data_type != CU_TENSOR_MAP_DATA_TYPE_FLOAT16 && t.data_type != CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 &&
+        t.data_type != CU_TENSOR_MAP_DATA_TYPE_UINT8) {
+      fail(where + ": data type " + std::to_string(t.data_type) + " is not f16, bf16 or uint8 (fp8)");
     }
     const auto& list = t.source == PointerSource::input ? r.inputs : r.outputs;
     if (t.source == PointerSource::workspace || static_cast<size_t>(t.index) >= list.size()) {
@@ -244,7 +245,8 @@ class Checker {
     }
     const DType dt = g_.tensor(list[t.index]).dtype;
     if ((dt == DType::bf16) != (t.data_type == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16) ||
-        (dt == DType::f16) != (t.data_type == CU_TENSOR_MAP_DATA_TYPE_FLOAT16)) {
+        (dt == DType::f16) != (t.data_type == CU_TENSOR_MAP_DATA_TYPE_FLOAT16) ||
+        is_fp8(dt) != (t.data_type == CU_TENSOR_MAP_DATA_TYPE_UINT8)) {
       fail(where + ": its data type does not match the tensor's " + std::string(to_string(dt)));
     }
     for (int i = 0; i < 2; ++i) {
@@ -254,10 +256,10 @@ class Checker {
     }
     // TMA needs a 16-byte aligned global address; arena buffers are aligned, so the offset must be
     if (t.byte_offset % 16 != 0) fail(where + ": byte offset " + std::to_string(t.byte_offset) + " is not a multiple of 16");
-    if (t.box[0] * 2 > 128) fail(where + ": an inner box of " + std::to_string(t.box[0]) + " elements exceeds the 128-byte swizzle");
+    if (t.box[0] * dtype_size(dt) > 128) fail(where + ": an inner box of " + std::to_string(t.box[0]) + " elements exceeds the 128-byte swizzle");
     const uint64_t extent = storage_bytes(g_.tensor(list[t.index]));
     // the furthest byte the map reaches, in 128-bit arithmetic against overflow
-    const unsigned __int128 last = static_cast<unsigned __int128>(t.dims[0]) * 2 +
+    const unsigned __int128 last = static_cast<unsigned __int128>(t.dims[0]) * dtype_size(dt) +
                                    static_cast<unsigned __int128>(t.dims[1] - 1) * t.strides[0] +
                                    static_cast<unsigned __int128>(t.dims[2] - 1) * t.strides[1];
     if (t.byte_offset < 0 || static_cast<unsigned __int128>(t.byte_offset) + last > extent) {

@@ -253,6 +253,55 @@ TEST_F(GpuHopperGemm, EveryCandidateTmaStores) {
   }
 }
 
+// fp8 operands (e4m3, e5m2) on the direct-epilogue kernels: wgmma k32 on 128-element k-blocks
+// that TMA fills with bytes, accumulated in the tensor cores (16-bit results only: an f32 result
+// runs on the generic tile, sm90_gemm_unsupported). Odd M and N, K not a multiple of 128 (the
+// last k-block zero-filled), bf16 / f16 results, an f32 output cast from one, a fused bias +
+// GELU + amax, batches, many tiles a CTA.
+Graph fp8_gemm(const std::string& name, DType t, int64_t m, int64_t n, int64_t k, DType out, bool epilogue) {
+  Graph g(name);
+  auto a = g.input("a", t, {m, k});
+  MatmulAttrs at;
+  at.out_dtype = out;
+  auto y = g.matmul(a, weight_nk(g, "b", t, k, n), at);
+  if (epilogue) {
+    y = g.gelu(g.add(y, g.input("bias", out, {n})));
+    g.output(g.amax(y), "amax");
+  }
+  g.output(y, "y");
+  return g;
+}
+
+TEST_F(GpuHopperGemm, EveryCandidateFp8) {
+  {  // the 5 direct-epilogue configs are candidates (the checks below would pass on the generic tile alone)
+    const Graph g = fp8_gemm("fp8_candidates", DType::fp8_e4m3, 333, 264, 208, DType::bf16, true);
+    const fuse::Partition p = fuse::partition_graph(g);
+    int fp8_direct = 0;
+    for (const fuse::Region& r : p.regions) {
+      if (r.kind != fuse::RegionKind::matmul) continue;
+      for (const auto& [v, rk] : jit::distinct_variants(g, r, properties_)) {
+        fp8_direct += rk.kernels.at(0).description.find("wgmma.e4m3") != std::string::npos ? 1 : 0;
+      }
+    }
+    EXPECT_EQ(fp8_direct, 5);
+  }
+  check_every_candidate(fp8_gemm("fp8_e4m3_fused_odd", DType::fp8_e4m3, 333, 264, 208, DType::bf16, true), 2.0,
+                        "wgmma.e4m3");
+  check_every_candidate(fp8_gemm("fp8_e5m2_bare_f16", DType::fp8_e5m2, 1000, 2304, 144, DType::f16, false), 1.0,
+                        "wgmma.e5m2");
+  check_every_candidate(fp8_gemm("fp8_e4m3_many_tiles", DType::fp8_e4m3, 2048, 2304, 400, DType::bf16, false), 1.0,
+                        "wgmma.e4m3");
+  Graph g("fp8_e4m3_batched");
+  auto a = g.input("a", DType::fp8_e4m3, {3, 256, 96});
+  auto b = g.input("b", DType::fp8_e4m3, {3, 96, 512}, {512 * 96, 1, 96});  // each batch [N, K]
+  MatmulAttrs at;
+  at.out_dtype = DType::bf16;
+  auto y = g.matmul(a, b, at);
+  g.output(g.relu(y), "y");
+  g.output(g.cast(y, DType::f32), "y32");  // an f32 output of the bf16 result: bounded by the bf16 rounding
+  check_every_candidate(g, 1.0, "wgmma.e4m3");
+}
+
 TEST_F(GpuHopperGemm, EveryCandidateBatchedResidualRowColumnSums) {
   Graph g("every_batched_f16");
   auto a = g.input("a", DType::f16, {3, 150, 72});

@@ -3,6 +3,8 @@
 // maps it asks for, and that its generated sources compile for sm_90a with no register spills
 // (ptxas's report through NVRTC). Numerics are checked on the GPU (tests/gpu, GpuHopperGemm).
 // With SINTER_DUMP_CUBIN_DIR set, the kernels' cubins (for nvdisasm) and sources are written there.
+#include <cuda.h>
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -353,6 +355,73 @@ TEST(JitMatmulSm90, TmaStoresCompileWithoutSpillsAndFit) {
     EXPECT_EQ(k.description.find("tma-store"), std::string::npos) << k.description;
     EXPECT_EQ(k.tensor_maps.size(), 2u);
   }
+}
+
+// an fp8 [m, k] x an fp8 [N, K] weight (b k-contiguous unless `b_row_major`), out in `out`, with
+// a bf16 bias + GELU + amax epilogue if asked
+Graph mm_fp8(DType t, int64_t m, int64_t n, int64_t k, DType out, bool epilogue, bool b_row_major = false) {
+  Graph g("mm_fp8");
+  auto a = g.input("a", t, {m, k});
+  auto b = b_row_major ? g.input("b", t, {k, n}) : g.input("b", t, {k, n}, {1, k});
+  MatmulAttrs at;
+  at.out_dtype = out;
+  auto y = g.matmul(a, b, at);
+  if (epilogue) {
+    y = g.gelu(g.add(y, g.input("bias", out, {n})));
+    g.output(g.amax(y), "amax");
+  }
+  g.output(y, "y");
+  return g;
+}
+
+TEST(JitMatmulSm90, Fp8OperandsRunOnTheDirectKernelsOnly) {
+  // two fp8 operands of one type, both k-contiguous: the direct-epilogue configs (wgmma k32 on
+  // 128-element k-blocks, the same bytes a stage as 16-bit), no C-tile kernel (16-bit only);
+  // every config compiles for sm_90a without spills
+  for (DType t : {DType::fp8_e4m3, DType::fp8_e5m2}) {
+    const Graph g = mm_fp8(t, 4096, 4096, 4096, DType::bf16, t == DType::fp8_e4m3);
+    const fuse::Partition p = fuse::partition_graph(g);
+    const fuse::Region& r = matmul_region(g, p);
+    EXPECT_NE(sm90_gemm_unsupported(g, r, h200()).find("not both bf16 or both f16"), std::string::npos);
+    EXPECT_EQ(sm90_gemm_unsupported(g, r, h200(), true), "");
+    const std::string word = t == DType::fp8_e4m3 ? "wgmma.e4m3" : "wgmma.e5m2";
+    int direct = 0;
+    for (int v = 0; v < matmul_variants(g, r, h200()); ++v) {
+      const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+      EXPECT_EQ(k.description.find("warpspec"), std::string::npos) << k.description;  // the C-tile kernel
+      if (k.description.find("direct-epilogue") == std::string::npos) continue;
+      ++direct;
+      EXPECT_NE(k.description.find(word), std::string::npos) << k.description;
+      EXPECT_NE(k.description.find("fp8-fast-accum"), std::string::npos) << k.description;
+      EXPECT_NE(k.description.find("x128 stages"), std::string::npos) << k.description;  // 128-element k-blocks
+      ASSERT_EQ(k.tensor_maps.size() >= 2, true);
+      EXPECT_EQ(k.tensor_maps[0].data_type, CU_TENSOR_MAP_DATA_TYPE_UINT8);
+      EXPECT_EQ(k.tensor_maps[0].box[0], 128u);
+      const cuda::CompileResult res = compile_reported("sm90_fp8.cu", k.source);
+      EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
+      if (const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR")) {  // for cuobjdump -sass
+        const std::string name = std::string("sm90_fp8_") + std::string(to_string(t)) + "_v" + std::to_string(v) + ".cubin";
+        std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
+            .write(res.cubin.data(), static_cast<std::streamsize>(res.cubin.size()));
+      }
+    }
+    EXPECT_EQ(direct, 5);
+  }
+  // what the direct kernels decline for fp8, with the reason
+  auto why = [](const Graph& g) {
+    const fuse::Partition p = fuse::partition_graph(g);
+    return sm90_gemm_unsupported(g, matmul_region(g, p), h200(), true);
+  };
+  EXPECT_NE(why(mm_fp8(DType::fp8_e4m3, 256, 256, 256, DType::bf16, false, true)).find("fp8 wgmma reads b k-contiguous only"),
+            std::string::npos);
+  EXPECT_NE(why(mm_fp8(DType::fp8_e4m3, 64, 64, 100, DType::bf16, false)).find("not a positive multiple of 16"),
+            std::string::npos);
+  // the tensor cores' fp8 accumulation is below f32 precision: no f32 results, K up to 4096
+  EXPECT_NE(why(mm_fp8(DType::fp8_e4m3, 256, 256, 256, DType::f32, false)).find("16-bit or fp8 results only"),
+            std::string::npos);
+  EXPECT_NE(why(mm_fp8(DType::fp8_e5m2, 256, 256, 4224, DType::bf16, false)).find("K = 4224 > 4096"),
+            std::string::npos);
+  EXPECT_EQ(why(mm_fp8(DType::fp8_e5m2, 256, 256, 4096, DType::f16, false)), "");
 }
 
 TEST(JitMatmulSm90, CompilesWithoutSpills) {

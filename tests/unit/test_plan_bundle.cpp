@@ -277,7 +277,7 @@ TEST(PlanBundle, TensorMapsRoundTripAndAreChecked) {
       {"must be 64-aligned", [](TensorMapRecord& t) { t.arg_offset = 96; }},
       {"inside the 256 argument bytes", [](TensorMapRecord& t) { t.arg_offset = 192; }},
       {"overlaps the pointer slot", [](TensorMapRecord& t) { t.arg_offset = 0; }},
-      {"is not f16 or bf16", [](TensorMapRecord& t) { t.data_type = 7; }},
+      {"is not f16, bf16 or uint8 (fp8)", [](TensorMapRecord& t) { t.data_type = 7; }},
       {"does not match the tensor's bf16", [](TensorMapRecord& t) { t.data_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; }},
       {"not a positive multiple of 16 bytes", [](TensorMapRecord& t) { t.strides[0] = 40; }},
       {"not a positive multiple of 16 bytes", [](TensorMapRecord& t) { t.strides[1] = 0; }},

@@ -88,7 +88,10 @@ RegionKernels build_sdpa_variant(const Graph& g, const fuse::Region& r, const cu
                                  int variant);
 
 // Why the Hopper GEMM cannot run this region ("" when it can).
-std::string sm90_gemm_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// allow_fp8: the direct-epilogue kernels also take two fp8 operands of one type, both k-contiguous
+// (the C-tile kernel and the decode tiles do not).
+std::string sm90_gemm_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                                  bool allow_fp8 = false);
 RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 // A tile config of the direct-epilogue Hopper GEMM (kernels/gemm/sm90_gemm_direct.cuh):
 // bm x bn x 64 tiles through a `stages`-deep ring; cooperative (bm 128: both consumers on one
@@ -102,7 +105,8 @@ struct Sm90DirectConfig {
 // Dynamic shared memory of a config: 1024 alignment pad, the ring, `store_stage_bytes` of TMA store
 // slots, the barriers.
 int sm90_direct_smem_bytes(const Sm90DirectConfig& c, int store_stage_bytes = 0);
-std::string sm90_direct_name(const Sm90DirectConfig& c);
+// "128x256x64 stages4 coop(...)": tile M x N x k-block (64 16-bit or 128 8-bit elements).
+std::string sm90_direct_name(const Sm90DirectConfig& c, int k_block = 64);
 RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                                        const Sm90DirectConfig& c);
 // Why the decode GEMV tile cannot run this region ("" when it can), and the tile itself.

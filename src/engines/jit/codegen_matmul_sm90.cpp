@@ -37,13 +37,36 @@ std::pair<int64_t, int64_t> operand_strides(const Operands& o, bool is_a) { retu
 
 }  // namespace
 
-std::string sm90_gemm_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+std::string sm90_gemm_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                                  bool allow_fp8) {
   if (dev.arch != "sm_90a") return "needs sm_90a (device compiles for " + dev.arch + ")";
   if (!r.prologue.empty()) return "the region has a prologue";
   const Operands o = operands(g, r);
-  if (o.dtype != o.dtype_b || (o.dtype != DType::bf16 && o.dtype != DType::f16)) {
+  const bool fp8 = allow_fp8 && o.dtype == o.dtype_b && is_fp8(o.dtype);
+  if (!fp8 && (o.dtype != o.dtype_b || (o.dtype != DType::bf16 && o.dtype != DType::f16))) {
     return std::string("operands are ") + std::string(to_string(o.dtype)) + " x " +
-           std::string(to_string(o.dtype_b)) + ", not both bf16 or both f16";
+           std::string(to_string(o.dtype_b)) + ", not both bf16 or both f16" +
+           (allow_fp8 ? " (or both fp8_e4m3 or both fp8_e5m2)" : "");
+  }
+  // 8-bit wgmma has no transpose: both operands k-contiguous
+  if (fp8 && o.b_mn_major) return "b is n-contiguous, and fp8 wgmma reads b k-contiguous only";
+  // 8-bit wgmma accumulates in the tensor cores below f32 precision (cuBLASLt's "fast
+  // accumulation"; H200, session 15: relative L2 error 6.6e-5 at K = 96 against the f64
+  // reference, 1.6e-3 at K = 4096 against cuBLASLt's promoted accumulation, both with 16-bit
+  // outputs rounding at 2^-9 .. 2^-11). So only 16-bit or fp8 results, and K up to 4096; an f32
+  // result or a longer K takes the generic tile (f16 mma, f32 accumulation). Promoting each
+  // k-block into a second f32 accumulator (DeepGEMM's way) would lift both limits but needs
+  // twice the accumulator registers.
+  if (fp8) {
+    const DType out = g.tensor(o.mm->outputs[0]).dtype;
+    if (out == DType::f32) {
+      return "an fp8 matmul with an f32 result: fp8 wgmma accumulates below f32 precision (16-bit or fp8 "
+             "results only)";
+    }
+    if (o.k > 4096) {
+      return "an fp8 matmul with K = " + std::to_string(o.k) +
+             " > 4096: fp8 wgmma accumulates below f32 precision, measured to K = 4096";
+    }
   }
   if (o.a_stride_k != 1 && o.k > 1) return "a is not k-contiguous (stride " + std::to_string(o.a_stride_k) + ")";
   if (o.b_stride_k != 1 && o.k > 1 && !o.b_mn_major) {
@@ -257,16 +280,18 @@ std::vector<MatmulVariant> matmul_tiles(const Graph& g, const fuse::Region& r, c
   if (decode_ffma_unsupported(g, r, dev).empty()) tiles.push_back({MatmulTile::decode_ffma, {}});
   if (tma && !tma_first) tiles.push_back({MatmulTile::decode_tma, {}});
   if (tma_rows && !tma_first) tiles.push_back({MatmulTile::decode_tma_rows, {}});
-  if (sm90_gemm_unsupported(g, r, dev).empty()) {
+  if (sm90_gemm_unsupported(g, r, dev, true).empty()) {
     // Where 128x256 tiles fill the GPU, the direct-epilogue configs go first: on the H200 the
     // 128x256 CTA-pair config ran 4096^3 in 0.1965 ms and 8192^3 in 1.418 ms, against 0.2226 and
     // 1.627 for the C-tile kernel (cuBLASLt 0.1835 and 1.383), with outputs bit-identical to
-    // cuBLASLt's. Below that the measured C-tile kernel stays first.
+    // cuBLASLt's. Below that the measured C-tile kernel stays first. fp8 operands run on the
+    // direct-epilogue kernels only.
+    const bool ctile = sm90_gemm_unsupported(g, r, dev).empty();
     const std::vector<Sm90DirectConfig> direct = sm90_direct_configs(g, r, dev);
     const bool large = !direct.empty() && direct.front().bn == 256;
-    if (!large) tiles.push_back({MatmulTile::sm90_ctile, {}});
+    if (!large && ctile) tiles.push_back({MatmulTile::sm90_ctile, {}});
     for (const Sm90DirectConfig& c : direct) tiles.push_back({MatmulTile::sm90_direct, c});
-    if (large) tiles.push_back({MatmulTile::sm90_ctile, {}});
+    if (large && ctile) tiles.push_back({MatmulTile::sm90_ctile, {}});
   }
   tiles.push_back({MatmulTile::generic, {}});
   return tiles;
@@ -298,7 +323,7 @@ RegionKernels build_matmul_variant(const Graph& g, const fuse::Region& r, const 
   }
   RegionKernels rk = build_matmul(g, r, dev);
   // the fallback is visible in explain/inspect and in the tuner's candidate list
-  const std::string why_not = sm90_gemm_unsupported(g, r, dev);
+  const std::string why_not = sm90_gemm_unsupported(g, r, dev, true);
   if (!why_not.empty()) {
     for (KernelSpec& k : rk.kernels) k.description += " [sm90 gemm not used: " + why_not + "]";
   }

@@ -18,8 +18,8 @@ int sm90_direct_smem_bytes(const Sm90DirectConfig& c, int store_stage_bytes) {
   return 1024 + c.stages * (c.bm + c.bn) * 64 * 2 + store_stage_bytes + 2 * c.stages * 8 + 2 * 8;
 }
 
-std::string sm90_direct_name(const Sm90DirectConfig& c) {
-  return std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x64 stages" + std::to_string(c.stages) +
+std::string sm90_direct_name(const Sm90DirectConfig& c, int k_block) {
+  return std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" + std::to_string(k_block) + " stages" + std::to_string(c.stages) +
          (c.ping_pong ? " pingpong(1p+2c, a tile each)" : " coop(1p+2c, 64 rows each)") +
          (c.cluster > 1 ? " cluster" + std::to_string(c.cluster) + "x1 multicast-b" : "");
 }
@@ -36,7 +36,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
     const int n = std::atoi(st);
     if (n >= 2) c.stages = std::min(c.stages, n);
   }
-  const std::string why_not = sm90_gemm_unsupported(g, r, dev);
+  const std::string why_not = sm90_gemm_unsupported(g, r, dev, true);
   if (!why_not.empty()) {
     throw Error(ErrorCode::internal, "build_matmul_sm90_direct: region " + std::to_string(r.id) + ": " + why_not);
   }
@@ -45,7 +45,15 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
                                          std::to_string(sm90_direct_smem_bytes(c)) + " bytes of shared memory");
   }
   const Sm90Operands o = sm90_operands(g, r);
-  const bool bf16 = o.dtype == DType::bf16;
+  // the wgmma operand type (kernels/gemm/sm90_gemm_direct.cuh's kWgmma*)
+  const std::string wgmma_type = o.dtype == DType::bf16       ? "kWgmmaBf16"
+                                 : o.dtype == DType::fp8_e4m3 ? "kWgmmaE4m3"
+                                 : o.dtype == DType::fp8_e5m2 ? "kWgmmaE5m2"
+                                                              : "kWgmmaF16";
+  const std::string type_name = o.dtype == DType::bf16       ? "bf16"
+                                : o.dtype == DType::fp8_e4m3 ? "e4m3"
+                                : o.dtype == DType::fp8_e5m2 ? "e5m2"
+                                                             : "f16";
   // Full tiles run the epilogue compiled without bounds tests and with 16-byte row stores
   // (fragment_tile). H200, 4096^3 bf16, session 9: the default 0.1877 ms against 0.1955 with pair
   // stores (the call before) and 0.1965 in session 5; 8192^3 1.407 against 1.439. The second copy
@@ -96,7 +104,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   const std::string cfg = "HopperDirectConfig<" + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
                           std::to_string(c.stages) + ", " + (c.ping_pong ? "true" : "false") + ", " +
                           std::to_string(c.cluster) + ", " + (o.b_mn_major ? "true" : "false") + ", " +
-                          std::to_string(store_stage_bytes) + ">";
+                          std::to_string(store_stage_bytes) + ", " + std::to_string(dtype_size(o.dtype)) + ">";
 
   std::ostringstream src;
   src << "// matmul region " << r.id << " of graph '" << g.name() << "' (Hopper TMA + wgmma, direct epilogue)\n"
@@ -177,14 +185,14 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "      // tile j - 1 is the other consumer's (n - 1 + c)-th: wait until it has issued its wgmma\n"
         << "      // (the tile math above runs while it does: the hand-off is only this wait)\n"
         << "      if (j > 0) mbarrier_wait(&sm.order[1 - c], static_cast<u32>((n - 1 + c) & 1));\n"
-        << "      hopper_direct_mainloop<Cfg, " << (bf16 ? "true" : "false") << ">(d, sm, 0, k_blocks, stage, phase, &sm.order[c]);\n"
+        << "      hopper_direct_mainloop<Cfg, " << wgmma_type << ">(d, sm, 0, k_blocks, stage, phase, &sm.order[c]);\n"
         << "      matmul_wg_epilogue(a, tile, 0, sm.store_stage, d" << epi.global_args() << ");\n"
         << "    }\n";
   } else {
     src << "    int stage = 0;\n    u32 phase = 0;\n"
         << "    for (i64 t = w.first; t < w.count; t += w.stride) {\n"
         << "      const HopperDirectTile tile = hopper_direct_item<Cfg>(w, t, tiles_n);\n"
-        << "      hopper_direct_mainloop<Cfg, " << (bf16 ? "true" : "false")
+        << "      hopper_direct_mainloop<Cfg, " << wgmma_type
         << ">(d, sm, c * 64 * 128, k_blocks, stage, phase, nullptr);\n"
         << "      matmul_wg_epilogue(a, tile, c * 64, sm.store_stage, d" << epi.global_args() << ");\n"
         << "    }\n";
@@ -199,9 +207,9 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << epi.kernel_end("  ") << "}\n";
 
   spec.source = src.str();
-  spec.description = std::string("matmul sm90 wgmma.") + (bf16 ? "bf16" : "f16") + " " + sm90_direct_name(c) +
+  spec.description = "matmul sm90 wgmma." + type_name + " " + sm90_direct_name(c, 128 / static_cast<int>(dtype_size(o.dtype))) +
                      " tma setmaxnreg persistent group" + std::to_string(1024 / c.bm) + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
-                     (tma_stores ? " tma-store" : "") +
+                     (tma_stores ? " tma-store" : "") + (is_fp8(o.dtype) ? " fp8-fast-accum" : "") +
                      (o.b_mn_major ? " b-mn-major" : "") + (o.batch_folded ? " batch-folded" : "") +
                      (epi.index64() ? " idx64" : "") + epi.describe();
   // work items: tiles, or per cluster tile pairs; ping-pong: a CTA needs two tiles to keep both

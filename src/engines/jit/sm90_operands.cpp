@@ -81,14 +81,16 @@ TensorMapSlot sm90_tensor_map(const fuse::Region& r, const Sm90Operands& o, bool
   t.source = PointerSlot::Source::input;
   t.index = region_input_index(r, o.mm->inputs[is_a ? 0 : 1]);
   if (t.index < 0) throw Error(ErrorCode::internal, "sm90 gemm: an operand is not a region input");
-  t.data_type = o.dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  t.data_type = o.dtype == DType::bf16   ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                : is_fp8(o.dtype)        ? CU_TENSOR_MAP_DATA_TYPE_UINT8  // TMA moves bytes; wgmma reads them as fp8
+                                         : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   const bool mn_major = !is_a && o.b_mn_major;
   t.dims[0] = static_cast<uint64_t>(mn_major ? o.n : o.k);
   t.dims[1] = static_cast<uint64_t>(is_a ? o.m : mn_major ? o.k : o.n);
   t.dims[2] = static_cast<uint64_t>(o.batch.numel);
   t.strides[0] = static_cast<uint64_t>(row);
   t.strides[1] = static_cast<uint64_t>(batch);
-  t.box[0] = 64;  // 128 bytes: the widest inner box the 128-byte swizzle allows
+  t.box[0] = static_cast<uint32_t>(128 / dtype_size(o.dtype));  // 128 bytes: the widest inner box the 128-byte swizzle allows
   t.box[1] = mn_major ? 64 : box_rows;  // MN-major: 64 k rows; the kernel loads the tile's 64-column atoms
   t.box[2] = 1;
   return t;
