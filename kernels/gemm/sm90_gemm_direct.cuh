@@ -8,7 +8,8 @@
 //     (an "order" mbarrier each): that alternates their main loops, and it keeps every ring
 //     wait within one lap of the producer, which parity waits need.
 // CTA = 3 warpgroups: warpgroup 0 produces (one thread issues TMA loads into a kStages ring,
-// "full"/"empty" mbarriers per stage), warpgroups 1 and 2 consume with wgmma m64n{kBN}k16. The
+// "full"/"empty" mbarriers per stage), warpgroups 1 and 2 consume with wgmma m64n{kBN}k16 (k32 for
+// 8-bit operands: a k-block is 128 bytes of each row either way). The
 // producer gives its registers to the consumers (setmaxnreg), which hold kBN / 2 f32
 // accumulators per thread. Persistent: a CTA walks tiles blockIdx.x, + gridDim.x, ... in grouped
 // order (kGroupM M tiles walk down one N column together) so co-running CTAs share A and B in L2.
@@ -19,9 +20,9 @@
 //     a TMA multicast into both CTAs' shared memory: B's L2 -> SM traffic halves. A stage is
 //     free only when the consumers of both CTAs have released it (2 x its consumers arrivals
 //     on "empty"), so the pair runs in lockstep.
-// A is a K-major 16-bit matrix read through a 3D tensor map {K, M, batch} with 128-byte swizzle
-// and a {64, kBM} box; B is K-major ({64, kBN} box) or, with kBMnMajor, N-contiguous ({64, 64}
-// boxes, gemm/sm90_operand_b.cuh). TMA zero-fills rows and k outside the matrix, so any M, N, K
+// A is a K-major 16-bit (or 8-bit) matrix read through a 3D tensor map {K, M, batch} with 128-byte
+// swizzle and a {kBK, kBM} box (kBK: 128 bytes of k); B is K-major ({kBK, kBN} box) or, 16-bit
+// only, with kBMnMajor N-contiguous ({64, 64} boxes, gemm/sm90_operand_b.cuh). TMA zero-fills rows and k outside the matrix, so any M, N, K
 // works without predication in the main loop.
 #pragma once
 

@@ -43,8 +43,8 @@ struct PointerSlot {
 using Dim3 = std::array<uint32_t, 3>;
 
 // A TMA tensor map (CUtensorMap, 128 bytes) in the argument bytes, encoded by the runner once the
-// tensor's address is known: a tiled 3D view {dims[0] innermost, dims[1], dims[2]} of 16-bit
-// elements (data_type: CUtensorMapDataType, f16 or bf16) with byte strides for dims 1 and 2,
+// tensor's address is known: a tiled 3D view {dims[0] innermost, dims[1], dims[2]} of 16-bit or
+// fp8 elements (data_type: CUtensorMapDataType, f16, bf16, or uint8 for fp8) with byte strides for dims 1 and 2,
 // a box, and 128-byte swizzle (kernels/common/hopper.cuh).
 struct TensorMapRecord {
   PointerSource source = PointerSource::input;  // input or output

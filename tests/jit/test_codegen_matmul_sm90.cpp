@@ -317,7 +317,7 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
 
 TEST(JitMatmulSm90, TmaStoresCompileWithoutSpillsAndFit) {
   // The coop configs write full tiles' 16-bit outputs with TMA stores from two 2 KB slots per
-  // consumer warp (32 KB of static shared memory); ping-pong keeps the shared-load / global-store
+  // consumer warp (32 KB of dynamic shared memory after the ring); ping-pong keeps the shared-load / global-store
   // chains. On the benchmark's fused case, a bare GEMM and an epilogue with two 16-bit outputs
   // (both staged, one slot each): every config keeps 0 spills and its static + dynamic shared
   // memory fits the H200's 227 KB a block; SINTER_SM90_TMA_STORE=0 turns the stores off.

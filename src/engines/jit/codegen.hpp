@@ -94,7 +94,7 @@ std::string sm90_gemm_unsupported(const Graph& g, const fuse::Region& r, const c
                                   bool allow_fp8 = false);
 RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 // A tile config of the direct-epilogue Hopper GEMM (kernels/gemm/sm90_gemm_direct.cuh):
-// bm x bn x 64 tiles through a `stages`-deep ring; cooperative (bm 128: both consumers on one
+// bm x bn x (128 bytes of k) tiles through a `stages`-deep ring; cooperative (bm 128: both consumers on one
 // tile) or ping-pong (bm 64: a tile per consumer, one's epilogue under the other's main loop).
 // cluster 2: CTA pairs share B through TMA multicast.
 struct Sm90DirectConfig {

@@ -70,6 +70,13 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
     if (wide(k)) wide_outs.push_back(k);
   }
   const int n_wide = static_cast<int>(wide_outs.size());
+  // the slot of a chunk is fixed at compile time, the same in every tile: a tile's chunks must
+  // use the slots a whole number of times
+  if (tma && (bn / 64 * n_wide) % tma_slots != 0) {
+    throw Error(ErrorCode::internal, "fragment_tile: " + std::to_string(bn / 64 * n_wide) +
+                                         " TMA store chunks a tile do not cycle through " + std::to_string(tma_slots) +
+                                         " slots");
+  }
   if (tma) {
     // store_stage: the CTA's slots, 1024-byte aligned; this warp's are tma_slots x 2 KB of them
     s << "    char (*const stage_)[2048] = reinterpret_cast<char (*)[2048]>(store_stage + ((threadIdx.x >> 5) & 7) * "
@@ -252,7 +259,7 @@ void AnchorEpilogue::declare_store_maps(ArgsWriter& w, bool wide_stores) const {
     m.dims[1] = static_cast<uint64_t>(rows_);
     m.dims[2] = 1;
     m.strides[0] = row_bytes;
-    m.strides[1] = row_bytes * static_cast<uint64_t>(rows_);
+    m.strides[1] = row_bytes;  // dims[2] is 1: never stepped, any valid stride
     m.box[0] = 64;  // 128 bytes: one swizzled row of a staged chunk
     m.box[1] = 16;  // one consumer warp's rows
     m.box[2] = 1;

@@ -29,7 +29,10 @@ void bind_tensor_map(KernelSpec& spec, TensorMapSlot& t, const Binding& b) {
   if (ptr == t.encoded_for) return;
   if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0 && t.source == PointerSlot::Source::output) {
     // An output written by TMA stores: the kernel tests the alignment itself and stores such an
-    // output without TMA (the Hopper GEMM's full-tile condition), so the map is never used.
+    // output without TMA (the Hopper GEMM's full-tile condition), so the map is never used. It is
+    // zeroed rather than left describing the previous buffer.
+    const unsigned char zeros[sizeof(CUtensorMap)] = {};
+    spec.args.set_bytes(t.arg_offset, zeros, sizeof zeros);
     t.encoded_for = ptr;
     return;
   }
