@@ -223,8 +223,9 @@ TEST_F(GpuHopperGemm, EveryCandidateFullTileEpilogueForms) {
 // chunks through two swizzled 2 KB slots). Every chunk must land where it belongs: 16-bit
 // outputs beside an f32 one (N = 512), a partial last column tile stored by the bounds-tested
 // form beside TMA-stored full ones (N = 520), many tiles per CTA with the slots alternating
-// across tiles (2048 x 2304, K = 72), two 16-bit outputs (one slot each), a bare GEMM with a
-// partial last row tile, and batches (each batch's rows a whole number of tiles, so full tiles
+// across tiles (2048 x 2304, K = 72), two 16-bit outputs (one slot each), a row tile whose
+// consumers store one by TMA and one bounds-tested, a bare GEMM with a partial last row tile, and
+// batches (each batch's rows a whole number of tiles, so full tiles
 // of the second batch start mid-map).
 TEST_F(GpuHopperGemm, EveryCandidateTmaStores) {
   for (int64_t n : {int64_t{512}, int64_t{520}}) {
@@ -243,6 +244,15 @@ TEST_F(GpuHopperGemm, EveryCandidateTmaStores) {
     Graph g("tma_store_bare_bf16");
     g.output(g.matmul(g.input("a", DType::bf16, {1000, 136}), weight_nk(g, "b", DType::bf16, 136, 2304)), "y");
     check_every_candidate(g, 1.0, "tma-store");
+  }
+  {
+    // M = 200: the second row tile's first consumer has all 64 rows (TMA stores), its second
+    // only 8 (the bounds-tested stores), in one tile (written in session 15 after its last
+    // device call: not yet run on a GPU)
+    Graph g("tma_store_split_row_tile");
+    auto y = g.matmul(g.input("a", DType::bf16, {200, 136}), weight_nk(g, "b", DType::bf16, 136, 512));
+    g.output(g.gelu(g.add(y, g.input("bias", DType::bf16, {512}))), "y");
+    check_every_candidate(g, 2.0, "tma-store");
   }
   {
     Graph g("tma_store_batched_f16");

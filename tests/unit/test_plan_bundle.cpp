@@ -279,6 +279,8 @@ TEST(PlanBundle, TensorMapsRoundTripAndAreChecked) {
       {"overlaps the pointer slot", [](TensorMapRecord& t) { t.arg_offset = 0; }},
       {"is not f16, bf16 or uint8 (fp8)", [](TensorMapRecord& t) { t.data_type = 7; }},
       {"does not match the tensor's bf16", [](TensorMapRecord& t) { t.data_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; }},
+      {"does not match the tensor's bf16", [](TensorMapRecord& t) { t.data_type = CU_TENSOR_MAP_DATA_TYPE_UINT8; }},
+      {"exceeds the 128-byte swizzle", [](TensorMapRecord& t) { t.box[0] = 65; }},
       {"not a positive multiple of 16 bytes", [](TensorMapRecord& t) { t.strides[0] = 40; }},
       {"not a positive multiple of 16 bytes", [](TensorMapRecord& t) { t.strides[1] = 0; }},
       {"byte offset 8 is not a multiple of 16", [](TensorMapRecord& t) { t.byte_offset = 8; }},
