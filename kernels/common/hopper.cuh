@@ -167,6 +167,38 @@ __device__ __forceinline__ void wgmma_fence_operand(float& r) { asm volatile("" 
 
 #define SINTER_WGMMA_D8(i) "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
                            "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+// The accumulator operands of an m64n128 (64 registers a thread) and an m64n256 (128) wgmma, as
+// the instruction's register list and the asm output list; the descriptors, the scale-d flag
+// and the transpose immediate follow them as %64.. (%128..).
+#define SINTER_WGMMA_REGS64 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, " \
+  "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, " \
+  "%59, %60, %61, %62, %63}"
+#define SINTER_WGMMA_REGS128 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, " \
+  "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, " \
+  "%59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, " \
+  "%78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, " \
+  "%97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, " \
+  "%113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+#define SINTER_WGMMA_OUT64                                                                   \
+  SINTER_WGMMA_D8(0), SINTER_WGMMA_D8(8), SINTER_WGMMA_D8(16), SINTER_WGMMA_D8(24), SINTER_WGMMA_D8(32), \
+      SINTER_WGMMA_D8(40), SINTER_WGMMA_D8(48), SINTER_WGMMA_D8(56)
+#define SINTER_WGMMA_OUT128                                                                    \
+  SINTER_WGMMA_OUT64, SINTER_WGMMA_D8(64), SINTER_WGMMA_D8(72), SINTER_WGMMA_D8(80), SINTER_WGMMA_D8(88), \
+      SINTER_WGMMA_D8(96), SINTER_WGMMA_D8(104), SINTER_WGMMA_D8(112), SINTER_WGMMA_D8(120)
+// One wgmma with f32 accumulators: `shape` ("m64n128k16"), operand types `ta`, `tb`, the
+// register list and outputs of its size, and the operand numbers after them (`p_at`: the
+// scale-d flag). `tail`: what follows the predicate (16-bit: scale-a, scale-b, the transposes;
+// 8-bit, which has no transposes: the scales only).
+#define SINTER_WGMMA(shape, ta, tb, regs, outs, da, db, p_at, tail, ...)                              \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" p_at ", 0;\n"                                   \
+               "wgmma.mma_async.sync.aligned." shape ".f32." ta "." tb " " regs ", %" da ", %" db ", p, " \
+               tail ";\n}\n"                                                                            \
+               : outs                                                                                   \
+               : __VA_ARGS__)
 
 // D[64x128] (+)= A[64x16] * B[16x128]^T from shared memory, f32 accumulate. A is K-major; B is
 // K-major, or MN-major with kTransB (the instruction's imm-trans-b, an immediate: hence a template
@@ -177,29 +209,11 @@ template <bool kBf16, bool kTransB = false>
 __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 desc_a, u64 desc_b, bool accumulate) {
   const int scale_d = accumulate ? 1 : 0;
   if constexpr (kBf16) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-        "%64, %65, p, 1, 1, 0, %67;\n}\n"
-        : SINTER_WGMMA_D8(0), SINTER_WGMMA_D8(8), SINTER_WGMMA_D8(16), SINTER_WGMMA_D8(24),
-          SINTER_WGMMA_D8(32), SINTER_WGMMA_D8(40), SINTER_WGMMA_D8(48), SINTER_WGMMA_D8(56)
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB ? 1 : 0));
+    SINTER_WGMMA("m64n128k16", "bf16", "bf16", SINTER_WGMMA_REGS64, SINTER_WGMMA_OUT64, "64", "65", "66",
+                 "1, 1, 0, %67", "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB ? 1 : 0));
   } else {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-        "%64, %65, p, 1, 1, 0, %67;\n}\n"
-        : SINTER_WGMMA_D8(0), SINTER_WGMMA_D8(8), SINTER_WGMMA_D8(16), SINTER_WGMMA_D8(24),
-          SINTER_WGMMA_D8(32), SINTER_WGMMA_D8(40), SINTER_WGMMA_D8(48), SINTER_WGMMA_D8(56)
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB ? 1 : 0));
+    SINTER_WGMMA("m64n128k16", "f16", "f16", SINTER_WGMMA_REGS64, SINTER_WGMMA_OUT64, "64", "65", "66",
+                 "1, 1, 0, %67", "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB ? 1 : 0));
   }
 }
 // D[64x256] (+)= A[64x16] * B[16x256]^T, operands as for m64n128k16, f32 accumulate. The
@@ -209,43 +223,11 @@ template <bool kBf16, bool kTransB = false>
 __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 desc_a, u64 desc_b, bool accumulate) {
   const int scale_d = accumulate ? 1 : 0;
   if constexpr (kBf16) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-        "{"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127 "
-        "}, %128, %129, p, 1, 1, 0, %131;\n}\n"
-        : SINTER_WGMMA_D8(0), SINTER_WGMMA_D8(8), SINTER_WGMMA_D8(16), SINTER_WGMMA_D8(24),
-          SINTER_WGMMA_D8(32), SINTER_WGMMA_D8(40), SINTER_WGMMA_D8(48), SINTER_WGMMA_D8(56),
-          SINTER_WGMMA_D8(64), SINTER_WGMMA_D8(72), SINTER_WGMMA_D8(80), SINTER_WGMMA_D8(88),
-          SINTER_WGMMA_D8(96), SINTER_WGMMA_D8(104), SINTER_WGMMA_D8(112), SINTER_WGMMA_D8(120)
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB ? 1 : 0));
+    SINTER_WGMMA("m64n256k16", "bf16", "bf16", SINTER_WGMMA_REGS128, SINTER_WGMMA_OUT128, "128", "129", "130",
+                 "1, 1, 0, %131", "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB ? 1 : 0));
   } else {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
-        "{"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127 "
-        "}, %128, %129, p, 1, 1, 0, %131;\n}\n"
-        : SINTER_WGMMA_D8(0), SINTER_WGMMA_D8(8), SINTER_WGMMA_D8(16), SINTER_WGMMA_D8(24),
-          SINTER_WGMMA_D8(32), SINTER_WGMMA_D8(40), SINTER_WGMMA_D8(48), SINTER_WGMMA_D8(56),
-          SINTER_WGMMA_D8(64), SINTER_WGMMA_D8(72), SINTER_WGMMA_D8(80), SINTER_WGMMA_D8(88),
-          SINTER_WGMMA_D8(96), SINTER_WGMMA_D8(104), SINTER_WGMMA_D8(112), SINTER_WGMMA_D8(120)
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB ? 1 : 0));
+    SINTER_WGMMA("m64n256k16", "f16", "f16", SINTER_WGMMA_REGS128, SINTER_WGMMA_OUT128, "128", "129", "130",
+                 "1, 1, 0, %131", "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB ? 1 : 0));
   }
 }
 // D[64 x kN] (+)= A[64x32] * B[32 x kN]^T with 8-bit float operands (e4m3 or e5m2, kE4m3A /
@@ -255,17 +237,9 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 desc_a, u6
 template <bool kE4m3A, bool kE4m3B>
 __device__ __forceinline__ void wgmma_m64n128k32_f8(float (&d)[64], u64 desc_a, u64 desc_b, bool accumulate) {
   const int scale_d = accumulate ? 1 : 0;
-#define SINTER_F8_128(ta, tb)                                                                                  \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                  \
-               "wgmma.mma_async.sync.aligned.m64n128k32.f32." ta "." tb " "                                    \
-               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                      \
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "             \
-               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "             \
-               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "            \
-               "%64, %65, p, 1, 1;\n}\n"                                                                     \
-               : SINTER_WGMMA_D8(0), SINTER_WGMMA_D8(8), SINTER_WGMMA_D8(16), SINTER_WGMMA_D8(24),         \
-                 SINTER_WGMMA_D8(32), SINTER_WGMMA_D8(40), SINTER_WGMMA_D8(48), SINTER_WGMMA_D8(56)        \
-               : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+#define SINTER_F8_128(ta, tb)                                                                                \
+  SINTER_WGMMA("m64n128k32", ta, tb, SINTER_WGMMA_REGS64, SINTER_WGMMA_OUT64, "64", "65", "66", "1, 1",      \
+               "l"(desc_a), "l"(desc_b), "r"(scale_d))
   if constexpr (kE4m3A && kE4m3B) {
     SINTER_F8_128("e4m3", "e4m3");
   } else if constexpr (kE4m3A) {
@@ -280,24 +254,9 @@ __device__ __forceinline__ void wgmma_m64n128k32_f8(float (&d)[64], u64 desc_a, 
 template <bool kE4m3A, bool kE4m3B>
 __device__ __forceinline__ void wgmma_m64n256k32_f8(float (&d)[128], u64 desc_a, u64 desc_b, bool accumulate) {
   const int scale_d = accumulate ? 1 : 0;
-#define SINTER_F8_256(ta, tb)                                                                                  \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                                 \
-               "wgmma.mma_async.sync.aligned.m64n256k32.f32." ta "." tb " "                                    \
-               "{"                                                                                             \
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                       \
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "             \
-               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "             \
-               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "             \
-               "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "             \
-               "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "             \
-               "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "  \
-               "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127 " \
-               "}, %128, %129, p, 1, 1;\n}\n"                                                                \
-               : SINTER_WGMMA_D8(0), SINTER_WGMMA_D8(8), SINTER_WGMMA_D8(16), SINTER_WGMMA_D8(24),         \
-                 SINTER_WGMMA_D8(32), SINTER_WGMMA_D8(40), SINTER_WGMMA_D8(48), SINTER_WGMMA_D8(56),       \
-                 SINTER_WGMMA_D8(64), SINTER_WGMMA_D8(72), SINTER_WGMMA_D8(80), SINTER_WGMMA_D8(88),       \
-                 SINTER_WGMMA_D8(96), SINTER_WGMMA_D8(104), SINTER_WGMMA_D8(112), SINTER_WGMMA_D8(120)     \
-               : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+#define SINTER_F8_256(ta, tb)                                                                                \
+  SINTER_WGMMA("m64n256k32", ta, tb, SINTER_WGMMA_REGS128, SINTER_WGMMA_OUT128, "128", "129", "130", "1, 1", \
+               "l"(desc_a), "l"(desc_b), "r"(scale_d))
   if constexpr (kE4m3A && kE4m3B) {
     SINTER_F8_256("e4m3", "e4m3");
   } else if constexpr (kE4m3A) {
@@ -309,4 +268,9 @@ __device__ __forceinline__ void wgmma_m64n256k32_f8(float (&d)[128], u64 desc_a,
   }
 #undef SINTER_F8_256
 }
+#undef SINTER_WGMMA
+#undef SINTER_WGMMA_OUT128
+#undef SINTER_WGMMA_OUT64
+#undef SINTER_WGMMA_REGS128
+#undef SINTER_WGMMA_REGS64
 #undef SINTER_WGMMA_D8
