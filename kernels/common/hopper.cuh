@@ -230,43 +230,27 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 desc_a, u6
                  "1, 1, 0, %131", "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB ? 1 : 0));
   }
 }
-// D[64 x kN] (+)= A[64x32] * B[32 x kN]^T with 8-bit float operands (e4m3 or e5m2, kE4m3A /
-// kE4m3B), both K-major (PTX allows no transpose for 8-bit types), f32 accumulate. A k step of
-// 32 elements is 32 bytes, as a 16-bit k step of 16: the same descriptors and the same fragment
-// layout as m64n128k16 / m64n256k16.
-template <bool kE4m3A, bool kE4m3B>
-__device__ __forceinline__ void wgmma_m64n128k32_f8(float (&d)[64], u64 desc_a, u64 desc_b, bool accumulate) {
+// D[64 x kN] (+)= A[64x32] * B[32 x kN]^T with 8-bit float operands of one type (e4m3 if kE4m3,
+// else e5m2), both K-major (PTX allows no transpose for 8-bit types), f32 accumulate; kN 128 or
+// 256. A k step of 32 elements is 32 bytes, as a 16-bit k step of 16: the same descriptors and
+// the same fragment layout as m64n128k16 / m64n256k16.
+template <int kN, bool kE4m3>
+__device__ __forceinline__ void wgmma_m64nk32_f8(float (&d)[kN / 2], u64 desc_a, u64 desc_b, bool accumulate) {
+  static_assert(kN == 128 || kN == 256, "wgmma n of 128 or 256");
   const int scale_d = accumulate ? 1 : 0;
-#define SINTER_F8_128(ta, tb)                                                                                \
-  SINTER_WGMMA("m64n128k32", ta, tb, SINTER_WGMMA_REGS64, SINTER_WGMMA_OUT64, "64", "65", "66", "1, 1",      \
-               "l"(desc_a), "l"(desc_b), "r"(scale_d))
-  if constexpr (kE4m3A && kE4m3B) {
-    SINTER_F8_128("e4m3", "e4m3");
-  } else if constexpr (kE4m3A) {
-    SINTER_F8_128("e4m3", "e5m2");
-  } else if constexpr (kE4m3B) {
-    SINTER_F8_128("e5m2", "e4m3");
+  if constexpr (kN == 128 && kE4m3) {
+    SINTER_WGMMA("m64n128k32", "e4m3", "e4m3", SINTER_WGMMA_REGS64, SINTER_WGMMA_OUT64, "64", "65", "66", "1, 1",
+                 "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  } else if constexpr (kN == 128) {
+    SINTER_WGMMA("m64n128k32", "e5m2", "e5m2", SINTER_WGMMA_REGS64, SINTER_WGMMA_OUT64, "64", "65", "66", "1, 1",
+                 "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  } else if constexpr (kE4m3) {
+    SINTER_WGMMA("m64n256k32", "e4m3", "e4m3", SINTER_WGMMA_REGS128, SINTER_WGMMA_OUT128, "128", "129", "130",
+                 "1, 1", "l"(desc_a), "l"(desc_b), "r"(scale_d));
   } else {
-    SINTER_F8_128("e5m2", "e5m2");
+    SINTER_WGMMA("m64n256k32", "e5m2", "e5m2", SINTER_WGMMA_REGS128, SINTER_WGMMA_OUT128, "128", "129", "130",
+                 "1, 1", "l"(desc_a), "l"(desc_b), "r"(scale_d));
   }
-#undef SINTER_F8_128
-}
-template <bool kE4m3A, bool kE4m3B>
-__device__ __forceinline__ void wgmma_m64n256k32_f8(float (&d)[128], u64 desc_a, u64 desc_b, bool accumulate) {
-  const int scale_d = accumulate ? 1 : 0;
-#define SINTER_F8_256(ta, tb)                                                                                \
-  SINTER_WGMMA("m64n256k32", ta, tb, SINTER_WGMMA_REGS128, SINTER_WGMMA_OUT128, "128", "129", "130", "1, 1", \
-               "l"(desc_a), "l"(desc_b), "r"(scale_d))
-  if constexpr (kE4m3A && kE4m3B) {
-    SINTER_F8_256("e4m3", "e4m3");
-  } else if constexpr (kE4m3A) {
-    SINTER_F8_256("e4m3", "e5m2");
-  } else if constexpr (kE4m3B) {
-    SINTER_F8_256("e5m2", "e4m3");
-  } else {
-    SINTER_F8_256("e5m2", "e5m2");
-  }
-#undef SINTER_F8_256
 }
 #undef SINTER_WGMMA
 #undef SINTER_WGMMA_OUT128

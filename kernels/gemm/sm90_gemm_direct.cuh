@@ -175,12 +175,7 @@ __device__ __forceinline__ void hopper_direct_produce(const SinterTensorMap* map
 template <int kBN, int kType, bool kTransB>
 __device__ __forceinline__ void hopper_direct_wgmma(float (&d)[kBN / 2], u64 da, u64 db) {
   if constexpr (kType == kWgmmaE4m3 || kType == kWgmmaE5m2) {
-    constexpr bool kE4m3 = kType == kWgmmaE4m3;
-    if constexpr (kBN == 256) {
-      wgmma_m64n256k32_f8<kE4m3, kE4m3>(d, da, db, true);
-    } else {
-      wgmma_m64n128k32_f8<kE4m3, kE4m3>(d, da, db, true);
-    }
+    wgmma_m64nk32_f8<kBN, kType == kWgmmaE4m3>(d, da, db, true);
   } else if constexpr (kBN == 256) {
     wgmma_m64n256k16<kType == kWgmmaBf16, kTransB>(d, da, db, true);
   } else {

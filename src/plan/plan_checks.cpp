@@ -9,6 +9,7 @@
 
 #include "engines/cublaslt/matmul_pattern.hpp"
 #include "engines/cudnn/engine_configs.hpp"
+#include "engines/jit/sm90_operands.hpp"  // tensor_map_data_type
 
 #include "plan/bundle_format.hpp"
 
@@ -244,9 +245,7 @@ class Checker {
            " is not a tensor of the region");
     }
     const DType dt = g_.tensor(list[t.index]).dtype;
-    if ((dt == DType::bf16) != (t.data_type == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16) ||
-        (dt == DType::f16) != (t.data_type == CU_TENSOR_MAP_DATA_TYPE_FLOAT16) ||
-        is_fp8(dt) != (t.data_type == CU_TENSOR_MAP_DATA_TYPE_UINT8)) {
+    if (t.data_type != jit::tensor_map_data_type(dt)) {
       fail(where + ": its data type does not match the tensor's " + std::string(to_string(dt)));
     }
     for (int i = 0; i < 2; ++i) {

@@ -9,6 +9,7 @@
 #include "engines/jit/codegen.hpp"
 #include "fuse/region.hpp"
 #include "gpu/region_check.hpp"
+#include "jit/fp8_matmul_graph.hpp"
 #include "jit/temp_dir.hpp"  // ScopedEnv
 
 namespace sinter::testing {
@@ -269,17 +270,7 @@ TEST_F(GpuHopperGemm, EveryCandidateTmaStores) {
 // last k-block zero-filled), bf16 / f16 results, an f32 output cast from one, a fused bias +
 // GELU + amax, batches, many tiles a CTA.
 Graph fp8_gemm(const std::string& name, DType t, int64_t m, int64_t n, int64_t k, DType out, bool epilogue) {
-  Graph g(name);
-  auto a = g.input("a", t, {m, k});
-  MatmulAttrs at;
-  at.out_dtype = out;
-  auto y = g.matmul(a, weight_nk(g, "b", t, k, n), at);
-  if (epilogue) {
-    y = g.gelu(g.add(y, g.input("bias", out, {n})));
-    g.output(g.amax(y), "amax");
-  }
-  g.output(y, "y");
-  return g;
+  return testing::fp8_matmul_graph(name, t, m, n, k, out, epilogue);
 }
 
 TEST_F(GpuHopperGemm, EveryCandidateFp8) {

@@ -14,6 +14,7 @@
 #include "cuda/nvrtc.hpp"
 #include "engines/jit/codegen.hpp"
 #include "fuse/region.hpp"
+#include "jit/fp8_matmul_graph.hpp"
 #include "jit/temp_dir.hpp"  // ScopedEnv
 #include "sinter/error.hpp"
 
@@ -357,21 +358,8 @@ TEST(JitMatmulSm90, TmaStoresCompileWithoutSpillsAndFit) {
   }
 }
 
-// an fp8 [m, k] x an fp8 [N, K] weight (b k-contiguous unless `b_row_major`), out in `out`, with
-// a bf16 bias + GELU + amax epilogue if asked
 Graph mm_fp8(DType t, int64_t m, int64_t n, int64_t k, DType out, bool epilogue, bool b_row_major = false) {
-  Graph g("mm_fp8");
-  auto a = g.input("a", t, {m, k});
-  auto b = b_row_major ? g.input("b", t, {k, n}) : g.input("b", t, {k, n}, {1, k});
-  MatmulAttrs at;
-  at.out_dtype = out;
-  auto y = g.matmul(a, b, at);
-  if (epilogue) {
-    y = g.gelu(g.add(y, g.input("bias", out, {n})));
-    g.output(g.amax(y), "amax");
-  }
-  g.output(y, "y");
-  return g;
+  return testing::fp8_matmul_graph("mm_fp8", t, m, n, k, out, epilogue, b_row_major);
 }
 
 TEST(JitMatmulSm90, Fp8OperandsRunOnTheDirectKernelsOnly) {

@@ -104,7 +104,9 @@ class AnchorEpilogue {
   // scope `store_stage` (char*, tma_stage_bytes of 1024-byte aligned shared memory for the CTA's
   // 8 consumer warps). The caller waits for the stores (bulk_wait_all) before its consumers exit.
   std::string fragment_tile(int bn, bool wide_stores, int tma_slots = 0) const;
-  // Whether full tiles store any output as 16-byte rows (a 16-bit output, wide stores asked for).
+  // The outputs full tiles store as 16-byte rows (16-bit outputs, wide stores asked for), and
+  // whether there is any.
+  std::vector<size_t> wide_outputs(bool wide_stores) const;
   bool any_wide_output(bool wide_stores) const;
   // Whether full tiles can write the wide outputs with TMA stores from `tma_slots` slots a warp:
   // at most that many wide outputs, a row length that is a multiple of 8 elements (16-byte TMA

@@ -17,13 +17,12 @@
 // 16-byte store per lane: store_fragment_rows_wide) instead of 4-byte pairs; how much stores
 // matter showed when the partial form's scalar stores ran the whole 4096^3 GEMM 16% slower
 // (0.2280 against 0.1955 ms, same call). Full-tile bare epilogue: ~2 SASS instructions an element.
-#include <cuda.h>
-
 #include <sstream>
 #include <vector>
 
 #include "engines/jit/codegen_anchor.hpp"
 #include "engines/jit/expr.hpp"
+#include "engines/jit/sm90_operands.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter::jit {
@@ -60,14 +59,11 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   // per-warp scratch and 16-byte stores (store_fragment_rows_wide), or staged for TMA stores; the
   // others as pairs
   auto wide = [&](size_t k) { return is_wide_output(k, wide_stores); };
-  const bool any_wide = any_wide_output(wide_stores);
+  const std::vector<size_t> wide_outs = wide_outputs(wide_stores);
+  const bool any_wide = !wide_outs.empty();
   const bool tma = any_wide && tma_slots > 0;
   if (tma && !tma_stores_possible(wide_stores, tma_slots)) {
     throw Error(ErrorCode::internal, "fragment_tile: TMA stores asked for outputs they cannot write");
-  }
-  std::vector<size_t> wide_outs;
-  for (size_t k = 0; k < outs_.size(); ++k) {
-    if (wide(k)) wide_outs.push_back(k);
   }
   const int n_wide = static_cast<int>(wide_outs.size());
   // the slot of a chunk is fixed at compile time, the same in every tile: a tile's chunks must
@@ -230,31 +226,32 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   return s.str();
 }
 
-bool AnchorEpilogue::any_wide_output(bool wide_stores) const {
+std::vector<size_t> AnchorEpilogue::wide_outputs(bool wide_stores) const {
+  std::vector<size_t> out;
   for (size_t k = 0; k < outs_.size(); ++k) {
-    if (is_wide_output(k, wide_stores)) return true;
+    if (is_wide_output(k, wide_stores)) out.push_back(k);
   }
-  return false;
+  return out;
 }
 
+bool AnchorEpilogue::any_wide_output(bool wide_stores) const { return !wide_outputs(wide_stores).empty(); }
+
 bool AnchorEpilogue::tma_stores_possible(bool wide_stores, int tma_slots) const {
-  int n_wide = 0;
-  for (size_t k = 0; k < outs_.size(); ++k) n_wide += is_wide_output(k, wide_stores) ? 1 : 0;
+  const int n_wide = static_cast<int>(wide_outputs(wide_stores).size());
   const int64_t coord_limit = int64_t{1} << 31;  // TMA coordinates are signed 32-bit
   return n_wide > 0 && n_wide <= tma_slots && tma_slots <= 2 && cols_ % 8 == 0 && cols_ < coord_limit &&
          rows_ < coord_limit;
 }
 
 void AnchorEpilogue::declare_store_maps(ArgsWriter& w, bool wide_stores) const {
-  for (size_t k = 0; k < outs_.size(); ++k) {
-    if (!is_wide_output(k, wide_stores)) continue;
+  for (size_t k : wide_outputs(wide_stores)) {
     const DType t = g_.tensor(outs_[k]).dtype;
     const uint64_t row_bytes = static_cast<uint64_t>(cols_) * dtype_size(t);
     TensorMapSlot m;
     m.source = PointerSlot::Source::output;
     m.index = region_output_index(r_, outs_[k]);
     if (m.index < 0) throw Error(ErrorCode::internal, "declare_store_maps: an output is not a region output");
-    m.data_type = t == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    m.data_type = tensor_map_data_type(t);
     m.dims[0] = static_cast<uint64_t>(cols_);
     m.dims[1] = static_cast<uint64_t>(rows_);
     m.dims[2] = 1;

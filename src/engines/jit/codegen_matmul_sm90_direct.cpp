@@ -13,6 +13,23 @@
 
 namespace sinter::jit {
 
+namespace {
+// The wgmma operand type of `t`: the kernel's constant (sm90_gemm_direct.cuh's kWgmma*) and the
+// name the description gives it.
+struct WgmmaType {
+  const char* constant;
+  const char* name;
+};
+WgmmaType wgmma_type(DType t) {
+  switch (t) {
+    case DType::bf16: return {"kWgmmaBf16", "bf16"};
+    case DType::fp8_e4m3: return {"kWgmmaE4m3", "e4m3"};
+    case DType::fp8_e5m2: return {"kWgmmaE5m2", "e5m2"};
+    default: return {"kWgmmaF16", "f16"};  // sm90_gemm_unsupported admits no other type
+  }
+}
+}  // namespace
+
 
 int sm90_direct_smem_bytes(const Sm90DirectConfig& c, int store_stage_bytes) {
   return 1024 + c.stages * (c.bm + c.bn) * 64 * 2 + store_stage_bytes + 2 * c.stages * 8 + 2 * 8;
@@ -45,15 +62,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
                                          std::to_string(sm90_direct_smem_bytes(c)) + " bytes of shared memory");
   }
   const Sm90Operands o = sm90_operands(g, r);
-  // the wgmma operand type (kernels/gemm/sm90_gemm_direct.cuh's kWgmma*)
-  const std::string wgmma_type = o.dtype == DType::bf16       ? "kWgmmaBf16"
-                                 : o.dtype == DType::fp8_e4m3 ? "kWgmmaE4m3"
-                                 : o.dtype == DType::fp8_e5m2 ? "kWgmmaE5m2"
-                                                              : "kWgmmaF16";
-  const std::string type_name = o.dtype == DType::bf16       ? "bf16"
-                                : o.dtype == DType::fp8_e4m3 ? "e4m3"
-                                : o.dtype == DType::fp8_e5m2 ? "e5m2"
-                                                             : "f16";
+  const WgmmaType wt = wgmma_type(o.dtype);
   // Full tiles run the epilogue compiled without bounds tests and with 16-byte row stores
   // (fragment_tile). H200, 4096^3 bf16, session 9: the default 0.1877 ms against 0.1955 with pair
   // stores (the call before) and 0.1965 in session 5; 8192^3 1.407 against 1.439. The second copy
@@ -187,14 +196,14 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "      // tile j - 1 is the other consumer's (n - 1 + c)-th: wait until it has issued its wgmma\n"
         << "      // (the tile math above runs while it does: the hand-off is only this wait)\n"
         << "      if (j > 0) mbarrier_wait(&sm.order[1 - c], static_cast<u32>((n - 1 + c) & 1));\n"
-        << "      hopper_direct_mainloop<Cfg, " << wgmma_type << ">(d, sm, 0, k_blocks, stage, phase, &sm.order[c]);\n"
+        << "      hopper_direct_mainloop<Cfg, " << wt.constant << ">(d, sm, 0, k_blocks, stage, phase, &sm.order[c]);\n"
         << "      matmul_wg_epilogue(a, tile, 0, sm.store_stage, d" << epi.global_args() << ");\n"
         << "    }\n";
   } else {
     src << "    int stage = 0;\n    u32 phase = 0;\n"
         << "    for (i64 t = w.first; t < w.count; t += w.stride) {\n"
         << "      const HopperDirectTile tile = hopper_direct_item<Cfg>(w, t, tiles_n);\n"
-        << "      hopper_direct_mainloop<Cfg, " << wgmma_type
+        << "      hopper_direct_mainloop<Cfg, " << wt.constant
         << ">(d, sm, c * 64 * 128, k_blocks, stage, phase, nullptr);\n"
         << "      matmul_wg_epilogue(a, tile, c * 64, sm.store_stage, d" << epi.global_args() << ");\n"
         << "    }\n";
@@ -209,7 +218,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << epi.kernel_end("  ") << "}\n";
 
   spec.source = src.str();
-  spec.description = "matmul sm90 wgmma." + type_name + " " + sm90_direct_name(c, 128 / static_cast<int>(dtype_size(o.dtype))) +
+  spec.description = "matmul sm90 wgmma." + std::string(wt.name) + " " + sm90_direct_name(c, 128 / static_cast<int>(dtype_size(o.dtype))) +
                      " tma setmaxnreg persistent group" + std::to_string(1024 / c.bm) + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
                      (tma_stores ? " tma-store" : "") + (is_fp8(o.dtype) ? " fp8-fast-accum" : "") +
                      (o.b_mn_major ? " b-mn-major" : "") + (o.batch_folded ? " batch-folded" : "") +

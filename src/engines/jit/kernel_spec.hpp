@@ -21,8 +21,8 @@ struct PointerSlot {
 };
 
 // A TMA tensor map (CUtensorMap, 128 bytes) in the argument struct, encoded at launch once the
-// buffer is known: a tiled 3D view {dims[0] innermost, dims[1], dims[2]} of 16-bit elements with
-// byte strides for dims 1 and 2, a box, and 128-byte swizzle.
+// buffer is known: a tiled 3D view {dims[0] innermost, dims[1], dims[2]} of 16-bit or fp8 elements
+// (data_type: tensor_map_data_type) with byte strides for dims 1 and 2, a box, and 128-byte swizzle.
 struct TensorMapSlot {
   PointerSlot::Source source;
   int index = 0;

@@ -75,15 +75,23 @@ std::pair<int64_t, int64_t> sm90_operand_strides(const Sm90Operands& o, bool is_
   return {row, batch};
 }
 
+int tensor_map_data_type(DType t) {
+  switch (t) {
+    case DType::bf16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    case DType::f16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    case DType::fp8_e4m3:
+    case DType::fp8_e5m2: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    default: return -1;
+  }
+}
+
 TensorMapSlot sm90_tensor_map(const fuse::Region& r, const Sm90Operands& o, bool is_a, uint32_t box_rows) {
   const auto [row, batch] = sm90_operand_strides(o, is_a);
   TensorMapSlot t;
   t.source = PointerSlot::Source::input;
   t.index = region_input_index(r, o.mm->inputs[is_a ? 0 : 1]);
   if (t.index < 0) throw Error(ErrorCode::internal, "sm90 gemm: an operand is not a region input");
-  t.data_type = o.dtype == DType::bf16   ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                : is_fp8(o.dtype)        ? CU_TENSOR_MAP_DATA_TYPE_UINT8  // TMA moves bytes; wgmma reads them as fp8
-                                         : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  t.data_type = tensor_map_data_type(o.dtype);
   const bool mn_major = !is_a && o.b_mn_major;
   t.dims[0] = static_cast<uint64_t>(mn_major ? o.n : o.k);
   t.dims[1] = static_cast<uint64_t>(is_a ? o.m : mn_major ? o.k : o.n);

@@ -34,6 +34,9 @@ Sm90Operands sm90_operands(const Graph& g, const fuse::Region& r);
 // Byte strides {rows, batch} of one operand, as the tensor map will have them: "rows" are M rows
 // of A, N rows of a k-contiguous B, K rows of an MN-major B.
 std::pair<int64_t, int64_t> sm90_operand_strides(const Sm90Operands& o, bool is_a);
+// The CUtensorMapDataType the Hopper kernels' maps move `t` as: bf16, f16, or UINT8 for fp8 (TMA
+// moves bytes; wgmma reads them as fp8); -1 for a type no map carries.
+int tensor_map_data_type(DType t);
 // The tensor map of A (box {64 k, box_rows}) or B over region `r`'s input: k-contiguous B as A
 // (box {64 k, box_rows}), MN-major B as {N, K, batch} with a {64 n, 64 k} box (box_rows unused).
 TensorMapSlot sm90_tensor_map(const fuse::Region& r, const Sm90Operands& o, bool is_a, uint32_t box_rows);
