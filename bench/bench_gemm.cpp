@@ -34,9 +34,10 @@
 //     sides; --cases: only the cases whose name is listed (for profiling one kernel under Nsight
 //     Compute); --no-candidates: skip the per-candidate lines; --soak S: our default of each case
 //     then runs back to back for S seconds (for a clock / power sampler beside it).
-//   --shapes MxNxK[:fused],...: only these GEMMs (bare, or with the bias+GELU+amax epilogue
-//     against bare cuBLASLt), named gemm_MxNxK[_fused]: to see how the ratio moves with the
-//     number of tiles per SM (the last wave's fill) and with K (per-tile costs)
+//   --shapes MxNxK[:EPILOGUE],...: only these GEMMs, bare or with an epilogue (fused: bias + GELU
+//     + amax; or a part of it: bias, bias_gelu, bias_amax) against bare cuBLASLt, named
+//     gemm_MxNxK[_EPILOGUE], each Hopper candidate forced too: how the ratio moves with the tiles
+//     per SM (the last wave's fill), with K (per-tile costs), and with each part of the epilogue
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,6 +48,7 @@
 #include <filesystem>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,22 +67,27 @@ namespace {
 // bf16 (or `in`) [M, K] x an [N, K] weight seen as [K, N], or a row-major [K, N] one, with the
 // bias + GELU + amax epilogue if asked. fp8 operands (issue 4's stretch goal) give a bf16 result,
 // against cuBLASLt's fp8 GEMM on the [N, K] layout (TN, the one it takes for fp8).
-Graph gemm(const std::string& name, int64_t m, int64_t n, int64_t k, bool epilogue, bool k_major = true,
-           DType in = DType::bf16) {
+// `epilogue`: none (""), or the fused case's parts for --shapes: "bias", "bias_gelu", "bias_amax", and
+// "fused" (bias + GELU + amax, the issue's case).
+Graph gemm(const std::string& name, int64_t m, int64_t n, int64_t k, const std::string& epilogue,
+           bool k_major = true, DType in = DType::bf16) {
   Graph g(name);
   auto a = g.input("a", in, {m, k});
   auto b = k_major ? g.input("b", in, {k, n}, {1, k}) : g.input("b", in, {k, n});
   MatmulAttrs at;
   if (is_fp8(in)) at.out_dtype = DType::bf16;
   auto y = g.matmul(a, b, at);
-  if (!epilogue) {
+  if (epilogue.empty()) {
     g.output(y, "y");
     return g;
   }
-  auto bias = g.input("bias", DType::bf16, {n});
-  auto h = g.gelu(g.add(y, bias));
+  const bool gelu = epilogue == "fused" || epilogue == "bias_gelu";
+  const bool amax = epilogue == "fused" || epilogue == "bias_amax";
+  if (!gelu && !amax && epilogue != "bias") throw std::invalid_argument("gemm: unknown epilogue '" + epilogue + "'");
+  auto h = g.add(y, g.input("bias", DType::bf16, {n}));
+  if (gelu) h = g.gelu(h);
   g.output(h, "y");
-  g.output(g.amax(h), "amax");
+  if (amax) g.output(g.amax(h), "amax");
   return g;
 }
 
@@ -314,7 +321,7 @@ int main(int argc, char** argv) {
   bool quick = false, decode_only = false;
   struct Shape {
     long m = 0, n = 0, k = 0;
-    bool fused = false;
+    std::string epilogue;  // gemm()'s: "" (bare), bias, bias_gelu, bias_amax, fused
   };
   std::vector<Shape> shapes;
   for (int i = 1; i < argc; ++i) {
@@ -340,9 +347,13 @@ int main(int argc, char** argv) {
       std::stringstream list(argv[++i]);
       for (std::string c; std::getline(list, c, ',');) {
         Shape sh;
-        sh.fused = c.size() > 6 && c.compare(c.size() - 6, 6, ":fused") == 0;
-        if (std::sscanf(c.c_str(), "%ldx%ldx%ld", &sh.m, &sh.n, &sh.k) != 3 || sh.m < 1 || sh.n < 1 || sh.k < 1) {
-          std::fprintf(stderr, "--shapes takes MxNxK[:fused] entries (positive sizes), not '%s'\n", c.c_str());
+        const size_t colon = c.find(':');
+        if (colon != std::string::npos) sh.epilogue = c.substr(colon + 1);
+        const bool known = sh.epilogue.empty() || sh.epilogue == "fused" || sh.epilogue == "bias" ||
+                           sh.epilogue == "bias_gelu" || sh.epilogue == "bias_amax";
+        if (std::sscanf(c.c_str(), "%ldx%ldx%ld", &sh.m, &sh.n, &sh.k) != 3 || sh.m < 1 || sh.n < 1 || sh.k < 1 ||
+            !known) {
+          std::fprintf(stderr, "--shapes takes MxNxK[:fused|:bias|:bias_gelu|:bias_amax] entries (positive sizes), not '%s'\n", c.c_str());
           return 2;
         }
         shapes.push_back(sh);
@@ -352,7 +363,7 @@ int main(int argc, char** argv) {
       for (std::string c; std::getline(list, c, ',');) g_cases.push_back(c);
     } else {
       std::fprintf(stderr, "sinter_bench_gemm: unknown argument '%s' (expected --quick, --decode, --cold-l2, "
-                           "--cases LIST, --shapes MxNxK[:fused],..., --no-candidates, --soak SECONDS, --soak-engine jit|cublaslt, --soak-candidate N)\n", argv[i]);
+                           "--cases LIST, --shapes MxNxK[:EPILOGUE],..., --no-candidates, --soak SECONDS, --soak-engine jit|cublaslt, --soak-candidate N)\n", argv[i]);
       return 2;
     }
   }
@@ -370,10 +381,11 @@ int main(int argc, char** argv) {
   cuda::KernelCache cache(cache_dir);
   for (const Shape& sh : shapes) {
     const std::string dims = std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k);
-    const Graph bare = gemm("gemm_" + dims, sh.m, sh.n, sh.k, false);
-    const std::string name = bare.name() + (sh.fused ? "_fused" : "");
-    run_case(name, sh.fused ? gemm(name, sh.m, sh.n, sh.k, true) : bare, bare, 2.0 * sh.m * sh.n * sh.k,
-             2.0 * sh.n * sh.k, cache, iters, !sh.fused);
+    const Graph bare = gemm("gemm_" + dims, sh.m, sh.n, sh.k, "");
+    const std::string name = bare.name() + (sh.epilogue.empty() ? "" : "_" + sh.epilogue);
+    // every Hopper candidate too, fused or not: ping-pong and coop trade places with the epilogue
+    run_case(name, sh.epilogue.empty() ? bare : gemm(name, sh.m, sh.n, sh.k, sh.epilogue), bare,
+             2.0 * sh.m * sh.n * sh.k, 2.0 * sh.n * sh.k, cache, iters, true);
   }
   if (!shapes.empty()) {
     std::filesystem::remove_all(cache_dir);
@@ -381,24 +393,24 @@ int main(int argc, char** argv) {
   }
   for (int64_t s : {int64_t{4096}, int64_t{8192}}) {
     if (decode_only) break;
-    const Graph g = gemm("gemm_" + std::to_string(s), s, s, s, false);
+    const Graph g = gemm("gemm_" + std::to_string(s), s, s, s, "");
     run_case(g.name(), g, g, 2.0 * s * s * s, 2.0 * s * s, cache, iters, true);
   }
   if (!decode_only) {
     const int64_t s = 4096;
-    run_case("gemm_bias_gelu_amax_4096", gemm("gemm_bias_gelu_amax_4096", s, s, s, true),
-             gemm("gemm_4096", s, s, s, false), 2.0 * s * s * s, 2.0 * s * s, cache, iters, true);
+    run_case("gemm_bias_gelu_amax_4096", gemm("gemm_bias_gelu_amax_4096", s, s, s, "fused"),
+             gemm("gemm_4096", s, s, s, ""), 2.0 * s * s * s, 2.0 * s * s, cache, iters, true);
     // the same epilogue at half and twice the size: what the fused kernel pays over bare cuBLASLt
     // as a function of the tiles per SM (~2, ~8, ~31 of 64x256) separates a per-kernel cost (the
     // last epilogue, which nothing hides) from a per-tile one
     for (int64_t e : {int64_t{2048}, int64_t{8192}}) {
       const std::string n = "gemm_bias_gelu_amax_" + std::to_string(e);
-      run_case(n, gemm(n, e, e, e, true), gemm("gemm_" + std::to_string(e), e, e, e, false), 2.0 * e * e * e,
+      run_case(n, gemm(n, e, e, e, "fused"), gemm("gemm_" + std::to_string(e), e, e, e, ""), 2.0 * e * e * e,
                2.0 * e * e, cache, iters);
     }
     // (K stays at 4096: past it the fp8 wgmma path declines, its accumulation being below f32)
     for (int64_t e : {int64_t{4096}, int64_t{8192}}) {
-      const Graph f8 = gemm("gemm_fp8_e4m3_" + std::to_string(e), e, e, 4096, false, true, DType::fp8_e4m3);
+      const Graph f8 = gemm("gemm_fp8_e4m3_" + std::to_string(e), e, e, 4096, "", true, DType::fp8_e4m3);
       try {
         run_case(f8.name(), f8, f8, 2.0 * e * e * 4096, 1.0 * e * 4096, cache, iters, e == 4096);
       } catch (const std::exception& ex) {
@@ -406,17 +418,17 @@ int main(int argc, char** argv) {
       }
     }
     // a row-major [K, N] weight (read MN-major, wgmma transposing B), against cuBLASLt on the same
-    const Graph kn = gemm("gemm_4096_kn", s, s, s, false, false);
+    const Graph kn = gemm("gemm_4096_kn", s, s, s, "", false);
     run_case(kn.name(), kn, kn, 2.0 * s * s * s, 2.0 * s * s, cache, iters, true);
-    run_case("gemm_bias_gelu_amax_4096_kn", gemm("gemm_bias_gelu_amax_4096_kn", s, s, s, true, false), kn,
+    run_case("gemm_bias_gelu_amax_4096_kn", gemm("gemm_bias_gelu_amax_4096_kn", s, s, s, "fused", false), kn,
              2.0 * s * s * s, 2.0 * s * s, cache, iters);
   }
   for (int64_t m : {int64_t{1}, int64_t{8}, int64_t{16}}) {
     const int64_t k = 4096, n = 14336;
-    const Graph g = gemm("decode_m" + std::to_string(m), m, n, k, false);
+    const Graph g = gemm("decode_m" + std::to_string(m), m, n, k, "");
     run_case(g.name(), g, g, 2.0 * m * n * k, 2.0 * n * k, cache, iters);
     run_decode_gemv(g.name(), g, g, 2.0 * n * k, cache, iters);
-    run_decode_gemv(g.name() + "_kn", gemm(g.name() + "_kn", m, n, k, false, false), g, 2.0 * n * k, cache, iters);
+    run_decode_gemv(g.name() + "_kn", gemm(g.name() + "_kn", m, n, k, "", false), g, 2.0 * n * k, cache, iters);
   }
   struct Stack {
     const char* name;

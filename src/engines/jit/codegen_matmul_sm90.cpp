@@ -206,19 +206,6 @@ RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cud
 
 namespace {
 
-// Whether the region's epilogue evaluates a transcendental per element.
-bool heavy_epilogue(const Graph& g, const fuse::Region& r) {
-  for (NodeId id : r.epilogue) {
-    switch (g.node(id).op) {
-      case OpKind::gelu: case OpKind::gelu_tanh: case OpKind::silu: case OpKind::sigmoid: case OpKind::tanh:
-      case OpKind::exp: case OpKind::log: case OpKind::pow:
-        return true;
-      default: break;
-    }
-  }
-  return false;
-}
-
 // The direct-epilogue Hopper configs, best expected first. 128x256 tiles halve the operand bytes
 // per flop of 128x128 but need enough tiles to fill every SM; below that the smaller tile goes first.
 std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Region& r,
@@ -229,18 +216,17 @@ std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Re
   const Sm90Operands o = sm90_operands(g, r);
   const int64_t tiles256 = o.batch.numel * ((o.m + 127) / 128) * ((o.n + 255) / 256);
   if (tiles256 >= (dev.sm_count > 0 ? dev.sm_count : 132)) {
-    // The coop kernels run the epilogue while the tensor cores idle; ping-pong runs one
-    // consumer's epilogue under the other's main loop. With a transcendental in the epilogue
-    // (erff alone is ~25 SASS instructions an element in the fused 4096^3 kernel) ping-pong goes
-    // first. H200, 4096^3 bf16 + bias + GELU + amax, ping-pong 64x256 against the coop pair:
-    // 0.2153 / 0.2222 ms (session 5), 0.2126 / 0.2193 and 0.2122 / 0.2214 (session 9, pair stores); with the 16-byte stores of
-    // full tiles a tie, 0.2098 / 0.2094. Bare, the coop pair stays first (8192^3: 1.409 against
-    // 1.468 ms; 4096^3 0.1862 against 0.1846, a tie).
-    if (heavy_epilogue(g, r)) {
-      all = {ping256, coop256_pair, coop256, ping256_pair, coop128};
-    } else {
-      all = {coop256_pair, coop256, ping256, ping256_pair, coop128};
-    }
+    // The coop CTA pair first, bare or fused. The coop kernels run the epilogue while the tensor
+    // cores idle and ping-pong runs one consumer's epilogue under the other's main loop, so
+    // ping-pong went first for transcendental epilogues until session 15 (H200, 4096^3 bf16 +
+    // bias + GELU + amax, ping-pong 64x256 against the coop pair: 0.2153 / 0.2222 ms in session
+    // 5, a tie 0.2098 / 0.2094 in session 9). Since the coop pair's TMA stores (session 15) and
+    // the rational GELU (session 16) it is ahead: 0.20186 ms ping-pong against 0.19168 coop pair
+    // and 0.19171 coop (bias + GELU alone: 0.20288 against 0.19014 / 0.19040); with the erf GELU
+    // it was ahead too (0.20525 against 0.20320 / 0.20118). The H200 is at its power cap in these
+    // GEMMs, and hiding the epilogue does not hide its energy: ping-pong's tile moves 1.7x the
+    // operand bytes per flop of the 128x256 one. Bare: 8192^3 1.409 against 1.468 ms.
+    all = {coop256_pair, coop256, ping256, ping256_pair, coop128};
   } else {
     all = {coop128, coop256, ping256, coop256_pair, ping256_pair};
   }

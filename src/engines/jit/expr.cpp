@@ -73,7 +73,12 @@ std::string unary_expr(OpKind op, const std::string& x, DType t) {
   switch (op) {
     case OpKind::identity: return x;
     case OpKind::relu: return "op_relu(" + x + ")";
-    case OpKind::gelu: return "op_gelu(" + x + ")";
+    case OpKind::gelu: {
+      // SINTER_GELU=erff (an A/B knob, read at each build: a benchmark sets it) generates the
+      // erf form op_gelu replaced (kernels/common/math.cuh)
+      const char* v = std::getenv("SINTER_GELU");
+      return (v && std::string(v) == "erff" ? "op_gelu_erff(" : "op_gelu(") + x + ")";
+    }
     case OpKind::gelu_tanh: return "op_gelu_tanh(" + x + ")";
     case OpKind::silu: return "op_silu(" + x + ")";
     case OpKind::sigmoid: return "op_sigmoid(" + x + ")";
