@@ -257,6 +257,14 @@ __device__ __forceinline__ void load_pair(const T* p, typename ComputeOf<T>::typ
   v0 = load_as_compute<T>(u.t[0]);
   v1 = load_as_compute<T>(u.t[1]);
 }
+// bf16: each value is the top half of its f32, so one shift and one mask (the generic unpack of
+// the high half takes a byte permute and a shift)
+template <>
+__device__ __forceinline__ void load_pair<bf16>(const bf16* p, float& v0, float& v1) {
+  const u32 w = *reinterpret_cast<const u32*>(p);
+  v0 = __uint_as_float(w << 16);
+  v1 = __uint_as_float(w & 0xffff0000u);
+}
 
 // Stores two consecutive elements of row `p` (columns c, c + 1). kFull (the caller knows both
 // are in range and p is pair-aligned): one vector store. Otherwise (a tile on the matrix edge, or

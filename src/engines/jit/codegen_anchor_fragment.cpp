@@ -87,6 +87,17 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
       }
     }
   }
+  // a bias on full tiles: this thread's first column pair (pb<i>, then + 8 q: an immediate
+  // offset) or, broadcast over the columns too (column stride 0), one value loaded here (pbs<i>)
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    if (!row_invariant(i)) continue;
+    const std::string n = std::to_string(i);
+    const std::string ct = compute_type(g_.tensor(operands_[i].tensor).dtype);
+    s << "    const bool pbc" << n << " = a.ecs" << n << " == 0;\n"
+      << "    const auto* const pb" << n << " = a.ein" << n << " + (pbc" << n << " ? i64{0} : gcol0 + c0_);\n"
+      << "    const " << ct << " pbs" << n << " = kFull && pbc" << n << " ? load_one(a.ein" << n << ") : static_cast<" << ct
+      << ">(0);\n";
+  }
   // a wide output's packed words of one 32-column group: [row half][word qi]
   for (size_t k : wide_outs) s << "    u32 wk" << k << "[2][4];\n";
   s << "#pragma unroll\n    for (int q4 = 0; q4 < " << bn / 32 << "; ++q4) {\n";
@@ -108,10 +119,10 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
     // over the columns too (column stride 0); fragment_full_condition admits only these two
     s << "      " << ct << " pl" << n << "_0, pl" << n << "_1;\n"
       << "      if constexpr (kFull) {\n"
-      << "        if (a.ecs" << n << " == 0) {\n"
-      << "          pl" << n << "_0 = pl" << n << "_1 = load_one(a.ein" << n << ");\n"
+      << "        if (pbc" << n << ") {\n"
+      << "          pl" << n << "_0 = pl" << n << "_1 = pbs" << n << ";\n"
       << "        } else {\n"
-      << "          load_pair(a.ein" << n << " + gcol0 + cc0, pl" << n << "_0, pl" << n << "_1);\n"
+      << "          load_pair(pb" << n << " + 8 * q, pl" << n << "_0, pl" << n << "_1);\n"
       << "        }\n"
       << "      } else {\n";
     for (int e = 0; e < 2; ++e) {
