@@ -21,6 +21,15 @@
 namespace sinter::jit {
 namespace {
 
+// ptxas (-v) says when it serializes a kernel's wgmma (C7510-C7520: each one waited for before
+// the next issues, e.g. for want of registers to keep accumulators in flight, or a wgmma in a
+// data-dependent branch). Such a kernel still compiles, runs and passes every correctness test,
+// but its main loop runs far slower (session 16: a last k-block split in two wgmma groups,
+// serialized so, ran 4096^3 8% and 8192^3 11% slower), so it fails here.
+void expect_wgmma_pipelined(const std::string& log, const std::string& what) {
+  EXPECT_EQ(log.find("are serialized"), std::string::npos) << what << ":\n" << log;
+}
+
 cuda::DeviceProperties h200() { return cuda::assumed_h200(); }
 
 const fuse::Region& matmul_region(const Graph& g, const fuse::Partition& p) {
@@ -288,6 +297,7 @@ TEST(JitMatmulSm90, FullTilesAdmitAScalarAndABias) {
   EXPECT_NE(k.source.find("pair_aligned(a.out1)"), std::string::npos);               // y32 (f32)
   const cuda::CompileResult res = compile_reported("full_tiles_scalar.cu", k.source);
   EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
+  expect_wgmma_pipelined(res.log, k.description);
 }
 
 TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
@@ -308,6 +318,7 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
     const cuda::CompileResult res = compile_reported("sm90_bench_fused.cu", k.source);
     std::printf("  %s\n%s", k.description.c_str(), res.log.c_str());
     EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
+    expect_wgmma_pipelined(res.log, k.description);
     if (const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR")) {  // for bench/sass_report.sh
       const std::string name = "sm90_bench_fused_v" + std::to_string(v) + ".cubin";
       std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
@@ -343,6 +354,7 @@ TEST(JitMatmulSm90, TmaStoresCompileWithoutSpillsAndFit) {
       EXPECT_EQ(k.tensor_maps.size(), coop ? 2u + static_cast<size_t>(std::max(outputs, 1)) : 2u) << k.description;
       const cuda::CompileResult res = compile_reported("sm90_tma_store.cu", k.source);
       EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
+      expect_wgmma_pipelined(res.log, k.description);
       // ptxas reports static shared memory only where there is some
       const size_t at = res.log.find(" bytes smem");
       const long static_smem =
@@ -388,6 +400,7 @@ TEST(JitMatmulSm90, Fp8OperandsRunOnTheDirectKernelsOnly) {
       EXPECT_EQ(k.tensor_maps[0].box[0], 128u);
       const cuda::CompileResult res = compile_reported("sm90_fp8.cu", k.source);
       EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
+      expect_wgmma_pipelined(res.log, k.description);
       if (const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR")) {  // for cuobjdump -sass
         const std::string name = std::string("sm90_fp8_") + std::string(to_string(t)) + "_v" + std::to_string(v) + ".cubin";
         std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
@@ -436,6 +449,7 @@ TEST(JitMatmulSm90, CompilesWithoutSpills) {
       EXPECT_FALSE(res.cubin.empty());
       std::printf("  %s\n%s", k.description.c_str(), res.log.c_str());
       EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
+      expect_wgmma_pipelined(res.log, k.description);
       if (const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR")) {
         const std::string name = "sm90_gemm_v" + std::to_string(v) + "_" + (t == DType::bf16 ? "bf16" : "f16") +
                                  (epilogue ? "_epilogue" : "") + ".cubin";
