@@ -30,6 +30,10 @@
 #                 memory-bound cases (and the GEMM ones it also times), for ratios in one call
 #   gemm          sinter_bench_gemm --quick (issue 4); GEMM_CASES=A,B limits it to those cases;
 #                 GEMM_AB_ENV=VAR=VALUE runs them again under that variable (defaults only)
+#   gemm_parts    the fused epilogue part by part (sinter_bench_gemm --shapes S, S:bias, S:bias_amax,
+#                 S:bias_gelu, S:fused, S = GEMM_PARTS_SHAPE, default 4096x4096x4096), each against
+#                 bare cuBLASLt with every Hopper candidate forced; GEMM_AB_ENV=VAR=VALUE runs the
+#                 defaults again under that variable (e.g. SINTER_GELU=erff)
 #   torch_gemm    bench/torch_gemm_baselines.py --quick: cuBLAS through torch.matmul, PyTorch eager,
 #                 torch.compile (default and max-autotune; TORCH_GEMM_ARGS=--no-autotune skips the
 #                 latter) on the gemm step's cases and the decode shapes, for the issue's ratios
@@ -190,6 +194,18 @@ if want gemm; then
   if [ -n "${GEMM_AB_ENV:-}" ]; then  # the same cases again under VAR=VALUE, for an A/B in one call
     env "$GEMM_AB_ENV" timeout 150 "$bin/sinter_bench_gemm" --quick --no-candidates "${cases[@]}" > "$out/gemm_ab.jsonl" 2>&1
     echo "exit $? ($GEMM_AB_ENV)"; cut -c1-230 "$out/gemm_ab.jsonl"
+  fi
+fi
+if want gemm_parts; then
+  stamp "GEMM epilogue parts"
+  sh="${GEMM_PARTS_SHAPE:-4096x4096x4096}"
+  parts="$sh,$sh:bias,$sh:bias_amax,$sh:bias_gelu,$sh:fused"
+  timeout 250 "$bin/sinter_bench_gemm" --quick --shapes "$parts" > "$out/gemm_parts.jsonl" 2>&1
+  echo "exit $?"; cut -c1-230 "$out/gemm_parts.jsonl"
+  if [ -n "${GEMM_AB_ENV:-}" ]; then
+    env "$GEMM_AB_ENV" timeout 150 "$bin/sinter_bench_gemm" --quick --no-candidates --shapes "$parts" \
+      > "$out/gemm_parts_ab.jsonl" 2>&1
+    echo "exit $? ($GEMM_AB_ENV)"; cut -c1-230 "$out/gemm_parts_ab.jsonl"
   fi
 fi
 if want torch_gemm; then
