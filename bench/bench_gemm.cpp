@@ -351,8 +351,11 @@ int main(int argc, char** argv) {
         if (colon != std::string::npos) sh.epilogue = c.substr(colon + 1);
         const bool known = sh.epilogue.empty() || sh.epilogue == "fused" || sh.epilogue == "bias" ||
                            sh.epilogue == "bias_gelu" || sh.epilogue == "bias_amax";
-        if (std::sscanf(c.c_str(), "%ldx%ldx%ld", &sh.m, &sh.n, &sh.k) != 3 || sh.m < 1 || sh.n < 1 || sh.k < 1 ||
-            !known) {
+        int used = 0;  // the dims must fill everything before the ':' (no trailing characters)
+        const size_t dims_end = colon == std::string::npos ? c.size() : colon;
+        if (std::sscanf(c.c_str(), "%ldx%ldx%ld%n", &sh.m, &sh.n, &sh.k, &used) != 3 ||
+            static_cast<size_t>(used) != dims_end || sh.m < 1 || sh.n < 1 || sh.k < 1 || !known ||
+            (colon != std::string::npos && sh.epilogue.empty())) {
           std::fprintf(stderr, "--shapes takes MxNxK[:fused|:bias|:bias_gelu|:bias_amax] entries (positive sizes), not '%s'\n", c.c_str());
           return 2;
         }

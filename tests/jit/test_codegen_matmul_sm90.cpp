@@ -21,7 +21,7 @@
 namespace sinter::jit {
 namespace {
 
-// ptxas (-v) says when it serializes a kernel's wgmma (C7510-C7520: each one waited for before
+// ptxas (-v) says when it serializes a kernel's wgmma (C75xx: each one waited for before
 // the next issues, e.g. for want of registers to keep accumulators in flight, or a wgmma in a
 // data-dependent branch). Such a kernel still compiles, runs and passes every correctness test,
 // but its main loop runs far slower (session 16: a last k-block split in two wgmma groups,
