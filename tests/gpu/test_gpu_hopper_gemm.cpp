@@ -248,8 +248,7 @@ TEST_F(GpuHopperGemm, EveryCandidateTmaStores) {
   }
   {
     // M = 200: the second row tile's first consumer has all 64 rows (TMA stores), its second
-    // only 8 (the bounds-tested stores), in one tile (written in session 15 after its last
-    // device call: not yet run on a GPU)
+    // only 8 (the bounds-tested stores), in one tile (first run on the H200 in session 16)
     Graph g("tma_store_split_row_tile");
     auto y = g.matmul(g.input("a", DType::bf16, {200, 136}), weight_nk(g, "b", DType::bf16, 136, 512));
     g.output(g.gelu(g.add(y, g.input("bias", DType::bf16, {512}))), "y");
