@@ -164,6 +164,10 @@ __device__ __forceinline__ void wgmma_wait() {
 }
 // Keeps the compiler from moving accumulator reads/writes across the asynchronous wgmma.
 __device__ __forceinline__ void wgmma_fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+// Ends the live range of an accumulator register whose value the next wgmma ignores (scale-d 0):
+// an output of no instruction, so the compiler need not keep the old value, unlike the "+f"
+// operands of the wgmma asm and of wgmma_fence_operand.
+__device__ __forceinline__ void wgmma_discard_operand(float& r) { asm volatile("" : "=f"(r)::"memory"); }
 
 #define SINTER_WGMMA_D8(i) "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
                            "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])

@@ -137,6 +137,13 @@ __device__ __forceinline__ HopperDirectTile hopper_direct_item(const HopperDirec
   return tile;
 }
 
+// Keeps a tile's coordinates computed where this stands: the compiler may not sink the integer
+// divisions of hopper_direct_item past it (to the tile's end, where the tensor cores would idle
+// through their latency).
+__device__ __forceinline__ void hopper_direct_pin(HopperDirectTile& t) {
+  asm volatile("" : "+r"(t.batch), "+r"(t.mt), "+r"(t.nt));
+}
+
 // Producer (one thread): every k-block of this CTA's tiles, in tile order, into the ring.
 template <class C>
 __device__ __forceinline__ void hopper_direct_produce(const SinterTensorMap* map_a, const SinterTensorMap* map_b,
@@ -172,14 +179,15 @@ __device__ __forceinline__ void hopper_direct_produce(const SinterTensorMap* map
 }
 
 // One 32-byte k step: k16 of 16-bit operands, k32 of 8-bit ones.
+// `accumulate` false: d = A B (the wgmma's scale-d), which spares zeroing d before a tile.
 template <int kBN, int kType, bool kTransB>
-__device__ __forceinline__ void hopper_direct_wgmma(float (&d)[kBN / 2], u64 da, u64 db) {
+__device__ __forceinline__ void hopper_direct_wgmma(float (&d)[kBN / 2], u64 da, u64 db, bool accumulate) {
   if constexpr (kType == kWgmmaE4m3 || kType == kWgmmaE5m2) {
-    wgmma_m64nk32_f8<kBN, kType == kWgmmaE4m3>(d, da, db, true);
+    wgmma_m64nk32_f8<kBN, kType == kWgmmaE4m3>(d, da, db, accumulate);
   } else if constexpr (kBN == 256) {
-    wgmma_m64n256k16<kType == kWgmmaBf16, kTransB>(d, da, db, true);
+    wgmma_m64n256k16<kType == kWgmmaBf16, kTransB>(d, da, db, accumulate);
   } else {
-    wgmma_m64n128k16<kType == kWgmmaBf16, kTransB>(d, da, db, true);
+    wgmma_m64n128k16<kType == kWgmmaBf16, kTransB>(d, da, db, accumulate);
   }
 }
 
@@ -195,17 +203,36 @@ __device__ __forceinline__ void hopper_direct_release(u64* empty) {
   }
 }
 
+// What hopper_direct_mainloop runs after issuing each of its first kPeel k-blocks: nothing.
+struct HopperNoWorkUnderWgmma {
+  __device__ __forceinline__ void operator()(int) const {}
+};
+
 // One consumer warpgroup's 64 x kBN accumulator over all k-blocks of one tile, starting at ring
 // position (stage, phase), which it advances. `a_rows` is the byte offset of its 64 rows inside
 // the stage's A tile. A stage is released once the wgmma reading it has retired (wait_group 1
 // keeps one k-block in flight). `issued`, if not null, is arrived on once every wgmma is issued.
-template <class C, int kType>
+// The first k step of a tile overwrites d (scale-d 0): no zeroing before it (128 instructions a
+// thread and tile while the tensor cores idle).
+// kPeel > 0: the first kPeel k-blocks are unrolled and `under(kb)` runs right after k-block kb's
+// wgmma are issued, while they run (kb is a constant there, so `under` may index register arrays
+// with it: the held stores of the previous tile). Needs k_blocks >= kPeel (the caller checks at
+// build time): a k-block in a conditional would put its wgmma on a divergent path, and ptxas
+// then serializes every wgmma of the kernel (C7520, session 16).
+template <class C, int kType, int kPeel = 0, class Under = HopperNoWorkUnderWgmma>
 __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], const HopperDirectSmem& sm, int a_rows,
-                                                       int k_blocks, int& stage, u32& phase, u64* issued) {
+                                                       int k_blocks, int& stage, u32& phase, u64* issued,
+                                                       Under&& under = Under{}) {
+  // d's old values are dead (the tile's first wgmma ignores them): an instruction-free definition
+  // ends their live range where the previous tile's epilogue last read them, as zeroing d did
 #pragma unroll
-  for (int i = 0; i < C::kAcc; ++i) d[i] = 0.0f;
+  for (int i = 0; i < C::kAcc; ++i) wgmma_discard_operand(d[i]);
+  if (k_blocks == 0) {  // K = 0: no wgmma writes d
+#pragma unroll
+    for (int i = 0; i < C::kAcc; ++i) d[i] = 0.0f;
+  }
   int prev = -1;
-  for (int kb = 0; kb < k_blocks; ++kb) {
+  auto issue = [&](bool first) {
     mbarrier_wait(&sm.full[stage], phase);
     const char* a = sm.stages + stage * C::kStageBytes + a_rows;
     const char* b = sm.stages + stage * C::kStageBytes + C::kTileA;
@@ -216,9 +243,11 @@ __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], cons
     for (int k = 0; k < 4; ++k) {
       // k step of 32 bytes inside A's swizzled 128-byte row (16 16-bit or 32 8-bit elements)
       hopper_direct_wgmma<C::kBN, kType, C::kBMnMajor>(d, wgmma_desc_k_sw128(a + 32 * k),
-                                                       sm90_b_desc<C::kBMnMajor>(b, k));
+                                                       sm90_b_desc<C::kBMnMajor>(b, k), !first || k > 0);
     }
     wgmma_commit();
+  };
+  auto retire_previous = [&]() {
     wgmma_wait<1>();
 #pragma unroll
     for (int i = 0; i < C::kAcc; ++i) wgmma_fence_operand(d[i]);
@@ -228,6 +257,16 @@ __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], cons
       stage = 0;
       phase ^= 1u;
     }
+  };
+#pragma unroll
+  for (int kb = 0; kb < kPeel; ++kb) {
+    issue(kb == 0);
+    under(kb);
+    retire_previous();
+  }
+  for (int kb = kPeel; kb < k_blocks; ++kb) {
+    issue(kb == 0);
+    retire_previous();
   }
   if (issued != nullptr && threadIdx.x % 128 == 0) mbarrier_arrive(issued);
   wgmma_wait<0>();
@@ -328,4 +367,35 @@ __device__ __forceinline__ void stage_fragment_rows_sw128(char* slot, const u32 
                    smem_addr(slot + r * 128 + ((unit ^ (r & 7)) << 4))),
                "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
                : "memory");
+}
+
+// Held stores (the coop kernels' full tiles, one 16-bit output): a consumer thread keeps its
+// tile's packed outputs in registers, held[8 q4 + 4 h + i] = word i of rows r0 + 8 h in column
+// group q4 (32 columns; words as stage_fragment_rows_sw128 takes them), and stores them under the
+// next tile's first k-blocks, one chunk per k-block. Chunk p (this warp's 16 rows x columns
+// 64 p .. 64 p + 63, from (col0, row0)) goes through slot p % 2 of the warp's two 2 KB slots in
+// `store_stage` with one TMA store through `map`; before staging, the store that used the slot
+// two chunks ago must have read it.
+template <int kWords>
+__device__ __forceinline__ void store_held_chunk(const SinterTensorMap* map, char* store_stage,
+                                                 const u32 (&held)[kWords], int p, int col0, int row0) {
+  const int lane = threadIdx.x & 31;
+  char* slot = store_stage + ((threadIdx.x >> 5) & 7) * (2 * 2048) + (p & 1) * 2048;
+  if (lane == 0) bulk_wait_group_read<1>();
+  __syncwarp();
+#pragma unroll
+  for (int g = 0; g < 2; ++g) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int base = 8 * (2 * p + g) + 4 * h;
+      const u32 w[4] = {held[base], held[base + 1], held[base + 2], held[base + 3]};
+      stage_fragment_rows_sw128(slot, w, h, g);
+    }
+  }
+  fence_proxy_async_shared();
+  __syncwarp();
+  if (lane == 0) {
+    tma_store_3d(map, slot, col0 + 64 * p, row0, 0);
+    bulk_commit_group();
+  }
 }

@@ -263,6 +263,36 @@ TEST_F(GpuHopperGemm, EveryCandidateTmaStores) {
   }
 }
 
+// Held stores: the coop kernels keep a full tile's one 16-bit output in registers and store it
+// under the next tile's first k-blocks (a chunk a k-block), and the last tile's after the loop.
+// Every chunk must reach its place across tiles of one CTA: 1100 x 4112 (153 tiles of 128x256,
+// 85 tile pairs: CTAs take two; the last row tile's second consumer and the last column tile
+// store bounds-tested between held ones), K = 256 (as many k-blocks as a 256-column tile's
+// chunks) with bias + GELU + amax; K = 200 (the last of 4 k-blocks partial); batches, whose rows
+// of the second batch start mid-map. Written in session 17.
+TEST_F(GpuHopperGemm, EveryCandidateHeldStores) {
+  {
+    Graph g("held_many_tiles_bf16");
+    auto y = g.matmul(g.input("a", DType::bf16, {1100, 256}), weight_nk(g, "b", DType::bf16, 256, 4112));
+    y = g.gelu(g.add(y, g.input("bias", DType::bf16, {4112})));
+    g.output(y, "y");
+    g.output(g.amax(y), "amax");
+    check_every_candidate(g, 2.0, "held-stores");
+  }
+  {
+    Graph g("held_k200_bf16");
+    g.output(g.matmul(g.input("a", DType::bf16, {300, 200}), weight_nk(g, "b", DType::bf16, 200, 1024)), "y");
+    check_every_candidate(g, 1.0, "held-stores");
+  }
+  {
+    Graph g("held_batched_f16");
+    auto a = g.input("a", DType::f16, {3, 256, 256});
+    auto b = g.input("b", DType::f16, {3, 256, 512}, {512 * 256, 1, 256});  // each batch [N, K]
+    g.output(g.relu(g.matmul(a, b)), "y");
+    check_every_candidate(g, 1.0, "held-stores");
+  }
+}
+
 // fp8 operands (e4m3, e5m2) on the direct-epilogue kernels: wgmma k32 on 128-element k-blocks
 // that TMA fills with bytes, accumulated in the tensor cores (16-bit results only: an f32 result
 // runs on the generic tile, sm90_gemm_unsupported). Odd M and N, K not a multiple of 128 (the

@@ -262,9 +262,11 @@ TEST(JitMatmulSm90, FullTilesStoreSixteenByteRows) {
     g.output(out == DType::bf16 ? y : g.cast(y, DType::f32), "y");
     const fuse::Partition p = fuse::partition_graph(g);
     const KernelSpec k = build_matmul_variant(g, matmul_region(g, p), h200(), 0).kernels.at(0);
-    // (the coop configs stage the rows for TMA stores, ping-pong stores them from a scratch)
+    // (the coop configs hold the rows for TMA stores under the next tile's main loop or stage
+    // them in line, ping-pong stores them from a scratch)
     const bool wide = k.source.find("store_fragment_rows_wide(scratch_") != std::string::npos ||
-                      k.source.find("stage_fragment_rows_sw128(") != std::string::npos;
+                      k.source.find("stage_fragment_rows_sw128(") != std::string::npos ||
+                      k.source.find("store_held_chunk(") != std::string::npos;
     EXPECT_EQ(wide, out == DType::bf16) << to_string(out);
     EXPECT_NE(k.source.find(out == DType::bf16 ? "(a.ecols % 8 == 0)" : "(a.ecols % 2 == 0)"), std::string::npos);
     EXPECT_NE(k.source.find("matmul_wg_epilogue_body<false>"), std::string::npos);
@@ -300,6 +302,15 @@ TEST(JitMatmulSm90, FullTilesAdmitAScalarAndABias) {
   expect_wgmma_pipelined(res.log, k.description);
 }
 
+// With SINTER_DUMP_CUBIN_DIR set: `name`.cubin and its source, `name`.cubin.cu.
+void dump_cubin(const std::string& name, const KernelSpec& k, const cuda::CompileResult& res) {
+  const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR");
+  if (dir == nullptr) return;
+  std::ofstream(std::filesystem::path(dir) / (name + ".cubin"), std::ios::binary)
+      .write(res.cubin.data(), static_cast<std::streamsize>(res.cubin.size()));
+  std::ofstream(std::filesystem::path(dir) / (name + ".cubin.cu")) << "// " << k.description << "\n" << k.source;
+}
+
 TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
   // the shape and epilogue of sinter_bench_gemm's fused case (bias + GELU + global amax) on every
   // Hopper variant: the 128x256 configs keep 128 accumulators per thread under the 168-register
@@ -319,12 +330,7 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
     std::printf("  %s\n%s", k.description.c_str(), res.log.c_str());
     EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
     expect_wgmma_pipelined(res.log, k.description);
-    if (const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR")) {  // for bench/sass_report.sh
-      const std::string name = "sm90_bench_fused_v" + std::to_string(v) + ".cubin";
-      std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
-          .write(res.cubin.data(), static_cast<std::streamsize>(res.cubin.size()));
-      std::ofstream(std::filesystem::path(dir) / (name + ".cu")) << "// " << k.description << "\n" << k.source;
-    }
+    dump_cubin("sm90_bench_fused_v" + std::to_string(v), k, res);  // for bench/sass_report.sh
   }
 }
 
@@ -351,8 +357,11 @@ TEST(JitMatmulSm90, TmaStoresCompileWithoutSpillsAndFit) {
       const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
       const bool coop = k.description.find("coop(") != std::string::npos;
       EXPECT_EQ(k.description.find("tma-store") != std::string::npos, coop) << k.description;
+      // one 16-bit output waits in registers for the next tile's main loop; two are staged in line
+      EXPECT_EQ(k.description.find("held-stores") != std::string::npos, coop && outputs < 2) << k.description;
       EXPECT_EQ(k.tensor_maps.size(), coop ? 2u + static_cast<size_t>(std::max(outputs, 1)) : 2u) << k.description;
       const cuda::CompileResult res = compile_reported("sm90_tma_store.cu", k.source);
+      dump_cubin("sm90_tma_store_" + std::to_string(outputs) + "_v" + std::to_string(v), k, res);
       EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
       expect_wgmma_pipelined(res.log, k.description);
       // ptxas reports static shared memory only where there is some
@@ -369,6 +378,31 @@ TEST(JitMatmulSm90, TmaStoresCompileWithoutSpillsAndFit) {
     EXPECT_EQ(k.description.find("tma-store"), std::string::npos) << k.description;
     EXPECT_EQ(k.tensor_maps.size(), 2u);
   }
+}
+
+TEST(JitMatmulSm90, HeldStoresNeedAKBlockPerChunk) {
+  // held stores leave one 16 x 64 chunk a warp under each of the next tile's first k-blocks (4
+  // for a 256-column tile, 2 for 128): K of 4 k-blocks holds on every coop config, K of 3 only on
+  // the 128-column one; SINTER_SM90_HELD_STORES=0 stages in line
+  for (int64_t k_size : {256, 192}) {
+    const Graph g = mm(DType::bf16, 4096, 4096, k_size, true, true);
+    const fuse::Partition p = fuse::partition_graph(g);
+    const fuse::Region& r = matmul_region(g, p);
+    for (int v = 0; v < 5; ++v) {
+      const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+      const bool coop = k.description.find("coop(") != std::string::npos;
+      const bool wide = k.description.find("128x256") != std::string::npos;
+      EXPECT_EQ(k.description.find("held-stores") != std::string::npos, coop && (k_size == 256 || !wide))
+          << k.description;
+    }
+  }
+  const Graph g = mm(DType::bf16, 4096, 4096, 4096, true, true);
+  const fuse::Partition p = fuse::partition_graph(g);
+  const testing::ScopedEnv off("SINTER_SM90_HELD_STORES", "0");
+  const KernelSpec k = build_matmul_variant(g, matmul_region(g, p), h200(), 0).kernels.at(0);
+  EXPECT_NE(k.description.find("tma-store"), std::string::npos) << k.description;
+  EXPECT_EQ(k.description.find("held-stores"), std::string::npos) << k.description;
+  EXPECT_EQ(k.source.find("store_held_chunk("), std::string::npos);
 }
 
 Graph mm_fp8(DType t, int64_t m, int64_t n, int64_t k, DType out, bool epilogue, bool b_row_major = false) {
@@ -401,11 +435,7 @@ TEST(JitMatmulSm90, Fp8OperandsRunOnTheDirectKernelsOnly) {
       const cuda::CompileResult res = compile_reported("sm90_fp8.cu", k.source);
       EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
       expect_wgmma_pipelined(res.log, k.description);
-      if (const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR")) {  // for cuobjdump -sass
-        const std::string name = std::string("sm90_fp8_") + std::string(to_string(t)) + "_v" + std::to_string(v) + ".cubin";
-        std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
-            .write(res.cubin.data(), static_cast<std::streamsize>(res.cubin.size()));
-      }
+      dump_cubin(std::string("sm90_fp8_") + std::string(to_string(t)) + "_v" + std::to_string(v), k, res);
     }
     EXPECT_EQ(direct, 5);
   }

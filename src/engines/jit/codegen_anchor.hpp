@@ -103,7 +103,10 @@ class AnchorEpilogue {
   // declare_store_maps adds, instead of shared-load / global-store chains. Then also needs in
   // scope `store_stage` (char*, tma_stage_bytes of 1024-byte aligned shared memory for the CTA's
   // 8 consumer warps). The caller waits for the stores (bulk_wait_all) before its consumers exit.
-  std::string fragment_tile(int bn, bool wide_stores, int tma_slots = 0) const;
+  // `held` (needs tma_slots 2 and one wide output): full tiles only pack that output, into the
+  // caller's `held_` (u32[bn / 4], the layout store_held_chunk of kernels/gemm/sm90_gemm_direct.cuh
+  // reads), and the caller stores it later; every other output is stored here as without it.
+  std::string fragment_tile(int bn, bool wide_stores, int tma_slots = 0, bool held = false) const;
   // The outputs full tiles store as 16-byte rows (16-bit outputs, wide stores asked for), and
   // whether there is any.
   std::vector<size_t> wide_outputs(bool wide_stores) const;

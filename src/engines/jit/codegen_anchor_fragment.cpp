@@ -27,7 +27,7 @@
 
 namespace sinter::jit {
 
-std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slots) const {
+std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slots, bool held) const {
   using fuse::ExitReduction;
   auto kind_of = [&](size_t m) { return reduce_kind(g_.node(exits_[m].exit.node).op); };
   auto has = [&](ExitReduction p) {
@@ -66,6 +66,11 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
     throw Error(ErrorCode::internal, "fragment_tile: TMA stores asked for outputs they cannot write");
   }
   const int n_wide = static_cast<int>(wide_outs.size());
+  // held: full tiles pack the one wide output into the caller's held_ and leave its stores to
+  // the caller (store_held_chunk, under the next tile's main loop)
+  if (held && !(tma && n_wide == 1 && tma_slots == 2)) {
+    throw Error(ErrorCode::internal, "fragment_tile: held stores need TMA stores of one 16-bit output from 2 slots");
+  }
   // the slot of a chunk is fixed at compile time, the same in every tile: a tile's chunks must
   // use the slots a whole number of times
   if (tma && (bn / 64 * n_wide) % tma_slots != 0) {
@@ -73,7 +78,9 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
                                          " TMA store chunks a tile do not cycle through " + std::to_string(tma_slots) +
                                          " slots");
   }
-  if (tma) {
+  if (held) {
+    // (the caller stages and stores the held words)
+  } else if (tma) {
     // store_stage: the CTA's slots, 1024-byte aligned; this warp's are tma_slots x 2 KB of them
     s << "    char (*const stage_)[2048] = reinterpret_cast<char (*)[2048]>(store_stage + ((threadIdx.x >> 5) & 7) * "
       << tma_slots * 2048 << ");\n";
@@ -99,7 +106,9 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
       << ">(0);\n";
   }
   // a wide output's packed words of one 32-column group: [row half][word qi]
-  for (size_t k : wide_outs) s << "    u32 wk" << k << "[2][4];\n";
+  if (!held) {
+    for (size_t k : wide_outs) s << "    u32 wk" << k << "[2][4];\n";
+  }
   s << "#pragma unroll\n    for (int q4 = 0; q4 < " << bn / 32 << "; ++q4) {\n";
   s << "#pragma unroll\n    for (int qi = 0; qi < 4; ++qi) {\n"
     << "      const int q = 4 * q4 + qi;\n"
@@ -161,7 +170,8 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
         s << "        " << pair;
         continue;
       }
-      const std::string slot = "wk" + std::to_string(k) + "[" + hs + "][qi]";
+      const std::string slot =
+          held ? "held_[8 * q4 + " + std::to_string(4 * h) + " + qi]" : "wk" + std::to_string(k) + "[" + hs + "][qi]";
       s << "        if constexpr (kFull) {\n"
         << "          " << slot << " = pack_pair<" << storage_type(g_.tensor(outs_[k]).dtype) << ">(so" << k
         << "_0, so" << k << "_1);\n"
@@ -183,7 +193,9 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
     }
   }
   s << "    }\n";  // qi
-  if (tma) {
+  if (held) {
+    // stored by the caller
+  } else if (tma) {
     // chunk p (columns 64 p ..) of wide output i goes through slot (p n_wide + i) % slots; before a
     // chunk's first group is staged, the stores that used its slots must have read them
     s << "    if constexpr (kFull) {\n"

@@ -101,6 +101,18 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   const bool tma_stores = full_tiles && wide_stores && !c.ping_pong && !env_off("SINTER_SM90_TMA_STORE") &&
                           tma_fits && epi.tma_stores_possible(wide_stores, tma_slots);
   const int store_stage_bytes = tma_stores ? AnchorEpilogue::tma_stage_bytes(tma_slots) : 0;
+  // Held stores: a full tile's one 16-bit output waits in registers (packed, 64 words a thread
+  // for a 64 x 256 accumulator) and is staged and stored under the next tile's first k-blocks,
+  // one 16 x 64 chunk a k-block (store_held_chunk), so a tile's end in line is the epilogue's
+  // arithmetic only. It needs at least as many k-blocks as chunks (hopper_direct_mainloop's
+  // kPeel); the consumers' setmaxnreg budget (232) holds the 128 accumulators, the 64 words and
+  // the rest. SINTER_SM90_HELD_STORES=0 (A/B knob, read at each build) stages and stores in line.
+  const int k_block = 128 / static_cast<int>(dtype_size(o.dtype));
+  const int held_chunks = c.bn / 64;
+  const bool held = tma_stores && epi.wide_outputs(wide_stores).size() == 1 &&
+                    (o.k + k_block - 1) / k_block >= held_chunks && !env_off("SINTER_SM90_HELD_STORES");
+  const std::string held_param = held ? ", u32 (&held_)[Cfg::kBN / 4]" : "";
+  const std::string held_arg = held ? ", held_" : "";
   const int smem_bytes = sm90_direct_smem_bytes(c, store_stage_bytes);
 
   RegionKernels rk;
@@ -129,11 +141,12 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   src << "template <bool kFull>\n"
       << "__device__ __forceinline__ void matmul_wg_epilogue_body(const Args& a, i64 grow0, i64 gcol0, int rows_valid, "
          "int cols_valid, char* store_stage, const float (&d)[Cfg::kAcc]"
-      << epi.global_params() << ") {\n"
-      << epi.fragment_tile(c.bn, wide_stores, tma_stores ? tma_slots : 0) << "}\n\n"
-      << "__device__ __forceinline__ void matmul_wg_epilogue(const Args& a, const HopperDirectTile& tile, int row0, "
+      << held_param << epi.global_params() << ") {\n"
+      << epi.fragment_tile(c.bn, wide_stores, tma_stores ? tma_slots : 0, held) << "}\n\n"
+      << "// true: a full tile" << (held ? ", whose output is held in held_ for the caller to store" : "") << "\n"
+      << "__device__ __forceinline__ bool matmul_wg_epilogue(const Args& a, const HopperDirectTile& tile, int row0, "
          "char* store_stage, const float (&d)[Cfg::kAcc]"
-      << epi.global_params() << ") {\n"
+      << held_param << epi.global_params() << ") {\n"
       << "  const SinterGemmShape& s = a.shape;\n"
       << "  const int m0 = tile.mt * Cfg::kBM + row0, n0 = tile.nt * Cfg::kBN;\n"
       << "  const i64 grow0 = static_cast<i64>(tile.batch) * s.m + m0, gcol0 = n0;\n"
@@ -141,10 +154,13 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "  const int cols_valid = static_cast<int>(min(i64{Cfg::kBN}, s.n - n0));\n"
       << "  if (" << (full_tiles ? "rows_valid >= 64 && cols_valid >= Cfg::kBN && " + epi.fragment_full_condition(wide_stores) : "false")
       << ") {\n"
-      << "    matmul_wg_epilogue_body<true>(a, grow0, gcol0, rows_valid, cols_valid, store_stage, d" << epi.global_args() << ");\n"
-      << "  } else {\n"
-      << "    matmul_wg_epilogue_body<false>(a, grow0, gcol0, rows_valid, cols_valid, store_stage, d" << epi.global_args() << ");\n"
+      << "    matmul_wg_epilogue_body<true>(a, grow0, gcol0, rows_valid, cols_valid, store_stage, d" << held_arg
+      << epi.global_args() << ");\n"
+      << "    return true;\n"
       << "  }\n"
+      << "  matmul_wg_epilogue_body<false>(a, grow0, gcol0, rows_valid, cols_valid, store_stage, d" << held_arg
+      << epi.global_args() << ");\n"
+      << "  return false;\n"
       << "}\n\n";
   src << "extern \"C\" __global__ void __launch_bounds__(Cfg::kThreads, 1) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
       << "  extern __shared__ __align__(1024) char smem_raw[];\n"
@@ -199,6 +215,36 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "      hopper_direct_mainloop<Cfg, " << wt.constant << ">(d, sm, 0, k_blocks, stage, phase, &sm.order[c]);\n"
         << "      matmul_wg_epilogue(a, tile, 0, sm.store_stage, d" << epi.global_args() << ");\n"
         << "    }\n";
+  } else if (held) {
+    // the held tile's chunks leave under this tile's first k-blocks; its origin: (held_col,
+    // held_row), this warp's first row
+    const std::string map = "&a.tmo" + std::to_string(epi.wide_outputs(wide_stores).front());
+    src << "    int stage = 0;\n    u32 phase = 0;\n"
+        << "    u32 held_[Cfg::kBN / 4];\n"
+        << "    bool holding = false;\n"
+        << "    int held_col = 0, held_row = 0;\n"
+        << "    auto store_held = [&](int p) {\n"
+        << "      if (holding) store_held_chunk(" << map << ", sm.store_stage, held_, p, held_col, held_row);\n"
+        << "    };\n"
+        << "    // the next tile's coordinates are worked out under this tile's first k-block, not at its end\n"
+        << "    HopperDirectTile next = hopper_direct_item<Cfg>(w, w.first, tiles_n);\n"
+        << "    for (i64 t = w.first; t < w.count; t += w.stride) {\n"
+        << "      const HopperDirectTile tile = next;\n"
+        << "      hopper_direct_mainloop<Cfg, " << wt.constant << ", " << held_chunks
+        << ">(d, sm, c * 64 * 128, k_blocks, stage, phase, nullptr, [&](int kb) {\n"
+        << "        store_held(kb);\n"
+        << "        if (kb == 0) {\n"
+        << "          next = hopper_direct_item<Cfg>(w, t + w.stride, tiles_n);\n"
+        << "          hopper_direct_pin(next);\n"
+        << "        }\n"
+        << "      });\n"
+        << "      holding = matmul_wg_epilogue(a, tile, c * 64, sm.store_stage, d, held_" << epi.global_args() << ");\n"
+        << "      held_col = tile.nt * Cfg::kBN;\n"
+        << "      held_row = static_cast<int>(static_cast<i64>(tile.batch) * s.m + tile.mt * Cfg::kBM + c * 64 + "
+           "16 * ((threadIdx.x >> 5) & 3));\n"
+        << "    }\n"
+        << "#pragma unroll\n"
+        << "    for (int p = 0; p < " << held_chunks << "; ++p) store_held(p);\n";
   } else {
     src << "    int stage = 0;\n    u32 phase = 0;\n"
         << "    for (i64 t = w.first; t < w.count; t += w.stride) {\n"
@@ -220,7 +266,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   spec.source = src.str();
   spec.description = "matmul sm90 wgmma." + std::string(wt.name) + " " + sm90_direct_name(c, 128 / static_cast<int>(dtype_size(o.dtype))) +
                      " tma setmaxnreg persistent group" + std::to_string(1024 / c.bm) + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
-                     (tma_stores ? " tma-store" : "") + (is_fp8(o.dtype) ? " fp8-fast-accum" : "") +
+                     (tma_stores ? " tma-store" : "") + (held ? " held-stores" : "") + (is_fp8(o.dtype) ? " fp8-fast-accum" : "") +
                      (o.b_mn_major ? " b-mn-major" : "") + (o.batch_folded ? " batch-folded" : "") +
                      (epi.index64() ? " idx64" : "") + epi.describe();
   // work items: tiles, or per cluster tile pairs; ping-pong: a CTA needs two tiles to keep both
