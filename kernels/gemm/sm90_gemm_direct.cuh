@@ -144,6 +144,17 @@ __device__ __forceinline__ void hopper_direct_pin(HopperDirectTile& t) {
   asm volatile("" : "+r"(t.batch), "+r"(t.mt), "+r"(t.nt));
 }
 
+// Keeps held words computed where this stands: the compiler may not sink the epilogue's packing
+// below the next tile's first wgmma, which overwrite the accumulators it reads. (The F2FP pack
+// compiles to the same SASS with or without it. A diagnostic build that packed with a byte
+// permute instead had its wgmma serialized by ptxas: C7514, reads under in-flight wgmma, without
+// the pin; C7511, register resources, with it.)
+template <int kWords>
+__device__ __forceinline__ void hopper_direct_pin_words(u32 (&held)[kWords]) {
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) asm volatile("" : "+r"(held[i]));
+}
+
 // Producer (one thread): every k-block of this CTA's tiles, in tile order, into the ring.
 template <class C>
 __device__ __forceinline__ void hopper_direct_produce(const SinterTensorMap* map_a, const SinterTensorMap* map_b,

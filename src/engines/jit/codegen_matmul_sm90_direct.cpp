@@ -239,6 +239,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "        }\n"
         << "      });\n"
         << "      holding = matmul_wg_epilogue(a, tile, c * 64, sm.store_stage, d, held_" << epi.global_args() << ");\n"
+        << "      hopper_direct_pin_words(held_);\n"
         << "      held_col = tile.nt * Cfg::kBN;\n"
         << "      held_row = static_cast<int>(static_cast<i64>(tile.batch) * s.m + tile.mt * Cfg::kBM + c * 64 + "
            "16 * ((threadIdx.x >> 5) & 3));\n"
