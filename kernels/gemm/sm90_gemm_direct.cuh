@@ -14,7 +14,9 @@
 // accumulators per thread. Persistent: a CTA walks tiles blockIdx.x, + gridDim.x, ... in grouped
 // order (kGroupM M tiles walk down one N column together) so co-running CTAs share A and B in L2.
 // The producer never waits on an epilogue: a stage is released as soon as its wgmma retire, so
-// the next tile's k-blocks are already loading while the consumers run the epilogue.
+// the next tile's k-blocks are already loading while the consumers run the epilogue. Held stores
+// (coop, full tiles, one 16-bit output): the epilogue only packs the output into registers, and
+// the TMA stores leave under the next tile's first k-blocks (store_held_chunk).
 //   clustered (kCluster 2, either of the above): CTA pairs of a cluster take vertically adjacent
 //     tiles (M tiles 2 p and 2 p + 1, same N tile), and each loads half of the shared B tile with
 //     a TMA multicast into both CTAs' shared memory: B's L2 -> SM traffic halves. A stage is
