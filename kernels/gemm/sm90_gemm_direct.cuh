@@ -16,7 +16,8 @@
 // The producer never waits on an epilogue: a stage is released as soon as its wgmma retire, so
 // the next tile's k-blocks are already loading while the consumers run the epilogue. Held stores
 // (coop, full tiles, one 16-bit output): the epilogue only packs the output into registers, and
-// the TMA stores leave under the next tile's first k-blocks (store_held_chunk).
+// the TMA stores leave under the next tile's first k-blocks (store_held_chunk), the CTA's last
+// tile's after its loop; the kernel needs at least kBN / 64 k-blocks (the host checks K).
 //   clustered (kCluster 2, either of the above): CTA pairs of a cluster take vertically adjacent
 //     tiles (M tiles 2 p and 2 p + 1, same N tile), and each loads half of the shared B tile with
 //     a TMA multicast into both CTAs' shared memory: B's L2 -> SM traffic halves. A stage is
@@ -225,8 +226,8 @@ struct HopperNoWorkUnderWgmma {
 // position (stage, phase), which it advances. `a_rows` is the byte offset of its 64 rows inside
 // the stage's A tile. A stage is released once the wgmma reading it has retired (wait_group 1
 // keeps one k-block in flight). `issued`, if not null, is arrived on once every wgmma is issued.
-// The first k step of a tile overwrites d (scale-d 0): no zeroing before it (128 instructions a
-// thread and tile while the tensor cores idle).
+// The first k step of a tile overwrites d (scale-d 0): no zeroing before it (kBN / 2 instructions
+// a thread and tile while the tensor cores idle).
 // kPeel > 0: the first kPeel k-blocks are unrolled and `under(kb)` runs right after k-block kb's
 // wgmma are issued, while they run (kb is a constant there, so `under` may index register arrays
 // with it: the held stores of the previous tile). Needs k_blocks >= kPeel (the caller checks at

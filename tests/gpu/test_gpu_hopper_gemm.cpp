@@ -269,7 +269,8 @@ TEST_F(GpuHopperGemm, EveryCandidateTmaStores) {
 // 85 tile pairs: CTAs take two; the last row tile's second consumer and the last column tile
 // store bounds-tested between held ones), K = 256 (as many k-blocks as a 256-column tile's
 // chunks) with bias + GELU + amax; K = 200 (the last of 4 k-blocks partial); batches, whose rows
-// of the second batch start mid-map. Written in session 17.
+// of the second batch start mid-map, once with one tile a CTA and once with more tiles than CTAs.
+// Written in session 17.
 TEST_F(GpuHopperGemm, EveryCandidateHeldStores) {
   {
     Graph g("held_many_tiles_bf16");
@@ -289,6 +290,15 @@ TEST_F(GpuHopperGemm, EveryCandidateHeldStores) {
     auto a = g.input("a", DType::f16, {3, 256, 256});
     auto b = g.input("b", DType::f16, {3, 256, 512}, {512 * 256, 1, 256});  // each batch [N, K]
     g.output(g.relu(g.matmul(a, b)), "y");
+    check_every_candidate(g, 1.0, "held-stores");
+  }
+  {
+    // batches with more tiles than CTAs (3 x 8 x 9 tiles of 128x256, the last column tile
+    // partial): a CTA's held tile and the next can sit in different batches
+    Graph g("held_batched_many_tiles_bf16");
+    auto a = g.input("a", DType::bf16, {3, 1024, 256});
+    auto b = g.input("b", DType::bf16, {3, 256, 2112}, {2112 * 256, 1, 256});  // each batch [N, K]
+    g.output(g.matmul(a, b), "y");
     check_every_candidate(g, 1.0, "held-stores");
   }
 }

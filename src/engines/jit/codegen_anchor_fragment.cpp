@@ -56,7 +56,8 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
     }
   }
   // 16-bit outputs of full tiles leave as 16-byte rows, 4 column groups at a time: through a
-  // per-warp scratch and 16-byte stores (store_fragment_rows_wide), or staged for TMA stores; the
+  // per-warp scratch and 16-byte stores (store_fragment_rows_wide), or staged for TMA stores, or
+  // (held) packed into the caller's held_ for TMA stores under the next tile's main loop; the
   // others as pairs
   auto wide = [&](size_t k) { return is_wide_output(k, wide_stores); };
   const std::vector<size_t> wide_outs = wide_outputs(wide_stores);

@@ -46,8 +46,9 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // SINTER_SM90_STAGES=N (an A/B knob, read at each build): at most N ring stages. Session 14
   // (H200, 4096^3, same process): the 128x256 coop CTA pair with 3 stages 0.18518 ms against
   // 0.17885 with its 4; 3 stages cost ping-pong 50% (0.28390 against 0.18458). It measured what
-  // a 64 KB shared-memory stash would cost: an epilogue deferred into the next tile's main loop
-  // (0ac93fd, removed) was slower still.
+  // a 64 KB shared-memory stash would cost: an epilogue deferred through such a stash into the
+  // next tile's main loop (0ac93fd, removed) was slower still. (The held stores below defer only
+  // the stores, from registers.)
   Sm90DirectConfig c = asked;
   if (const char* st = std::getenv("SINTER_SM90_STAGES")) {
     const int n = std::atoi(st);
@@ -220,6 +221,8 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
     // held_row), this warp's first row
     const std::string map = "&a.tmo" + std::to_string(epi.wide_outputs(wide_stores).front());
     src << "    int stage = 0;\n    u32 phase = 0;\n"
+        << "    // the peeled k-blocks need this many (the host built this kernel for its K): fail loudly, not hang\n"
+        << "    if (k_blocks < " << held_chunks << ") __trap();\n"
         << "    u32 held_[Cfg::kBN / 4];\n"
         << "    bool holding = false;\n"
         << "    int held_col = 0, held_row = 0;\n"
