@@ -20,6 +20,14 @@ Tensor weight_nk(Graph& g, const std::string& name, DType t, int64_t k, int64_t 
   return g.input(name, t, {k, n}, {1, k});
 }
 
+// a [batches, M, K] times b [batches, K, N], each batch of b an [N, K] weight
+Tensor batched_matmul_nk(Graph& g, DType t, int64_t batches, int64_t m, int64_t k, int64_t n,
+                         const MatmulAttrs& attrs = {}) {
+  auto a = g.input("a", t, {batches, m, k});
+  auto b = g.input("b", t, {batches, k, n}, {n * k, 1, k});
+  return g.matmul(a, b, attrs);
+}
+
 class GpuHopperGemm : public GpuRegions {
  protected:
   // see FoldedBroadcastBatch* below
@@ -256,9 +264,7 @@ TEST_F(GpuHopperGemm, EveryCandidateTmaStores) {
   }
   {
     Graph g("tma_store_batched_f16");
-    auto a = g.input("a", DType::f16, {3, 256, 96});
-    auto b = g.input("b", DType::f16, {3, 96, 512}, {512 * 96, 1, 96});  // each batch [N, K]
-    g.output(g.relu(g.matmul(a, b)), "y");
+    g.output(g.relu(batched_matmul_nk(g, DType::f16, 3, 256, 96, 512)), "y");
     check_every_candidate(g, 1.0, "tma-store");
   }
 }
@@ -287,18 +293,14 @@ TEST_F(GpuHopperGemm, EveryCandidateHeldStores) {
   }
   {
     Graph g("held_batched_f16");
-    auto a = g.input("a", DType::f16, {3, 256, 256});
-    auto b = g.input("b", DType::f16, {3, 256, 512}, {512 * 256, 1, 256});  // each batch [N, K]
-    g.output(g.relu(g.matmul(a, b)), "y");
+    g.output(g.relu(batched_matmul_nk(g, DType::f16, 3, 256, 256, 512)), "y");
     check_every_candidate(g, 1.0, "held-stores");
   }
   {
     // batches with more tiles than CTAs (3 x 8 x 9 tiles of 128x256, the last column tile
     // partial): a CTA's held tile and the next can sit in different batches
     Graph g("held_batched_many_tiles_bf16");
-    auto a = g.input("a", DType::bf16, {3, 1024, 256});
-    auto b = g.input("b", DType::bf16, {3, 256, 2112}, {2112 * 256, 1, 256});  // each batch [N, K]
-    g.output(g.matmul(a, b), "y");
+    g.output(batched_matmul_nk(g, DType::bf16, 3, 1024, 256, 2112), "y");
     check_every_candidate(g, 1.0, "held-stores");
   }
 }
@@ -332,11 +334,9 @@ TEST_F(GpuHopperGemm, EveryCandidateFp8) {
   check_every_candidate(fp8_gemm("fp8_e4m3_many_tiles", DType::fp8_e4m3, 2048, 2304, 400, DType::bf16, false), 1.0,
                         "wgmma.e4m3");
   Graph g("fp8_e4m3_batched");
-  auto a = g.input("a", DType::fp8_e4m3, {3, 256, 96});
-  auto b = g.input("b", DType::fp8_e4m3, {3, 96, 512}, {512 * 96, 1, 96});  // each batch [N, K]
   MatmulAttrs at;
   at.out_dtype = DType::bf16;
-  auto y = g.matmul(a, b, at);
+  auto y = batched_matmul_nk(g, DType::fp8_e4m3, 3, 256, 96, 512, at);
   g.output(g.relu(y), "y");
   g.output(g.cast(y, DType::f32), "y32");  // an f32 output of the bf16 result: bounded by the bf16 rounding
   check_every_candidate(g, 1.0, "wgmma.e4m3");

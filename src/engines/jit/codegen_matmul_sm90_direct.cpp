@@ -139,7 +139,11 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << args << "\n";
   // out: [batches, M, N]; one consumer warpgroup's 64 rows (from tile row `row0`) of one tile,
   // compiled for full tiles (no bounds tests) and partial ones; matmul_wg_epilogue picks
-  src << "template <bool kFull>\n"
+  src << "// the matrix row ([batches * M]) of a consumer warpgroup's first row, row0 of `tile`\n"
+      << "__device__ __forceinline__ i64 matmul_wg_grow0(const Args& a, const HopperDirectTile& tile, int row0) {\n"
+      << "  return static_cast<i64>(tile.batch) * a.shape.m + (tile.mt * Cfg::kBM + row0);\n"
+      << "}\n\n"
+      << "template <bool kFull>\n"
       << "__device__ __forceinline__ void matmul_wg_epilogue_body(const Args& a, i64 grow0, i64 gcol0, int rows_valid, "
          "int cols_valid, char* store_stage, const float (&d)[Cfg::kAcc]"
       << held_param << epi.global_params() << ") {\n"
@@ -150,7 +154,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << held_param << epi.global_params() << ") {\n"
       << "  const SinterGemmShape& s = a.shape;\n"
       << "  const int m0 = tile.mt * Cfg::kBM + row0, n0 = tile.nt * Cfg::kBN;\n"
-      << "  const i64 grow0 = static_cast<i64>(tile.batch) * s.m + m0, gcol0 = n0;\n"
+      << "  const i64 grow0 = matmul_wg_grow0(a, tile, row0), gcol0 = n0;\n"
       << "  const int rows_valid = static_cast<int>(min(i64{64}, s.m - m0));\n"
       << "  const int cols_valid = static_cast<int>(min(i64{Cfg::kBN}, s.n - n0));\n"
       << "  if (" << (full_tiles ? "rows_valid >= 64 && cols_valid >= Cfg::kBN && " + epi.fragment_full_condition(wide_stores) : "false")
@@ -244,8 +248,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "      holding = matmul_wg_epilogue(a, tile, c * 64, sm.store_stage, d, held_" << epi.global_args() << ");\n"
         << "      hopper_direct_pin_words(held_);\n"
         << "      held_col = tile.nt * Cfg::kBN;\n"
-        << "      held_row = static_cast<int>(static_cast<i64>(tile.batch) * s.m + tile.mt * Cfg::kBM + c * 64 + "
-           "16 * ((threadIdx.x >> 5) & 3));\n"
+        << "      held_row = static_cast<int>(matmul_wg_grow0(a, tile, c * 64)) + 16 * ((threadIdx.x >> 5) & 3);\n"
         << "    }\n"
         << "#pragma unroll\n"
         << "    for (int p = 0; p < " << held_chunks << "; ++p) store_held(p);\n";
