@@ -1,6 +1,7 @@
 // The pointwise functions of Sinter's ops, in float, matching the CPU reference's definitions
 // (src/ref/pointwise.cpp): NaN propagates through max and min; gelu is x Phi(x) (the erf GELU)
-// through a rational approximation (within 3.3e-6 relative for |x| <= 9), see op_gelu.
+// through a rational approximation (within 3.3e-6 relative for |x| <= 9), see op_gelu, or for a
+// 16-bit result through a cheaper polynomial one (5.4e-5), see op_gelu_lowp.
 #pragma once
 
 #include "common/types.cuh"
@@ -30,6 +31,34 @@ __device__ __forceinline__ float op_gelu(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"((a * -0.72134752044448170f) * a));
   const float tail = p * r * e;
   return x * (x >= 0.0f ? 1.0f - tail : tail);
+}
+// gelu for a result that is a 16-bit (or 8-bit) float tensor: the rounding to that type is
+// 2^-9 (bf16) or 2^-11 (f16) relative, so op_gelu's f32 accuracy buys nothing there, and in a
+// matmul epilogue every instruction an element is time the tensor cores wait. Phi(-a) = 2^q(a),
+// q a degree-8 polynomial fit of log2 Phi(-a) on [0, 13.2] (bench/experiments/gelu_lowp_fit.py):
+// one ex2 and 8 FFMA, no reciprocal. gelu(x) = relu(x) - a Phi(-a), a = |x|, which keeps the
+// negative tail's relative accuracy (no 1 - Phi cancellation). Relative error in the f32
+// model: 5.4e-5 for |x| <= 9 (at most 0.11 of an f16 ulp, 0.014 of a bf16 one), 2.7e-4 to 11, 1.4e-3
+// beyond (where |gelu| < 3e-27). H200, 4096^3 bf16 + bias + GELU + amax in the coop kernel's
+// epilogue (session 18): 1.078x cuBLASLt's bare GEMM against 1.100 with op_gelu;
+// at a = 13.2, q = -130.8 and ex2.ftz gives 0 (a is clamped there): x >= 13.2 gives x and x <=
+// -13.2 gives 0 (the exact value is below 1e-38). Special values as op_gelu: +inf gives +inf,
+// -inf NaN (relu's x - min(x, 0) is -inf + inf there), NaN NaN (min.NaN).
+__device__ __forceinline__ float op_gelu_lowp(float x) {
+  float a;
+  asm("min.NaN.f32 %0, %1, 0f41533333;" : "=f"(a) : "f"(fabsf(x)));  // min(|x|, 13.2)
+  float q = fmaf(fmaf(fmaf(fmaf(fmaf(fmaf(fmaf(fmaf(4.12210035e-08f, a, -2.39005362e-06f), a, 5.99675877e-05f), a,
+                                                -0.000864140806f),
+                                           a, 0.00805907324f),
+                                      a, -0.052635055f),
+                                 a, -0.460230112f),
+                            a, -1.15038037f),
+                       a, -1.00006819f);
+  float t;  // Phi(-a)
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(t) : "f"(q));
+  float m;
+  asm("min.NaN.f32 %0, %1, 0f00000000;" : "=f"(m) : "f"(x));
+  return fmaf(-a, t, x - m);
 }
 // The erf form op_gelu replaced, kept for A/B timing (SINTER_GELU=erff, read by the expression
 // generator at each build).

@@ -94,6 +94,26 @@ TEST(JitCodegen, PointwiseAccessClassesCompile) {
   EXPECT_NE(descs[0].find("full"), std::string::npos);
 }
 
+// A GELU's accuracy follows its tensor's dtype (expr.cpp): a 16-bit or 8-bit float gelu runs
+// op_gelu_lowp, whose error is a small fraction of that dtype's rounding; an f32 one op_gelu.
+TEST(JitCodegen, GeluFormFollowsItsDtype) {
+  for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+    Graph g("gelu_" + std::string(to_string(t)));
+    auto x = g.input("x", t, {64, 96});
+    g.output(g.cast(g.gelu(x), DType::f32), "y");
+    g.validate();
+    const fuse::Partition p = fuse::partition_graph(g);
+    ASSERT_EQ(p.regions.size(), 1u);
+    const std::string src = jit::build_region(g, p.regions[0], fake_h200(), 0).kernels.at(0).source;
+    const bool lowp = src.find("op_gelu_lowp(") != std::string::npos;
+    EXPECT_EQ(lowp, t != DType::f32) << to_string(t);
+    EXPECT_EQ(src.find("op_gelu(") != std::string::npos, t == DType::f32) << to_string(t);
+  }
+  Graph g("gelu_bf16_compiles");
+  g.output(g.gelu(g.input("x", DType::bf16, {7, 33})), "y");
+  EXPECT_FALSE(compile_all(g).empty());
+}
+
 // The issue-3 benchmark's 10-op chain (sinter_bench_memory pointwise_chain10: a row bias and a
 // column scale broadcast into a 16384 x 16384 bf16 tensor), every pointwise candidate.
 TEST(JitCodegen, BenchmarkChainCompiles) {
