@@ -147,6 +147,18 @@ __device__ __forceinline__ void hopper_direct_pin(HopperDirectTile& t) {
   asm volatile("" : "+r"(t.batch), "+r"(t.mt), "+r"(t.nt));
 }
 
+// Ends the live range of held words no one will read (a deferred kernel's partial tile: its
+// epilogue runs in line and nothing is held): an output of no instruction, so the compiler need
+// not keep the previous tile's words alive through that epilogue, which it cannot tell from the
+// run-time `holding` flag. (A kernel with a global sum, which deferrable() now keeps in line,
+// spilled 196 bytes without it and 180 with it: the partial tile's epilogue in line is where
+// these kernels run short of registers.)
+template <int kWords>
+__device__ __forceinline__ void hopper_direct_discard_words(u32 (&held)[kWords]) {
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) asm volatile("" : "=r"(held[i]));
+}
+
 // Keeps held words computed where this stands: the compiler may not sink the epilogue's packing
 // below the next tile's first wgmma, which overwrite the accumulators it reads. (The F2FP pack
 // compiles to the same SASS with or without it. A diagnostic build that packed with a byte
@@ -348,6 +360,19 @@ __device__ __forceinline__ u32 pack_pair(float v0, float v1) {
   return u.w;
 }
 
+// pack_pair's inverse: the two 16-bit values of a word as floats, v0 from the low half.
+template <typename T>
+__device__ __forceinline__ void unpack_pair(u32 w, float& v0, float& v1) {
+  static_assert(sizeof(T) == 2, "16-bit element types only");
+  v0 = to_float(T{static_cast<u16>(w & 0xffffu)});
+  v1 = to_float(T{static_cast<u16>(w >> 16)});
+}
+template <>
+__device__ __forceinline__ void unpack_pair<bf16>(u32 w, float& v0, float& v1) {
+  v0 = __uint_as_float(w << 16);
+  v1 = __uint_as_float(w & 0xffff0000u);
+}
+
 // Stores 8 rows x 32 columns of 16-bit values held in the wgmma fragment layout (word m of lane
 // l: row l / 4, columns 8 m + 2 (l % 4) + {0, 1}) as 16-byte rows: stmatrix writes the four 8x8
 // blocks to this warp's 512-byte scratch, each lane reads back one block row (block l / 8, row
@@ -381,6 +406,18 @@ __device__ __forceinline__ void stage_fragment_rows_sw128(char* slot, const u32 
                    smem_addr(slot + r * 128 + ((unit ^ (r & 7)) << 4))),
                "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
                : "memory");
+}
+
+// Deferred epilogues: a full tile's 64 x kBN accumulator rounded to T (the matmul's own 16-bit
+// type) and packed into held in store_held_chunk's layout (word 8 q4 + 4 h + qi: rows r0 + 8 h,
+// columns 8 (4 q4 + qi) + c0 + {0, 1}), for the epilogue to run on under the next tile's k-blocks.
+template <typename T, int kBN>
+__device__ __forceinline__ void hold_accumulators(const float (&d)[kBN / 2], u32 (&held)[kBN / 4]) {
+#pragma unroll
+  for (int q = 0; q < kBN / 8; ++q) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) held[8 * (q / 4) + 4 * h + q % 4] = pack_pair<T>(d[4 * q + 2 * h], d[4 * q + 2 * h + 1]);
+  }
 }
 
 // Held stores (the coop kernels' full tiles, one 16-bit output): a consumer thread keeps its

@@ -305,6 +305,41 @@ TEST_F(GpuHopperGemm, EveryCandidateHeldStores) {
   }
 }
 
+// Deferred epilogues (the coop kernels' full tiles with an epilogue, a 16-bit matmul result and
+// only global reductions): the accumulator is rounded and held at a tile's end, and the epilogue
+// runs on the held words under the next tile's k-blocks, a few column groups a k-block (more a
+// k-block when K has fewer k-blocks). Many tiles a CTA (a CTA's held tile and the next differ in
+// row, column and batch), partial tiles (run in line), K of 16 k-blocks (the last one partial),
+// 12 and 8, a bias, a scalar, f16, batches, a global amax.
+// (Opt-in until this test has passed on a GPU: it turns them on.)
+TEST_F(GpuHopperGemm, EveryCandidateDeferredEpilogue) {
+  const testing::ScopedEnv on("SINTER_SM90_DEFER_EPILOGUE", "1");
+  {
+    Graph g("deferred_many_tiles_bf16");
+    auto y = g.matmul(g.input("a", DType::bf16, {1100, 1000}), weight_nk(g, "b", DType::bf16, 1000, 4112));
+    y = g.gelu(g.add(y, g.input("bias", DType::bf16, {4112})));
+    g.output(y, "y");
+    g.output(g.amax(y), "amax");
+    check_every_candidate(g, 2.0, "deferred-epilogue(2 groups a k-block)");
+  }
+  {
+    Graph g("deferred_k512_scalar_bias_f16");
+    auto y = g.matmul(g.input("a", DType::f16, {700, 512}), weight_nk(g, "b", DType::f16, 512, 1536));
+    y = g.relu(g.add(g.mul(y, g.input("s", DType::f16, {1})), g.input("bias", DType::f16, {1536})));
+    g.output(y, "y");
+    g.output(g.amax(y), "amax");
+    check_every_candidate(g, 2.0, "deferred-epilogue(");  // 4 groups a k-block at 256 columns, 2 at 128
+  }
+  {
+    Graph g("deferred_batched_bf16");
+    auto y = batched_matmul_nk(g, DType::bf16, 3, 1024, 768, 2112);
+    y = g.gelu(g.add(y, g.input("bias", DType::bf16, {2112})));
+    g.output(y, "y");
+    g.output(g.amax(y), "amax");
+    check_every_candidate(g, 2.0, "deferred-epilogue(");  // 4 groups a k-block at 256 columns, 2 at 128
+  }
+}
+
 // fp8 operands (e4m3, e5m2) on the direct-epilogue kernels: wgmma k32 on 128-element k-blocks
 // that TMA fills with bytes, accumulated in the tensor cores (16-bit results only: an f32 result
 // runs on the generic tile, sm90_gemm_unsupported). Odd M and N, K not a multiple of 128 (the

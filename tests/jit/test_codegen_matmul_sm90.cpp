@@ -332,6 +332,88 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
     expect_wgmma_pipelined(res.log, k.description);
     dump_cubin("sm90_bench_fused_v" + std::to_string(v), k, res);  // for bench/sass_report.sh
   }
+  // the deferred-epilogue forms of the coop configs (opt-in: SINTER_SM90_DEFER_EPILOGUE=1),
+  // at every number of column groups a k-block
+  const testing::ScopedEnv on("SINTER_SM90_DEFER_EPILOGUE", "1");
+  for (const char* groups : {"1", "2", "4"}) {
+    const testing::ScopedEnv q("SINTER_SM90_DEFER_Q", groups);
+    for (int v = 0; v < 6; ++v) {
+      const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+      if (k.description.find("deferred-epilogue") == std::string::npos) continue;
+      EXPECT_NE(k.description.find("deferred-epilogue(" + std::string(groups) + " groups"), std::string::npos)
+          << k.description;
+      const cuda::CompileResult res = compile_reported("sm90_bench_fused_deferred.cu", k.source);
+      EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
+      expect_wgmma_pipelined(res.log, k.description);
+      dump_cubin("sm90_bench_fused_deferred_q" + std::string(groups) + "_v" + std::to_string(v), k, res);
+    }
+  }
+}
+
+// Which coop kernels defer their epilogue under the next tile's k-blocks: those with held stores,
+// an epilogue, a 16-bit matmul result, row-invariant operands and only global max-like
+// reductions (AnchorEpilogue::deferrable); as many column groups a
+// k-block as K's k-blocks need (kBN / 8 groups over at most every k-block; at most 4 a k-block).
+// (Opt-in for now: SINTER_SM90_DEFER_EPILOGUE=1.)
+TEST(JitMatmulSm90, DeferredEpilogueNeedsA16BitAnchorAndGlobalReductions) {
+  const testing::ScopedEnv on("SINTER_SM90_DEFER_EPILOGUE", "1");
+  auto first_coop = [](const Graph& g) {
+    const fuse::Partition p = fuse::partition_graph(g);
+    const fuse::Region& r = matmul_region(g, p);
+    for (int v = 0; v < matmul_variants(g, r, h200()); ++v) {
+      const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+      if (k.description.find("coop(") != std::string::npos && k.description.find("128x256") != std::string::npos) {
+        return k.description;
+      }
+    }
+    return std::string("no 128x256 coop candidate");
+  };
+  auto graph = [](int64_t k, bool epilogue, bool row_sums, DType out) {
+    Graph g("deferred_rule");
+    MatmulAttrs at;
+    at.out_dtype = out;
+    auto y = g.matmul(g.input("a", DType::bf16, {4096, k}), g.input("b", DType::bf16, {k, 4096}, {1, k}), at);
+    if (epilogue) y = g.cast(g.gelu(g.add(y, g.input("bias", out, {4096}))), DType::bf16);
+    g.output(y, "y");
+    if (row_sums) g.output(g.sum(y, {1}), "rows");
+    return g;
+  };
+  EXPECT_NE(first_coop(graph(4096, true, false, DType::bf16)).find("deferred-epilogue(2 groups a k-block)"), std::string::npos);
+  EXPECT_NE(first_coop(graph(512, true, false, DType::bf16)).find("deferred-epilogue(4 groups a k-block)"), std::string::npos);
+  // held, not deferred: K of 4 k-blocks (it would take 8 groups a k-block, which spill), a bare
+  // GEMM, row sums, an f32 matmul result
+  for (const Graph& g : {graph(256, true, false, DType::bf16), graph(4096, false, false, DType::bf16),
+                         graph(4096, true, true, DType::bf16), graph(4096, true, false, DType::f32)}) {
+    const std::string d = first_coop(g);
+    EXPECT_EQ(d.find("deferred-epilogue"), std::string::npos) << d;
+  }
+  EXPECT_NE(first_coop(graph(4096, false, false, DType::bf16)).find("held-stores"), std::string::npos);
+  // the GPU test's operand forms (a scalar, a bias, an f16 result, a global amax) compile
+  // deferred on every coop config; a residual and a column vector (read per row), or a global
+  // sum, keep the epilogue in line
+  for (int in_line : {0, 1, 2}) {
+    Graph g("deferred_operands_f16");
+    auto y = g.matmul(g.input("a", DType::f16, {700, 2048}), g.input("b", DType::f16, {2048, 1536}, {1, 2048}));
+    y = g.add(g.mul(y, g.input("s", DType::f16, {1})), g.input("bias", DType::f16, {1536}));
+    if (in_line == 1) y = g.sub(g.add(y, g.input("res", DType::f16, {700, 1536})), g.input("col", DType::f16, {700, 1}));
+    g.output(g.relu(y), "y");
+    g.output(in_line == 2 ? g.sum(g.relu(y)) : g.amax(g.relu(y)), "m");
+    const bool per_row = in_line > 0;
+    const fuse::Partition p = fuse::partition_graph(g);
+    const fuse::Region& r = matmul_region(g, p);
+    int coop = 0;
+    for (int v = 0; v < matmul_variants(g, r, h200()); ++v) {
+      const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+      if (k.description.find("coop(") == std::string::npos) continue;
+      ++coop;
+      EXPECT_EQ(k.description.find("deferred-epilogue(") != std::string::npos, !per_row) << k.description;
+      if (per_row) continue;
+      const cuda::CompileResult res = compile_reported("sm90_deferred_operands.cu", k.source);
+      EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
+      expect_wgmma_pipelined(res.log, k.description);
+    }
+    EXPECT_GE(coop, 3);
+  }
 }
 
 TEST(JitMatmulSm90, TmaStoresCompileWithoutSpillsAndFit) {

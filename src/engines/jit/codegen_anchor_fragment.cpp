@@ -27,7 +27,7 @@
 
 namespace sinter::jit {
 
-std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slots, bool held) const {
+std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slots, bool held, bool deferred) const {
   using fuse::ExitReduction;
   auto kind_of = [&](size_t m) { return reduce_kind(g_.node(exits_[m].exit.node).op); };
   auto has = [&](ExitReduction p) {
@@ -37,6 +37,17 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
     return false;
   };
   std::ostringstream s;
+  if (deferred) {
+    // each call reduces its own elements from the identity and combines once at its end: one
+    // chain of dependent combines through every call made the kernels spill (a global sum:
+    // ~180 bytes, session 18)
+    s << "  {  // this call's global partials\n";
+    for (size_t m = 0; m < exits_.size(); ++m) {
+      const std::string g = "gacc" + std::to_string(m);
+      s << "  float& " << g << "_io_ = " << g << ";\n"
+        << "  float " << g << " = reduce_identity<" << kind_of(m) << ">();\n";
+    }
+  }
   s << "  {  // epilogue from the wgmma fragment (rows r0_ + {0, 8}, columns 8 q + c0_ + {0, 1})\n"
     << "    const int tid_ = threadIdx.x & 127, warp_ = tid_ >> 5, lane_ = tid_ & 31;\n"
     << "    const int r0_ = warp_ * 16 + (lane_ >> 2), c0_ = 2 * (lane_ & 3);\n";
@@ -71,6 +82,9 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   // the caller (store_held_chunk, under the next tile's main loop)
   if (held && !(tma && n_wide == 1 && tma_slots == 2)) {
     throw Error(ErrorCode::internal, "fragment_tile: held stores need TMA stores of one 16-bit output from 2 slots");
+  }
+  if (deferred && !(held && deferrable())) {
+    throw Error(ErrorCode::internal, "fragment_tile: a deferred epilogue needs held stores and deferrable()");
   }
   // the slot of a chunk is fixed at compile time, the same in every tile: a tile's chunks must
   // use the slots a whole number of times
@@ -114,6 +128,9 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   s << "#pragma unroll\n    for (int qi = 0; qi < 4; ++qi) {\n"
     << "      const int q = 4 * q4 + qi;\n"
     << "      const int cc0 = 8 * q + c0_;\n";
+  // deferred: this call's column groups only (q_lo, q_hi are constants where the caller's k-block
+  // loop is unrolled, so the test folds away)
+  if (deferred) s << "      if (q < q_lo || q >= q_hi) continue;\n";
   if (has(ExitReduction::columns)) {
     for (size_t m = 0; m < exits_.size(); ++m) {
       if (exits_[m].exit.pattern != ExitReduction::columns) continue;
@@ -144,6 +161,12 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   for (int h = 0; h < 2; ++h) {
     const std::string hs = std::to_string(h);
     s << "      {  // row r0_ + " << 8 * h << "\n";
+    if (deferred) {
+      // the anchor's values, rounded to its 16-bit type at the tile's end (hold_accumulators)
+      s << "        float dv_0, dv_1;\n"
+        << "        unpack_pair<" << storage_type(g_.tensor(value_).dtype) << ">(held_[8 * q4 + " << 4 * h
+        << " + qi], dv_0, dv_1);\n";
+    }
     for (size_t k = 0; k < outs_.size(); ++k) {
       s << "        " << compute_type(g_.tensor(outs_[k]).dtype) << " so" << k << "_0, so" << k << "_1;\n";
     }
@@ -160,7 +183,8 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
       for (size_t m = 0; m < exits_.size(); ++m) {
         if (exits_[m].exit.pattern == ExitReduction::rows) s << "          float& racc" << m << " = racc" << m << "_" << hs << ";\n";
       }
-      s << element_impl("d[4 * q + " + std::to_string(2 * h + e) + "]", "          ", "_" + es, "_" + es, "_" + es)
+      const std::string value = deferred ? "dv_" + es : "d[4 * q + " + std::to_string(2 * h + e) + "]";
+      s << element_impl(value, "          ", "_" + es, "_" + es, "_" + es)
         << "        }\n";
     }
     for (size_t k = 0; k < outs_.size(); ++k) {
@@ -247,7 +271,28 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
     }
   }
   s << "  }\n";
+  if (deferred) {
+    for (size_t m = 0; m < exits_.size(); ++m) {
+      const std::string g = "gacc" + std::to_string(m);
+      s << "  " << g << "_io_ = reduce_combine<" << kind_of(m) << ">(" << g << "_io_, " << g << ");\n";
+    }
+    s << "  }\n";
+  }
   return s.str();
+}
+
+bool AnchorEpilogue::deferrable() const {
+  const DType t = g_.tensor(value_).dtype;
+  if (t != DType::bf16 && t != DType::f16) return false;
+  for (size_t m = 0; m < exits_.size(); ++m) {
+    if (exits_[m].exit.pattern != fuse::ExitReduction::global) return false;
+    const std::string kind = reduce_kind(g_.node(exits_[m].exit.node).op);
+    if (kind == "kReduceSum" || kind == "kReduceMean") return false;
+  }
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    if (!row_invariant(i)) return false;
+  }
+  return true;
 }
 
 std::vector<size_t> AnchorEpilogue::wide_outputs(bool wide_stores) const {

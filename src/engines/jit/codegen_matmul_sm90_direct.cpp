@@ -8,6 +8,7 @@
 
 #include "engines/jit/codegen.hpp"
 #include "engines/jit/codegen_anchor.hpp"
+#include "engines/jit/expr.hpp"
 #include "engines/jit/sm90_operands.hpp"
 #include "sinter/error.hpp"
 
@@ -112,6 +113,31 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   const int held_chunks = c.bn / 64;
   const bool held = tma_stores && epi.wide_outputs(wide_stores).size() == 1 &&
                     (o.k + k_block - 1) / k_block >= held_chunks && !env_off("SINTER_SM90_HELD_STORES");
+  // Deferred epilogue (held, an epilogue beyond the bare store, deferrable()): at a full tile's
+  // end the accumulator is only rounded to the matmul's 16-bit type and packed into held_ (64
+  // F2FP a thread, as a bare GEMM's), and the epilogue runs on those words under the next tile's
+  // first k-blocks, `defer_q` column groups of 8 (2 words a thread each) a k-block, each 64-column
+  // chunk stored as soon as it is done. The epilogue's instructions then share the SM with the
+  // wgmma instead of running while the tensor cores idle. Rounding the accumulator first is what
+  // the graph says (the matmul's result is a 16-bit tensor); the in-line epilogue reads the f32
+  // accumulator. H200, 4096^3 bf16, session 18, a stand-in (bias-like add + op_gelu_lowp + amax
+  // on the held words of a bare GEMM): 1.042x cuBLASLt at 2 groups a k-block, 1.053 at 4, 1.078
+  // at 8, against 1.011 bare and 1.075 for the real epilogue in line.
+  // Opt-in until it has run on a GPU: this generator was written after session 18's last device
+  // call (compiled for sm_90a: 0 spills, wgmma not serialized; GpuHopperGemm.
+  // EveryCandidateDeferredEpilogue is its GPU test). SINTER_SM90_DEFER_EPILOGUE=1 (read at each
+  // build) turns it on; SINTER_SM90_DEFER_Q=n asks for n groups a k-block (1, 2 or 4).
+  const int n_groups = c.bn / 8;
+  const int k_blocks_total = static_cast<int>((o.k + k_block - 1) / k_block);
+  int defer_q = 2;
+  // (at most 4: 8 groups a k-block, the whole of K = 4 k-blocks, spill 232 bytes)
+  if (const char* v = std::getenv("SINTER_SM90_DEFER_Q")) defer_q = std::clamp(std::atoi(v), 1, 4);
+  while (defer_q < 4 && (n_groups / defer_q > k_blocks_total || 8 % defer_q != 0)) ++defer_q;
+  const char* defer_on = std::getenv("SINTER_SM90_DEFER_EPILOGUE");
+  const int64_t tiles_total = o.batch.numel * ((o.m + c.bm - 1) / c.bm) * ((o.n + c.bn - 1) / c.bn);
+  const bool deferred = held && !epi.describe().empty() && epi.deferrable() && n_groups / defer_q <= k_blocks_total &&
+                        tiles_total < (int64_t{1} << 30) && defer_on != nullptr && std::string(defer_on) == "1";
+  const int peel = deferred ? n_groups / defer_q : held_chunks;
   const std::string held_param = held ? ", u32 (&held_)[Cfg::kBN / 4]" : "";
   const std::string held_arg = held ? ", held_" : "";
   const int smem_bytes = sm90_direct_smem_bytes(c, store_stage_bytes);
@@ -159,14 +185,25 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "  const int cols_valid = static_cast<int>(min(i64{Cfg::kBN}, s.n - n0));\n"
       << "  if (" << (full_tiles ? "rows_valid >= 64 && cols_valid >= Cfg::kBN && " + epi.fragment_full_condition(wide_stores) : "false")
       << ") {\n"
-      << "    matmul_wg_epilogue_body<true>(a, grow0, gcol0, rows_valid, cols_valid, store_stage, d" << held_arg
-      << epi.global_args() << ");\n"
+      << (deferred ? "    hold_accumulators<" + storage_type(g.tensor(o.mm->outputs[0]).dtype) + ", Cfg::kBN>(d, held_);  // the epilogue runs later\n"
+                   : "    matmul_wg_epilogue_body<true>(a, grow0, gcol0, rows_valid, cols_valid, store_stage, d" + held_arg +
+                         epi.global_args() + ");\n")
       << "    return true;\n"
       << "  }\n"
+      << (deferred ? "  hopper_direct_discard_words(held_);  // nothing is held after a partial tile\n" : "")
       << "  matmul_wg_epilogue_body<false>(a, grow0, gcol0, rows_valid, cols_valid, store_stage, d" << held_arg
       << epi.global_args() << ");\n"
       << "  return false;\n"
       << "}\n\n";
+  if (deferred) {
+    src << "// a held full tile's epilogue (hold_accumulators' words), column groups q_lo <= q < q_hi\n"
+        << "__device__ __forceinline__ void matmul_wg_epilogue_deferred(const Args& a, i64 grow0, i64 gcol0, int q_lo, "
+           "int q_hi, u32 (&held_)[Cfg::kBN / 4]"
+        << epi.global_params() << ") {\n"
+        << "  constexpr bool kFull = true;\n"
+        << "  [[maybe_unused]] constexpr int rows_valid = 64, cols_valid = Cfg::kBN;\n"
+        << epi.fragment_tile(c.bn, wide_stores, tma_slots, true, true) << "}\n\n";
+  }
   src << "extern \"C\" __global__ void __launch_bounds__(Cfg::kThreads, 1) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
       << "  extern __shared__ __align__(1024) char smem_raw[];\n"
       << "  const HopperDirectSmem sm = hopper_direct_smem<Cfg>(smem_raw);\n"
@@ -226,21 +263,32 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
     const std::string map = "&a.tmo" + std::to_string(epi.wide_outputs(wide_stores).front());
     src << "    int stage = 0;\n    u32 phase = 0;\n"
         << "    // the peeled k-blocks need this many (the host built this kernel for its K): fail loudly, not hang\n"
-        << "    if (k_blocks < " << held_chunks << ") __trap();\n"
+        << "    if (k_blocks < " << peel << ") __trap();\n"
         << "    u32 held_[Cfg::kBN / 4];\n"
         << "    bool holding = false;\n"
-        << "    int held_col = 0, held_row = 0;\n"
+        << (deferred ? "    // the held tile's first column, and first matrix row of this warpgroup (TMA's int coordinates)\n"
+                       "    int held_col = 0, held_grow0 = 0;\n"
+                     : "    int held_col = 0, held_row = 0;\n")
         << "    auto store_held = [&](int p) {\n"
-        << "      if (holding) store_held_chunk(" << map << ", sm.store_stage, held_, p, held_col, held_row);\n"
+        << "      if (holding) store_held_chunk(" << map << ", sm.store_stage, held_, p, held_col, "
+        << (deferred ? "held_grow0 + 16 * ((threadIdx.x >> 5) & 3)" : "held_row") << ");\n"
         << "    };\n"
         << "    // the next tile's coordinates are worked out under this tile's first k-block, not at its end\n"
         << "    HopperDirectTile next = hopper_direct_item<Cfg>(w, w.first, tiles_n);\n"
-        << "    for (i64 t = w.first; t < w.count; t += w.stride) {\n"
+        // deferred: a 32-bit tile index (one register fewer: with an i64 one the f16 scalar + bias
+        // + relu + amax kernels spilled 8 bytes); the host keeps such kernels below 2^30 tiles
+        << "    for (" << (deferred ? "int" : "i64") << " t = w.first; t < w.count; t += w.stride) {\n"
         << "      const HopperDirectTile tile = next;\n"
-        << "      hopper_direct_mainloop<Cfg, " << wt.constant << ", " << held_chunks
+        << "      hopper_direct_mainloop<Cfg, " << wt.constant << ", " << peel
         << ">(d, sm, c * 64 * 128, k_blocks, stage, phase, nullptr, [&](int kb) {\n"
-        << "        store_held(kb);\n"
-        << "        if (kb == 0) {\n"
+        << (deferred ? "        if (holding) matmul_wg_epilogue_deferred(a, held_grow0, held_col, kb * " + std::to_string(defer_q) +
+                           ", (kb + 1) * " + std::to_string(defer_q) + ", held_" + epi.global_args() +
+                           ");\n"
+                           "        if ((kb + 1) * " + std::to_string(defer_q) + " % 8 == 0) store_held((kb + 1) * " +
+                           std::to_string(defer_q) + " / 8 - 1);  // a 64-column chunk is done\n"
+                     : "        store_held(kb);\n")
+        // deferred: after the held words are gone, where registers are free
+        << "        if (kb == " << (deferred ? peel - 1 : 0) << ") {\n"
         << "          next = hopper_direct_item<Cfg>(w, t + w.stride, tiles_n);\n"
         << "          hopper_direct_pin(next);\n"
         << "        }\n"
@@ -248,10 +296,16 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "      holding = matmul_wg_epilogue(a, tile, c * 64, sm.store_stage, d, held_" << epi.global_args() << ");\n"
         << "      hopper_direct_pin_words(held_);\n"
         << "      held_col = tile.nt * Cfg::kBN;\n"
-        << "      held_row = static_cast<int>(matmul_wg_grow0(a, tile, c * 64)) + 16 * ((threadIdx.x >> 5) & 3);\n"
+        << (deferred ? "      held_grow0 = static_cast<int>(matmul_wg_grow0(a, tile, c * 64));\n"
+                     : "      held_row = static_cast<int>(matmul_wg_grow0(a, tile, c * 64)) + 16 * ((threadIdx.x >> 5) & 3);\n")
         << "    }\n"
         << "#pragma unroll\n"
-        << "    for (int p = 0; p < " << held_chunks << "; ++p) store_held(p);\n";
+        << "    for (int p = 0; p < " << held_chunks << "; ++p) {\n"
+        << (deferred ? "      if (holding) matmul_wg_epilogue_deferred(a, held_grow0, held_col, 8 * p, 8 * p + 8, held_" +
+                           epi.global_args() + ");\n"
+                     : "")
+        << "      store_held(p);\n"
+        << "    }\n";
   } else {
     src << "    int stage = 0;\n    u32 phase = 0;\n"
         << "    for (i64 t = w.first; t < w.count; t += w.stride) {\n"
@@ -273,7 +327,8 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   spec.source = src.str();
   spec.description = "matmul sm90 wgmma." + std::string(wt.name) + " " + sm90_direct_name(c, 128 / static_cast<int>(dtype_size(o.dtype))) +
                      " tma setmaxnreg persistent group" + std::to_string(1024 / c.bm) + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
-                     (tma_stores ? " tma-store" : "") + (held ? " held-stores" : "") + (is_fp8(o.dtype) ? " fp8-fast-accum" : "") +
+                     (tma_stores ? " tma-store" : "") + (held ? " held-stores" : "") +
+                     (deferred ? " deferred-epilogue(" + std::to_string(defer_q) + " groups a k-block)" : "") + (is_fp8(o.dtype) ? " fp8-fast-accum" : "") +
                      (o.b_mn_major ? " b-mn-major" : "") + (o.batch_folded ? " batch-folded" : "") +
                      (epi.index64() ? " idx64" : "") + epi.describe();
   // work items: tiles, or per cluster tile pairs; ping-pong: a CTA needs two tiles to keep both
