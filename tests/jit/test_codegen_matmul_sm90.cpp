@@ -389,15 +389,16 @@ TEST(JitMatmulSm90, DeferredEpilogueNeedsA16BitAnchorAndGlobalReductions) {
   }
   EXPECT_NE(first_coop(graph(4096, false, false, DType::bf16)).find("held-stores"), std::string::npos);
   // the GPU test's operand forms (a scalar, a bias, an f16 result, a global amax) compile
-  // deferred on every coop config; a residual and a column vector (read per row), or a global
-  // sum, keep the epilogue in line
-  for (int in_line : {0, 1, 2}) {
+  // deferred on every coop config; a residual and a column vector (read per row), a global sum,
+  // or a second output keep the epilogue in line
+  for (int in_line : {0, 1, 2, 3}) {
     Graph g("deferred_operands_f16");
     auto y = g.matmul(g.input("a", DType::f16, {700, 2048}), g.input("b", DType::f16, {2048, 1536}, {1, 2048}));
     y = g.add(g.mul(y, g.input("s", DType::f16, {1})), g.input("bias", DType::f16, {1536}));
     if (in_line == 1) y = g.sub(g.add(y, g.input("res", DType::f16, {700, 1536})), g.input("col", DType::f16, {700, 1}));
     g.output(g.relu(y), "y");
     g.output(in_line == 2 ? g.sum(g.relu(y)) : g.amax(g.relu(y)), "m");
+    if (in_line == 3) g.output(g.cast(y, DType::f32), "pre");
     const bool per_row = in_line > 0;
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);

@@ -113,11 +113,13 @@ class AnchorEpilogue {
   std::string fragment_tile(int bn, bool wide_stores, int tma_slots = 0, bool held = false,
                             bool deferred = false) const;
   // Whether the epilogue can run deferred: the anchor is a 16-bit float tensor (rounding the
-  // accumulator to it is the graph's own semantics); every exit reduction is a global max, min
+  // accumulator to it is the graph's own semantics); the one output is the held one; every exit
+  // reduction is a global max, min
   // or amax (row and column partials would be reduced per call, as a deferred call covers only
   // some columns); every operand is the same for all rows (biases, scalars). The last two are
   // registers: beside the 128 accumulator and 64 held registers, a residual or column vector
-  // read per row, or a global sum, made the 128x256 kernels spill 100-240 bytes (ptxas,
+  // read per row, a global sum, or a second (f32, fp8) output made the 128x256 kernels spill
+  // 100-240 bytes (ptxas,
   // session 18, at any number of column groups a k-block; a sum's partial-tile epilogue in
   // line spills at every tile's end).
   bool deferrable() const;

@@ -284,6 +284,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
 bool AnchorEpilogue::deferrable() const {
   const DType t = g_.tensor(value_).dtype;
   if (t != DType::bf16 && t != DType::f16) return false;
+  if (outs_.size() != 1) return false;  // the held output only: extra outputs spilled (188 bytes)
   for (size_t m = 0; m < exits_.size(); ++m) {
     if (exits_[m].exit.pattern != fuse::ExitReduction::global) return false;
     const std::string kind = reduce_kind(g_.node(exits_[m].exit.node).op);

@@ -126,7 +126,8 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // Opt-in until it has run on a GPU: this generator was written after session 18's last device
   // call (compiled for sm_90a: 0 spills, wgmma not serialized; GpuHopperGemm.
   // EveryCandidateDeferredEpilogue is its GPU test). SINTER_SM90_DEFER_EPILOGUE=1 (read at each
-  // build) turns it on; SINTER_SM90_DEFER_Q=n asks for n groups a k-block (1, 2 or 4).
+  // build) turns it on; SINTER_SM90_DEFER_Q=n asks for n groups a k-block (1, 2 or 4; others
+  // round up to the next of those, and a K of few k-blocks raises it too).
   const int n_groups = c.bn / 8;
   const int k_blocks_total = static_cast<int>((o.k + k_block - 1) / k_block);
   int defer_q = 2;
@@ -273,7 +274,9 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "      if (holding) store_held_chunk(" << map << ", sm.store_stage, held_, p, held_col, "
         << (deferred ? "held_grow0 + 16 * ((threadIdx.x >> 5) & 3)" : "held_row") << ");\n"
         << "    };\n"
-        << "    // the next tile's coordinates are worked out under this tile's first k-block, not at its end\n"
+        << (deferred ? "    // the next tile's coordinates are worked out under this tile's last peeled k-block (once the\n"
+                       "    // held words are stored and their registers free), not at its end\n"
+                     : "    // the next tile's coordinates are worked out under this tile's first k-block, not at its end\n")
         << "    HopperDirectTile next = hopper_direct_item<Cfg>(w, w.first, tiles_n);\n"
         // deferred: a 32-bit tile index (one register fewer: with an i64 one the f16 scalar + bias
         // + relu + amax kernels spilled 8 bytes); the host keeps such kernels below 2^30 tiles
