@@ -28,6 +28,13 @@ Tensor batched_matmul_nk(Graph& g, DType t, int64_t batches, int64_t m, int64_t 
   return g.matmul(a, b, attrs);
 }
 
+// y + a bias "bias" [n] of type t, then GELU: the outputs "y" and its amax "amax" (the fused case)
+void output_bias_gelu_amax(Graph& g, Tensor y, DType t, int64_t n) {
+  y = g.gelu(g.add(y, g.input("bias", t, {n})));
+  g.output(y, "y");
+  g.output(g.amax(y), "amax");
+}
+
 class GpuHopperGemm : public GpuRegions {
  protected:
   // see FoldedBroadcastBatch* below
@@ -280,10 +287,9 @@ TEST_F(GpuHopperGemm, EveryCandidateTmaStores) {
 TEST_F(GpuHopperGemm, EveryCandidateHeldStores) {
   {
     Graph g("held_many_tiles_bf16");
-    auto y = g.matmul(g.input("a", DType::bf16, {1100, 256}), weight_nk(g, "b", DType::bf16, 256, 4112));
-    y = g.gelu(g.add(y, g.input("bias", DType::bf16, {4112})));
-    g.output(y, "y");
-    g.output(g.amax(y), "amax");
+    output_bias_gelu_amax(
+        g, g.matmul(g.input("a", DType::bf16, {1100, 256}), weight_nk(g, "b", DType::bf16, 256, 4112)), DType::bf16,
+        4112);
     check_every_candidate(g, 2.0, "held-stores");
   }
   {
@@ -316,10 +322,9 @@ TEST_F(GpuHopperGemm, EveryCandidateDeferredEpilogue) {
   const testing::ScopedEnv on("SINTER_SM90_DEFER_EPILOGUE", "1");
   {
     Graph g("deferred_many_tiles_bf16");
-    auto y = g.matmul(g.input("a", DType::bf16, {1100, 1000}), weight_nk(g, "b", DType::bf16, 1000, 4112));
-    y = g.gelu(g.add(y, g.input("bias", DType::bf16, {4112})));
-    g.output(y, "y");
-    g.output(g.amax(y), "amax");
+    output_bias_gelu_amax(
+        g, g.matmul(g.input("a", DType::bf16, {1100, 1000}), weight_nk(g, "b", DType::bf16, 1000, 4112)), DType::bf16,
+        4112);
     check_every_candidate(g, 2.0, "deferred-epilogue(2 groups a k-block)");
   }
   {
@@ -332,10 +337,7 @@ TEST_F(GpuHopperGemm, EveryCandidateDeferredEpilogue) {
   }
   {
     Graph g("deferred_batched_bf16");
-    auto y = batched_matmul_nk(g, DType::bf16, 3, 1024, 768, 2112);
-    y = g.gelu(g.add(y, g.input("bias", DType::bf16, {2112})));
-    g.output(y, "y");
-    g.output(g.amax(y), "amax");
+    output_bias_gelu_amax(g, batched_matmul_nk(g, DType::bf16, 3, 1024, 768, 2112), DType::bf16, 2112);
     check_every_candidate(g, 2.0, "deferred-epilogue(");  // 4 groups a k-block at 256 columns, 2 at 128
   }
 }

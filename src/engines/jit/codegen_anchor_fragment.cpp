@@ -287,8 +287,8 @@ bool AnchorEpilogue::deferrable() const {
   if (outs_.size() != 1) return false;  // the held output only: extra outputs spilled (188 bytes)
   for (size_t m = 0; m < exits_.size(); ++m) {
     if (exits_[m].exit.pattern != fuse::ExitReduction::global) return false;
-    const std::string kind = reduce_kind(g_.node(exits_[m].exit.node).op);
-    if (kind == "kReduceSum" || kind == "kReduceMean") return false;
+    const OpKind op = g_.node(exits_[m].exit.node).op;
+    if (op == OpKind::reduce_sum || op == OpKind::reduce_mean) return false;
   }
   for (size_t i = 0; i < operands_.size(); ++i) {
     if (!row_invariant(i)) return false;

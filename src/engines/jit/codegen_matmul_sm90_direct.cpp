@@ -72,10 +72,11 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // For A/B timing in one process (read at each build: a benchmark sets them):
   // SINTER_SM90_FULL_TILES=0 compiles only the bounds-tested form (scalar stores);
   // SINTER_SM90_WIDE_STORES=0 keeps full tiles but stores them as pairs.
-  auto env_off = [](const char* name) {
+  auto env_is = [](const char* name, const char* value) {
     const char* v = std::getenv(name);
-    return v && std::string(v) == "0";
+    return v && std::string(v) == value;
   };
+  auto env_off = [&](const char* name) { return env_is(name, "0"); };
   const bool full_tiles = !env_off("SINTER_SM90_FULL_TILES");
   const bool wide_stores = !env_off("SINTER_SM90_WIDE_STORES");
   // Full tiles of the coop kernels write their 16-bit outputs with TMA stores from two 2 KB
@@ -110,9 +111,13 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // kPeel); the consumers' setmaxnreg budget (232) holds the 128 accumulators, the 64 words and
   // the rest. SINTER_SM90_HELD_STORES=0 (A/B knob, read at each build) stages and stores in line.
   const int k_block = 128 / static_cast<int>(dtype_size(o.dtype));
+  const int64_t k_blocks_total = (o.k + k_block - 1) / k_block;
   const int held_chunks = c.bn / 64;
-  const bool held = tma_stores && epi.wide_outputs(wide_stores).size() == 1 &&
-                    (o.k + k_block - 1) / k_block >= held_chunks && !env_off("SINTER_SM90_HELD_STORES");
+  const bool held = tma_stores && epi.wide_outputs(wide_stores).size() == 1 && k_blocks_total >= held_chunks &&
+                    !env_off("SINTER_SM90_HELD_STORES");
+  // work items: tiles, or per cluster tile pairs (the kernel's loop index t runs over them)
+  const int64_t tiles_m = (o.m + c.bm - 1) / c.bm;
+  const int64_t items = o.batch.numel * ((tiles_m + c.cluster - 1) / c.cluster) * ((o.n + c.bn - 1) / c.bn);
   // Deferred epilogue (held, an epilogue beyond the bare store, deferrable()): at a full tile's
   // end the accumulator is only rounded to the matmul's 16-bit type and packed into held_ (64
   // F2FP a thread, as a bare GEMM's), and the epilogue runs on those words under the next tile's
@@ -129,15 +134,12 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // build) turns it on; SINTER_SM90_DEFER_Q=n asks for n groups a k-block (1, 2 or 4; others
   // round up to the next of those, and a K of few k-blocks raises it too).
   const int n_groups = c.bn / 8;
-  const int k_blocks_total = static_cast<int>((o.k + k_block - 1) / k_block);
   int defer_q = 2;
   // (at most 4: 8 groups a k-block, the whole of K = 4 k-blocks, spill 232 bytes)
   if (const char* v = std::getenv("SINTER_SM90_DEFER_Q")) defer_q = std::clamp(std::atoi(v), 1, 4);
   while (defer_q < 4 && (n_groups / defer_q > k_blocks_total || 8 % defer_q != 0)) ++defer_q;
-  const char* defer_on = std::getenv("SINTER_SM90_DEFER_EPILOGUE");
-  const int64_t tiles_total = o.batch.numel * ((o.m + c.bm - 1) / c.bm) * ((o.n + c.bn - 1) / c.bn);
   const bool deferred = held && !epi.describe().empty() && epi.deferrable() && n_groups / defer_q <= k_blocks_total &&
-                        tiles_total < (int64_t{1} << 30) && defer_on != nullptr && std::string(defer_on) == "1";
+                        items < (int64_t{1} << 30) && env_is("SINTER_SM90_DEFER_EPILOGUE", "1");
   const int peel = deferred ? n_groups / defer_q : held_chunks;
   const std::string held_param = held ? ", u32 (&held_)[Cfg::kBN / 4]" : "";
   const std::string held_arg = held ? ", held_" : "";
@@ -279,7 +281,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
                      : "    // the next tile's coordinates are worked out under this tile's first k-block, not at its end\n")
         << "    HopperDirectTile next = hopper_direct_item<Cfg>(w, w.first, tiles_n);\n"
         // deferred: a 32-bit tile index (one register fewer: with an i64 one the f16 scalar + bias
-        // + relu + amax kernels spilled 8 bytes); the host keeps such kernels below 2^30 tiles
+        // + relu + amax kernels spilled 8 bytes); the host keeps such kernels below 2^30 items
         << "    for (" << (deferred ? "int" : "i64") << " t = w.first; t < w.count; t += w.stride) {\n"
         << "      const HopperDirectTile tile = next;\n"
         << "      hopper_direct_mainloop<Cfg, " << wt.constant << ", " << peel
@@ -334,10 +336,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
                      (deferred ? " deferred-epilogue(" + std::to_string(defer_q) + " groups a k-block)" : "") + (is_fp8(o.dtype) ? " fp8-fast-accum" : "") +
                      (o.b_mn_major ? " b-mn-major" : "") + (o.batch_folded ? " batch-folded" : "") +
                      (epi.index64() ? " idx64" : "") + epi.describe();
-  // work items: tiles, or per cluster tile pairs; ping-pong: a CTA needs two tiles to keep both
-  // consumers busy
-  const int64_t tiles_m = (o.m + c.bm - 1) / c.bm;
-  const int64_t items = o.batch.numel * ((tiles_m + c.cluster - 1) / c.cluster) * ((o.n + c.bn - 1) / c.bn);
+  // ping-pong: a CTA needs two tiles to keep both consumers busy
   const int64_t work = c.ping_pong ? (items + 1) / 2 : items;
   const int64_t sms = dev.sm_count > 0 ? dev.sm_count : 132;
   spec.launch.grid = dim3(static_cast<unsigned>(c.cluster * std::clamp<int64_t>(work, 1, sms / c.cluster)));
