@@ -48,3 +48,17 @@ __device__ __forceinline__ i64 offset_of(const SinterIterShape& s, const SinterS
   }
   return off;
 }
+
+// row_offset + col * col_stride, an operand element's offset, in 32-bit arithmetic where the
+// kernel's index class says every operand offset is below 2^31 (AnchorEpilogue's kIndex64 false).
+// A 64-bit multiply-add an element (two registers an address) ran the partial-tile epilogue of
+// the 128x256 Hopper GEMM short of registers: with a residual + bias + GELU + amax it spilled
+// 248 bytes even once full tiles read the residual as pairs (ptxas, session 19); 0 with this.
+template <bool kIndex64>
+__device__ __forceinline__ i64 operand_offset(i64 row_offset, i64 col, i64 col_stride) {
+  if constexpr (kIndex64) {
+    return row_offset + col * col_stride;
+  } else {
+    return static_cast<i64>(static_cast<u32>(row_offset) + static_cast<u32>(col) * static_cast<u32>(col_stride));
+  }
+}

@@ -29,6 +29,7 @@
 // works without predication in the main loop.
 #pragma once
 
+#include "common/abi.h"
 #include "common/hopper.cuh"
 #include "common/memory.cuh"
 #include "common/types.cuh"
@@ -147,16 +148,18 @@ __device__ __forceinline__ void hopper_direct_pin(HopperDirectTile& t) {
   asm volatile("" : "+r"(t.batch), "+r"(t.mt), "+r"(t.nt));
 }
 
-// Ends the live range of held words no one will read (a deferred kernel's partial tile: its
-// epilogue runs in line and nothing is held): an output of no instruction, so the compiler need
-// not keep the previous tile's words alive through that epilogue, which it cannot tell from the
-// run-time `holding` flag. (A kernel with a global sum, which deferrable() now keeps in line,
-// spilled 196 bytes without it and 180 with it: the partial tile's epilogue in line is where
-// these kernels run short of registers.)
+// Ends the live range of held words no one will read (a partial tile: its epilogue runs in line
+// and nothing is held after it), with one real move each. The compiler cannot tell from the
+// run-time `holding` flag that the previous tile's words, stored under this tile's first
+// k-blocks, are dead here, so without this it keeps all of them through the partial tile's
+// epilogue: beside the 128 accumulators that spilled the 128x256 kernels (a residual + bias +
+// GELU + amax epilogue 240 bytes, some of it in the main loop; ptxas, session 19). Session 18's
+// form, an empty asm with "=r" outputs, defines nothing in the PTX that ptxas allocates from
+// (196 -> 180 bytes on a deferred kernel with a global sum).
 template <int kWords>
-__device__ __forceinline__ void hopper_direct_discard_words(u32 (&held)[kWords]) {
+__device__ __forceinline__ void hopper_direct_clear_words(u32 (&held)[kWords]) {
 #pragma unroll
-  for (int i = 0; i < kWords; ++i) asm volatile("" : "=r"(held[i]));
+  for (int i = 0; i < kWords; ++i) held[i] = 0u;
 }
 
 // Keeps held words computed where this stands: the compiler may not sink the epilogue's packing
@@ -305,6 +308,14 @@ __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], cons
 template <typename T>
 __device__ __forceinline__ bool pair_aligned(const T* p) {
   return (reinterpret_cast<u64>(p) & (2 * sizeof(T) - 1)) == 0;
+}
+
+// Whether every row of a strided view starts at an even element offset (every stride over the
+// rows is even), so that a pair-aligned base keeps each row's column pairs pair-aligned.
+__device__ __forceinline__ bool view_rows_even(const SinterIterShape& s, const SinterStridedView& v) {
+  long long any = 0;
+  for (int i = 0; i < s.rank; ++i) any |= v.stride[i];
+  return (any & 1) == 0;
 }
 
 // Loads two consecutive elements (p pair-aligned) with one plain vector load. Not through the

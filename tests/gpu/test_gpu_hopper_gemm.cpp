@@ -311,6 +311,37 @@ TEST_F(GpuHopperGemm, EveryCandidateHeldStores) {
   }
 }
 
+// Operands read per row on full tiles (AnchorEpilogue::row_preloaded): a residual as column
+// pairs, a column vector once a row, beside held stores over many tiles a CTA, with partial
+// tiles (bounds-tested; they end the previous tile's held words, hopper_direct_clear_words)
+// between full ones. A residual whose rows start at odd offsets (a view with an odd row stride)
+// sends every tile to the bounds-tested form; a transposed one (column stride M) is read element
+// by element in both forms. Written in session 19 with no GPU lent: not yet run when committed.
+TEST_F(GpuHopperGemm, EveryCandidatePerRowOperands) {
+  const int64_t m = 1100, k = 256, n = 4112;
+  {
+    Graph g("per_row_residual_gelu_amax");
+    auto y = g.matmul(g.input("a", DType::bf16, {m, k}), weight_nk(g, "b", DType::bf16, k, n));
+    y = g.add(g.gelu(g.add(y, g.input("bias", DType::bf16, {n}))), g.input("res", DType::bf16, {m, n}));
+    g.output(y, "y");
+    g.output(g.amax(y), "amax");
+    check_every_candidate(g, 2.0, "held-stores");
+  }
+  {
+    Graph g("per_row_column_vector_odd_row_stride_residual");
+    auto y = g.matmul(g.input("a", DType::bf16, {m, k}), weight_nk(g, "b", DType::bf16, k, n));
+    y = g.mul(y, g.input("row_scale", DType::bf16, {m, 1}));
+    g.output(g.add(y, g.input("res", DType::bf16, {m, n}, {n + 1, 1})), "y");
+    check_every_candidate(g, 2.0, "held-stores");
+  }
+  {
+    Graph g("per_row_transposed_residual_f16");
+    auto y = g.matmul(g.input("a", DType::f16, {m, k}), weight_nk(g, "b", DType::f16, k, n));
+    g.output(g.relu(g.add(y, g.input("res", DType::f16, {m, n}, {1, m}))), "y");
+    check_every_candidate(g, 2.0, "held-stores");
+  }
+}
+
 // Deferred epilogues (the coop kernels' full tiles with an epilogue, a 16-bit matmul result and
 // only global reductions): the accumulator is rounded and held at a tile's end, and the epilogue
 // runs on the held words under the next tile's k-blocks, a few column groups a k-block (more a

@@ -92,6 +92,13 @@ AnchorEpilogue::AnchorEpilogue(const Graph& g, const fuse::Region& r, TensorId v
   lead_strides.push_back(contiguous_strides(lead));  // keeps the collapse honest for the outputs
   lead_ = collapse(lead, lead_strides);
   for (size_t i = 0; i < operands_.size(); ++i) operands_[i].lead_strides = lead_.strides[i];
+  // 64-bit index arithmetic also where an operand's largest element offset needs it: kIndex64
+  // false promises every operand offset below 2^31 (operand_offset, kernels/common/index.cuh)
+  for (const Operand& op : operands_) {
+    int64_t last = (cols_ - 1) * op.col_stride;
+    for (size_t d = 0; d < lead_.sizes.size(); ++d) last += (lead_.sizes[d] - 1) * op.lead_strides[d];
+    index64_ = index64_ || last >= (int64_t{1} << 31);
+  }
 
   for (TensorId o : r.outputs) {
     const NodeId p = g.tensor(o).producer;
@@ -157,9 +164,17 @@ bool AnchorEpilogue::row_invariant(size_t i) const {
                      [](int64_t st) { return st == 0; });
 }
 
+AnchorEpilogue::RowRead AnchorEpilogue::row_read(size_t i) const {
+  switch (operands_[i].col_stride) {
+    case 0: return RowRead::column_vector;
+    case 1: return RowRead::pairs;
+    default: return RowRead::strided;
+  }
+}
+
 std::string AnchorEpilogue::element_impl(const std::string& value, const std::string& indent,
                                          const std::string& out_suffix, const std::string& col_acc,
-                                         const std::string& preload_suffix) const {
+                                         const std::string& preload_suffix, const std::string& row_suffix) const {
   std::ostringstream s;
   for (size_t i = 0; i < operands_.size(); ++i) {
     const std::string n = std::to_string(i);
@@ -169,8 +184,20 @@ std::string AnchorEpilogue::element_impl(const std::string& value, const std::st
       continue;
     }
     // never read past an operand for columns outside the tile's valid range
-    s << indent << "const " << ct << " l" << n << " = valid ? load_one(a.ein" << n << " + ro" << n
-      << " + col * a.ecs" << n << ") : static_cast<" << ct << ">(0);\n";
+    const std::string load = "(valid ? load_one(a.ein" + n + " + operand_offset<kIndex64>(ro" + n + ", col, a.ecs" + n +
+                             ")) : static_cast<" + ct + ">(0))";
+    if (!row_suffix.empty()) {  // read per row (the row-invariant ones are above)
+      // full tiles: through what fragment_tile declared for the row half and column
+      std::string full;
+      switch (row_read(i)) {
+        case RowRead::column_vector: full = "prs" + n + row_suffix; break;
+        case RowRead::pairs: full = "pr" + n + row_suffix + preload_suffix; break;
+        case RowRead::strided: full = "load_one(pc" + n + row_suffix + preload_suffix + " + q * pcs" + n + ")"; break;
+      }
+      s << indent << "const " << ct << " l" << n << " = kFull ? " << full << " : " << load << ";\n";
+      continue;
+    }
+    s << indent << "const " << ct << " l" << n << " = " << load << ";\n";
   }
   const DType vt = g_.tensor(value_).dtype;
   s << indent << "const float y_ = "

@@ -61,8 +61,12 @@ class AnchorEpilogue {
   void declare(ArgsWriter& w) const;
   size_t workspace_bytes() const { return workspace_; }
   int64_t rows() const { return rows_; }
+  // kIndex64 of the generated kernels: 64-bit index arithmetic where a row index or an operand's
+  // element offset may reach 2^31
   bool index64() const { return index64_; }
   bool has_exits() const { return !exits_.empty(); }
+  // No epilogue op and no exit reduction: the anchor's value is stored as it is (a bare GEMM).
+  bool empty() const { return r_.epilogue.empty() && exits_.empty(); }
   // Column-sum exits: gemm_tile declares a static shared buffer of (threads / 32) x bn floats for
   // each (kernels that size their shared memory count them).
   int column_exits() const {
@@ -136,7 +140,8 @@ class AnchorEpilogue {
   void declare_store_maps(ArgsWriter& w, bool wide_stores) const;
   // The tile-independent part of the full-tile test (an expression over the kernel arguments
   // `a`): outputs allow aligned pair (or 16-byte row) stores, row-invariant operands (biases)
-  // aligned pair loads or are one value broadcast over the columns too.
+  // aligned pair loads or are one value broadcast over the columns too, and residuals (operands
+  // read per row with column stride 1) aligned pair loads in every row.
   std::string fragment_full_condition(bool wide_stores) const;
   // ", float& gacc0, ..." and ", gacc0, ..." for threading global partials through tile calls.
   std::string global_params() const;
@@ -150,13 +155,25 @@ class AnchorEpilogue {
   // element() with choices: `out_suffix` "" stores each output, else assigns it to
   // so<k><out_suffix> (declared by the caller); column partials accumulate into
   // cacc<m><col_acc>; with `preload_suffix`, row-invariant operands are read from
-  // pl<i><preload_suffix> (loaded by the caller once per column) instead of memory.
+  // pl<i><preload_suffix> (loaded by the caller once per column) instead of memory; with
+  // `row_suffix` too (fragment_tile's row half h and column e: "_h", "_e"), full tiles (kFull)
+  // read operands read per row as row_read(i) says, from what fragment_tile declared: prs<i>_h,
+  // pr<i>_h_e, or pc<i>_h_e + q pcs<i>.
   std::string element_impl(const std::string& value, const std::string& indent, const std::string& out_suffix,
-                           const std::string& col_acc, const std::string& preload_suffix = "") const;
+                           const std::string& col_acc, const std::string& preload_suffix = "",
+                           const std::string& row_suffix = "") const;
   // Whether full tiles store output k as 16-byte rows (a 16-bit type, with wide stores asked for).
   bool is_wide_output(size_t k, bool wide_stores) const;
   // Whether operand i is the same for every row (a bias): its row offset is always 0.
   bool row_invariant(size_t i) const;
+  // How full fragment tiles read operand i when it is read per row (a residual, a column
+  // vector; not row_invariant): one value a row loaded before the tile's loops (column stride 0),
+  // one aligned pair a column pair (column stride 1), or through four per-thread column pointers
+  // stepped 8 columns at a time (any other stride). Per-element loads, two address registers
+  // each, made the 128x256 coop kernels spill (a residual alone 60 bytes, with bias + GELU +
+  // amax 380, a transposed residual 128; ptxas, session 19).
+  enum class RowRead { column_vector, pairs, strided };
+  RowRead row_read(size_t i) const;
   struct Operand {
     TensorId tensor;
     Dims lead_strides;   // collapsed, innermost first

@@ -60,6 +60,21 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
       const std::string n = std::to_string(i);
       s << "    const i64 ro" << n << "_" << hs << " = offset_of<kIndex64>(a.elead, a.eview" << n << ", grow_" << hs
         << ");\n";
+      // full tiles (row_read): a column vector's value in each of the thread's two rows, loaded
+      // once; a strided operand's pointers to the thread's two columns of group 0 in each row
+      const TensorInfo& t = g_.tensor(operands_[i].tensor);
+      const std::string ct = compute_type(t.dtype), st = storage_type(t.dtype);
+      const std::string ro = "ro" + n + "_" + hs;
+      if (row_read(i) == RowRead::column_vector) {
+        s << "    const " << ct << " prs" << n << "_" << hs << " = kFull ? load_one(a.ein" << n << " + " << ro
+          << ") : static_cast<" << ct << ">(0);\n";
+      } else if (row_read(i) == RowRead::strided) {
+        const std::string pc = "pc" + n + "_" + hs;
+        if (h == 0) s << "    const i64 pcs" << n << " = 8 * a.ecs" << n << ";  // a column group's step\n";
+        s << "    const " << st << "* const " << pc << "_0 = kFull ? a.ein" << n << " + " << ro << " + (gcol0 + c0_) * a.ecs"
+          << n << " : nullptr;\n"
+          << "    const " << st << "* const " << pc << "_1 = kFull ? " << pc << "_0 + a.ecs" << n << " : nullptr;\n";
+      }
     }
     for (size_t m = 0; m < exits_.size(); ++m) {
       if (exits_[m].exit.pattern != ExitReduction::rows) continue;
@@ -158,6 +173,22 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
     }
     s << "      }\n";
   }
+  // a residual on full tiles: this column pair of each of the thread's two rows, one aligned pair
+  // load each (fragment_full_condition)
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    if (row_invariant(i) || row_read(i) != RowRead::pairs) continue;
+    const std::string n = std::to_string(i);
+    const std::string ct = compute_type(g_.tensor(operands_[i].tensor).dtype);
+    s << "      " << ct << " pr" << n << "_0_0, pr" << n << "_0_1, pr" << n << "_1_0, pr" << n << "_1_1;\n"
+      << "      if constexpr (kFull) {\n";
+    for (int h = 0; h < 2; ++h) {
+      const std::string r = "pr" + n + "_" + std::to_string(h);
+      s << "        load_pair(a.ein" << n << " + ro" << n << "_" << h << " + gcol0 + cc0, " << r << "_0, " << r << "_1);\n";
+    }
+    s << "      } else {\n"
+      << "        pr" << n << "_0_0 = pr" << n << "_0_1 = pr" << n << "_1_0 = pr" << n << "_1_1 = static_cast<" << ct << ">(0);\n"
+      << "      }\n";
+  }
   for (int h = 0; h < 2; ++h) {
     const std::string hs = std::to_string(h);
     s << "      {  // row r0_ + " << 8 * h << "\n";
@@ -184,7 +215,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
         if (exits_[m].exit.pattern == ExitReduction::rows) s << "          float& racc" << m << " = racc" << m << "_" << hs << ";\n";
       }
       const std::string value = deferred ? "dv_" + es : "d[4 * q + " + std::to_string(2 * h + e) + "]";
-      s << element_impl(value, "          ", "_" + es, "_" + es, "_" + es)
+      s << element_impl(value, "          ", "_" + es, "_" + es, "_" + es, "_" + hs)
         << "        }\n";
     }
     for (size_t k = 0; k < outs_.size(); ++k) {
@@ -349,9 +380,13 @@ std::string AnchorEpilogue::fragment_full_condition(bool wide_stores) const {
     c += is_wide_output(k, wide_stores) ? " && (reinterpret_cast<u64>(" + out + ") & 15) == 0" : " && pair_aligned(" + out + ")";
   }
   for (size_t i = 0; i < operands_.size(); ++i) {
-    if (!row_invariant(i)) continue;
     const std::string n = std::to_string(i);
-    c += " && (a.ecs" + n + " == 0 || (a.ecs" + n + " == 1 && pair_aligned(a.ein" + n + ")))";
+    if (row_invariant(i)) {
+      c += " && (a.ecs" + n + " == 0 || (a.ecs" + n + " == 1 && pair_aligned(a.ein" + n + ")))";
+    } else if (row_read(i) == RowRead::pairs) {
+      // a residual's column pairs: an aligned base and rows that start on even offsets
+      c += " && pair_aligned(a.ein" + n + ") && view_rows_even(a.elead, a.eview" + n + ")";
+    }
   }
   return c;
 }

@@ -138,7 +138,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // (at most 4: 8 groups a k-block, the whole of K = 4 k-blocks, spill 232 bytes)
   if (const char* v = std::getenv("SINTER_SM90_DEFER_Q")) defer_q = std::clamp(std::atoi(v), 1, 4);
   while (defer_q < 4 && (n_groups / defer_q > k_blocks_total || 8 % defer_q != 0)) ++defer_q;
-  const bool deferred = held && !epi.describe().empty() && epi.deferrable() && n_groups / defer_q <= k_blocks_total &&
+  const bool deferred = held && !epi.empty() && epi.deferrable() && n_groups / defer_q <= k_blocks_total &&
                         items < (int64_t{1} << 30) && env_is("SINTER_SM90_DEFER_EPILOGUE", "1");
   const int peel = deferred ? n_groups / defer_q : held_chunks;
   const std::string held_param = held ? ", u32 (&held_)[Cfg::kBN / 4]" : "";
@@ -167,7 +167,10 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "[[maybe_unused]] constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n\n"
       << args << "\n";
   // out: [batches, M, N]; one consumer warpgroup's 64 rows (from tile row `row0`) of one tile,
-  // compiled for full tiles (no bounds tests) and partial ones; matmul_wg_epilogue picks
+  // compiled for full tiles (no bounds tests) and partial ones; matmul_wg_epilogue picks. A held
+  // kernel's partial tile ends the previous tile's held words (hopper_direct_clear_words) so its
+  // epilogue has their registers; a bare GEMM's partial tile needs few, and its kernels stay as
+  // they were timed.
   src << "// the matrix row ([batches * M]) of a consumer warpgroup's first row, row0 of `tile`\n"
       << "__device__ __forceinline__ i64 matmul_wg_grow0(const Args& a, const HopperDirectTile& tile, int row0) {\n"
       << "  return static_cast<i64>(tile.batch) * a.shape.m + (tile.mt * Cfg::kBM + row0);\n"
@@ -193,9 +196,9 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
                          epi.global_args() + ");\n")
       << "    return true;\n"
       << "  }\n"
-      << (deferred ? "  hopper_direct_discard_words(held_);  // nothing is held after a partial tile\n" : "")
       << "  matmul_wg_epilogue_body<false>(a, grow0, gcol0, rows_valid, cols_valid, store_stage, d" << held_arg
       << epi.global_args() << ");\n"
+      << (held && !epi.empty() ? "  hopper_direct_clear_words(held_);  // nothing is held after a partial tile\n" : "")
       << "  return false;\n"
       << "}\n\n";
   if (deferred) {
