@@ -351,9 +351,10 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
 }
 
 // Which coop kernels defer their epilogue under the next tile's k-blocks: those with held stores,
-// an epilogue, a 16-bit matmul result, row-invariant operands and only global max-like
-// reductions (AnchorEpilogue::deferrable); as many column groups a
-// k-block as K's k-blocks need (kBN / 8 groups over at most every k-block; at most 4 a k-block).
+// an epilogue, a 16-bit matmul result and only global max-like reductions
+// (AnchorEpilogue::max_deferred_groups); as many column groups a k-block as K's k-blocks need
+// (kBN / 8 groups over at most every k-block; at most 4 a k-block, and 1 where operands are read
+// per row or an output sits beside the held one).
 // (Opt-in for now: SINTER_SM90_DEFER_EPILOGUE=1.)
 TEST(JitMatmulSm90, DeferredEpilogueNeedsA16BitAnchorAndGlobalReductions) {
   const testing::ScopedEnv on("SINTER_SM90_DEFER_EPILOGUE", "1");
@@ -388,18 +389,22 @@ TEST(JitMatmulSm90, DeferredEpilogueNeedsA16BitAnchorAndGlobalReductions) {
     EXPECT_EQ(d.find("deferred-epilogue"), std::string::npos) << d;
   }
   EXPECT_NE(first_coop(graph(4096, false, false, DType::bf16)).find("held-stores"), std::string::npos);
-  // the GPU test's operand forms (a scalar, a bias, an f16 result, a global amax) compile
-  // deferred on every coop config; a residual and a column vector (read per row), a global sum,
-  // or a second output keep the epilogue in line
-  for (int in_line : {0, 1, 2, 3}) {
+  // the GPU test's operand forms compile deferred on every coop config with 0 spills: a scalar,
+  // a bias, an f16 result and a global amax at 2 groups a k-block; with a residual, a column
+  // vector (read per row) or a second (f32) output, at 1; a global sum, or a residual and a
+  // column vector together, keep the epilogue in line
+  for (int form : {0, 1, 2, 3, 4, 5}) {
     Graph g("deferred_operands_f16");
     auto y = g.matmul(g.input("a", DType::f16, {700, 2048}), g.input("b", DType::f16, {2048, 1536}, {1, 2048}));
     y = g.add(g.mul(y, g.input("s", DType::f16, {1})), g.input("bias", DType::f16, {1536}));
-    if (in_line == 1) y = g.sub(g.add(y, g.input("res", DType::f16, {700, 1536})), g.input("col", DType::f16, {700, 1}));
+    if (form == 1 || form == 5) y = g.add(y, g.input("res", DType::f16, {700, 1536}));
+    if (form == 4 || form == 5) y = g.sub(y, g.input("col", DType::f16, {700, 1}));
     g.output(g.relu(y), "y");
-    g.output(in_line == 2 ? g.sum(g.relu(y)) : g.amax(g.relu(y)), "m");
-    if (in_line == 3) g.output(g.cast(y, DType::f32), "pre");
-    const bool per_row = in_line > 0;
+    g.output(form == 2 ? g.sum(g.relu(y)) : g.amax(g.relu(y)), "m");
+    if (form == 3) g.output(g.cast(y, DType::f32), "pre");
+    const std::string want = form == 0                 ? "deferred-epilogue(2 groups a k-block)"
+                             : form == 2 || form == 5 ? ""
+                                                      : "deferred-epilogue(1 groups a k-block)";
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
     int coop = 0;
@@ -407,13 +412,24 @@ TEST(JitMatmulSm90, DeferredEpilogueNeedsA16BitAnchorAndGlobalReductions) {
       const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
       if (k.description.find("coop(") == std::string::npos) continue;
       ++coop;
-      EXPECT_EQ(k.description.find("deferred-epilogue(") != std::string::npos, !per_row) << k.description;
-      if (per_row) continue;
+      if (want.empty()) {
+        EXPECT_EQ(k.description.find("deferred-epilogue("), std::string::npos) << k.description;
+        continue;
+      }
+      EXPECT_NE(k.description.find(want), std::string::npos) << k.description;
       const cuda::CompileResult res = compile_reported("sm90_deferred_operands.cu", k.source);
       EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
       expect_wgmma_pipelined(res.log, k.description);
     }
     EXPECT_GE(coop, 3);
+  }
+  // asking for 4 groups a k-block does not lift an epilogue's limit of 1
+  {
+    const testing::ScopedEnv q("SINTER_SM90_DEFER_Q", "4");
+    Graph g("deferred_residual_limit");
+    auto y = g.matmul(g.input("a", DType::bf16, {4096, 4096}), g.input("b", DType::bf16, {4096, 4096}, {1, 4096}));
+    g.output(g.add(y, g.input("res", DType::bf16, {4096, 4096})), "y");
+    EXPECT_NE(first_coop(g).find("deferred-epilogue(1 groups a k-block)"), std::string::npos) << first_coop(g);
   }
 }
 

@@ -110,23 +110,24 @@ class AnchorEpilogue {
   // `held` (needs tma_slots 2 and one wide output): full tiles only pack that output, into the
   // caller's `held_` (u32[bn / 4], the layout store_held_chunk of kernels/gemm/sm90_gemm_direct.cuh
   // reads), and the caller stores it later; every other output is stored here as without it.
-  // `deferred` (needs held and deferrable()): the same epilogue run later, on the anchor's values
+  // `deferred` (needs held and max_deferred_groups() > 0): the same epilogue run later, on the anchor's values
   // rounded to its 16-bit type and packed into held_ at the tile's end (hold_accumulators), for
   // the column groups q (8 columns each, 0 .. bn / 8) with q_lo <= q < q_hi (ints in scope), as
   // a full tile; its outputs replace the words it read. Needs no d, rows_valid or cols_valid.
   std::string fragment_tile(int bn, bool wide_stores, int tma_slots = 0, bool held = false,
                             bool deferred = false) const;
-  // Whether the epilogue can run deferred: the anchor is a 16-bit float tensor (rounding the
-  // accumulator to it is the graph's own semantics); the one output is the held one; every exit
-  // reduction is a global max, min
-  // or amax (row and column partials would be reduced per call, as a deferred call covers only
-  // some columns); every operand is the same for all rows (biases, scalars). The last two are
-  // registers: beside the 128 accumulator and 64 held registers, a residual or column vector
-  // read per row, a global sum, or a second (f32, fp8) output made the 128x256 kernels spill
-  // 100-240 bytes (ptxas,
-  // session 18, at any number of column groups a k-block; a sum's partial-tile epilogue in
-  // line spills at every tile's end).
-  bool deferrable() const;
+  // Whether the epilogue can run deferred, and at most how many column groups a k-block (the
+  // rest is registers: 128 accumulators and 64 held words beside the epilogue's state). 0: it
+  // cannot: the anchor is not a 16-bit float tensor (rounding the accumulator to it is the
+  // graph's own semantics), or an exit reduction is not a global max, min or amax (row and
+  // column partials would be reduced per call, as a call covers only some columns; a global sum
+  // spilled 12-24 bytes at 1 or 2 groups), or there are two or more of the next (a residual and
+  // a column vector spilled 40 bytes at 1 group). 1: one operand read per row (a residual, a
+  // column vector) or one output beside the held one (f32, fp8): 0 spills at one group a
+  // k-block (SiLU x residual spilled 8 bytes at 2). 4: otherwise (biases, scalars). (ptxas,
+  // session 19; in session 18, before full tiles read residuals as pairs and partial tiles let
+  // go of the held words, each of these spilled 100-240 bytes.)
+  int max_deferred_groups() const;
   // The outputs full tiles store as 16-byte rows (16-bit outputs, wide stores asked for), and
   // whether there is any.
   std::vector<size_t> wide_outputs(bool wide_stores) const;

@@ -98,8 +98,8 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   if (held && !(tma && n_wide == 1 && tma_slots == 2)) {
     throw Error(ErrorCode::internal, "fragment_tile: held stores need TMA stores of one 16-bit output from 2 slots");
   }
-  if (deferred && !(held && deferrable())) {
-    throw Error(ErrorCode::internal, "fragment_tile: a deferred epilogue needs held stores and deferrable()");
+  if (deferred && !(held && max_deferred_groups() > 0)) {
+    throw Error(ErrorCode::internal, "fragment_tile: a deferred epilogue needs held stores and a deferrable epilogue");
   }
   // the slot of a chunk is fixed at compile time, the same in every tile: a tile's chunks must
   // use the slots a whole number of times
@@ -312,19 +312,18 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   return s.str();
 }
 
-bool AnchorEpilogue::deferrable() const {
+int AnchorEpilogue::max_deferred_groups() const {
   const DType t = g_.tensor(value_).dtype;
-  if (t != DType::bf16 && t != DType::f16) return false;
-  if (outs_.size() != 1) return false;  // the held output only: extra outputs spilled (188 bytes)
+  if (t != DType::bf16 && t != DType::f16) return 0;
   for (size_t m = 0; m < exits_.size(); ++m) {
-    if (exits_[m].exit.pattern != fuse::ExitReduction::global) return false;
+    if (exits_[m].exit.pattern != fuse::ExitReduction::global) return 0;
     const OpKind op = g_.node(exits_[m].exit.node).op;
-    if (op == OpKind::reduce_sum || op == OpKind::reduce_mean) return false;
+    if (op == OpKind::reduce_sum || op == OpKind::reduce_mean) return 0;
   }
-  for (size_t i = 0; i < operands_.size(); ++i) {
-    if (!row_invariant(i)) return false;
-  }
-  return true;
+  // beyond row-invariant operands and the held output: operands read per row, other outputs
+  size_t extra = outs_.size() - 1;
+  for (size_t i = 0; i < operands_.size(); ++i) extra += row_invariant(i) ? 0 : 1;
+  return extra == 0 ? 4 : extra == 1 ? 1 : 0;
 }
 
 std::vector<size_t> AnchorEpilogue::wide_outputs(bool wide_stores) const {

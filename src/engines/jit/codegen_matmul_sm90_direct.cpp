@@ -118,8 +118,8 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // work items: tiles, or per cluster tile pairs (the kernel's loop index t runs over them)
   const int64_t tiles_m = (o.m + c.bm - 1) / c.bm;
   const int64_t items = o.batch.numel * ((tiles_m + c.cluster - 1) / c.cluster) * ((o.n + c.bn - 1) / c.bn);
-  // Deferred epilogue (held, an epilogue beyond the bare store, deferrable()): at a full tile's
-  // end the accumulator is only rounded to the matmul's 16-bit type and packed into held_ (64
+  // Deferred epilogue (held, an epilogue beyond the bare store, max_deferred_groups() > 0): at a
+  // full tile's end the accumulator is only rounded to the matmul's 16-bit type and packed into held_ (64
   // F2FP a thread, as a bare GEMM's), and the epilogue runs on those words under the next tile's
   // first k-blocks, `defer_q` column groups of 8 (2 words a thread each) a k-block, each 64-column
   // chunk stored as soon as it is done. The epilogue's instructions then share the SM with the
@@ -132,13 +132,17 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // call (compiled for sm_90a: 0 spills, wgmma not serialized; GpuHopperGemm.
   // EveryCandidateDeferredEpilogue is its GPU test). SINTER_SM90_DEFER_EPILOGUE=1 (read at each
   // build) turns it on; SINTER_SM90_DEFER_Q=n asks for n groups a k-block (1, 2 or 4; others
-  // round up to the next of those, and a K of few k-blocks raises it too).
+  // round up to the next of those, a K of few k-blocks raises it too, up to the epilogue's
+  // max_deferred_groups, which also caps it).
   const int n_groups = c.bn / 8;
+  // (at most 4: 8 groups a k-block, the whole of K = 4 k-blocks, spill 232 bytes; fewer where
+  // the epilogue's registers say so, max_deferred_groups)
+  const int max_q = epi.max_deferred_groups();
   int defer_q = 2;
-  // (at most 4: 8 groups a k-block, the whole of K = 4 k-blocks, spill 232 bytes)
   if (const char* v = std::getenv("SINTER_SM90_DEFER_Q")) defer_q = std::clamp(std::atoi(v), 1, 4);
-  while (defer_q < 4 && (n_groups / defer_q > k_blocks_total || 8 % defer_q != 0)) ++defer_q;
-  const bool deferred = held && !epi.empty() && epi.deferrable() && n_groups / defer_q <= k_blocks_total &&
+  defer_q = std::max(1, std::min(defer_q, max_q));
+  while (defer_q < max_q && (n_groups / defer_q > k_blocks_total || 8 % defer_q != 0)) ++defer_q;
+  const bool deferred = held && !epi.empty() && max_q > 0 && n_groups / defer_q <= k_blocks_total &&
                         items < (int64_t{1} << 30) && env_is("SINTER_SM90_DEFER_EPILOGUE", "1");
   const int peel = deferred ? n_groups / defer_q : held_chunks;
   const std::string held_param = held ? ", u32 (&held_)[Cfg::kBN / 4]" : "";
