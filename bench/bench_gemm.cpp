@@ -35,7 +35,8 @@
 //     Compute); --no-candidates: skip the per-candidate lines; --soak S: our default of each case
 //     then runs back to back for S seconds (for a clock / power sampler beside it).
 //   --shapes MxNxK[:EPILOGUE],...: only these GEMMs, bare or with an epilogue (fused: bias + GELU
-//     + amax; or a part of it: bias, bias_gelu, bias_amax) against bare cuBLASLt, named
+//     + amax; or a part of it: bias, bias_gelu, bias_amax) against bare cuBLASLt, or (residual: a
+//     residual [M, N] added) against cuBLASLt's own residual (C with beta 1), named
 //     gemm_MxNxK[_EPILOGUE], each Hopper candidate forced too: how the ratio moves with the tiles
 //     per SM (the last wave's fill), with K (per-tile costs), and with each part of the epilogue
 #include <unistd.h>
@@ -69,8 +70,9 @@ namespace {
 // bias + GELU + amax epilogue if asked. fp8 operands (issue 4's stretch goal) give a bf16 result,
 // against cuBLASLt's fp8 GEMM on the [N, K] layout (TN, the one it takes for fp8).
 // `epilogue`: none (""), or the fused case's parts for --shapes: "bias", "bias_gelu", "bias_amax", and
-// "fused" (bias + GELU + amax, the issue's case); kEpilogues lists them.
-constexpr const char* kEpilogues[] = {"", "bias", "bias_gelu", "bias_amax", "fused"};
+// "fused" (bias + GELU + amax, the issue's case); or "residual" (+ a [M, N] tensor, which
+// cuBLASLt fuses too); kEpilogues lists them.
+constexpr const char* kEpilogues[] = {"", "bias", "bias_gelu", "bias_amax", "fused", "residual"};
 bool known_epilogue(const std::string& e) {
   return std::find(std::begin(kEpilogues), std::end(kEpilogues), e) != std::end(kEpilogues);
 }
@@ -87,6 +89,10 @@ Graph gemm(const std::string& name, int64_t m, int64_t n, int64_t k, const std::
     return g;
   }
   if (!known_epilogue(epilogue)) throw std::invalid_argument("gemm: unknown epilogue '" + epilogue + "'");
+  if (epilogue == "residual") {
+    g.output(g.add(y, g.input("res", DType::bf16, {m, n})), "y");
+    return g;
+  }
   const bool gelu = epilogue == "fused" || epilogue == "bias_gelu";
   const bool amax = epilogue == "fused" || epilogue == "bias_amax";
   auto h = g.add(y, g.input("bias", DType::bf16, {n}));
@@ -326,7 +332,7 @@ int main(int argc, char** argv) {
   bool quick = false, decode_only = false;
   struct Shape {
     long m = 0, n = 0, k = 0;
-    std::string epilogue;  // gemm()'s: "" (bare), bias, bias_gelu, bias_amax, fused
+    std::string epilogue;  // gemm()'s: "" (bare), bias, bias_gelu, bias_amax, fused, residual
   };
   std::vector<Shape> shapes;
   for (int i = 1; i < argc; ++i) {
@@ -359,7 +365,7 @@ int main(int argc, char** argv) {
         if (std::sscanf(c.c_str(), "%ldx%ldx%ld%n", &sh.m, &sh.n, &sh.k, &used) != 3 ||
             static_cast<size_t>(used) != dims_end || sh.m < 1 || sh.n < 1 || sh.k < 1 || !known_epilogue(sh.epilogue) ||
             (colon != std::string::npos && sh.epilogue.empty())) {
-          std::fprintf(stderr, "--shapes takes MxNxK[:fused|:bias|:bias_gelu|:bias_amax] entries (positive sizes), not '%s'\n", c.c_str());
+          std::fprintf(stderr, "--shapes takes MxNxK[:fused|:bias|:bias_gelu|:bias_amax|:residual] entries (positive sizes), not '%s'\n", c.c_str());
           return 2;
         }
         shapes.push_back(sh);
@@ -389,9 +395,11 @@ int main(int argc, char** argv) {
     const std::string dims = std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k);
     const Graph bare = gemm("gemm_" + dims, sh.m, sh.n, sh.k, "");
     const std::string name = bare.name() + (sh.epilogue.empty() ? "" : "_" + sh.epilogue);
-    // every Hopper candidate too, fused or not: ping-pong and coop trade places with the epilogue
-    run_case(name, sh.epilogue.empty() ? bare : gemm(name, sh.m, sh.n, sh.k, sh.epilogue), bare,
-             2.0 * sh.m * sh.n * sh.k, 2.0 * sh.n * sh.k, cache, iters, true);
+    // every Hopper candidate too, fused or not: ping-pong and coop trade places with the epilogue;
+    // a residual against cuBLASLt's fused one, the rest against its bare GEMM
+    const Graph ours = sh.epilogue.empty() ? bare : gemm(name, sh.m, sh.n, sh.k, sh.epilogue);
+    run_case(name, ours, sh.epilogue == "residual" ? ours : bare, 2.0 * sh.m * sh.n * sh.k, 2.0 * sh.n * sh.k, cache,
+             iters, true);
   }
   if (!shapes.empty()) {
     std::filesystem::remove_all(cache_dir);

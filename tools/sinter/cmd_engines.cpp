@@ -22,11 +22,10 @@ int cmd_engines(const EnginesOptions& o) {
     props = cuda::device_properties(0);
     std::printf("device: %s\n", cuda::describe(props).c_str());
   } else {
-    // Without a GPU our kernels can still be generated (for an H200); vendor heuristics cannot run.
+    // Without a GPU our kernels can still be generated (for an H200, with its shared memory:
+    // without it every Hopper GEMM showed as declined); vendor heuristics cannot run.
+    props = cuda::assumed_h200();
     props.name = "NVIDIA H200 (assumed: no GPU here)";
-    props.sm_count = 132;
-    props.cc_major = 9;
-    props.arch = "sm_90a";
     std::printf("no GPU (%s): jit candidates for an assumed H200; vendor candidates need a GPU\n",
                 gpu.reason.c_str());
   }
