@@ -1,6 +1,6 @@
 """PyTorch baselines for bench/bench_gemm.cpp (issue 4), measured on the same GPU in the same call:
 cuBLAS through torch.matmul for the bare GEMMs, PyTorch eager and torch.compile for the fused
-bias + GELU + amax case, torch._scaled_mm for the fp8 e4m3 GEMMs, and F.linear for the decode shapes. Same problems as sinter_bench_gemm:
+bias + GELU + amax case, torch.addmm (cuBLAS's fused residual), eager and torch.compile for a GEMM + residual, torch._scaled_mm for the fp8 e4m3 GEMMs, and F.linear for the decode shapes. Same problems as sinter_bench_gemm:
 a [M, K] bf16 times an [N, K] weight seen as [K, N] (a @ w.T), the bias a bf16 [N] row, GELU the
 erf form (torch's default, as Sinter's gelu), amax = max |h| over the whole output.
 
@@ -74,6 +74,27 @@ def fused_case(s):
             error(name, engine, e)
 
 
+def residual_case(s):
+    """sinter_bench_gemm's --shapes SxSxS:residual: a @ w.T + res, res a bf16 [M, N]: torch.addmm (cuBLAS with
+    beta 1, the residual fused as C), eager (matmul, then a separate add) and torch.compile."""
+    name = f"gemm_{s}x{s}x{s}_residual"
+    if not wanted(name):
+        return
+    a, w = operands(s, s, s)
+    res = torch.randn(s, s, device="cuda", dtype=torch.bfloat16)
+    flops, nbytes = 2.0 * s ** 3, 2.0 * 4 * s * s
+    emit(name, "torch-addmm", median_ms(lambda: torch.addmm(res, a, w.t())), flops, nbytes)
+    eager = lambda: a @ w.t() + res
+    emit(name, "torch-eager", median_ms(eager), flops, nbytes)
+    try:
+        torch._dynamo.reset()
+        fn = torch.compile(eager)
+        fn()
+        emit(name, "torch-compile", median_ms(fn), flops, nbytes)
+    except Exception as e:  # no compiler toolchain on the machine: say so
+        error(name, "torch-compile", e)
+
+
 def fp8_case(s):
     """fp8 e4m3 [M, K] x an [N, K] weight (M = N = s, K = 4096), bf16 out, unit scales: torch._scaled_mm (cuBLASLt's fp8
     GEMM, which wants the weight as a column-major [K, N], i.e. w.t() of a row-major [N, K])."""
@@ -108,6 +129,7 @@ def main():
     bare_case(4096)
     bare_case(8192)
     fused_case(4096)
+    residual_case(4096)
     fp8_case(4096)
     fp8_case(8192)
     for m in (1, 8, 16):
