@@ -14,7 +14,7 @@ command -v nvdisasm > /dev/null || { echo "sass_report: nvdisasm not on PATH (cu
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 SINTER_DUMP_CUBIN_DIR="$dir" "$build/tests/jit/sinter_jit_tests" \
-  --gtest_filter='JitMatmulSm90.CompilesWithoutSpills:JitMatmulSm90.BenchmarkEpilogueCompilesWithoutSpills:JitMatmulDecode.CompilesWithoutSpills' \
+  --gtest_filter='JitMatmulSm90.CompilesWithoutSpills:JitMatmulSm90.BenchmarkEpilogueCompilesWithoutSpills:JitMatmulSm90.EveryEpilogueKindCompilesWithoutSpills:JitMatmulDecode.CompilesWithoutSpills' \
   > "$dir/tests.log" 2>&1 || { tail -20 "$dir/tests.log" >&2; exit 1; }
 echo "| kernel (cubin) | description | registers | shared (static) | stack | HGMMA | UTMALDG | HMMA | LDL/STL |"
 echo "|---|---|---|---|---|---|---|---|---|"

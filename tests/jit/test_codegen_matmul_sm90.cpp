@@ -493,6 +493,7 @@ TEST(JitMatmulSm90, EveryEpilogueKindCompilesWithoutSpills) {
       const cuda::CompileResult res = compile_reported("sm90_epilogue_kind.cu", ks.source);
       EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
       expect_wgmma_pipelined(res.log, ks.description);
+      dump_cubin("sm90_epilogue_" + name + "_v" + std::to_string(v), ks, res);  // for bench/sass_report.sh
     }
   }
 }
