@@ -292,6 +292,10 @@ class Partitioner {
         why = "it reduces axes " + dims_to_string(std::get<ReduceAttrs>(nd.attrs).axes) + " of " +
               dims_to_string(t(x).dims) +
               "; only global, last-axis and all-but-last reductions fold into an epilogue";
+      } else if (!is_float(t(nd.outputs[0]).dtype)) {
+        // (the jit engine refuses such an exit, and no other engine takes the region's epilogue)
+        why = "its output is " + std::string(to_string(t(nd.outputs[0]).dtype)) +
+              ": exit reductions accumulate in f32 and give a float result";
       } else if (*pattern == ExitReduction::columns && src.kind != RegionKind::matmul &&
                  src.kind != RegionKind::conv) {
         // Row-parallel kernels would need one atomic per element for a column sum.

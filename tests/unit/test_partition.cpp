@@ -108,6 +108,30 @@ TEST(Partition, BoundariesCarryReasons) {
   EXPECT_TRUE(saw_exit);
 }
 
+// An exit reduction accumulates in f32 and gives a float result: a reduction whose output is an
+// integer or bool type (a sum of i32 values, out_dtype i64) runs as its own reduction region,
+// with the reason on the boundary, instead of joining a region no engine could run (the jit
+// engine refuses such exits).
+TEST(Partition, IntegerResultReductionsRunInTheirOwnRegion) {
+  Graph g("int_exit");
+  auto a = g.input("a", DType::i32, {64, 64});
+  auto y = g.relu(a);
+  g.output(g.sum(y, {1}), "s");
+  auto x = g.input("x", DType::f32, {64, 64});
+  g.output(g.reduce(OpKind::reduce_sum, g.relu(x), {}, false, DType::i64), "total");
+  g.validate();
+  const Partition p = partition_graph(g);
+  verify_partition(g, p);
+  EXPECT_EQ(region_of(g, p, "s").kind, RegionKind::reduction);
+  EXPECT_EQ(region_of(g, p, "total").kind, RegionKind::reduction);
+  for (const Region& r : p.regions) EXPECT_TRUE(r.reductions.empty()) << to_string(r.kind);
+  int reasons = 0;
+  for (const Boundary& b : p.boundaries) {
+    reasons += b.reason.find(": exit reductions accumulate in f32") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_EQ(reasons, 2);
+}
+
 TEST(Partition, LayoutOpsAndAliases) {
   const Graph g = examples::transformer_block();
   const Partition p = partition_graph(g);
