@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <new>
 #include <random>
 
 #include "sinter/error.hpp"
@@ -24,7 +25,15 @@ HostTensor::HostTensor(DType dtype, Dims dims, Dims strides)
     }
     last += (dims_[i] - 1) * strides_[i];
   }
-  bytes_.assign(static_cast<size_t>((last + 1) * dtype_size(dtype_)), std::byte{0});
+  const int64_t bytes = (last + 1) * static_cast<int64_t>(dtype_size(dtype_));
+  try {
+    bytes_.assign(static_cast<size_t>(bytes), std::byte{0});
+  } catch (const std::bad_alloc&) {
+    // a valid graph can hold tensors no host can (dims up to 2^50 elements): say which and how big
+    throw Error(ErrorCode::unsupported, "host memory: a " + std::string(to_string(dtype_)) + " " +
+                                            dims_to_string(dims_) + " tensor needs " + std::to_string(bytes) +
+                                            " bytes, more than this machine can allocate");
+  }
 }
 
 HostTensor HostTensor::from_values(DType dtype, Dims dims, const std::vector<double>& values) {

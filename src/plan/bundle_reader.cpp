@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "cuda/sha256.hpp"
@@ -199,16 +200,36 @@ Plan load_plan_bundle(std::span<const char> bytes, std::string_view source) {
 }
 
 Plan load_plan_bundle(const std::string& path) {
+  // A bundle holds kernel binaries and a manifest, no weights: far below this. Past it a file is
+  // not one (and reading it whole would only exhaust memory).
+  constexpr std::uintmax_t kMaxBundleBytes = std::uintmax_t{1} << 30;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error(ErrorCode::io, "cannot read the plan bundle " + path + ": it is a directory");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw Error(ErrorCode::io, "cannot open the plan bundle " + path + ": " + std::strerror(errno));
   }
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  in.seekg(0, std::ios::beg);
-  if (size < 0) throw Error(ErrorCode::io, "cannot read the plan bundle " + path);
-  std::vector<char> bytes(static_cast<size_t>(size));
-  if (!in.read(bytes.data(), size)) {
+  const bool regular = std::filesystem::is_regular_file(path, ec);
+  if (regular) {
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size > kMaxBundleBytes) {
+      throw Error(ErrorCode::corrupt_bundle, path + " is " + std::to_string(size) +
+                                                 " bytes, more than any plan bundle (at most 1 GiB)");
+    }
+  }
+  // read in chunks: a pipe has no size to ask for
+  std::vector<char> bytes;
+  std::vector<char> chunk(size_t{1} << 16);
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    bytes.insert(bytes.end(), chunk.data(), chunk.data() + in.gcount());
+    if (bytes.size() > kMaxBundleBytes) {
+      throw Error(ErrorCode::corrupt_bundle, path + " holds more than 1 GiB, more than any plan bundle");
+    }
+  }
+  if (in.bad()) {
     throw Error(ErrorCode::io, "cannot read the plan bundle " + path + ": " + std::strerror(errno));
   }
   return load_plan_bundle(bytes, path);

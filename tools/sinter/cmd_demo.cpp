@@ -101,6 +101,9 @@ int cmd_demo(const DemoOptions& o) {
     } catch (const Error& e) {
       std::printf("   FAILED: %s\n", e.what());
       ++failures;
+    } catch (const std::exception& e) {  // one example's failure never ends the demo
+      std::printf("   FAILED: internal error: %s\n", e.what());
+      ++failures;
     }
   }
   std::printf("\n%zu example(s), %d failed\n", files.size(), failures);

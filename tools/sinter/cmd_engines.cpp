@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "sinter/error.hpp"
 #include "cuda/device.hpp"
 #include "cuda/kernel_cache.hpp"
 #include "engines/cublaslt/cublaslt_engine.hpp"
@@ -53,7 +54,13 @@ int cmd_engines(const EnginesOptions& o) {
         std::printf("  %-9s supported; candidates need a GPU\n", std::string(e->name()).c_str());
         continue;
       }
-      const auto cands = e->candidates(g, r, ctx);
+      std::vector<Candidate> cands;
+      try {
+        cands = e->candidates(g, r, ctx);
+      } catch (const sinter::Error& err) {  // say so for this engine and region, and go on listing
+        std::printf("  %-9s unsupported: %s\n", std::string(e->name()).c_str(), err.message().c_str());
+        continue;
+      }
       std::printf("  %-9s supported, %zu candidate(s)\n", std::string(e->name()).c_str(), cands.size());
       for (const Candidate& c : cands) std::printf("    [%d] %s\n", c.index, c.description.c_str());
     }

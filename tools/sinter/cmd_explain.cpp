@@ -1,5 +1,7 @@
 // sinter explain FILE: the fused regions and the reason for every region boundary.
 #include <cstdio>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -31,7 +33,9 @@ std::string node_list(const Graph& g, const std::vector<NodeId>& ids) {
 // architecture and the SM count, so this works without a GPU.
 void write_kernels(const Graph& g, const fuse::Partition& p, const std::string& dir) {
   const cuda::DeviceProperties dev = cuda::assumed_h200();
-  std::filesystem::create_directories(dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(ErrorCode::io, "cannot create folder '" + dir + "': " + ec.message());
   for (const fuse::Region& r : p.regions) {
     for (const auto& [v, rk] : jit::distinct_variants(g, r, dev)) {
     for (size_t k = 0; k < rk.kernels.size(); ++k) {
@@ -39,7 +43,7 @@ void write_kernels(const Graph& g, const fuse::Partition& p, const std::string& 
                                "_" + std::to_string(k) + ".cu";
       std::ofstream f(path);
       f << "// " << rk.kernels[k].description << "\n" << rk.kernels[k].source;
-      if (!f) throw Error(ErrorCode::io, "cannot write '" + path + "'");
+      if (!f) throw Error(ErrorCode::io, "cannot write '" + path + "': " + std::strerror(errno));
       std::printf("wrote %s: %s\n", path.c_str(), rk.kernels[k].description.c_str());
     }
     }

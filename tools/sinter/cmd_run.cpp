@@ -67,7 +67,7 @@ int cmd_run(const RunOptions& o) {
     }
     for (TensorId id : g.outputs()) {
       const std::string& name = g.tensor(id).name;
-      const std::string path = o.save_outputs + "/" + name + ".npy";
+      const std::string path = o.save_outputs + "/" + npy_file_name(name);
       write_npy(outputs->at(name), path);
       std::printf("wrote %s\n", path.c_str());
     }

@@ -1,5 +1,6 @@
 #include "npy.hpp"
 
+#include <cctype>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -48,6 +49,23 @@ void write_npy(const HostTensor& t, const std::string& path) {
   }
   out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
   if (!out) throw Error(ErrorCode::io, "writing '" + path + "' failed");
+}
+
+std::string npy_file_name(const std::string& name) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    const bool plain = std::isalnum(c) || c == '_' || c == '-' || (c == '.' && i > 0);
+    if (plain) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out + ".npy";
 }
 
 }  // namespace sinter::cli
