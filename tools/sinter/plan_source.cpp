@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "cuda/device.hpp"
@@ -24,6 +25,10 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 bool is_plan_bundle_file(const std::string& path) {
+  // Only a regular file is sniffed: reading a pipe's first bytes here would take them from the
+  // graph loader (`sinter run /dev/stdin < graph.json`). A bundle to run or bench is a file.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
   std::ifstream in(path, std::ios::binary);
   char magic[8] = {};
   return in.read(magic, sizeof magic) && std::memcmp(magic, "SINTERPL", 8) == 0;

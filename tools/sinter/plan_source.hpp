@@ -21,7 +21,8 @@ struct PlanSource {
   std::string report;   // lines saying how it was built: kernel cache, tuning (empty for a bundle)
 };
 
-// True when the file starts with the bundle magic "SINTERPL".
+// True when the file is a regular file that starts with the bundle magic "SINTERPL" (a pipe is
+// never sniffed: it is read as a graph).
 bool is_plan_bundle_file(const std::string& path);
 PlanSource build_plan_for_graph(const Graph& g, const BuildChoices& choices);
 PlanSource plan_from_file(const std::string& path, const BuildChoices& choices);
