@@ -2,6 +2,7 @@
 // shape-dependent ones once input shapes are known, and writing them back in one fixed order.
 // The key lists below are the documentation's tables (docs/graph-format.md); keep them in step.
 #include <algorithm>
+#include <limits>
 #include <type_traits>
 
 #include "ir/json_detail.hpp"
@@ -141,9 +142,15 @@ void read(const Cursor& a, SliceAttrs& at, std::optional<std::vector<int64_t>>& 
   const bool python = a.find("axes").has_value();
   // The stored form is already normalized (0 <= start < end <= dim); the "axes" form takes
   // python-style bounds, which resolve_attrs() clamps like Graph::slice.
-  const int64_t lo = python ? -kMaxSliceBound : 0, hi = python ? kMaxSliceBound : kMaxDim;
+  // Python-style bounds take any int64 (INT64_MAX as "to the end" is how ONNX exports write it)
+  // and are clamped to +-2^62 here, past every dim, so later arithmetic cannot overflow.
+  const int64_t lo = python ? std::numeric_limits<int64_t>::min() : 0;
+  const int64_t hi = python ? std::numeric_limits<int64_t>::max() : kMaxDim;
   at.starts = a.at("starts").as_ints(lo, hi, kMaxRank);
   at.ends = a.at("ends").as_ints(lo, hi, kMaxRank);
+  for (std::vector<int64_t>* v : {&at.starts, &at.ends}) {
+    for (int64_t& b : *v) b = std::clamp(b, -kMaxSliceBound, kMaxSliceBound);
+  }
   if (auto c = a.find("steps")) {
     at.steps = c->as_ints(1, kMaxDim, kMaxRank);
   } else {

@@ -263,6 +263,24 @@ TEST(Json, SavedLayoutIsFixed) {
   EXPECT_EQ(save_graph_json(g), expected);
 }
 
+// Python-style slice bounds take the whole int64 range: INT64_MIN / INT64_MAX mean "from the
+// start" / "to the end", as ONNX exports write them (they were refused past 2^62).
+TEST(Json, SliceBoundsTakeAnyInt64) {
+  const std::string text = R"({
+    "format": "sinter.graph", "version": 1, "name": "s",
+    "inputs": [{"name": "x", "dtype": "f32", "dims": [6, 4]}],
+    "nodes": [{"name": "cut", "op": "slice", "inputs": ["x"], "outputs": ["y"],
+               "attrs": {"axes": [0, 1], "starts": [-9223372036854775808, 1],
+                         "ends": [9223372036854775807, 9223372036854775807]}}],
+    "outputs": ["y"]
+  })";
+  const Graph g = load_graph_json(text, "s.json");
+  const auto cut = std::get<SliceAttrs>(g.node(*g.find_node("cut")).attrs);
+  EXPECT_EQ(cut.starts, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(cut.ends, (std::vector<int64_t>{6, 4}));
+  EXPECT_EQ(g.tensor(*g.find_tensor("y")).dims, (Dims{6, 3}));
+}
+
 TEST(Json, HandWrittenFormsNormalize) {
   // Bare output names, omitted attributes, negative axes, a -1 in reshape, python-style slices,
   // symmetric "padding", and outputs listed before the nodes that read them.

@@ -36,7 +36,7 @@ int cmd_engines(const EnginesOptions& o) {
   cublaslt::CublasLtEngine cublaslt(o.max_candidates);
   cudnn::CudnnEngine cudnn(o.max_candidates);
   const Engine* engines[] = {&cublaslt, &cudnn, &jit};
-  std::printf("graph '%s': %zu regions\n", g.name().c_str(), p.regions.size());
+  std::printf("graph '%s': %zu region%s\n", g.name().c_str(), p.regions.size(), p.regions.size() == 1 ? "" : "s");
   for (const fuse::Region& r : p.regions) {
     std::printf("\nregion %d: %s", r.id, std::string(to_string(r.kind)).c_str());
     if (r.anchor >= 0) std::printf(" (%s)", g.node(r.anchor).name.c_str());

@@ -58,8 +58,8 @@ int cmd_explain(const ExplainOptions& o) {
   fo.fuse_epilogues = fo.fuse_prologues = fo.fuse_reductions = fo.fuse_pointwise = fo.fuse_layout_chains = !o.no_fusion;
   const fuse::Partition p = fuse::partition_graph(g, fo);
   fuse::verify_partition(g, p);
-  std::printf("graph '%s': %zu nodes in %zu regions\n\n", g.name().c_str(), g.nodes().size(),
-              p.regions.size());
+  std::printf("graph '%s': %zu node%s in %zu region%s\n\n", g.name().c_str(), g.nodes().size(),
+              g.nodes().size() == 1 ? "" : "s", p.regions.size(), p.regions.size() == 1 ? "" : "s");
   for (const fuse::Region& r : p.regions) {
     std::printf("region %d: %s", r.id, std::string(to_string(r.kind)).c_str());
     if (r.anchor >= 0) {

@@ -33,7 +33,8 @@ int cmd_run(const RunOptions& o) {
     throw Error(ErrorCode::unsupported, "--device gpu: " + gpu.reason);
   }
   const bool on_gpu = o.device == "gpu" || (o.device == "auto" && gpu.available);
-  std::printf("graph '%s': %zu nodes; inputs: seeded random (seed %llu): uniform in [-1, 1), weights in +-1/sqrt(fan-in)\n",
+  std::printf("graph '%s': %zu nodes; inputs: seeded random (seed %llu): floats uniform in [-1, 1) (weights in "
+              "+-1/sqrt(fan-in)), integers in [-8, 8], bools fair coin flips\n",
               g.name().c_str(), g.nodes().size(), static_cast<unsigned long long>(o.seed));
   const TensorMap inputs = random_inputs(g, o.seed);
   const auto t0 = std::chrono::steady_clock::now();

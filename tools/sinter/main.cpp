@@ -99,6 +99,20 @@ int main(int argc, char** argv) {
       ->default_val(SINTER_EXAMPLES_DIR);
   d->add_option("--seed", demo.seed, "seed of the random inputs")->default_val(1)->check(kUnsigned);
 
+  // a misspelled command: CLI11 alone would say only that a subcommand is required
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "sinter: unknown command '%s' (the commands: %s; see sinter --help)\n", argv[1],
+                   names.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
