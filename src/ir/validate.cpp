@@ -1,6 +1,7 @@
 // Whole-graph validation: the checks that a file-loaded graph needs before anything else reads it.
 // Builder-made graphs pass by construction except for the graph-level rules (outputs that are
 // produced, inputs that are read, nothing computed in vain).
+#include <cstdio>
 #include <set>
 
 #include "sinter/error.hpp"
@@ -31,20 +32,41 @@ void check_input_tensor(const TensorInfo& t) {
   }
 }
 
+// The first control character (a byte below 0x20, or 0x7f) of a name, or -1. Names reach
+// terminals (sinter check, explain, inspect), file names (--save-outputs) and messages: a NUL cut
+// "x\u0000y" to "x" there, and an escape sequence would drive the terminal.
+int control_character_at(const std::string& name) {
+  for (size_t i = 0; i < name.size(); ++i) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (c < 0x20 || c == 0x7f) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string control_character_message(const std::string& what, const std::string& name, int at) {
+  char code[8];
+  std::snprintf(code, sizeof code, "0x%02x", static_cast<unsigned>(static_cast<unsigned char>(name[at])));
+  return what + " name holds a control character (" + code + " at byte " + std::to_string(at) + ", after '" +
+         name.substr(0, static_cast<size_t>(at)) + "')";
+}
+
 }  // namespace
 
 void Graph::validate() {
   const auto ntensors = static_cast<TensorId>(tensors_.size());
   declared_.resize(tensors_.size());
 
+  if (const int at = control_character_at(name_); at >= 0) fail(control_character_message("the graph's", name_, at));
   std::set<std::string> names;
   for (const TensorInfo& t : tensors_) {
     if (t.name.empty()) fail("a tensor has an empty name");
+    if (const int at = control_character_at(t.name); at >= 0) fail(control_character_message("a tensor", t.name, at));
     if (!names.insert(t.name).second) fail("two tensors are named '" + t.name + "'");
   }
   std::set<std::string> node_names;
   for (const Node& n : nodes_) {
     if (n.name.empty()) fail("a node has an empty name");
+    if (const int at = control_character_at(n.name); at >= 0) fail(control_character_message("a node", n.name, at));
     if (!node_names.insert(n.name).second) fail("two nodes are named '" + n.name + "'");
   }
 

@@ -91,6 +91,7 @@ class Checker {
       if (s.kernels.empty()) fail(who + ": a jit step needs at least one kernel");
       if (has_config) fail(who + ": a jit step has kernels, not a vendor config");
       for (size_t k = 0; k < s.kernels.size(); ++k) check_kernel(who + ", kernel " + std::to_string(k), s, r, s.kernels[k]);
+      check_outputs_written(who, s, r);
     } else if (s.engine == kCublasLtEngine) {
       if (!s.kernels.empty()) fail(who + ": a cublaslt step has a config, not kernels");
       if (!has_config) fail(who + ": a cublaslt step needs its algorithm config (\"config\")");
@@ -151,8 +152,37 @@ class Checker {
     return it->second;
   }
 
+  // Every output of a jit step's region is bound to some kernel, by a pointer or a TMA map: a
+  // bundle whose kernels write none of an output would run and leave it unwritten.
+  void check_outputs_written(const std::string& who, const Step& s, const fuse::Region& r) {
+    std::vector<bool> written(r.outputs.size(), false);
+    for (const KernelRecord& k : s.kernels) {
+      for (const PointerSlot& p : k.pointers) {
+        if (p.source == PointerSource::output && static_cast<size_t>(p.index) < written.size()) written[p.index] = true;
+      }
+      for (const TensorMapRecord& t : k.tensor_maps) {
+        if (t.source == PointerSource::output && static_cast<size_t>(t.index) < written.size()) written[t.index] = true;
+      }
+    }
+    for (size_t i = 0; i < written.size(); ++i) {
+      if (!written[i]) fail(who + ": none of its kernels is given output '" + g_.tensor(r.outputs[i]).name + "'");
+    }
+  }
+
+  // The largest dynamic shared memory a block may opt into on the plan's architecture.
+  uint64_t max_dynamic_shared_memory() const {
+    const std::string& a = plan_.target.arch;
+    if (a == "sm_80") return 166912;                                  // 163 KiB
+    if (a == "sm_86" || a == "sm_87" || a == "sm_89") return 101376;  // 99 KiB
+    return 232448;                                                    // sm_90 and later: 227 KiB
+  }
+
   void check_kernel(const std::string& who, const Step& s, const fuse::Region& r, const KernelRecord& k) {
     blob(who, k.cubin, BlobKind::cubin);
+    if (k.dynamic_shared_memory > max_dynamic_shared_memory()) {
+      fail(who + ": " + std::to_string(k.dynamic_shared_memory) + " bytes of dynamic shared memory; a block on " +
+           plan_.target.arch + " takes at most " + std::to_string(max_dynamic_shared_memory()));
+    }
     const uint64_t threads = uint64_t{k.block[0]} * k.block[1] * k.block[2];
     if (threads > kMaxBlockThreads) {
       fail(who + ": a block of " + std::to_string(threads) + " threads; at most " + std::to_string(kMaxBlockThreads));
