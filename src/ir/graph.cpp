@@ -119,12 +119,14 @@ std::vector<NodeId> Graph::topological_order() const {
     std::vector<bool> done(nodes_.size(), false);
     for (NodeId n : order) done[n] = true;
     std::string stuck;
+    size_t count = 0;
     for (size_t n = 0; n < nodes_.size(); ++n) {
-      if (!done[n]) stuck += (stuck.empty() ? "'" : ", '") + nodes_[n].name + "'";
+      if (!done[n]) stuck += (count++ == 0 ? "'" : ", '") + nodes_[n].name + "'";
     }
     throw Error(ErrorCode::invalid_graph,
-                "graph '" + name_ + "' has a cycle: nodes " + stuck +
-                    " depend on each other's outputs, so none of them can run first");
+                "graph '" + name_ + "' has a cycle: " +
+                    (count == 1 ? "node " + stuck + " reads its own output, so it cannot run"
+                                : "nodes " + stuck + " depend on each other's outputs, so none of them can run first"));
   }
   return order;
 }

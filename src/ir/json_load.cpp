@@ -297,8 +297,9 @@ class Loader {
       if (count++ < 8) names += (names.empty() ? "'" : ", '") + nodes_[i].name + "'";
     }
     if (count > 8) names += " and " + std::to_string(count - 8) + " more";
-    fail_graph("graph '" + name_ + "' has a cycle: nodes " + names +
-               " depend on each other's outputs, so none of them can run first");
+    fail_graph("graph '" + name_ + "' has a cycle: " +
+               (count == 1 ? "node " + names + " reads its own output, so it cannot run"
+                           : "nodes " + names + " depend on each other's outputs, so none of them can run first"));
   }
 
   // ---- step 5: inference -----------------------------------------------------------------------

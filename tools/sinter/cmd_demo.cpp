@@ -23,7 +23,8 @@ namespace sinter::cli {
 int cmd_demo(const DemoOptions& o) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(o.examples_dir)) {
-    throw Error(ErrorCode::io, "examples folder '" + o.examples_dir + "' does not exist");
+    throw Error(ErrorCode::io, "examples folder '" + o.examples_dir + "' " +
+                                   (fs::exists(o.examples_dir) ? "is not a folder" : "does not exist"));
   }
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(o.examples_dir)) {

@@ -41,6 +41,7 @@ std::string type_string(const TensorInfo& t) {
 
 std::string stats_string(const HostTensor& t) {
   const TensorStats s = tensor_stats(t);
+  if (s.nan_count == t.numel()) return "every value is NaN (" + std::to_string(s.nan_count) + ")";
   char buf[160];
   std::snprintf(buf, sizeof buf, "min %-10.4g max %-10.4g mean %-10.4g l2 %-10.4g", s.min, s.max,
                 s.mean, s.l2);
