@@ -321,6 +321,7 @@ int AnchorEpilogue::max_deferred_groups() const {
     if (op == OpKind::reduce_sum || op == OpKind::reduce_mean) return 0;
   }
   // beyond row-invariant operands and the held output: operands read per row, other outputs
+  if (outs_.empty()) return 0;  // no held output to defer
   size_t extra = outs_.size() - 1;
   for (size_t i = 0; i < operands_.size(); ++i) extra += row_invariant(i) ? 0 : 1;
   return extra == 0 ? 4 : extra == 1 ? 1 : 0;
