@@ -211,16 +211,16 @@ Plan load_plan_bundle(const std::string& path) {
   if (!in) {
     throw Error(ErrorCode::io, "cannot open the plan bundle " + path + ": " + std::strerror(errno));
   }
-  const bool regular = std::filesystem::is_regular_file(path, ec);
-  if (regular) {
+  std::vector<char> bytes;
+  if (std::filesystem::is_regular_file(path, ec)) {
     const std::uintmax_t size = std::filesystem::file_size(path, ec);
     if (!ec && size > kMaxBundleBytes) {
       throw Error(ErrorCode::corrupt_bundle, path + " is " + std::to_string(size) +
                                                  " bytes, more than any plan bundle (at most 1 GiB)");
     }
+    if (!ec) bytes.reserve(static_cast<size_t>(size));  // one allocation for a file
   }
   // read in chunks: a pipe has no size to ask for
-  std::vector<char> bytes;
   std::vector<char> chunk(size_t{1} << 16);
   while (in) {
     in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
