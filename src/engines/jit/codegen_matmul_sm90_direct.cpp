@@ -128,10 +128,13 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // accumulator. H200, 4096^3 bf16, session 18, a stand-in (bias-like add + op_gelu_lowp + amax
   // on the held words of a bare GEMM): 1.042x cuBLASLt at 2 groups a k-block, 1.053 at 4, 1.078
   // at 8, against 1.011 bare and 1.075 for the real epilogue in line.
-  // Opt-in until it has run on a GPU: this generator was written after session 18's last device
-  // call (compiled for sm_90a: 0 spills, wgmma not serialized; GpuHopperGemm.
-  // EveryCandidateDeferredEpilogue is its GPU test). SINTER_SM90_DEFER_EPILOGUE=1 (read at each
-  // build) turns it on; SINTER_SM90_DEFER_Q=n asks for n groups a k-block (1, 2 or 4; others
+  // Measured (H200, session 20): slower than in line, so opt-in. The fused case (bias + GELU +
+  // amax) 1.079-1.092x cuBLASLt's bare GEMM against 1.070-1.077 in line (1.187 at 1 group a
+  // k-block, 1.084 at 4); a residual 2.26-2.56x cuBLASLt's own fused residual against 1.05 in
+  // line. Prefetching the operands (bias, residual) k-blocks ahead into L1 or L2 changed
+  // neither, so operand latency is not what it costs; the stand-in had no operand reads and no
+  // second rounding. GpuHopperGemm.EveryCandidateDeferredEpilogue passed on the H200 (session
+  // 20). SINTER_SM90_DEFER_EPILOGUE=1 (read at each build) turns it on; SINTER_SM90_DEFER_Q=n asks for n groups a k-block (1, 2 or 4; others
   // round up to the next of those, a K of few k-blocks raises it too, up to the epilogue's
   // max_deferred_groups, which also caps it).
   const int n_groups = c.bn / 8;
