@@ -31,6 +31,7 @@
 
 #include "common/abi.h"
 #include "common/hopper.cuh"
+#include "common/math.cuh"
 #include "common/memory.cuh"
 #include "common/types.cuh"
 #include "gemm/sm90_operand_b.cuh"
@@ -382,6 +383,33 @@ template <>
 __device__ __forceinline__ void unpack_pair<bf16>(u32 w, float& v0, float& v1) {
   v0 = __uint_as_float(w << 16);
   v1 = __uint_as_float(w & 0xffff0000u);
+}
+
+// An amax over packed words: acc's halves take the larger magnitude of theirs and w's (one
+// HMNMX2 for two elements, where the f32 values took one FMNMX each). The halves' signs are the
+// XOR of the inputs' (.xorsign), so only their magnitudes mean anything; a NaN in either makes
+// the half NaN (.NaN), as op_max does. The amax of the rounded values is the rounded amax of the
+// f32 ones (rounding is monotone), and it is what the graph's amax of a 16-bit tensor reads.
+template <typename T>
+__device__ __forceinline__ u32 amax_pair(u32 acc, u32 w);
+template <>
+__device__ __forceinline__ u32 amax_pair<bf16>(u32 acc, u32 w) {
+  u32 r;
+  asm("max.NaN.xorsign.abs.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(acc), "r"(w));
+  return r;
+}
+template <>
+__device__ __forceinline__ u32 amax_pair<f16>(u32 acc, u32 w) {
+  u32 r;
+  asm("max.NaN.xorsign.abs.f16x2 %0, %1, %2;" : "=r"(r) : "r"(acc), "r"(w));
+  return r;
+}
+// amax_pair's result as one float: the larger magnitude of its halves (NaN if either is).
+template <typename T>
+__device__ __forceinline__ float amax_pair_value(u32 acc) {
+  float v0, v1;
+  unpack_pair<T>(acc, v0, v1);
+  return op_max(fabsf(v0), fabsf(v1));
 }
 
 // Stores 8 rows x 32 columns of 16-bit values held in the wgmma fragment layout (word m of lane

@@ -4,7 +4,9 @@
 // (bias, GELU, stored pre-activation, global amax, row and column sums), and the fallback to the
 // generic tile when TMA cannot read an operand. Every case also checks which kernel ran, so a
 // silent fallback fails the test.
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "engines/jit/codegen.hpp"
 #include "fuse/region.hpp"
@@ -340,6 +342,69 @@ TEST_F(GpuHopperGemm, EveryCandidatePerRowOperands) {
     g.output(g.relu(g.add(y, g.input("res", DType::f16, {m, n}, {1, m}))), "y");
     check_every_candidate(g, 2.0, "held-stores");
   }
+}
+
+// A global amax of a 16-bit output is reduced on full fragment tiles from the packed words (one
+// HMNMX2 .xorsign.abs for two elements, amax_pair; AnchorEpilogue::packed_amax_output), on
+// partial tiles element by element. 300 x 1024 (rows 256.. partial in every column tile), every
+// candidate, with: outputs that are all negative (bias -1.5: GELU in [-0.17, 0), so a lost abs or
+// a sign taken from the XOR would show), one large column inside the full tiles (bias 40 at column
+// 700), and a NaN there (the amax must be NaN, as the reference's). Session 21.
+TEST_F(GpuHopperGemm, EveryCandidateAmaxOfPackedWords) {
+  const int64_t m = 300, k = 256, n = 1024;
+  Graph g("amax_packed_words_bf16");
+  output_bias_gelu_amax(g, g.matmul(g.input("a", DType::bf16, {m, k}), weight_nk(g, "b", DType::bf16, k, n)),
+                        DType::bf16, n);
+  g.validate();
+  const fuse::Partition p = fuse::partition_graph(g);
+  const fuse::Region* mm = nullptr;
+  for (const fuse::Region& r : p.regions) {
+    if (r.kind == fuse::RegionKind::matmul) mm = &r;
+  }
+  ASSERT_NE(mm, nullptr);
+  struct Case {
+    const char* name;
+    double bias_all;      // every bias element, or NaN: keep the random ones
+    double bias_col_700;  // column 700's, or NaN: as bias_all
+    bool expect_nan;
+  };
+  const double keep = std::numeric_limits<double>::quiet_NaN();
+  const Case cases[] = {{"all negative", -1.5, keep, false},
+                        {"one large column", keep, 40.0, false},
+                        {"a NaN column", keep, std::numeric_limits<double>::quiet_NaN(), true}};
+  int packed = 0;
+  for (const auto& [v, rk] : jit::distinct_variants(g, *mm, properties_)) {
+    const std::string& src = rk.kernels.at(0).source;
+    packed += src.find("amax_pair<bf16>") != std::string::npos;
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(c.name) + ", candidate " + std::to_string(v) + ": " + rk.kernels.at(0).description);
+      const uint64_t seed = fresh_seed();
+      TensorMap inputs = random_inputs(g, seed);
+      HostTensor& bias = inputs.at("bias");
+      for (int64_t j = 0; j < n; ++j) {
+        if (!std::isnan(c.bias_all)) bias.set(j, c.bias_all);
+      }
+      if (c.expect_nan || !std::isnan(c.bias_col_700)) bias.set(700, c.bias_col_700);
+      ExecutorOptions opts;
+      opts.engine = "jit";
+      opts.tuning.candidate = v;
+      StreamExecutor ex(g, shared_cache(), opts);
+      const TensorMap got = ex.run(inputs);
+      const TensorMap want = run_reference(g, inputs);
+      const double amax = got.at("amax").get(0), want_amax = want.at("amax").get(0);
+      if (c.expect_nan) {
+        EXPECT_TRUE(std::isnan(want_amax)) << "reference " << want_amax;
+        EXPECT_TRUE(std::isnan(amax)) << "amax " << amax << ", seed " << seed;
+        continue;
+      }
+      // the rounded outputs' amax, from the same values the reference rounds (2 bf16 ulps apart
+      // at most where the fused kernel's unrounded intermediates move an output, as above)
+      EXPECT_NEAR(amax, want_amax, 2 * 0.0079 * std::abs(want_amax)) << "seed " << seed;
+      const double bound = relative_l2_bound(g, g.outputs()[0]);
+      EXPECT_LE(relative_l2_error(got.at("y"), want.at("y")), 2 * bound) << "seed " << seed;
+    }
+  }
+  EXPECT_GE(packed, 3) << "the direct-epilogue configs reduce the amax from packed words";
 }
 
 // Deferred epilogues (the coop kernels' full tiles with an epilogue, a 16-bit matmul result and

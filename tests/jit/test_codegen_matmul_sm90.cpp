@@ -326,6 +326,12 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
   for (int v = 0; v < 6; ++v) {
     const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
     ASSERT_NE(k.description.find("sm90 wgmma"), std::string::npos) << k.description;
+    // the amax of the bf16 output from its packed words (one HMNMX2 for two elements), the GELU
+    // in its bf16 form
+    if (k.description.find("direct-epilogue") != std::string::npos) {
+      EXPECT_NE(k.source.find("amax_pair<bf16>(gpk0, "), std::string::npos) << k.description;
+    }
+    EXPECT_NE(k.source.find("op_gelu_bf16("), std::string::npos) << k.description;
     const cuda::CompileResult res = compile_reported("sm90_bench_fused.cu", k.source);
     std::printf("  %s\n%s", k.description.c_str(), res.log.c_str());
     EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
@@ -418,7 +424,8 @@ TEST(JitMatmulSm90, DeferredEpilogueNeedsA16BitAnchorAndGlobalReductions) {
       }
       EXPECT_NE(k.description.find(want), std::string::npos) << k.description;
       const cuda::CompileResult res = compile_reported("sm90_deferred_operands.cu", k.source);
-      EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
+      dump_cubin("sm90_deferred_operands_f" + std::to_string(form) + "_v" + std::to_string(v), k, res);
+      EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description << "\n" << res.log;
       expect_wgmma_pipelined(res.log, k.description);
     }
     EXPECT_GE(coop, 3);

@@ -94,10 +94,11 @@ TEST(JitCodegen, PointwiseAccessClassesCompile) {
   EXPECT_NE(descs[0].find("full"), std::string::npos);
 }
 
-// A GELU's accuracy follows its tensor's dtype (expr.cpp): a 16-bit or 8-bit float gelu runs
-// op_gelu_lowp, whose error is a small fraction of that dtype's rounding; an f32 one op_gelu.
+// A GELU's accuracy follows its tensor's dtype (expr.cpp): an f16 gelu runs op_gelu_lowp, a bf16
+// or fp8 one op_gelu_bf16 (one FFMA fewer), each a small fraction of that dtype's rounding; an f32
+// one op_gelu.
 TEST(JitCodegen, GeluFormFollowsItsDtype) {
-  for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+  for (DType t : {DType::f32, DType::bf16, DType::f16, DType::fp8_e4m3}) {
     Graph g("gelu_" + std::string(to_string(t)));
     auto x = g.input("x", t, {64, 96});
     g.output(g.cast(g.gelu(x), DType::f32), "y");
@@ -105,8 +106,9 @@ TEST(JitCodegen, GeluFormFollowsItsDtype) {
     const fuse::Partition p = fuse::partition_graph(g);
     ASSERT_EQ(p.regions.size(), 1u);
     const std::string src = jit::build_region(g, p.regions[0], fake_h200(), 0).kernels.at(0).source;
-    const bool lowp = src.find("op_gelu_lowp(") != std::string::npos;
-    EXPECT_EQ(lowp, t != DType::f32) << to_string(t);
+    EXPECT_EQ(src.find("op_gelu_lowp(") != std::string::npos, t == DType::f16) << to_string(t);
+    EXPECT_EQ(src.find("op_gelu_bf16(") != std::string::npos, t == DType::bf16 || t == DType::fp8_e4m3)
+        << to_string(t);
     EXPECT_EQ(src.find("op_gelu(") != std::string::npos, t == DType::f32) << to_string(t);
   }
   Graph g("gelu_bf16_compiles");

@@ -174,7 +174,8 @@ AnchorEpilogue::RowRead AnchorEpilogue::row_read(size_t i) const {
 
 std::string AnchorEpilogue::element_impl(const std::string& value, const std::string& indent,
                                          const std::string& out_suffix, const std::string& col_acc,
-                                         const std::string& preload_suffix, const std::string& row_suffix) const {
+                                         const std::string& preload_suffix, const std::string& row_suffix,
+                                         const std::vector<bool>& packed_in_full) const {
   std::ostringstream s;
   for (size_t i = 0; i < operands_.size(); ++i) {
     const std::string n = std::to_string(i);
@@ -229,8 +230,9 @@ std::string AnchorEpilogue::element_impl(const std::string& value, const std::st
       s << indent << "if (valid) " << acc << " = reduce_combine<" << kind << ">(" << acc << ", " << in << ");\n";
     } else {
       // unrolled fragment epilogues: a select instead of a branch around every element
-      s << indent << acc << " = reduce_combine<" << kind << ">(" << acc << ", valid ? " << in << " : reduce_identity<"
-        << kind << ">());\n";
+      const bool packed = m < packed_in_full.size() && packed_in_full[m];
+      s << indent << (packed ? "if constexpr (!kFull) " : "") << acc << " = reduce_combine<" << kind << ">(" << acc
+        << ", valid ? " << in << " : reduce_identity<" << kind << ">());\n";
     }
   }
   return s.str();

@@ -160,9 +160,15 @@ class AnchorEpilogue {
   // `row_suffix` too (fragment_tile's row half h and column e: "_h", "_e"), full tiles (kFull)
   // read operands read per row as row_read(i) says, from what fragment_tile declared: prs<i>_h,
   // pr<i>_h_e, or pc<i>_h_e + q pcs<i>.
+  // Exits m with `packed_in_full[m]` are left out of full tiles (kFull): fragment_tile reduces
+  // them from the packed words (packed_amax_output).
   std::string element_impl(const std::string& value, const std::string& indent, const std::string& out_suffix,
                            const std::string& col_acc, const std::string& preload_suffix = "",
-                           const std::string& row_suffix = "") const;
+                           const std::string& row_suffix = "",
+                           const std::vector<bool>& packed_in_full = {}) const;
+  // For exit m: the wide output k whose packed 16-bit words full fragment tiles reduce it from
+  // (a global amax of that output's own values: one HMNMX2 a word, amax_pair), else -1.
+  int packed_amax_output(size_t m, bool wide_stores) const;
   // Whether full tiles store output k as 16-byte rows (a 16-bit type, with wide stores asked for).
   bool is_wide_output(size_t k, bool wide_stores) const;
   // Whether operand i is the same for every row (a bias): its row offset is always 0.

@@ -17,6 +17,7 @@
 // 16-byte store per lane: store_fragment_rows_wide) instead of 4-byte pairs; how much stores
 // matter showed when the partial form's scalar stores ran the whole 4096^3 GEMM 16% slower
 // (0.2280 against 0.1955 ms, same call). Full-tile bare epilogue: ~2 SASS instructions an element.
+#include <cstdlib>
 #include <sstream>
 #include <vector>
 
@@ -107,6 +108,14 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
     throw Error(ErrorCode::internal, "fragment_tile: " + std::to_string(bn / 64 * n_wide) +
                                          " TMA store chunks a tile do not cycle through " + std::to_string(tma_slots) +
                                          " slots");
+  }
+  // a global amax of a wide output: full tiles reduce its packed words (one HMNMX2 for two
+  // elements) into gpk<m>, folded into gacc<m> at the end; partial tiles element by element
+  std::vector<bool> packed(exits_.size(), false);
+  for (size_t m = 0; m < exits_.size(); ++m) {
+    if (packed_amax_output(m, wide_stores) < 0) continue;
+    packed[m] = true;
+    s << "    u32 gpk" << m << " = 0;  // packed amax partial (full tiles)\n";
   }
   if (held) {
     // (the caller stages and stores the held words)
@@ -215,7 +224,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
         if (exits_[m].exit.pattern == ExitReduction::rows) s << "          float& racc" << m << " = racc" << m << "_" << hs << ";\n";
       }
       const std::string value = deferred ? "dv_" + es : "d[4 * q + " + std::to_string(2 * h + e) + "]";
-      s << element_impl(value, "          ", "_" + es, "_" + es, "_" + es, "_" + hs)
+      s << element_impl(value, "          ", "_" + es, "_" + es, "_" + es, "_" + hs, packed)
         << "        }\n";
     }
     for (size_t k = 0; k < outs_.size(); ++k) {
@@ -228,10 +237,15 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
       }
       const std::string slot =
           held ? "held_[8 * q4 + " + std::to_string(4 * h) + " + qi]" : "wk" + std::to_string(k) + "[" + hs + "][qi]";
+      const std::string st = storage_type(g_.tensor(outs_[k]).dtype);
       s << "        if constexpr (kFull) {\n"
-        << "          " << slot << " = pack_pair<" << storage_type(g_.tensor(outs_[k]).dtype) << ">(so" << k
-        << "_0, so" << k << "_1);\n"
-        << "        } else {\n"
+        << "          " << slot << " = pack_pair<" << st << ">(so" << k << "_0, so" << k << "_1);\n";
+      for (size_t m = 0; m < exits_.size(); ++m) {
+        if (packed[m] && packed_amax_output(m, wide_stores) == static_cast<int>(k)) {
+          s << "          gpk" << m << " = amax_pair<" << st << ">(gpk" << m << ", " << slot << ");\n";
+        }
+      }
+      s << "        } else {\n"
         << "          " << pair << "        }\n";
     }
     s << "      }\n";
@@ -291,6 +305,12 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   }
   s << "    }\n";  // q4
   for (size_t m = 0; m < exits_.size(); ++m) {
+    if (!packed[m]) continue;
+    const std::string st = storage_type(g_.tensor(outs_[packed_amax_output(m, wide_stores)]).dtype);
+    s << "    if constexpr (kFull) gacc" << m << " = reduce_combine<kReduceAmax>(gacc" << m << ", amax_pair_value<" << st
+      << ">(gpk" << m << "));\n";
+  }
+  for (size_t m = 0; m < exits_.size(); ++m) {
     if (exits_[m].exit.pattern != ExitReduction::rows) continue;
     // the 4 lanes of a quad share a row: one atomic per row per warpgroup tile
     for (int h = 0; h < 2; ++h) {
@@ -310,6 +330,20 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
     s << "  }\n";
   }
   return s.str();
+}
+
+int AnchorEpilogue::packed_amax_output(size_t m, bool wide_stores) const {
+  const Node& rn = g_.node(exits_[m].exit.node);
+  if (exits_[m].exit.pattern != fuse::ExitReduction::global || rn.op != OpKind::reduce_amax) return -1;
+  // SINTER_PACKED_AMAX=0 (an A/B knob, read at each build): element by element as before
+  if (const char* v = std::getenv("SINTER_PACKED_AMAX"); v && std::string(v) == "0") return -1;
+  for (size_t k = 0; k < outs_.size(); ++k) {
+    const DType t = g_.tensor(outs_[k]).dtype;
+    if (outs_[k] == rn.inputs[0] && is_wide_output(k, wide_stores) && (t == DType::bf16 || t == DType::f16)) {
+      return static_cast<int>(k);
+    }
+  }
+  return -1;
 }
 
 int AnchorEpilogue::max_deferred_groups() const {

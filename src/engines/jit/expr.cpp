@@ -74,17 +74,20 @@ std::string unary_expr(OpKind op, const std::string& x, DType t) {
     case OpKind::identity: return x;
     case OpKind::relu: return "op_relu(" + x + ")";
     case OpKind::gelu: {
-      // A 16-bit or 8-bit float GELU is rounded to 2^-9 (bf16) or 2^-11 (f16) right after, so it
-      // runs op_gelu_lowp (5e-5 relative, one ex2 and 8 FFMA: kernels/common/math.cuh); an f32 one
-      // op_gelu (f32-accurate, 19 instructions). H200, 4096^3 bf16 + bias + GELU + amax, coop
-      // kernel, in line (session 18): 1.078x cuBLASLt's bare GEMM against 1.100 with op_gelu.
+      // A 16-bit or 8-bit float GELU is rounded to 2^-9 (bf16) or 2^-11 (f16) right after, so an
+      // f16 one runs op_gelu_lowp (5e-5 relative, one ex2 and 8 FFMA: kernels/common/math.cuh), a
+      // bf16 or fp8 one op_gelu_bf16 (2.3e-4, 7 FFMA); an f32 one op_gelu (f32-accurate, 19
+      // instructions). H200, 4096^3 bf16 + bias + GELU + amax, coop kernel, in line (session 18):
+      // 1.078x cuBLASLt's bare GEMM with op_gelu_lowp against 1.100 with op_gelu.
       // SINTER_GELU (an A/B knob, read at each build: a benchmark sets it): =rational runs op_gelu
-      // at every dtype, =erff the erf form op_gelu replaced.
+      // at every dtype, =erff the erf form op_gelu replaced, =lowp op_gelu_lowp for bf16 too.
       const char* v = std::getenv("SINTER_GELU");
       const std::string knob = v ? v : "";
       if (knob == "erff") return "op_gelu_erff(" + x + ")";
       if (knob == "rational") return "op_gelu(" + x + ")";
-      return (dtype_size(t) <= 2 ? "op_gelu_lowp(" : "op_gelu(") + x + ")";
+      if (knob == "lowp") return (dtype_size(t) <= 2 ? "op_gelu_lowp(" : "op_gelu(") + x + ")";
+      if (t == DType::f16) return "op_gelu_lowp(" + x + ")";
+      return (dtype_size(t) <= 2 ? "op_gelu_bf16(" : "op_gelu(") + x + ")";
     }
     case OpKind::gelu_tanh: return "op_gelu_tanh(" + x + ")";
     case OpKind::silu: return "op_silu(" + x + ")";
