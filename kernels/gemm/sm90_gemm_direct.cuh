@@ -238,6 +238,12 @@ struct HopperNoWorkUnderWgmma {
   __device__ __forceinline__ void operator()(int) const {}
 };
 
+// What hopper_direct_mainloop runs after issuing a tile's last k-block, before waiting for its
+// wgmma: nothing.
+struct HopperNoWorkBeforeLastWait {
+  __device__ __forceinline__ void operator()() const {}
+};
+
 // One consumer warpgroup's 64 x kBN accumulator over all k-blocks of one tile, starting at ring
 // position (stage, phase), which it advances. `a_rows` is the byte offset of its 64 rows inside
 // the stage's A tile. A stage is released once the wgmma reading it has retired (wait_group 1
@@ -249,10 +255,13 @@ struct HopperNoWorkUnderWgmma {
 // with it: the held stores of the previous tile). Needs k_blocks >= kPeel (the caller checks at
 // build time): a k-block in a conditional would put its wgmma on a divergent path, and ptxas
 // then serializes every wgmma of the kernel (C7520, session 16).
-template <class C, int kType, int kPeel = 0, class Under = HopperNoWorkUnderWgmma>
+// `before_last_wait()` runs once the tile's last k-block is issued, before the wait for it: work
+// whose latency the last k-block's wgmma cover (the epilogue's operand loads).
+template <class C, int kType, int kPeel = 0, class Under = HopperNoWorkUnderWgmma,
+          class Last = HopperNoWorkBeforeLastWait>
 __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], const HopperDirectSmem& sm, int a_rows,
                                                        int k_blocks, int& stage, u32& phase, u64* issued,
-                                                       Under&& under = Under{}) {
+                                                       Under&& under = Under{}, Last&& before_last_wait = Last{}) {
   // d's old values are dead (the tile's first wgmma ignores them): an instruction-free definition
   // ends their live range where the previous tile's epilogue last read them, as zeroing d did
 #pragma unroll
@@ -299,6 +308,7 @@ __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], cons
     retire_previous();
   }
   if (issued != nullptr && threadIdx.x % 128 == 0) mbarrier_arrive(issued);
+  before_last_wait();
   wgmma_wait<0>();
 #pragma unroll
   for (int i = 0; i < C::kAcc; ++i) wgmma_fence_operand(d[i]);
@@ -319,28 +329,41 @@ __device__ __forceinline__ bool view_rows_even(const SinterIterShape& s, const S
   return (any & 1) == 0;
 }
 
-// Loads two consecutive elements (p pair-aligned) with one plain vector load. Not through the
-// read-only path on purpose: __ldg lets the compiler hoist a whole tile's bias loads above the
-// epilogue's stores, and with 128 accumulators live that spills the 168-register consumers.
+// Two consecutive elements as one word (a pair-aligned vector of two).
 template <typename T>
-__device__ __forceinline__ void load_pair(const T* p, typename ComputeOf<T>::type& v0,
-                                          typename ComputeOf<T>::type& v1) {
-  typedef typename Chunk<2 * sizeof(T)>::type C;
+using PairWord = typename Chunk<2 * sizeof(T)>::type;
+
+// A pair word's two elements as compute values, the first from the lower address.
+template <typename T>
+__device__ __forceinline__ void unpack_pair_word(PairWord<T> w, typename ComputeOf<T>::type& v0,
+                                                 typename ComputeOf<T>::type& v1) {
   union {
-    C c;
+    PairWord<T> c;
     T t[2];
   } u;
-  u.c = *reinterpret_cast<const C*>(p);
+  u.c = w;
   v0 = load_as_compute<T>(u.t[0]);
   v1 = load_as_compute<T>(u.t[1]);
 }
 // bf16: each value is the top half of its f32, so one shift and one mask (the generic unpack of
 // the high half takes a byte permute and a shift)
 template <>
-__device__ __forceinline__ void load_pair<bf16>(const bf16* p, float& v0, float& v1) {
-  const u32 w = *reinterpret_cast<const u32*>(p);
+__device__ __forceinline__ void unpack_pair_word<bf16>(u32 w, float& v0, float& v1) {
   v0 = __uint_as_float(w << 16);
   v1 = __uint_as_float(w & 0xffff0000u);
+}
+
+// Loads two consecutive elements (p pair-aligned) with one plain vector load. Not through the
+// read-only path on purpose: __ldg lets the compiler hoist a whole tile's bias loads above the
+// epilogue's stores, and with 128 accumulators live that spills the 168-register consumers.
+template <typename T>
+__device__ __forceinline__ PairWord<T> load_pair_word(const T* p) {
+  return *reinterpret_cast<const PairWord<T>*>(p);
+}
+template <typename T>
+__device__ __forceinline__ void load_pair(const T* p, typename ComputeOf<T>::type& v0,
+                                          typename ComputeOf<T>::type& v1) {
+  unpack_pair_word<T>(load_pair_word(p), v0, v1);
 }
 
 // Stores two consecutive elements of row `p` (columns c, c + 1). kFull (the caller knows both

@@ -329,7 +329,13 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
     // the amax of the bf16 output from its packed words (one HMNMX2 for two elements), the GELU
     // in its bf16 form
     if (k.description.find("direct-epilogue") != std::string::npos) {
-      EXPECT_NE(k.source.find("amax_pair<bf16>(gpk0, "), std::string::npos) << k.description;
+      EXPECT_NE(k.source.find("amax_pair<bf16>(gpk0[0], "), std::string::npos) << k.description;
+    }
+    // held in-line kernels read the bias pairs loaded under the tile's last k-block
+    if (k.description.find("held-stores") != std::string::npos) {
+      EXPECT_NE(k.description.find("preloaded-bias"), std::string::npos) << k.description;
+      EXPECT_NE(k.source.find("[&]() { matmul_wg_preload(a, tile, pw0); }"), std::string::npos) << k.description;
+      EXPECT_NE(k.source.find("unpack_pair_word<bf16>(pw0[q], "), std::string::npos) << k.description;
     }
     EXPECT_NE(k.source.find("op_gelu_bf16("), std::string::npos) << k.description;
     const cuda::CompileResult res = compile_reported("sm90_bench_fused.cu", k.source);

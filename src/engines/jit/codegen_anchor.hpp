@@ -114,8 +114,25 @@ class AnchorEpilogue {
   // rounded to its 16-bit type and packed into held_ at the tile's end (hold_accumulators), for
   // the column groups q (8 columns each, 0 .. bn / 8) with q_lo <= q < q_hi (ints in scope), as
   // a full tile; its outputs replace the words it read. Needs no d, rows_valid or cols_valid.
+  // `preloaded` (needs preloaded_operand() >= 0): full tiles read that bias's column pairs from
+  // the caller's pw<i> (PairWord<T>[bn / 8], filled by preload_body) instead of loading them.
   std::string fragment_tile(int bn, bool wide_stores, int tma_slots = 0, bool held = false,
-                            bool deferred = false) const;
+                            bool deferred = false, bool preloaded = false) const;
+  // The bias (row-invariant operand, 16 bits or fewer a value) whose column pairs a full tile
+  // can have loaded ahead, while the tile's last wgmma run, into bn / 8 pair words a thread (32
+  // registers for a 256-column tile, at most one such operand, and only where the epilogue has
+  // one output): its index, else -1. Loaded at
+  // the epilogue's start, its loads were issued after the last wgmma wait and the first use
+  // waited one L2 round trip a tile while the tensor cores idled.
+  int preloaded_operand() const;
+  // ", PairWord<T> (&pw<i>)[bn / 8]" (const with `read_only`) for the preloaded operand.
+  std::string preload_param(int bn, bool read_only) const;
+  // "PairWord<T> pw<i>[bn / 8]": the caller's declaration of those words.
+  std::string preload_declaration(int bn) const;
+  // Fills pw<i>: this thread's bn / 8 column pairs (columns 8 q + 2 (lane % 4) + {0, 1} of the
+  // tile) where full tiles read them as pairs, zeros otherwise (every path defines them, so they
+  // are not live around the tile loop). Needs in scope a, gcol0 (i64) and cols_valid (int).
+  std::string preload_body(int bn) const;
   // Whether the epilogue can run deferred, and at most how many column groups a k-block (the
   // rest is registers: 128 accumulators and 64 held words beside the epilogue's state). 0: it
   // cannot: the anchor is not a 16-bit float tensor (rounding the accumulator to it is the

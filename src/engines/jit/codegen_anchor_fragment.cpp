@@ -28,7 +28,51 @@
 
 namespace sinter::jit {
 
-std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slots, bool held, bool deferred) const {
+int AnchorEpilogue::preloaded_operand() const {
+  // a second output's in-line stores need those registers: bias + GELU with the pre-activation
+  // stored as f32 spilled 124-144 bytes in the 128x256 kernels (ptxas, session 22)
+  if (outs_.size() > 1) return -1;
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    if (row_invariant(i) && dtype_size(g_.tensor(operands_[i].tensor).dtype) <= 2) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string AnchorEpilogue::preload_param(int bn, bool read_only) const {
+  const int i = preloaded_operand();
+  if (i < 0) return "";
+  return std::string(", ") + (read_only ? "const " : "") + "PairWord<" +
+         storage_type(g_.tensor(operands_[static_cast<size_t>(i)].tensor).dtype) + "> (&pw" + std::to_string(i) + ")[" +
+         std::to_string(bn / 8) + "]";
+}
+
+std::string AnchorEpilogue::preload_declaration(int bn) const {
+  const int i = preloaded_operand();
+  if (i < 0) return "";
+  return "PairWord<" + storage_type(g_.tensor(operands_[static_cast<size_t>(i)].tensor).dtype) + "> pw" +
+         std::to_string(i) + "[" + std::to_string(bn / 8) + "]";
+}
+
+std::string AnchorEpilogue::preload_body(int bn) const {
+  const int i = preloaded_operand();
+  if (i < 0) return "";
+  const std::string n = std::to_string(i);
+  const std::string st = storage_type(g_.tensor(operands_[static_cast<size_t>(i)].tensor).dtype);
+  std::ostringstream s;
+  // the full-tile test's condition for this operand's pair loads (fragment_full_condition)
+  s << "  if (cols_valid >= " << bn << " && a.ecs" << n << " == 1 && pair_aligned(a.ein" << n << ")) {\n"
+    << "    const auto* const p_ = a.ein" << n << " + gcol0 + 2 * (threadIdx.x & 3);\n"
+    << "#pragma unroll\n"
+    << "    for (int q = 0; q < " << bn / 8 << "; ++q) pw" << n << "[q] = load_pair_word(p_ + 8 * q);\n"
+    << "  } else {\n"
+    << "#pragma unroll\n"
+    << "    for (int q = 0; q < " << bn / 8 << "; ++q) pw" << n << "[q] = PairWord<" << st << ">{};\n"
+    << "  }\n";
+  return s.str();
+}
+
+std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slots, bool held, bool deferred,
+                                          bool preloaded) const {
   using fuse::ExitReduction;
   auto kind_of = [&](size_t m) { return reduce_kind(g_.node(exits_[m].exit.node).op); };
   auto has = [&](ExitReduction p) {
@@ -102,6 +146,9 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   if (deferred && !(held && max_deferred_groups() > 0)) {
     throw Error(ErrorCode::internal, "fragment_tile: a deferred epilogue needs held stores and a deferrable epilogue");
   }
+  if (preloaded && (deferred || preloaded_operand() < 0)) {
+    throw Error(ErrorCode::internal, "fragment_tile: preloaded operand pairs need an in-line epilogue with a bias");
+  }
   // the slot of a chunk is fixed at compile time, the same in every tile: a tile's chunks must
   // use the slots a whole number of times
   if (tma && (bn / 64 * n_wide) % tma_slots != 0) {
@@ -110,12 +157,15 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
                                          " slots");
   }
   // a global amax of a wide output: full tiles reduce its packed words (one HMNMX2 for two
-  // elements) into gpk<m>, folded into gacc<m> at the end; partial tiles element by element
+  // elements) into gpk<m>, folded into gacc<m> at the end; partial tiles element by element.
+  // Up to four chains (gpk<m>[qi]): one chain of 64 dependent HMNMX2 a thread may leave its
+  // latency exposed where the epilogue has little else to interleave (bias + amax: 1.029x
+  // cuBLASLt bare against 1.019 for the bias alone, H200, session 22)
   std::vector<bool> packed(exits_.size(), false);
   for (size_t m = 0; m < exits_.size(); ++m) {
     if (packed_amax_output(m, wide_stores) < 0) continue;
     packed[m] = true;
-    s << "    u32 gpk" << m << " = 0;  // packed amax partial (full tiles)\n";
+    s << "    u32 gpk" << m << "[4] = {0u, 0u, 0u, 0u};  // packed amax partials (full tiles), a chain per qi\n";
   }
   if (held) {
     // (the caller stages and stores the held words)
@@ -140,7 +190,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
     const std::string n = std::to_string(i);
     const std::string ct = compute_type(g_.tensor(operands_[i].tensor).dtype);
     s << "    const bool pbc" << n << " = a.ecs" << n << " == 0;\n"
-      << "    const auto* const pb" << n << " = a.ein" << n << " + (pbc" << n << " ? i64{0} : gcol0 + c0_);\n"
+      << "    [[maybe_unused]] const auto* const pb" << n << " = a.ein" << n << " + (pbc" << n << " ? i64{0} : gcol0 + c0_);\n"
       << "    const " << ct << " pbs" << n << " = kFull && pbc" << n << " ? load_one(a.ein" << n << ") : static_cast<" << ct
       << ">(0);\n";
   }
@@ -172,9 +222,14 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
       << "      if constexpr (kFull) {\n"
       << "        if (pbc" << n << ") {\n"
       << "          pl" << n << "_0 = pl" << n << "_1 = pbs" << n << ";\n"
-      << "        } else {\n"
-      << "          load_pair(pb" << n << " + 8 * q, pl" << n << "_0, pl" << n << "_1);\n"
-      << "        }\n"
+      << "        } else {\n";
+    if (preloaded && static_cast<int>(i) == preloaded_operand()) {
+      s << "          unpack_pair_word<" << storage_type(g_.tensor(operands_[i].tensor).dtype) << ">(pw" << n << "[q], pl"
+        << n << "_0, pl" << n << "_1);  // loaded under the last wgmma\n";
+    } else {
+      s << "          load_pair(pb" << n << " + 8 * q, pl" << n << "_0, pl" << n << "_1);\n";
+    }
+    s << "        }\n"
       << "      } else {\n";
     for (int e = 0; e < 2; ++e) {
       s << "        pl" << n << "_" << e << " = cc0 + " << e << " < cols_valid ? load_one(a.ein" << n << " + (gcol0 + cc0 + "
@@ -242,7 +297,10 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
         << "          " << slot << " = pack_pair<" << st << ">(so" << k << "_0, so" << k << "_1);\n";
       for (size_t m = 0; m < exits_.size(); ++m) {
         if (packed[m] && packed_amax_output(m, wide_stores) == static_cast<int>(k)) {
-          s << "          gpk" << m << " = amax_pair<" << st << ">(gpk" << m << ", " << slot << ");\n";
+          // SINTER_AMAX_CHAINS=4 (A/B knob, read at each build): four chains; one until timed
+          const char* chains = std::getenv("SINTER_AMAX_CHAINS");
+          const std::string c = chains && std::string(chains) == "4" ? "qi" : "0";
+          s << "          gpk" << m << "[" << c << "] = amax_pair<" << st << ">(gpk" << m << "[" << c << "], " << slot << ");\n";
         }
       }
       s << "        } else {\n"
@@ -307,8 +365,10 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   for (size_t m = 0; m < exits_.size(); ++m) {
     if (!packed[m]) continue;
     const std::string st = storage_type(g_.tensor(outs_[packed_amax_output(m, wide_stores)]).dtype);
+    const std::string g = "gpk" + std::to_string(m);
     s << "    if constexpr (kFull) gacc" << m << " = reduce_combine<kReduceAmax>(gacc" << m << ", amax_pair_value<" << st
-      << ">(gpk" << m << "));\n";
+      << ">(amax_pair<" << st << ">(amax_pair<" << st << ">(" << g << "[0], " << g << "[1]), amax_pair<" << st << ">(" << g
+      << "[2], " << g << "[3]))));\n";
   }
   for (size_t m = 0; m < exits_.size(); ++m) {
     if (exits_[m].exit.pattern != ExitReduction::rows) continue;

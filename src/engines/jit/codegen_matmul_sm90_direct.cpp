@@ -148,8 +148,16 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   const bool deferred = held && !epi.empty() && max_q > 0 && n_groups / defer_q <= k_blocks_total &&
                         items < (int64_t{1} << 30) && env_is("SINTER_SM90_DEFER_EPILOGUE", "1");
   const int peel = deferred ? n_groups / defer_q : held_chunks;
-  const std::string held_param = held ? ", u32 (&held_)[Cfg::kBN / 4]" : "";
-  const std::string held_arg = held ? ", held_" : "";
+  // A full tile's bias pairs are loaded once its last k-block is issued, under that k-block's
+  // wgmma (AnchorEpilogue::preloaded_operand), where the epilogue loaded them after the last
+  // wgmma wait and waited one L2 round trip a tile with the tensor cores idle. Held in-line
+  // kernels only: their consumers have the 32 registers free there (the held words are stored
+  // by then). SINTER_SM90_PRELOAD_BIAS=0 (A/B knob, read at each build) loads them in the epilogue.
+  const bool preload = held && !deferred && epi.preloaded_operand() >= 0 && !env_off("SINTER_SM90_PRELOAD_BIAS");
+  const std::string held_param = std::string(held ? ", u32 (&held_)[Cfg::kBN / 4]" : "") +
+                                 (preload ? epi.preload_param(c.bn, true) : "");
+  const std::string held_arg = std::string(held ? ", held_" : "") +
+                               (preload ? ", pw" + std::to_string(epi.preloaded_operand()) : "");
   const int smem_bytes = sm90_direct_smem_bytes(c, store_stage_bytes);
 
   RegionKernels rk;
@@ -186,7 +194,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "__device__ __forceinline__ void matmul_wg_epilogue_body(const Args& a, i64 grow0, i64 gcol0, int rows_valid, "
          "int cols_valid, char* store_stage, const float (&d)[Cfg::kAcc]"
       << held_param << epi.global_params() << ") {\n"
-      << epi.fragment_tile(c.bn, wide_stores, tma_stores ? tma_slots : 0, held) << "}\n\n"
+      << epi.fragment_tile(c.bn, wide_stores, tma_stores ? tma_slots : 0, held, false, preload) << "}\n\n"
       << "// true: a full tile" << (held ? ", whose output is held in held_ for the caller to store" : "") << "\n"
       << "__device__ __forceinline__ bool matmul_wg_epilogue(const Args& a, const HopperDirectTile& tile, int row0, "
          "char* store_stage, const float (&d)[Cfg::kAcc]"
@@ -208,6 +216,14 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << (held && !epi.empty() ? "  hopper_direct_clear_words(held_);  // nothing is held after a partial tile\n" : "")
       << "  return false;\n"
       << "}\n\n";
+  if (preload) {
+    src << "// a full tile's bias pairs, loaded while its last k-block's wgmma run\n"
+        << "__device__ __forceinline__ void matmul_wg_preload(const Args& a, const HopperDirectTile& tile"
+        << epi.preload_param(c.bn, false) << ") {\n"
+        << "  const i64 gcol0 = static_cast<i64>(tile.nt) * Cfg::kBN;\n"
+        << "  const int cols_valid = static_cast<int>(min(i64{Cfg::kBN}, a.shape.n - gcol0));\n"
+        << epi.preload_body(c.bn) << "}\n\n";
+  }
   if (deferred) {
     src << "// a held full tile's epilogue (hold_accumulators' words), column groups q_lo <= q < q_hi\n"
         << "__device__ __forceinline__ void matmul_wg_epilogue_deferred(const Args& a, i64 grow0, i64 gcol0, int q_lo, "
@@ -278,6 +294,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "    // the peeled k-blocks need this many (the host built this kernel for its K): fail loudly, not hang\n"
         << "    if (k_blocks < " << peel << ") __trap();\n"
         << "    u32 held_[Cfg::kBN / 4];\n"
+        << (preload ? "    " + epi.preload_declaration(c.bn) + ";  // the next epilogue's bias pairs\n" : std::string())
         << "    bool holding = false;\n"
         << (deferred ? "    // the held tile's first column, and first matrix row of this warpgroup (TMA's int coordinates)\n"
                        "    int held_col = 0, held_grow0 = 0;\n"
@@ -307,8 +324,9 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "          next = hopper_direct_item<Cfg>(w, t + w.stride, tiles_n);\n"
         << "          hopper_direct_pin(next);\n"
         << "        }\n"
-        << "      });\n"
-        << "      holding = matmul_wg_epilogue(a, tile, c * 64, sm.store_stage, d, held_" << epi.global_args() << ");\n"
+        << (preload ? "      }, [&]() { matmul_wg_preload(a, tile, pw" + std::to_string(epi.preloaded_operand()) + "); });\n"
+                    : "      });\n")
+        << "      holding = matmul_wg_epilogue(a, tile, c * 64, sm.store_stage, d" << held_arg << epi.global_args() << ");\n"
         << "      hopper_direct_pin_words(held_);\n"
         << "      held_col = tile.nt * Cfg::kBN;\n"
         << (deferred ? "      held_grow0 = static_cast<int>(matmul_wg_grow0(a, tile, c * 64));\n"
@@ -343,7 +361,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   spec.description = "matmul sm90 wgmma." + std::string(wt.name) + " " + sm90_direct_name(c, 128 / static_cast<int>(dtype_size(o.dtype))) +
                      " tma setmaxnreg persistent group" + std::to_string(1024 / c.bm) + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
                      (tma_stores ? " tma-store" : "") + (held ? " held-stores" : "") +
-                     (deferred ? " deferred-epilogue(" + std::to_string(defer_q) + " groups a k-block)" : "") + (is_fp8(o.dtype) ? " fp8-fast-accum" : "") +
+                     (deferred ? " deferred-epilogue(" + std::to_string(defer_q) + " groups a k-block)" : "") + (preload ? " preloaded-bias" : "") + (is_fp8(o.dtype) ? " fp8-fast-accum" : "") +
                      (o.b_mn_major ? " b-mn-major" : "") + (o.batch_folded ? " batch-folded" : "") +
                      (epi.index64() ? " idx64" : "") + epi.describe();
   // ping-pong: a CTA needs two tiles to keep both consumers busy
