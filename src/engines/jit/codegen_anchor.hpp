@@ -188,6 +188,8 @@ class AnchorEpilogue {
   int packed_amax_output(size_t m, bool wide_stores) const;
   // Whether full tiles store output k as 16-byte rows (a 16-bit type, with wide stores asked for).
   bool is_wide_output(size_t k, bool wide_stores) const;
+  // "PairWord<T>" for the preloaded operand's storage type T (needs preloaded_operand() >= 0).
+  std::string preload_word_type() const;
   // Whether operand i is the same for every row (a bias): its row offset is always 0.
   bool row_invariant(size_t i) const;
   // How full fragment tiles read operand i when it is read per row (a residual, a column

@@ -38,26 +38,28 @@ int AnchorEpilogue::preloaded_operand() const {
   return -1;
 }
 
+std::string AnchorEpilogue::preload_word_type() const {
+  const int i = preloaded_operand();
+  return "PairWord<" + storage_type(g_.tensor(operands_[static_cast<size_t>(i)].tensor).dtype) + ">";
+}
+
 std::string AnchorEpilogue::preload_param(int bn, bool read_only) const {
   const int i = preloaded_operand();
   if (i < 0) return "";
-  return std::string(", ") + (read_only ? "const " : "") + "PairWord<" +
-         storage_type(g_.tensor(operands_[static_cast<size_t>(i)].tensor).dtype) + "> (&pw" + std::to_string(i) + ")[" +
+  return std::string(", ") + (read_only ? "const " : "") + preload_word_type() + " (&pw" + std::to_string(i) + ")[" +
          std::to_string(bn / 8) + "]";
 }
 
 std::string AnchorEpilogue::preload_declaration(int bn) const {
   const int i = preloaded_operand();
   if (i < 0) return "";
-  return "PairWord<" + storage_type(g_.tensor(operands_[static_cast<size_t>(i)].tensor).dtype) + "> pw" +
-         std::to_string(i) + "[" + std::to_string(bn / 8) + "]";
+  return preload_word_type() + " pw" + std::to_string(i) + "[" + std::to_string(bn / 8) + "]";
 }
 
 std::string AnchorEpilogue::preload_body(int bn) const {
   const int i = preloaded_operand();
   if (i < 0) return "";
   const std::string n = std::to_string(i);
-  const std::string st = storage_type(g_.tensor(operands_[static_cast<size_t>(i)].tensor).dtype);
   std::ostringstream s;
   // the full-tile test's condition for this operand's pair loads (fragment_full_condition)
   s << "  if (cols_valid >= " << bn << " && a.ecs" << n << " == 1 && pair_aligned(a.ein" << n << ")) {\n"
@@ -66,7 +68,7 @@ std::string AnchorEpilogue::preload_body(int bn) const {
     << "    for (int q = 0; q < " << bn / 8 << "; ++q) pw" << n << "[q] = load_pair_word(p_ + 8 * q);\n"
     << "  } else {\n"
     << "#pragma unroll\n"
-    << "    for (int q = 0; q < " << bn / 8 << "; ++q) pw" << n << "[q] = PairWord<" << st << ">{};\n"
+    << "    for (int q = 0; q < " << bn / 8 << "; ++q) pw" << n << "[q] = " << preload_word_type() << "{};\n"
     << "  }\n";
   return s.str();
 }
@@ -157,15 +159,12 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
                                          " slots");
   }
   // a global amax of a wide output: full tiles reduce its packed words (one HMNMX2 for two
-  // elements) into gpk<m>, folded into gacc<m> at the end; partial tiles element by element.
-  // Up to four chains (gpk<m>[qi]): one chain of 64 dependent HMNMX2 a thread may leave its
-  // latency exposed where the epilogue has little else to interleave (bias + amax: 1.029x
-  // cuBLASLt bare against 1.019 for the bias alone, H200, session 22)
+  // elements) into gpk<m>, folded into gacc<m> at the end; partial tiles element by element
   std::vector<bool> packed(exits_.size(), false);
   for (size_t m = 0; m < exits_.size(); ++m) {
     if (packed_amax_output(m, wide_stores) < 0) continue;
     packed[m] = true;
-    s << "    u32 gpk" << m << "[4] = {0u, 0u, 0u, 0u};  // packed amax partials (full tiles), a chain per qi\n";
+    s << "    u32 gpk" << m << " = 0;  // packed amax partial (full tiles)\n";
   }
   if (held) {
     // (the caller stages and stores the held words)
@@ -297,10 +296,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
         << "          " << slot << " = pack_pair<" << st << ">(so" << k << "_0, so" << k << "_1);\n";
       for (size_t m = 0; m < exits_.size(); ++m) {
         if (packed[m] && packed_amax_output(m, wide_stores) == static_cast<int>(k)) {
-          // SINTER_AMAX_CHAINS=4 (A/B knob, read at each build): four chains; one until timed
-          const char* chains = std::getenv("SINTER_AMAX_CHAINS");
-          const std::string c = chains && std::string(chains) == "4" ? "qi" : "0";
-          s << "          gpk" << m << "[" << c << "] = amax_pair<" << st << ">(gpk" << m << "[" << c << "], " << slot << ");\n";
+          s << "          gpk" << m << " = amax_pair<" << st << ">(gpk" << m << ", " << slot << ");\n";
         }
       }
       s << "        } else {\n"
@@ -365,10 +361,8 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   for (size_t m = 0; m < exits_.size(); ++m) {
     if (!packed[m]) continue;
     const std::string st = storage_type(g_.tensor(outs_[packed_amax_output(m, wide_stores)]).dtype);
-    const std::string g = "gpk" + std::to_string(m);
     s << "    if constexpr (kFull) gacc" << m << " = reduce_combine<kReduceAmax>(gacc" << m << ", amax_pair_value<" << st
-      << ">(amax_pair<" << st << ">(amax_pair<" << st << ">(" << g << "[0], " << g << "[1]), amax_pair<" << st << ">(" << g
-      << "[2], " << g << "[3]))));\n";
+      << ">(gpk" << m << "));\n";
   }
   for (size_t m = 0; m < exits_.size(); ++m) {
     if (exits_[m].exit.pattern != ExitReduction::rows) continue;

@@ -154,10 +154,11 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // kernels only: their consumers have the 32 registers free there (the held words are stored
   // by then). SINTER_SM90_PRELOAD_BIAS=0 (A/B knob, read at each build) loads them in the epilogue.
   const bool preload = held && !deferred && epi.preloaded_operand() >= 0 && !env_off("SINTER_SM90_PRELOAD_BIAS");
-  const std::string held_param = std::string(held ? ", u32 (&held_)[Cfg::kBN / 4]" : "") +
-                                 (preload ? epi.preload_param(c.bn, true) : "");
-  const std::string held_arg = std::string(held ? ", held_" : "") +
-                               (preload ? ", pw" + std::to_string(epi.preloaded_operand()) : "");
+  // what the epilogue functions take beyond the fragment: the held words, the preloaded bias pairs
+  const std::string tile_params =
+      std::string(held ? ", u32 (&held_)[Cfg::kBN / 4]" : "") + (preload ? epi.preload_param(c.bn, true) : "");
+  const std::string tile_args =
+      std::string(held ? ", held_" : "") + (preload ? ", pw" + std::to_string(epi.preloaded_operand()) : "");
   const int smem_bytes = sm90_direct_smem_bytes(c, store_stage_bytes);
 
   RegionKernels rk;
@@ -193,12 +194,12 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "template <bool kFull>\n"
       << "__device__ __forceinline__ void matmul_wg_epilogue_body(const Args& a, i64 grow0, i64 gcol0, int rows_valid, "
          "int cols_valid, char* store_stage, const float (&d)[Cfg::kAcc]"
-      << held_param << epi.global_params() << ") {\n"
+      << tile_params << epi.global_params() << ") {\n"
       << epi.fragment_tile(c.bn, wide_stores, tma_stores ? tma_slots : 0, held, false, preload) << "}\n\n"
       << "// true: a full tile" << (held ? ", whose output is held in held_ for the caller to store" : "") << "\n"
       << "__device__ __forceinline__ bool matmul_wg_epilogue(const Args& a, const HopperDirectTile& tile, int row0, "
          "char* store_stage, const float (&d)[Cfg::kAcc]"
-      << held_param << epi.global_params() << ") {\n"
+      << tile_params << epi.global_params() << ") {\n"
       << "  const SinterGemmShape& s = a.shape;\n"
       << "  const int m0 = tile.mt * Cfg::kBM + row0, n0 = tile.nt * Cfg::kBN;\n"
       << "  const i64 grow0 = matmul_wg_grow0(a, tile, row0), gcol0 = n0;\n"
@@ -207,11 +208,11 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "  if (" << (full_tiles ? "rows_valid >= 64 && cols_valid >= Cfg::kBN && " + epi.fragment_full_condition(wide_stores) : "false")
       << ") {\n"
       << (deferred ? "    hold_accumulators<" + storage_type(g.tensor(o.mm->outputs[0]).dtype) + ", Cfg::kBN>(d, held_);  // the epilogue runs later\n"
-                   : "    matmul_wg_epilogue_body<true>(a, grow0, gcol0, rows_valid, cols_valid, store_stage, d" + held_arg +
+                   : "    matmul_wg_epilogue_body<true>(a, grow0, gcol0, rows_valid, cols_valid, store_stage, d" + tile_args +
                          epi.global_args() + ");\n")
       << "    return true;\n"
       << "  }\n"
-      << "  matmul_wg_epilogue_body<false>(a, grow0, gcol0, rows_valid, cols_valid, store_stage, d" << held_arg
+      << "  matmul_wg_epilogue_body<false>(a, grow0, gcol0, rows_valid, cols_valid, store_stage, d" << tile_args
       << epi.global_args() << ");\n"
       << (held && !epi.empty() ? "  hopper_direct_clear_words(held_);  // nothing is held after a partial tile\n" : "")
       << "  return false;\n"
@@ -326,7 +327,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "        }\n"
         << (preload ? "      }, [&]() { matmul_wg_preload(a, tile, pw" + std::to_string(epi.preloaded_operand()) + "); });\n"
                     : "      });\n")
-        << "      holding = matmul_wg_epilogue(a, tile, c * 64, sm.store_stage, d" << held_arg << epi.global_args() << ");\n"
+        << "      holding = matmul_wg_epilogue(a, tile, c * 64, sm.store_stage, d" << tile_args << epi.global_args() << ");\n"
         << "      hopper_direct_pin_words(held_);\n"
         << "      held_col = tile.nt * Cfg::kBN;\n"
         << (deferred ? "      held_grow0 = static_cast<int>(matmul_wg_grow0(a, tile, c * 64));\n"
