@@ -35,6 +35,7 @@
 #include "common/memory.cuh"
 #include "common/types.cuh"
 #include "gemm/sm90_operand_b.cuh"
+#include "gemm/stream_k.h"
 
 // The operand types of the wgmma: 16-bit (f16 or bf16) or 8-bit floats (e4m3 or e5m2, both operands
 // the same type).
@@ -174,6 +175,33 @@ __device__ __forceinline__ void hopper_direct_pin_words(u32 (&held)[kWords]) {
   for (int i = 0; i < kWords; ++i) asm volatile("" : "+r"(held[i]));
 }
 
+// Producer (one thread): k-block kb of `tile` into the ring at (stage, phase), which it advances.
+template <class C>
+__device__ __forceinline__ void hopper_direct_load_k_block(const SinterTensorMap* map_a, const SinterTensorMap* map_b,
+                                                           const HopperDirectSmem& sm, const HopperDirectWork& w,
+                                                           const HopperDirectTile& tile, int kb, int& stage, u32& phase) {
+  mbarrier_wait(&sm.empty[stage], phase ^ 1u);
+  char* dst = sm.stages + stage * C::kStageBytes;
+  mbarrier_arrive_expect_tx(&sm.full[stage], C::kStageBytes);
+  tma_load_3d(dst, map_a, &sm.full[stage], kb * C::kBK, tile.mt * C::kBM, tile.batch);
+  if constexpr (C::kCluster == 1) {
+    sm90_load_b<C::kBMnMajor, C::kBN>(dst + C::kTileA, map_b, &sm.full[stage], kb * C::kBK, tile.nt * C::kBN,
+                                      tile.batch);
+  } else {
+    // this CTA's half of B, into the same place in both CTAs
+    const int half = w.rank * C::kBLoadRows;
+    // (K-major: kBLoadRows rows of 128 bytes; MN-major: kBLoadRows / 64 atoms of 64 x 128 bytes;
+    // the same byte offset either way)
+    sm90_load_b_multicast<C::kBMnMajor, C::kBLoadRows>(dst + C::kTileA + half * 128, map_b, &sm.full[stage],
+                                                        kb * C::kBK, tile.nt * C::kBN + half, tile.batch,
+                                                        static_cast<u16>(0x3));
+  }
+  if (++stage == C::kStages) {
+    stage = 0;
+    phase ^= 1u;
+  }
+}
+
 // Producer (one thread): every k-block of this CTA's tiles, in tile order, into the ring.
 template <class C>
 __device__ __forceinline__ void hopper_direct_produce(const SinterTensorMap* map_a, const SinterTensorMap* map_b,
@@ -183,28 +211,174 @@ __device__ __forceinline__ void hopper_direct_produce(const SinterTensorMap* map
   u32 phase = 0;
   for (i64 t = w.first; t < w.count; t += w.stride) {
     const HopperDirectTile tile = hopper_direct_item<C>(w, t, tiles_n);
-    for (int kb = 0; kb < k_blocks; ++kb) {
-      mbarrier_wait(&sm.empty[stage], phase ^ 1u);
-      char* dst = sm.stages + stage * C::kStageBytes;
-      mbarrier_arrive_expect_tx(&sm.full[stage], C::kStageBytes);
-      tma_load_3d(dst, map_a, &sm.full[stage], kb * C::kBK, tile.mt * C::kBM, tile.batch);
-      if constexpr (C::kCluster == 1) {
-        sm90_load_b<C::kBMnMajor, C::kBN>(dst + C::kTileA, map_b, &sm.full[stage], kb * C::kBK, tile.nt * C::kBN,
-                                          tile.batch);
-      } else {
-        // this CTA's half of B, into the same place in both CTAs
-        const int half = w.rank * C::kBLoadRows;
-        // (K-major: kBLoadRows rows of 128 bytes; MN-major: kBLoadRows / 64 atoms of 64 x 128 bytes;
-        // the same byte offset either way)
-        sm90_load_b_multicast<C::kBMnMajor, C::kBLoadRows>(dst + C::kTileA + half * 128, map_b,
-                                                            &sm.full[stage], kb * C::kBK, tile.nt * C::kBN + half,
-                                                            tile.batch, static_cast<u16>(0x3));
-      }
-      if (++stage == C::kStages) {
-        stage = 0;
-        phase ^= 1u;
-      }
+    for (int kb = 0; kb < k_blocks; ++kb) hopper_direct_load_k_block<C>(map_a, map_b, sm, w, tile, kb, stage, phase);
+  }
+}
+
+// Stream-K (gemm/stream_k.h): a unit's work is its k range over the cut items, then whole items.
+// A piece: k-blocks [kb0, kb1) of work item `item`.
+struct HopperDirectPiece {
+  int item, kb0, kb1;
+};
+struct HopperDirectCursor {
+  int pos, end;  // the unit's range still to walk, in k-blocks over the cut items
+};
+// Unit u walks range units - 1 - u (hopper_sk_range): the owner of a cut item waits only for
+// ranges after its own, which are then units of lower index. The hardware starts a grid's CTAs in
+// index order, so every unit an owner waits for has started before it, and the waits end even
+// where not all of the grid fits on the GPU at once (MPS, other kernels beside it).
+__device__ __forceinline__ int hopper_sk_range(const HopperDirectWork& w) { return w.stride - 1 - w.first; }
+template <class C>
+__device__ __forceinline__ HopperDirectCursor hopper_direct_cursor(const HopperDirectWork& w, const SinterStreamK& sk) {
+  HopperDirectCursor c;
+  const int range = hopper_sk_range(w);
+  c.pos = sinter_sk_boundary(&sk, range);
+  c.end = sinter_sk_boundary(&sk, range + 1);
+  return c;
+}
+// The unit's next piece of a cut item into p; false when its range is done (p unchanged).
+__device__ __forceinline__ bool hopper_direct_next_cut_piece(HopperDirectCursor& c, int k_blocks, HopperDirectPiece& p) {
+  if (c.pos >= c.end) return false;
+  p.item = c.pos / k_blocks;
+  p.kb0 = c.pos - p.item * k_blocks;
+  p.kb1 = min(k_blocks, p.kb0 + (c.end - c.pos));
+  c.pos += p.kb1 - p.kb0;
+  return true;
+}
+
+// A unit's pieces, worked out once (by one thread, into shared memory, so that the consumers hold
+// no cursor in registers through their main loops): `count` pieces of the cut items, at most 2 (a
+// range is shorter than an item plus 2 k-blocks, sinter_sk_fits, so it cannot hold one item whole
+// and touch two more), then its whole items; `total` pieces in all.
+struct HopperSkPieces {
+  int count, total;
+  int first_whole;   // the unit's first whole item
+  HopperDirectPiece piece[2];
+};
+// `sk`: the generator's plan, for the grid it asked for; under any other grid (the engine may
+// launch fewer units) nothing is cut and every unit walks whole items.
+template <class C>
+__device__ __forceinline__ void hopper_sk_plan_pieces(HopperSkPieces& out, const HopperDirectWork& w,
+                                                      const SinterStreamK& sk, int k_blocks) {
+  const bool planned = w.stride == sk.units && k_blocks == sk.k_blocks;
+  HopperDirectCursor cur = hopper_direct_cursor<C>(w, sk);
+  if (!planned) cur.pos = cur.end = 0;
+  int n = 0;
+  HopperDirectPiece p;
+  while (hopper_direct_next_cut_piece(cur, sk.k_blocks, p)) {
+    if (n == 2) __trap();  // a plan sinter_sk_fits refuses: fail loudly, not skip k-blocks
+    out.piece[n++] = p;
+  }
+  out.count = n;
+  const i64 first_whole = (planned ? sk.sk_items : 0) + w.first;
+  out.first_whole = static_cast<int>(first_whole);
+  out.total = n + static_cast<int>(first_whole < w.count ? (w.count - first_whole + w.stride - 1) / w.stride : 0);
+}
+// Piece i of the unit (any i: past its last piece, a whole item past the matrix's, which nothing
+// reads but its coordinates).
+// (It reads only `ps`, the grid and k_blocks: the plan's fields, read from shared memory
+// beside the accumulator, spilled the consumers.)
+__device__ __forceinline__ HopperDirectPiece hopper_sk_piece(const HopperSkPieces& ps, const HopperDirectWork& w,
+                                                             int k_blocks, int i) {
+  if (i < ps.count) return ps.piece[i];
+  HopperDirectPiece p;
+  p.item = ps.first_whole + (i - ps.count) * w.stride;
+  p.kb0 = 0;
+  p.kb1 = k_blocks;
+  return p;
+}
+
+// Producer (one thread) of a stream-K kernel: every piece's k-blocks, in the consumers' order.
+template <class C>
+__device__ __forceinline__ void hopper_direct_produce_pieces(const SinterTensorMap* map_a, const SinterTensorMap* map_b,
+                                                             const HopperDirectSmem& sm, const HopperDirectWork& w,
+                                                             int tiles_n, const HopperSkPieces& ps, int k_blocks) {
+  int stage = 0;
+  u32 phase = 0;
+  for (int i = 0; i < ps.total; ++i) {
+    const HopperDirectPiece p = hopper_sk_piece(ps, w, k_blocks, i);
+    const HopperDirectTile tile = hopper_direct_item<C>(w, p.item, tiles_n);
+    for (int kb = p.kb0; kb < p.kb1; ++kb) hopper_direct_load_k_block<C>(map_a, map_b, sm, w, tile, kb, stage, phase);
+  }
+}
+
+// A consumer warp's 16 x kBN slab of a stream-K slot (one CTA's 128 x kBN partial sums), laid out
+// as the lanes hold it: float4 j of lane l at j * 32 + l, so each warp-wide access is 512
+// contiguous bytes. Consumer warps 4 .. 11 are slabs 4 .. 7, 0 .. 3.
+template <class C>
+__device__ __forceinline__ float4* hopper_sk_slab(float* partials, int slot) {
+  const int warp = (threadIdx.x >> 5) & 7;
+  return reinterpret_cast<float4*>(partials) + (static_cast<i64>(slot) * 8 + warp) * (C::kAcc / 4) * 32 +
+         (threadIdx.x & 31);
+}
+
+// Stores this warp's partial sums in `slot` and raises its flag. The lanes' stores happen before
+// lane 0's release (the warp barrier orders them), so a reader that acquires the flag sees them.
+template <class C>
+__device__ __forceinline__ void hopper_sk_stash(float* partials, u32* flags, int slot, const float (&d)[C::kAcc]) {
+  float4* p = hopper_sk_slab<C>(partials, slot);
+#pragma unroll
+  for (int j = 0; j < C::kAcc / 4; ++j) __stcg(p + j * 32, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0) {
+    u32* f = flags + slot * 8 + ((threadIdx.x >> 5) & 7);
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(f), "r"(1u) : "memory");
+  }
+}
+
+// Adds the partial sums in `slot` to d once its flag is up, and lowers the flag for the next
+// launch (no one else touches it in this one). The wait is not bounded: the unit that raises the
+// flag has started before this one (hopper_sk_range) and waits for nothing that has not. (A
+// bounded spin would end in a trap, and any trap in these kernels makes ptxas spill the
+// accumulators: 528 bytes.)
+// kGroup float4 loads a thread are in flight at a time (up to all kAcc / 4): each group waits one
+// L2 round trip, and more at once take registers beside the accumulator.
+template <class C, int kGroup>
+__device__ __forceinline__ void hopper_sk_gather(const float* partials, u32* flags, int slot, float (&d)[C::kAcc]) {
+  if ((threadIdx.x & 31) == 0) {
+    u32* f = flags + slot * 8 + ((threadIdx.x >> 5) & 7);
+    for (;;) {
+      u32 v;
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(f) : "memory");
+      if (v != 0u) break;
+      __nanosleep(64);
     }
+    *reinterpret_cast<volatile u32*>(f) = 0u;
+  }
+  __syncwarp();
+  const float4* p = hopper_sk_slab<C>(const_cast<float*>(partials), slot);
+  static_assert(kGroup >= 1 && (C::kAcc / 4) % kGroup == 0, "whole groups of float4");
+#pragma unroll
+  for (int j0 = 0; j0 < C::kAcc / 4; j0 += kGroup) {
+    float4 v[kGroup];
+#pragma unroll
+    for (int j = 0; j < kGroup; ++j) v[j] = __ldcg(p + (j0 + j) * 32);
+#pragma unroll
+    for (int j = 0; j < kGroup; ++j) {
+      d[4 * (j0 + j)] += v[j].x;
+      d[4 * (j0 + j) + 1] += v[j].y;
+      d[4 * (j0 + j) + 2] += v[j].z;
+      d[4 * (j0 + j) + 3] += v[j].w;
+    }
+    asm volatile("" ::: "memory");  // the next group's loads stay after these adds
+  }
+}
+
+// A stream-K slot: one a CTA, by range (the pieces that start inside an item are first pieces).
+template <class C>
+__device__ __forceinline__ int hopper_sk_slot(const HopperDirectWork& w, int range) {
+  return range * C::kCluster + w.rank;
+}
+
+// The owner of a cut item (its piece `p` starts at k-block 0 and ends before the item does): adds
+// the partial sums of the later ranges that start inside the item, in range order.
+template <class C, int kGroup>
+__device__ __forceinline__ void hopper_sk_gather_item(const SinterStreamK& sk, const float* partials, u32* flags,
+                                                      const HopperDirectWork& w, const HopperDirectPiece& p,
+                                                      float (&d)[C::kAcc]) {
+  const int item_end = (p.item + 1) * sk.k_blocks;
+  for (int r = hopper_sk_range(w) + 1; r < sk.units && sinter_sk_boundary(&sk, r) < item_end; ++r) {
+    hopper_sk_gather<C, kGroup>(partials, flags, hopper_sk_slot<C>(w, r), d);
   }
 }
 

@@ -45,6 +45,7 @@ OJson kernel_json(const KernelRecord& k) {
   j["cooperative"] = k.cooperative;
   j["programmatic"] = k.programmatic;
   j["persistent_work"] = k.persistent_work;
+  if (k.persistent_fill) j["persistent_fill"] = true;
   j["args"] = hex(k.args);
   OJson slots = OJson::array();
   for (const PointerSlot& p : k.pointers) {

@@ -47,6 +47,7 @@ KernelRecord add_kernel_record(Plan& plan, const jit::KernelSpec& spec, std::spa
   r.cooperative = spec.launch.cooperative;
   r.programmatic = spec.launch.programmatic;
   r.persistent_work = spec.persistent_work;
+  r.persistent_fill = spec.persistent_fill;
   const auto* bytes = static_cast<const uint8_t*>(spec.args.data());
   r.args.assign(bytes, bytes + spec.args.size());
   for (const jit::PointerSlot& p : spec.pointers) {
@@ -89,6 +90,7 @@ jit::KernelSpec to_kernel_spec(const KernelRecord& r) {
   spec.launch.cooperative = r.cooperative;
   spec.launch.programmatic = r.programmatic;
   spec.persistent_work = r.persistent_work;
+  spec.persistent_fill = r.persistent_fill;
   // ArgPacker only appends typed fields; one-byte fields have alignment 1, so appending the bytes
   // one at a time reproduces the struct exactly.
   for (uint8_t b : r.args) spec.args.add(b);

@@ -236,7 +236,7 @@ class ManifestReader {
   KernelRecord read_kernel(const Cursor& c) const {
     c.expect_object("a kernel");
     c.check_keys({"entry", "description", "grid", "block", "dynamic_shared_memory", "cluster",
-                  "cooperative", "programmatic", "persistent_work", "args", "pointers", "tensor_maps", "cubin",
+                  "cooperative", "programmatic", "persistent_work", "persistent_fill", "args", "pointers", "tensor_maps", "cubin",
                   "cache_key"},
                  "a kernel");
     KernelRecord k;
@@ -256,6 +256,7 @@ class ManifestReader {
     k.cooperative = c.at("cooperative").as_bool();
     if (auto pr = c.find("programmatic")) k.programmatic = pr->as_bool();
     k.persistent_work = c.at("persistent_work").as_int(0, kMaxPersistentWork);
+    if (auto f = c.find("persistent_fill")) k.persistent_fill = f->as_bool();
     k.args = read_hex(c.at("args"));
     for (const Cursor& p : c.at("pointers").items("pointer slots", SIZE_MAX)) {
       k.pointers.push_back(read_pointer(p));

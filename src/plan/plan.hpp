@@ -72,6 +72,7 @@ struct KernelRecord {
   // Work items of a persistent (grid-stride) kernel, 0 otherwise: a runner may resize the grid
   // to the CTAs resident on the actual device; `grid` is what the builder chose.
   int64_t persistent_work = 0;
+  bool persistent_fill = false;  // KernelSpec::persistent_fill; absent in older bundles
   std::vector<uint8_t> args;
   std::vector<PointerSlot> pointers;
   std::vector<TensorMapRecord> tensor_maps;  // absent in older bundles (none of their kernels used TMA)

@@ -313,6 +313,55 @@ TEST_F(GpuHopperGemm, EveryCandidateHeldStores) {
   }
 }
 
+// Stream-K (kernels/gemm/stream_k.h): where the tiles end on a partial wave, the first
+// items % units are cut along K over every unit; a piece that starts inside its item leaves f32
+// partial sums and a flag, the item's owner adds them before the epilogue. The grid is capped at
+// 10 CTAs (SINTER_SM90_MAX_CTAS) so that small matrices reach the cuts (a unit's range must be at
+// most 3/4 of an item): 300 x 1800 with K = 2500 (40 k-blocks, the last partial) is 24 tiles of
+// 128x256 (4 cut over 10 CTAs, 16 k-blocks each), 16 tile pairs (1 cut over 5 clusters, 8 each)
+// and 45 tiles of 128x128 (5 cut, 20 each: an item's k-blocks over 2-3 units), with partial row
+// and column tiles. Held kernels (one 16-bit output, bias + GELU + amax), the in-line stores of
+// two outputs (one f32), and a batched f16 GEMM whose items cross batches (2 x 150 x 1800: 32
+// tiles of 128x256 and 16 pairs cut, 60 of 128x128 not). The rerun in check_every_candidate
+// checks that the flags were lowered for the next launch.
+TEST_F(GpuHopperGemm, EveryCandidateStreamK) {
+  const ScopedEnv cap("SINTER_SM90_MAX_CTAS", "10");
+  auto expect_cuts = [&](const Graph& g, int configs) {
+    const fuse::Partition p = fuse::partition_graph(g);
+    for (const fuse::Region& r : p.regions) {
+      if (r.kind != fuse::RegionKind::matmul) continue;
+      int cut = 0;
+      for (const auto& [v, rk] : jit::distinct_variants(g, r, properties_)) {
+        cut += rk.kernels.at(0).description.find("stream-k(") != std::string::npos ? 1 : 0;
+      }
+      EXPECT_EQ(cut, configs) << g.name() << ": coop configs that cut items";
+    }
+  };
+  const int64_t m = 300, k = 2500, n = 1800;
+  {
+    Graph g("stream_k_bias_gelu_amax");
+    output_bias_gelu_amax(g, g.matmul(g.input("a", DType::bf16, {m, k}), weight_nk(g, "b", DType::bf16, k, n)),
+                          DType::bf16, n);
+    expect_cuts(g, 3);
+    check_every_candidate(g, 2.0);
+  }
+  {
+    Graph g("stream_k_two_outputs");
+    auto pre = g.add(g.matmul(g.input("a", DType::bf16, {m, k}), weight_nk(g, "b", DType::bf16, k, n)),
+                     g.input("bias", DType::bf16, {n}));
+    g.output(g.cast(pre, DType::f32), "pre");
+    g.output(g.gelu(pre), "y");
+    expect_cuts(g, 3);
+    check_every_candidate(g, 2.0);
+  }
+  {
+    Graph g("stream_k_batched_f16");
+    g.output(batched_matmul_nk(g, DType::f16, 2, 150, k, n), "y");
+    expect_cuts(g, 2);
+    check_every_candidate(g);
+  }
+}
+
 // Operands read per row on full tiles (AnchorEpilogue::row_preloaded): a residual as column
 // pairs, a column vector once a row, beside held stores over many tiles a CTA, with partial
 // tiles (bounds-tested; they end the previous tile's held words, hopper_direct_clear_words)

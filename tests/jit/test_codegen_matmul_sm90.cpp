@@ -14,6 +14,7 @@
 #include "cuda/nvrtc.hpp"
 #include "engines/jit/codegen.hpp"
 #include "fuse/region.hpp"
+#include "gemm/stream_k.h"
 #include "jit/fp8_matmul_graph.hpp"
 #include "jit/temp_dir.hpp"  // ScopedEnv
 #include "sinter/error.hpp"
@@ -539,7 +540,7 @@ TEST(JitMatmulSm90, TmaStoresCompileWithoutSpillsAndFit) {
       EXPECT_EQ(k.tensor_maps.size(), coop ? 2u + static_cast<size_t>(std::max(outputs, 1)) : 2u) << k.description;
       const cuda::CompileResult res = compile_reported("sm90_tma_store.cu", k.source);
       dump_cubin("sm90_tma_store_" + std::to_string(outputs) + "_v" + std::to_string(v), k, res);
-      EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
+      EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description << "\n" << res.log;
       expect_wgmma_pipelined(res.log, k.description);
       // ptxas reports static shared memory only where there is some
       const size_t at = res.log.find(" bytes smem");
@@ -555,6 +556,114 @@ TEST(JitMatmulSm90, TmaStoresCompileWithoutSpillsAndFit) {
     EXPECT_EQ(k.description.find("tma-store"), std::string::npos) << k.description;
     EXPECT_EQ(k.tensor_maps.size(), 2u);
   }
+}
+
+// The stream-K kernels (sinter_sk_plan cuts the last wave at 8192^3: 34 of 1024 CTA-pair items,
+// 68 of 2048 single-CTA tiles) compile without spills and with pipelined wgmma: bare (held
+// stores), fused bias + GELU + amax (held, the bias preloaded), and two outputs (one f32 beside the
+// held one). The 4096^3 128x256 kernels are not cut (measured slower).
+TEST(JitMatmulSm90, StreamKKernelsCompileWithoutSpills) {
+  for (const char* form : {"bare", "fused", "two_outputs"}) {
+    for (int64_t size : {int64_t{8192}, int64_t{4096}}) {
+      Graph g(std::string("stream_k_") + form);
+      auto y = g.matmul(g.input("a", DType::bf16, {size, size}), g.input("b", DType::bf16, {size, size}, {1, size}));
+      const std::string f = form;
+      if (f == "fused") {
+        y = g.gelu(g.add(y, g.input("bias", DType::bf16, {size})));
+        g.output(g.amax(y), "amax");
+      } else if (f == "two_outputs") {
+        auto pre = g.add(y, g.input("bias", DType::bf16, {size}));
+        g.output(g.cast(pre, DType::f32), "pre");
+        y = g.gelu(pre);
+      }
+      g.output(y, "y");
+      const fuse::Partition p = fuse::partition_graph(g);
+      const fuse::Region& r = matmul_region(g, p);
+      int cut = 0;
+      for (int v = 0; v < 5; ++v) {  // the 5 direct-epilogue configs
+        const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+        const bool coop = k.description.find("coop(") != std::string::npos;
+        const bool sk = k.description.find("stream-k(") != std::string::npos;
+        // (the 128x128 coop config cuts at 4096^3, 48 of 64 k-blocks a unit, just within the rule,
+        // and not at 8192^3, 3.9 k-blocks a unit)
+        const bool wide = k.description.find("128x256") != std::string::npos;
+        if (wide) {
+          EXPECT_EQ(sk, coop && size == 8192) << k.description;
+        }
+        EXPECT_EQ(k.persistent_fill, sk) << k.description;
+        if (!sk) continue;
+        ++cut;
+        const cuda::CompileResult res = compile_reported("sm90_stream_k.cu", k.source);
+        std::printf("  %s\n", k.description.c_str());
+        EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos)
+            << k.description << "\n" << res.log;
+        expect_wgmma_pipelined(res.log, k.description);
+        dump_cubin(std::string("sm90_stream_k_") + form + "_v" + std::to_string(v), k, res);
+      }
+      EXPECT_EQ(cut, size == 8192 ? 2 : 1) << form;
+    }
+  }
+}
+
+// The stream-K plan (kernels/gemm/stream_k.h), walked as the kernels walk it: every k-block of
+// the cut items lies in exactly one unit's range, no piece is shorter than min_piece, a range
+// touches at most two items (HopperSkPieces holds two), and each cut item's owner (the range
+// holding its k-block 0) finds the later pieces where the kernel looks for them (the ranges after
+// its own that start inside the item). Over the plans sinter_sk_fits admits.
+TEST(JitMatmulSm90, StreamKPlanCoversEveryKBlockOnce) {
+  int plans = 0;
+  for (int units : {3, 5, 10, 66, 132}) {
+    for (int k_blocks : {2, 7, 16, 32, 64, 65, 128}) {
+      for (int sk_items = 1; sk_items < units; ++sk_items) {
+        for (int min_piece : {1, 2, 4}) {
+          const SinterStreamK sk{units, sk_items, k_blocks, min_piece};
+          if (!sinter_sk_fits(&sk, 10 * units)) continue;
+          ++plans;
+          SCOPED_TRACE(std::to_string(units) + " units, " + std::to_string(sk_items) + " items of " +
+                       std::to_string(k_blocks) + " k-blocks, min piece " + std::to_string(min_piece));
+          std::vector<int> owner_of(static_cast<size_t>(sk_items * k_blocks), -1);
+          ASSERT_EQ(sinter_sk_boundary(&sk, 0), 0);
+          ASSERT_EQ(sinter_sk_boundary(&sk, units), sk_items * k_blocks);
+          for (int r = 0; r < units; ++r) {
+            const int b = sinter_sk_boundary(&sk, r), e = sinter_sk_boundary(&sk, r + 1);
+            ASSERT_LE(b, e);
+            int pieces = 0;
+            for (int pos = b; pos < e;) {
+              const int item = pos / k_blocks, kb0 = pos - item * k_blocks;
+              const int kb1 = std::min(k_blocks, kb0 + (e - pos));
+              ASSERT_GE(kb1 - kb0, min_piece) << "range " << r << " piece at " << pos;
+              if (kb0 != 0) {
+                ASSERT_EQ(pos, b) << "only a range's first piece starts inside an item";
+              }
+              for (int i = pos; i < pos + kb1 - kb0; ++i) {
+                ASSERT_EQ(owner_of[static_cast<size_t>(i)], -1) << "k-block " << i << " in two ranges";
+                owner_of[static_cast<size_t>(i)] = r;
+              }
+              pos += kb1 - kb0;
+              ++pieces;
+            }
+            ASSERT_LE(pieces, 2) << "range " << r;
+          }
+          // every k-block covered; the owner's search finds exactly the other ranges of each item
+          for (int item = 0; item < sk_items; ++item) {
+            const int owner = owner_of[static_cast<size_t>(item * k_blocks)];
+            std::vector<int> expected;
+            for (int kb = 0; kb < k_blocks; ++kb) {
+              const int r = owner_of[static_cast<size_t>(item * k_blocks + kb)];
+              ASSERT_GE(r, 0);
+              if (r != owner && (expected.empty() || expected.back() != r)) expected.push_back(r);
+            }
+            std::vector<int> found;
+            for (int r = owner + 1; r < units && sinter_sk_boundary(&sk, r) < (item + 1) * k_blocks; ++r) {
+              found.push_back(r);
+            }
+            ASSERT_EQ(found, expected) << "item " << item;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(plans, 100);
 }
 
 TEST(JitMatmulSm90, HeldStoresNeedAKBlockPerChunk) {

@@ -145,6 +145,8 @@ class AnchorEpilogue {
   // session 19; in session 18, before full tiles read residuals as pairs and partial tiles let
   // go of the held words, each of these spilled 100-240 bytes.)
   int max_deferred_groups() const;
+  // Whether some operand is read per row (a residual, a column vector), not once a column.
+  bool reads_per_row() const;
   // The outputs full tiles store as 16-byte rows (16-bit outputs, wide stores asked for), and
   // whether there is any.
   std::vector<size_t> wide_outputs(bool wide_stores) const;

@@ -415,6 +415,13 @@ int AnchorEpilogue::max_deferred_groups() const {
   return extra == 0 ? 4 : extra == 1 ? 1 : 0;
 }
 
+bool AnchorEpilogue::reads_per_row() const {
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    if (!row_invariant(i)) return true;
+  }
+  return false;
+}
+
 std::vector<size_t> AnchorEpilogue::wide_outputs(bool wide_stores) const {
   std::vector<size_t> out;
   for (size_t k = 0; k < outs_.size(); ++k) {

@@ -10,6 +10,7 @@
 #include "engines/jit/codegen_anchor.hpp"
 #include "engines/jit/expr.hpp"
 #include "engines/jit/sm90_operands.hpp"
+#include "gemm/stream_k.h"
 #include "sinter/error.hpp"
 
 namespace sinter::jit {
@@ -31,6 +32,30 @@ WgmmaType wgmma_type(DType t) {
 }
 }  // namespace
 
+
+namespace {
+// A stream-K kernel's consumer after piece i's main loop (accumulator d): a piece that starts
+// inside its item leaves its sums for the item's owner and runs no epilogue (a held kernel holds
+// nothing after it: the held words left under its first k-blocks); the owner of a cut item adds
+// the others' sums before its epilogue.
+std::string stream_k_piece_end(bool held, int bn) {
+  // all of a thread's float4 loads of the others' sums at once (H200, 4096^3: 8 at a time measured
+  // the same, 1.072 against 1.071-1.073)
+  const int group = bn / 8;
+  const std::string gather_group = std::to_string(group);
+  return std::string("      if (cut) {  // a piece of a cut item\n"
+                     "        const HopperDirectPiece here = sk_pieces.piece[i];\n"
+                     "        if (here.kb0 != 0) {  // a later part: its sums go to the item's owner\n"
+                     "          hopper_sk_stash<Cfg>(a.sk_partials, a.sk_flags, hopper_sk_slot<Cfg>(w, hopper_sk_range(w)), d);\n") +
+         // (and its held words are dead: without the definition the compiler keeps the last
+         // tile's live through this piece's main loop, as for a partial tile)
+         (held ? "          holding = false;\n          hopper_direct_clear_words(held_);\n" : "") +
+         "          continue;\n"
+         "        }\n"
+         "        if (here.kb1 != k_blocks) hopper_sk_gather_item<Cfg, " + gather_group + ">(a.sk, a.sk_partials, a.sk_flags, w, here, d);\n"
+         "      }\n";
+}
+}  // namespace
 
 int sm90_direct_smem_bytes(const Sm90DirectConfig& c, int store_stage_bytes) {
   return 1024 + c.stages * (c.bm + c.bn) * 64 * 2 + store_stage_bytes + 2 * c.stages * 8 + 2 * 8;
@@ -154,12 +179,45 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // kernels only: their consumers have the 32 registers free there (the held words are stored
   // by then). SINTER_SM90_PRELOAD_BIAS=0 (A/B knob, read at each build) loads them in the epilogue.
   const bool preload = held && !deferred && epi.preloaded_operand() >= 0 && !env_off("SINTER_SM90_PRELOAD_BIAS");
+  // The persistent grid: one CTA an SM (SINTER_SM90_MAX_CTAS=n, read at each build, caps it: the
+  // GPU tests use it to reach stream-K's cuts with small matrices); ping-pong CTAs take two tiles.
+  int64_t sms = dev.sm_count > 0 ? dev.sm_count : 132;
+  if (const char* v = std::getenv("SINTER_SM90_MAX_CTAS")) {
+    const int64_t cap = std::atoll(v);
+    if (cap >= c.cluster) sms = std::min(sms, cap);
+  }
+  const int64_t work = c.ping_pong ? (items + 1) / 2 : items;
+  const int64_t units = std::clamp<int64_t>(work, 1, sms / c.cluster);
+  // Stream-K (gemm/stream_k.h): where the items end on a partial wave, the first items % units
+  // are cut along K over all units and the rest run whole, a whole number of waves. A cut costs
+  // the unit that owns the item one read of the others' f32 partial sums (128 KB a CTA, from L2)
+  // before the epilogue, and the cut walk shares less of the operands in L2: sinter_sk_plan cuts
+  // only where a unit's range is at most 3/4 of an item (8192^3: 34 of 1024 pair items, 66 of 128
+  // k-blocks a unit, 0.956-0.961x cuBLASLt against 0.969; 4096^3, which measured slower cut,
+  // 1.07 against 1.01, walks whole tiles on 128 CTAs). Coop kernels with the epilogue in line
+  // (held or not); ping-pong and the deferred epilogue walk whole tiles, and so do held kernels
+  // whose epilogue reads an operand per row (a residual, a column vector): with the cut's
+  // registers they spilled 40-60 bytes (ptxas, JitMatmulSm90.EveryEpilogueKindCompilesWithoutSpills).
+  // SINTER_SM90_STREAM_K=0 (A/B knob, read at each build) walks whole tiles.
+  // (under another grid than this, which the engine may launch, the kernel cuts nothing)
+  // a held tile's chunks leave under the next piece's first k-blocks: no piece shorter than that
+  const SinterStreamK sk = sinter_sk_plan(static_cast<int>(units), items,
+                                          static_cast<int>(std::min<int64_t>(k_blocks_total, int64_t{1} << 30)),
+                                          held ? held_chunks : 1);
+  const bool stream_k = !c.ping_pong && !deferred && !(held && epi.reads_per_row()) && sk.sk_items > 0 &&
+                        !env_off("SINTER_SM90_STREAM_K");
+  // its workspace, after the epilogue's: a flag a consumer warp and a 128 x kBN f32 slot a CTA
+  const size_t sk_flags_offset = (epi.workspace_bytes() + 255) / 256 * 256;
+  const size_t sk_ctas = static_cast<size_t>(units * c.cluster);
+  const size_t sk_partials_offset = (sk_flags_offset + sk_ctas * 8 * sizeof(uint32_t) + 255) / 256 * 256;
+  const size_t sk_workspace_end = sk_partials_offset + sk_ctas * static_cast<size_t>(c.bm * c.bn) * sizeof(float);
   // what the epilogue functions take beyond the fragment: the held words, the preloaded bias pairs
   const std::string tile_params =
       std::string(held ? ", u32 (&held_)[Cfg::kBN / 4]" : "") + (preload ? epi.preload_param(c.bn, true) : "");
   const std::string tile_args =
       std::string(held ? ", held_" : "") + (preload ? ", pw" + std::to_string(epi.preloaded_operand()) : "");
   const int smem_bytes = sm90_direct_smem_bytes(c, store_stage_bytes);
+  const std::string preload_call = "matmul_wg_preload(a, tile, pw" + std::to_string(epi.preloaded_operand()) + ")";
 
   RegionKernels rk;
   KernelSpec spec;
@@ -169,6 +227,11 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   w.field("SinterGemmShape", "shape", sm90_gemm_shape(o));
   epi.declare(w);
   if (tma_stores) epi.declare_store_maps(w, wide_stores);
+  if (stream_k) {
+    w.field("SinterStreamK", "sk", sk);
+    w.workspace_pointer("u32*", "sk_flags", sk_flags_offset, 4);
+    w.workspace_pointer("float*", "sk_partials", sk_partials_offset, 16);
+  }
   const std::string args = w.finish();
   const std::string cfg = "HopperDirectConfig<" + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
                           std::to_string(c.stages) + ", " + (c.ping_pong ? "true" : "false") + ", " +
@@ -243,11 +306,13 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "  const int tiles_n = static_cast<int>((s.n + Cfg::kBN - 1) / Cfg::kBN);\n"
       << "  const HopperDirectWork w = hopper_direct_work<Cfg>(s.batches, tiles_m, tiles_n);\n"
       << "  const int k_blocks = static_cast<int>((s.k + Cfg::kBK - 1) / Cfg::kBK);\n"
+      << (stream_k ? "  __shared__ HopperSkPieces sk_pieces;  // this unit's pieces (stream-K)\n" : "")
       << "  if (threadIdx.x == 0) {\n"
       << "    for (int i = 0; i < Cfg::kStages; ++i) {\n"
       << "      mbarrier_init(&sm.full[i], 1);  // the producer's arrive + TMA bytes\n"
       << "      mbarrier_init(&sm.empty[i], Cfg::kEmptyArrivals);  // one arrive per consumer of the stage\n"
       << "    }\n"
+      << (stream_k ? "    hopper_sk_plan_pieces<Cfg>(sk_pieces, w, a.sk, k_blocks);\n" : "")
       << "    mbarrier_init(&sm.order[0], 1);\n"
       << "    mbarrier_init(&sm.order[1], 1);\n"
       << "    fence_barrier_init();\n"
@@ -263,7 +328,8 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "    if (threadIdx.x == 0) {\n"
       << "      tma_prefetch_descriptor(&a.tma_a);\n"
       << "      tma_prefetch_descriptor(&a.tma_b);\n"
-      << "      hopper_direct_produce<Cfg>(&a.tma_a, &a.tma_b, sm, w, tiles_n, k_blocks);\n"
+      << (stream_k ? "      hopper_direct_produce_pieces<Cfg>(&a.tma_a, &a.tma_b, sm, w, tiles_n, sk_pieces, k_blocks);\n"
+                   : "      hopper_direct_produce<Cfg>(&a.tma_a, &a.tma_b, sm, w, tiles_n, k_blocks);\n")
       << "    }\n"
       << "    named_barrier_sync(1, 128);  // a warpgroup meets between two setmaxnreg\n"
       << "    warpgroup_reg_alloc<Cfg::kEntryRegs>();  // the kernel end below is common code\n"
@@ -307,13 +373,19 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << (deferred ? "    // the next tile's coordinates are worked out under this tile's last peeled k-block (once the\n"
                        "    // held words are stored and their registers free), not at its end\n"
                      : "    // the next tile's coordinates are worked out under this tile's first k-block, not at its end\n")
-        << "    HopperDirectTile next = hopper_direct_item<Cfg>(w, w.first, tiles_n);\n"
-        // deferred: a 32-bit tile index (one register fewer: with an i64 one the f16 scalar + bias
-        // + relu + amax kernels spilled 8 bytes); the host keeps such kernels below 2^30 items
-        << "    for (" << (deferred ? "int" : "i64") << " t = w.first; t < w.count; t += w.stride) {\n"
+        << (stream_k ? "    HopperDirectTile next = hopper_direct_item<Cfg>(w, hopper_sk_piece(sk_pieces, w, k_blocks, 0).item, tiles_n);\n"
+                       "    for (int i = 0; i < sk_pieces.total; ++i) {\n"
+                       "      const bool cut = i < sk_pieces.count;  // read once: the compiler sees one condition\n"
+                     : "    HopperDirectTile next = hopper_direct_item<Cfg>(w, w.first, tiles_n);\n"
+                       // deferred: a 32-bit tile index (one register fewer: with an i64 one the
+                       // f16 scalar + bias + relu + amax kernels spilled 8 bytes); the host keeps
+                       // such kernels below 2^30 items
+                       "    for (" + std::string(deferred ? "int" : "i64") + " t = w.first; t < w.count; t += w.stride) {\n")
         << "      const HopperDirectTile tile = next;\n"
         << "      hopper_direct_mainloop<Cfg, " << wt.constant << ", " << peel
-        << ">(d, sm, c * 64 * 128, k_blocks, stage, phase, nullptr, [&](int kb) {\n"
+        << ">(d, sm, c * 64 * 128, "
+        << (stream_k ? "(cut ? sk_pieces.piece[i].kb1 - sk_pieces.piece[i].kb0 : k_blocks)" : "k_blocks")
+        << ", stage, phase, nullptr, [&](int kb) {\n"
         << (deferred ? "        if (holding) matmul_wg_epilogue_deferred(a, held_grow0, held_col, kb * " + std::to_string(defer_q) +
                            ", (kb + 1) * " + std::to_string(defer_q) + ", held_" + epi.global_args() +
                            ");\n"
@@ -322,11 +394,13 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
                      : "        store_held(kb);\n")
         // deferred: after the held words are gone, where registers are free
         << "        if (kb == " << (deferred ? peel - 1 : 0) << ") {\n"
-        << "          next = hopper_direct_item<Cfg>(w, t + w.stride, tiles_n);\n"
+        << (stream_k ? "          next = hopper_direct_item<Cfg>(w, hopper_sk_piece(sk_pieces, w, k_blocks, i + 1).item, tiles_n);\n"
+                     : "          next = hopper_direct_item<Cfg>(w, t + w.stride, tiles_n);\n")
         << "          hopper_direct_pin(next);\n"
         << "        }\n"
-        << (preload ? "      }, [&]() { matmul_wg_preload(a, tile, pw" + std::to_string(epi.preloaded_operand()) + "); });\n"
+        << (preload ? "      }, [&]() { " + preload_call + "; });\n"
                     : "      });\n")
+        << (stream_k ? stream_k_piece_end(true, c.bn) : std::string())
         << "      holding = matmul_wg_epilogue(a, tile, c * 64, sm.store_stage, d" << tile_args << epi.global_args() << ");\n"
         << "      hopper_direct_pin_words(held_);\n"
         << "      held_col = tile.nt * Cfg::kBN;\n"
@@ -341,12 +415,22 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "      store_held(p);\n"
         << "    }\n";
   } else {
-    src << "    int stage = 0;\n    u32 phase = 0;\n"
-        << "    for (i64 t = w.first; t < w.count; t += w.stride) {\n"
-        << "      const HopperDirectTile tile = hopper_direct_item<Cfg>(w, t, tiles_n);\n"
-        << "      hopper_direct_mainloop<Cfg, " << wt.constant
-        << ">(d, sm, c * 64 * 128, k_blocks, stage, phase, nullptr);\n"
-        << "      matmul_wg_epilogue(a, tile, c * 64, sm.store_stage, d" << epi.global_args() << ");\n"
+    src << "    int stage = 0;\n    u32 phase = 0;\n";
+    if (stream_k) {
+      src << "    for (int i = 0; i < sk_pieces.total; ++i) {\n"
+          << "      const bool cut = i < sk_pieces.count;\n"
+          << "      const HopperDirectPiece piece = hopper_sk_piece(sk_pieces, w, k_blocks, i);\n"
+          << "      const HopperDirectTile tile = hopper_direct_item<Cfg>(w, piece.item, tiles_n);\n"
+          << "      hopper_direct_mainloop<Cfg, " << wt.constant
+          << ">(d, sm, c * 64 * 128, piece.kb1 - piece.kb0, stage, phase, nullptr);\n"
+          << stream_k_piece_end(false, c.bn);
+    } else {
+      src << "    for (i64 t = w.first; t < w.count; t += w.stride) {\n"
+          << "      const HopperDirectTile tile = hopper_direct_item<Cfg>(w, t, tiles_n);\n"
+          << "      hopper_direct_mainloop<Cfg, " << wt.constant
+          << ">(d, sm, c * 64 * 128, k_blocks, stage, phase, nullptr);\n";
+    }
+    src << "      matmul_wg_epilogue(a, tile, c * 64, sm.store_stage, d" << epi.global_args() << ");\n"
         << "    }\n";
   }
   // a CTA's shared memory must outlive the TMA stores that read it (and their writes are done
@@ -362,18 +446,19 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   spec.description = "matmul sm90 wgmma." + std::string(wt.name) + " " + sm90_direct_name(c, 128 / static_cast<int>(dtype_size(o.dtype))) +
                      " tma setmaxnreg persistent group" + std::to_string(1024 / c.bm) + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
                      (tma_stores ? " tma-store" : "") + (held ? " held-stores" : "") +
-                     (deferred ? " deferred-epilogue(" + std::to_string(defer_q) + " groups a k-block)" : "") + (preload ? " preloaded-bias" : "") + (is_fp8(o.dtype) ? " fp8-fast-accum" : "") +
+                     (deferred ? " deferred-epilogue(" + std::to_string(defer_q) + " groups a k-block)" : "") + (preload ? " preloaded-bias" : "") +
+                     (stream_k ? " stream-k(" + std::to_string(sk.sk_items) + " of " + std::to_string(items) + " items cut over " +
+                                     std::to_string(units) + " units)"
+                               : "") + (is_fp8(o.dtype) ? " fp8-fast-accum" : "") +
                      (o.b_mn_major ? " b-mn-major" : "") + (o.batch_folded ? " batch-folded" : "") +
                      (epi.index64() ? " idx64" : "") + epi.describe();
-  // ping-pong: a CTA needs two tiles to keep both consumers busy
-  const int64_t work = c.ping_pong ? (items + 1) / 2 : items;
-  const int64_t sms = dev.sm_count > 0 ? dev.sm_count : 132;
-  spec.launch.grid = dim3(static_cast<unsigned>(c.cluster * std::clamp<int64_t>(work, 1, sms / c.cluster)));
+  spec.launch.grid = dim3(static_cast<unsigned>(c.cluster * units));
   if (c.cluster > 1) spec.launch.cluster = dim3(static_cast<unsigned>(c.cluster), 1, 1);
   spec.launch.block = dim3(384);
   spec.launch.dynamic_shared_memory = static_cast<size_t>(smem_bytes);
   spec.persistent_work = work;
-  rk.workspace_bytes = epi.workspace_bytes();
+  spec.persistent_fill = stream_k;  // the kernel cuts the last wave over every unit it gets
+  rk.workspace_bytes = stream_k ? sk_workspace_end : epi.workspace_bytes();
   rk.kernels.push_back(std::move(spec));
   return rk;
 }

@@ -170,7 +170,13 @@ std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Reg
                                                         spec.launch.dynamic_shared_memory);
         if (clusters > 0) units = std::min<int64_t>(units, clusters);
       }
-      spec.launch.grid = dim3(static_cast<unsigned>(cx * balanced_grid(spec.persistent_work, units)));
+      if (spec.persistent_fill) {
+        // every resident unit, up to the generator's grid (which a test may cap), capped by the work
+        units = std::min<int64_t>({units, std::max<int64_t>(spec.launch.grid.x / cx, 1), spec.persistent_work});
+        spec.launch.grid = dim3(static_cast<unsigned>(cx * std::max<int64_t>(units, 1)));
+      } else {
+        spec.launch.grid = dim3(static_cast<unsigned>(cx * balanced_grid(spec.persistent_work, units)));
+      }
       spec.description += " grid" + std::to_string(spec.launch.grid.x);
     }
     loaded.push_back({std::move(spec), std::move(lib), kernel, std::move(binary)});

@@ -44,6 +44,10 @@ struct KernelSpec {
   // grid to the CTAs that fit on the device at once, capped by the work; launch.grid is then
   // only the generator's guess.
   int64_t persistent_work = 0;
+  // A persistent kernel that divides its work over whatever grid it gets (stream-K: it cuts the
+  // last wave's items along K): the engine launches every resident unit, up to launch.grid, where
+  // it would otherwise balance the grid so that each CTA takes the same number of whole items.
+  bool persistent_fill = false;
   ArgPacker args;
   std::vector<PointerSlot> pointers;
   std::vector<TensorMapSlot> tensor_maps;
