@@ -23,6 +23,11 @@
 //     a TMA multicast into both CTAs' shared memory: B's L2 -> SM traffic halves. A stage is
 //     free only when the consumers of both CTAs have released it (2 x its consumers arrivals
 //     on "empty"), so the pair runs in lockstep.
+//   stream-K (coop kernels the generator builds with a plan, gemm/stream_k.h): the items past the
+//     last whole wave are cut along K, one k range a unit; a piece that starts inside an item
+//     leaves f32 partial sums in the workspace (hopper_sk_stash), the item's owner adds them
+//     (hopper_sk_gather_item) before its epilogue. The pieces come from shared memory
+//     (HopperSkPieces), planned once per CTA.
 // A is a K-major 16-bit (or 8-bit) matrix read through a 3D tensor map {K, M, batch} with 128-byte
 // swizzle and a {kBK, kBM} box (kBK: 128 bytes of k); B is K-major ({kBK, kBN} box) or, 16-bit
 // only, with kBMnMajor N-contiguous ({64, 64} boxes, gemm/sm90_operand_b.cuh). TMA zero-fills rows and k outside the matrix, so any M, N, K
