@@ -233,7 +233,6 @@ struct HopperDirectCursor {
 // index order, so every unit an owner waits for has started before it, and the waits end even
 // where not all of the grid fits on the GPU at once (MPS, other kernels beside it).
 __device__ __forceinline__ int hopper_sk_range(const HopperDirectWork& w) { return w.stride - 1 - w.first; }
-template <class C>
 __device__ __forceinline__ HopperDirectCursor hopper_direct_cursor(const HopperDirectWork& w, const SinterStreamK& sk) {
   HopperDirectCursor c;
   const int range = hopper_sk_range(w);
@@ -262,11 +261,10 @@ struct HopperSkPieces {
 };
 // `sk`: the generator's plan, for the grid it asked for; under any other grid (the engine may
 // launch fewer units) nothing is cut and every unit walks whole items.
-template <class C>
 __device__ __forceinline__ void hopper_sk_plan_pieces(HopperSkPieces& out, const HopperDirectWork& w,
                                                       const SinterStreamK& sk, int k_blocks) {
   const bool planned = w.stride == sk.units && k_blocks == sk.k_blocks;
-  HopperDirectCursor cur = hopper_direct_cursor<C>(w, sk);
+  HopperDirectCursor cur = hopper_direct_cursor(w, sk);
   if (!planned) cur.pos = cur.end = 0;
   int n = 0;
   HopperDirectPiece p;
@@ -336,9 +334,9 @@ __device__ __forceinline__ void hopper_sk_stash(float* partials, u32* flags, int
 // flag has started before this one (hopper_sk_range) and waits for nothing that has not. (A
 // bounded spin would end in a trap, and any trap in these kernels makes ptxas spill the
 // accumulators: 528 bytes.)
-// kGroup float4 loads a thread are in flight at a time (up to all kAcc / 4): each group waits one
-// L2 round trip, and more at once take registers beside the accumulator.
-template <class C, int kGroup>
+// All kAcc / 4 float4 loads of a thread go out at once, one L2 round trip (8 at a time measured
+// the same on the H200, session 23; ptxas keeps them beside the accumulator without spilling).
+template <class C>
 __device__ __forceinline__ void hopper_sk_gather(const float* partials, u32* flags, int slot, float (&d)[C::kAcc]) {
   if ((threadIdx.x & 31) == 0) {
     u32* f = flags + slot * 8 + ((threadIdx.x >> 5) & 7);
@@ -352,20 +350,13 @@ __device__ __forceinline__ void hopper_sk_gather(const float* partials, u32* fla
   }
   __syncwarp();
   const float4* p = hopper_sk_slab<C>(const_cast<float*>(partials), slot);
-  static_assert(kGroup >= 1 && (C::kAcc / 4) % kGroup == 0, "whole groups of float4");
 #pragma unroll
-  for (int j0 = 0; j0 < C::kAcc / 4; j0 += kGroup) {
-    float4 v[kGroup];
-#pragma unroll
-    for (int j = 0; j < kGroup; ++j) v[j] = __ldcg(p + (j0 + j) * 32);
-#pragma unroll
-    for (int j = 0; j < kGroup; ++j) {
-      d[4 * (j0 + j)] += v[j].x;
-      d[4 * (j0 + j) + 1] += v[j].y;
-      d[4 * (j0 + j) + 2] += v[j].z;
-      d[4 * (j0 + j) + 3] += v[j].w;
-    }
-    asm volatile("" ::: "memory");  // the next group's loads stay after these adds
+  for (int j = 0; j < C::kAcc / 4; ++j) {
+    const float4 v = __ldcg(p + j * 32);
+    d[4 * j] += v.x;
+    d[4 * j + 1] += v.y;
+    d[4 * j + 2] += v.z;
+    d[4 * j + 3] += v.w;
   }
 }
 
@@ -377,13 +368,13 @@ __device__ __forceinline__ int hopper_sk_slot(const HopperDirectWork& w, int ran
 
 // The owner of a cut item (its piece `p` starts at k-block 0 and ends before the item does): adds
 // the partial sums of the later ranges that start inside the item, in range order.
-template <class C, int kGroup>
+template <class C>
 __device__ __forceinline__ void hopper_sk_gather_item(const SinterStreamK& sk, const float* partials, u32* flags,
                                                       const HopperDirectWork& w, const HopperDirectPiece& p,
                                                       float (&d)[C::kAcc]) {
   const int item_end = (p.item + 1) * sk.k_blocks;
   for (int r = hopper_sk_range(w) + 1; r < sk.units && sinter_sk_boundary(&sk, r) < item_end; ++r) {
-    hopper_sk_gather<C, kGroup>(partials, flags, hopper_sk_slot<C>(w, r), d);
+    hopper_sk_gather<C>(partials, flags, hopper_sk_slot<C>(w, r), d);
   }
 }
 

@@ -38,11 +38,7 @@ namespace {
 // inside its item leaves its sums for the item's owner and runs no epilogue (a held kernel holds
 // nothing after it: the held words left under its first k-blocks); the owner of a cut item adds
 // the others' sums before its epilogue.
-std::string stream_k_piece_end(bool held, int bn) {
-  // all of a thread's float4 loads of the others' sums at once (H200, 4096^3: 8 at a time measured
-  // the same, 1.072 against 1.071-1.073)
-  const int group = bn / 8;
-  const std::string gather_group = std::to_string(group);
+std::string stream_k_piece_end(bool held) {
   return std::string("      if (cut) {  // a piece of a cut item\n"
                      "        const HopperDirectPiece here = sk_pieces.piece[i];\n"
                      "        if (here.kb0 != 0) {  // a later part: its sums go to the item's owner\n"
@@ -52,7 +48,7 @@ std::string stream_k_piece_end(bool held, int bn) {
          (held ? "          holding = false;\n          hopper_direct_clear_words(held_);\n" : "") +
          "          continue;\n"
          "        }\n"
-         "        if (here.kb1 != k_blocks) hopper_sk_gather_item<Cfg, " + gather_group + ">(a.sk, a.sk_partials, a.sk_flags, w, here, d);\n"
+         "        if (here.kb1 != k_blocks) hopper_sk_gather_item<Cfg>(a.sk, a.sk_partials, a.sk_flags, w, here, d);\n"
          "      }\n";
 }
 }  // namespace
@@ -189,12 +185,9 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   const int64_t work = c.ping_pong ? (items + 1) / 2 : items;
   const int64_t units = std::clamp<int64_t>(work, 1, sms / c.cluster);
   // Stream-K (gemm/stream_k.h): where the items end on a partial wave, the first items % units
-  // are cut along K over all units and the rest run whole, a whole number of waves. A cut costs
-  // the unit that owns the item one read of the others' f32 partial sums (128 KB a CTA, from L2)
-  // before the epilogue, and the cut walk shares less of the operands in L2: sinter_sk_plan cuts
-  // only where a unit's range is at most 3/4 of an item (8192^3: 34 of 1024 pair items, 66 of 128
-  // k-blocks a unit, 0.956-0.961x cuBLASLt against 0.969; 4096^3, which measured slower cut,
-  // 1.07 against 1.01, walks whole tiles on 128 CTAs). Coop kernels with the epilogue in line
+  // are cut along K over all units and the rest run whole, a whole number of waves, where
+  // sinter_sk_plan finds it worth it (its comment has the measurements: 8192^3 is cut, 4096^3
+  // is not, and walks whole tiles on the engine's balanced 128 CTAs). Coop kernels with the epilogue in line
   // (held or not); ping-pong and the deferred epilogue walk whole tiles, and so do held kernels
   // whose epilogue reads an operand per row (a residual, a column vector): with the cut's
   // registers they spilled 40-60 bytes (ptxas, JitMatmulSm90.EveryEpilogueKindCompilesWithoutSpills).
@@ -312,7 +305,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "      mbarrier_init(&sm.full[i], 1);  // the producer's arrive + TMA bytes\n"
       << "      mbarrier_init(&sm.empty[i], Cfg::kEmptyArrivals);  // one arrive per consumer of the stage\n"
       << "    }\n"
-      << (stream_k ? "    hopper_sk_plan_pieces<Cfg>(sk_pieces, w, a.sk, k_blocks);\n" : "")
+      << (stream_k ? "    hopper_sk_plan_pieces(sk_pieces, w, a.sk, k_blocks);\n" : "")
       << "    mbarrier_init(&sm.order[0], 1);\n"
       << "    mbarrier_init(&sm.order[1], 1);\n"
       << "    fence_barrier_init();\n"
@@ -400,7 +393,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "        }\n"
         << (preload ? "      }, [&]() { " + preload_call + "; });\n"
                     : "      });\n")
-        << (stream_k ? stream_k_piece_end(true, c.bn) : std::string())
+        << (stream_k ? stream_k_piece_end(true) : std::string())
         << "      holding = matmul_wg_epilogue(a, tile, c * 64, sm.store_stage, d" << tile_args << epi.global_args() << ");\n"
         << "      hopper_direct_pin_words(held_);\n"
         << "      held_col = tile.nt * Cfg::kBN;\n"
@@ -423,7 +416,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
           << "      const HopperDirectTile tile = hopper_direct_item<Cfg>(w, piece.item, tiles_n);\n"
           << "      hopper_direct_mainloop<Cfg, " << wt.constant
           << ">(d, sm, c * 64 * 128, piece.kb1 - piece.kb0, stage, phase, nullptr);\n"
-          << stream_k_piece_end(false, c.bn);
+          << stream_k_piece_end(false);
     } else {
       src << "    for (i64 t = w.first; t < w.count; t += w.stride) {\n"
           << "      const HopperDirectTile tile = hopper_direct_item<Cfg>(w, t, tiles_n);\n"
