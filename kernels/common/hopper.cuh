@@ -42,6 +42,20 @@ __device__ __forceinline__ void mbarrier_wait(u64* bar, u32 parity) {
       "r"(parity)
       : "memory");
 }
+// Whether the phase with parity `parity` has completed, without waiting.
+__device__ __forceinline__ bool mbarrier_test_wait(u64* bar, u32 parity) {
+  u32 done;
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(smem_addr(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
 
 // ---- TMA (one thread issues) -----------------------------------------------------------------------
 // A 3D box at (c0 innermost, c1, c2) into shared memory; completes `bar`'s transaction bytes.

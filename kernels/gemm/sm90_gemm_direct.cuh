@@ -23,6 +23,9 @@
 //     a TMA multicast into both CTAs' shared memory: B's L2 -> SM traffic halves. A stage is
 //     free only when the consumers of both CTAs have released it (2 x its consumers arrivals
 //     on "empty"), so the pair runs in lockstep.
+//   offloaded epilogue (coop held kernels with an epilogue, gemm/sm90_epilogue_offload.cuh): the
+//     consumers hold a full tile rounded to 16 bits and the producer warpgroup's idle warps run
+//     its epilogue and stores under the next tile's main loop.
 //   stream-K (coop kernels the generator builds with a plan, gemm/stream_k.h): the items past the
 //     last whole wave are cut along K, one k range a unit; a piece that starts inside an item
 //     leaves f32 partial sums in the workspace (hopper_sk_stash), the item's owner adds them
@@ -47,7 +50,7 @@
 enum : int { kWgmmaF16 = 0, kWgmmaBf16 = 1, kWgmmaE4m3 = 2, kWgmmaE5m2 = 3 };
 
 template <int kBM_, int kBN_, int kStages_, bool kPingPong_, int kCluster_ = 1, bool kBMnMajor_ = false,
-          int kStoreStageBytes_ = 0, int kElemBytes_ = 2>
+          int kStoreStageBytes_ = 0, int kElemBytes_ = 2, bool kOffload_ = false>
 struct HopperDirectConfig {
   // a k-block is one 128-byte swizzle row of each operand row: 64 16-bit or 128 8-bit values
   static constexpr int kElemBytes = kElemBytes_;
@@ -68,8 +71,12 @@ struct HopperDirectConfig {
   static constexpr int kEmptyArrivals = (kPingPong ? 1 : 2) * kCluster;
   static constexpr int kBLoadRows = kBN / kCluster;  // rows of B each CTA of a cluster loads
   // Registers per thread: 168 at launch (384 threads, 1 CTA/SM), then 40 for the producer and
-  // 232 for the consumers: 128 x 40 + 256 x 232 = 64512 <= 65536.
-  static constexpr int kEntryRegs = 168, kProducerRegs = 40, kConsumerRegs = 232;
+  // 232 for the consumers: 128 x 40 + 256 x 232 = 64512, the launch's 384 x 168 (setmaxnreg
+  // moves registers within the CTA's pool). With the offloaded epilogue
+  // (gemm/sm90_epilogue_offload.cuh) the producer warpgroup's helper warps run the epilogue and
+  // take 56, the consumers (no epilogue arithmetic on most tiles) 224.
+  static constexpr bool kOffload = kOffload_;
+  static constexpr int kEntryRegs = 168, kProducerRegs = kOffload ? 56 : 40, kConsumerRegs = kOffload ? 224 : 232;
   static_assert(kElemBytes == 1 || kElemBytes == 2, "16-bit or 8-bit operands");
   static_assert(kElemBytes == 2 || !kBMnMajor, "8-bit wgmma reads B k-contiguous only");
   static_assert(kPingPong ? kBM == 64 : kBM == 128, "64 rows per consumer warpgroup");
@@ -659,13 +666,9 @@ __device__ __forceinline__ void hold_accumulators(const float (&d)[kBN / 2], u32
 // 64 p .. 64 p + 63, from (col0, row0)) goes through slot p % 2 of the warp's two 2 KB slots in
 // `store_stage` with one TMA store through `map`; before staging, the store that used the slot
 // two chunks ago must have read it.
+// Stages chunk p of the held words into `slot` (2 KB, 1024-byte aligned); every lane takes part.
 template <int kWords>
-__device__ __forceinline__ void store_held_chunk(const SinterTensorMap* map, char* store_stage,
-                                                 const u32 (&held)[kWords], int p, int col0, int row0) {
-  const int lane = threadIdx.x & 31;
-  char* slot = store_stage + ((threadIdx.x >> 5) & 7) * (2 * 2048) + (p & 1) * 2048;
-  if (lane == 0) bulk_wait_group_read<1>();
-  __syncwarp();
+__device__ __forceinline__ void stage_held_chunk(char* slot, const u32 (&held)[kWords], int p) {
 #pragma unroll
   for (int g = 0; g < 2; ++g) {
 #pragma unroll
@@ -675,6 +678,15 @@ __device__ __forceinline__ void store_held_chunk(const SinterTensorMap* map, cha
       stage_fragment_rows_sw128(slot, w, h, g);
     }
   }
+}
+template <int kWords>
+__device__ __forceinline__ void store_held_chunk(const SinterTensorMap* map, char* store_stage,
+                                                 const u32 (&held)[kWords], int p, int col0, int row0) {
+  const int lane = threadIdx.x & 31;
+  char* slot = store_stage + ((threadIdx.x >> 5) & 7) * (2 * 2048) + (p & 1) * 2048;
+  if (lane == 0) bulk_wait_group_read<1>();
+  __syncwarp();
+  stage_held_chunk(slot, held, p);
   fence_proxy_async_shared();
   __syncwarp();
   if (lane == 0) {

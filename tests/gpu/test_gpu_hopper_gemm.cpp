@@ -317,7 +317,8 @@ TEST_F(GpuHopperGemm, EveryCandidateHeldStores) {
 // items % units are cut along K over every unit; a piece that starts inside its item leaves f32
 // partial sums and a flag, the item's owner adds them before the epilogue. The grid is capped at
 // 10 CTAs (SINTER_SM90_MAX_CTAS) so that small matrices reach the cuts (a unit's range must be at
-// most 3/4 of an item): 300 x 1800 with K = 2500 (40 k-blocks, the last partial) is 24 tiles of
+// most 3/4 of an item): 300 x 1800 with K = 2504 (40 k-blocks, the last partial; K = 2500 would
+// have made rows of 5000 bytes, which TMA cannot read: the matmul left the Hopper kernels) is 24 tiles of
 // 128x256 (4 cut over 10 CTAs, 16 k-blocks each), 16 tile pairs (1 cut over 5 clusters, 8 each)
 // and 45 tiles of 128x128 (5 cut, 20 each: an item's k-blocks over 2-3 units), with partial row
 // and column tiles. Held kernels (one 16-bit output, bias + GELU + amax), the in-line stores of
@@ -337,7 +338,7 @@ TEST_F(GpuHopperGemm, EveryCandidateStreamK) {
       EXPECT_EQ(cut, configs) << g.name() << ": coop configs that cut items";
     }
   };
-  const int64_t m = 300, k = 2500, n = 1800;
+  const int64_t m = 300, k = 2504, n = 1800;
   {
     Graph g("stream_k_bias_gelu_amax");
     output_bias_gelu_amax(g, g.matmul(g.input("a", DType::bf16, {m, k}), weight_nk(g, "b", DType::bf16, k, n)),
@@ -359,6 +360,31 @@ TEST_F(GpuHopperGemm, EveryCandidateStreamK) {
     g.output(batched_matmul_nk(g, DType::f16, 2, 150, k, n), "y");
     expect_cuts(g, 2);
     check_every_candidate(g);
+  }
+}
+
+// The offloaded epilogue (kernels/gemm/sm90_epilogue_offload.cuh): the coop held kernels with an
+// epilogue and K of 32 k-blocks or more hand each full tile's rounded accumulator, chunk by
+// chunk, to the producer warpgroup's helper warps, which run the epilogue and store it; the CTA's
+// last tile runs in line. The grid is capped at 2 CTAs so that each walks several tiles (whole
+// waves: no stream-K cut, which would turn the offload off). 200 x 528 (a multiple of 8 columns:
+// TMA stores), K = 2048: the last row tile's first consumer is full and its second partial (one
+// consumer warpgroup's chunks go to the helpers and the other's do not: empty messages keep their
+// counts equal), the last column tile partial. Bias + GELU + amax, and a batched f16 ReLU whose
+// tiles cross batches.
+TEST_F(GpuHopperGemm, EveryCandidateOffloadedEpilogue) {
+  const ScopedEnv cap("SINTER_SM90_MAX_CTAS", "2");
+  const int64_t m = 200, k = 2048, n = 528;
+  {
+    Graph g("offload_bias_gelu_amax");
+    output_bias_gelu_amax(g, g.matmul(g.input("a", DType::bf16, {m, k}), weight_nk(g, "b", DType::bf16, k, n)),
+                          DType::bf16, n);
+    check_every_candidate(g, 2.0, "offloaded-epilogue");
+  }
+  {
+    Graph g("offload_batched_f16");
+    g.output(g.relu(batched_matmul_nk(g, DType::f16, 2, 100, k, n)), "y");
+    check_every_candidate(g, 1.0, "offloaded-epilogue");
   }
 }
 

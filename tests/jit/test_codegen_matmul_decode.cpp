@@ -135,8 +135,8 @@ TEST(JitMatmulDecode, OfferedFirstForUpToSixteenRows) {
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_ffma), -1);
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_tma), 1);
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_tma_rows), -1);  // 8 rows per SM
-  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_ctile), 2);
-  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_direct), 3);
+  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_direct), 2);
+  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_ctile), 7);  // after the 5 direct configs
   EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::generic), matmul_variants(g, r, h200()) - 1);
   EXPECT_NE(build_matmul_variant(g, r, h200(), 1).kernels.at(0).description.find("decode tma"), std::string::npos);
   EXPECT_NE(build_matmul_variant(g, r, h200(), 2).kernels.at(0).description.find("sm90 wgmma"), std::string::npos);

@@ -118,11 +118,12 @@ TEST(JitMatmulSm90, BatchedTensorMaps) {
   g.output(g.matmul(a, b), "y");
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
-  // the C-tile kernel, 5 direct-epilogue configs (128x128 first: 6 tiles of 128x256 do not fill
-  // the GPU), the generic tile
+  // 5 direct-epilogue configs (128x128 first: 6 tiles of 128x256 do not fill the GPU), the
+  // C-tile kernel, the generic tile
   ASSERT_EQ(matmul_variants(g, r, h200()), 7);
   const int direct = matmul_variant_of(g, r, h200(), MatmulTile::sm90_direct);
-  ASSERT_EQ(direct, 1);
+  ASSERT_EQ(direct, 0);
+  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_ctile), 5);
   const RegionKernels rk = build_matmul_variant(g, r, h200(), direct);
   const KernelSpec& k = rk.kernels.at(0);
   ASSERT_EQ(k.tensor_maps.size(), 2u);
@@ -142,7 +143,7 @@ TEST(JitMatmulSm90, BatchedTensorMaps) {
   EXPECT_EQ(k.launch.block.x, 384u);
   EXPECT_NE(k.description.find("128x128x64 stages6 coop"), std::string::npos) << k.description;
   EXPECT_EQ(tb.box[1], 128u);
-  EXPECT_NE(build_matmul_variant(g, r, h200(), 0).kernels.at(0).description.find("stages4 tma warpspec"), std::string::npos);
+  EXPECT_NE(build_matmul_variant(g, r, h200(), 5).kernels.at(0).description.find("stages4 tma warpspec"), std::string::npos);
   // variant 6 is the generic tile, for the tuner to time against
   EXPECT_EQ(build_matmul_variant(g, r, h200(), 6).kernels.at(0).description.find("sm90"), std::string::npos);
 }
@@ -332,8 +333,15 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
     if (k.description.find("direct-epilogue") != std::string::npos) {
       EXPECT_NE(k.source.find("amax_pair<bf16>(gpk0, "), std::string::npos) << k.description;
     }
-    // held in-line kernels read the bias pairs loaded under the tile's last k-block
-    if (k.description.find("held-stores") != std::string::npos) {
+    // the held coop kernels hand the epilogue to the producer warpgroup's helper warps (K is 64
+    // k-blocks) unless stream-K cuts them (the 128x128 config); held in-line kernels read the
+    // bias pairs loaded under the tile's last k-block
+    if (k.description.find("held-stores") != std::string::npos && k.description.find("stream-k(") == std::string::npos) {
+      EXPECT_NE(k.description.find("offloaded-epilogue"), std::string::npos) << k.description;
+      EXPECT_NE(k.source.find("hopper_offload_serve(off, sm.store_stage, &a.tmo0"), std::string::npos) << k.description;
+    }
+    if (k.description.find("held-stores") != std::string::npos &&
+        k.description.find("offloaded-epilogue") == std::string::npos) {
       EXPECT_NE(k.description.find("preloaded-bias"), std::string::npos) << k.description;
       EXPECT_NE(k.source.find("[&]() { matmul_wg_preload(a, tile, pw0); }"), std::string::npos) << k.description;
       EXPECT_NE(k.source.find("unpack_pair_word<bf16>(pw0[q], "), std::string::npos) << k.description;

@@ -153,7 +153,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   }
   // the slot of a chunk is fixed at compile time, the same in every tile: a tile's chunks must
   // use the slots a whole number of times
-  if (tma && (bn / 64 * n_wide) % tma_slots != 0) {
+  if (tma && !held && (bn / 64 * n_wide) % tma_slots != 0) {
     throw Error(ErrorCode::internal, "fragment_tile: " + std::to_string(bn / 64 * n_wide) +
                                          " TMA store chunks a tile do not cycle through " + std::to_string(tma_slots) +
                                          " slots");

@@ -229,6 +229,11 @@ std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Re
     // the operand bytes per flop of the 128x256 pair (by arithmetic: 40 KB against 24 KB a k-block
     // per 1M multiply-adds). Bare: 8192^3 1.409 against 1.468 ms.
     all = {coop256_pair, coop256, ping256, ping256_pair, coop128};
+  } else if (4 * tiles256 >= 3 * (dev.sm_count > 0 ? dev.sm_count : 132)) {
+    // Nearly one wave of 128x256 tiles: one tile a CTA without the pair's lockstep. H100, session
+    // 24, 2048^3 (128 tiles) against cuBLASLt: coop 128x256 1.041 bare / 1.066 bias / 1.222
+    // bias + GELU + amax, coop 128x128 1.054 / 1.074 / 1.244, the pair 1.086 / 1.135 / 1.278.
+    all = {coop256, coop128, ping256, coop256_pair, ping256_pair};
   } else {
     all = {coop128, coop256, ping256, coop256_pair, ping256_pair};
   }
@@ -269,17 +274,16 @@ std::vector<MatmulVariant> matmul_tiles(const Graph& g, const fuse::Region& r, c
   if (tma && !tma_first) tiles.push_back({MatmulTile::decode_tma, {}});
   if (tma_rows && !tma_first) tiles.push_back({MatmulTile::decode_tma_rows, {}});
   if (sm90_gemm_unsupported(g, r, dev, true).empty()) {
-    // Where 128x256 tiles fill the GPU, the direct-epilogue configs go first: on the H200 the
-    // 128x256 CTA-pair config ran 4096^3 in 0.1965 ms and 8192^3 in 1.418 ms, against 0.2226 and
-    // 1.627 for the C-tile kernel (cuBLASLt 0.1835 and 1.383), with outputs bit-identical to
-    // cuBLASLt's. Below that the measured C-tile kernel stays first. fp8 operands run on the
-    // direct-epilogue kernels only.
+    // The direct-epilogue configs go first: on the H200 the 128x256 CTA-pair config ran 4096^3
+    // in 0.1965 ms and 8192^3 in 1.418 ms, against 0.2226 and 1.627 for the C-tile kernel
+    // (cuBLASLt 0.1835 and 1.383), with outputs bit-identical to cuBLASLt's. Below a wave of
+    // 128x256 tiles the C-tile kernel went first until session 24, which measured it last of all
+    // at 2048^3 (H100: 1.23 bare, 1.55 bias, 1.89 bias + GELU + amax against cuBLASLt's bare
+    // GEMM, where every direct config ran 1.04-1.09, 1.07-1.14, 1.22-1.28; the ping-pong pair
+    // 1.33 / 1.39 / 1.52). fp8 operands run on the direct-epilogue kernels only.
     const bool ctile = sm90_gemm_unsupported(g, r, dev).empty();
-    const std::vector<Sm90DirectConfig> direct = sm90_direct_configs(g, r, dev);
-    const bool large = !direct.empty() && direct.front().bn == 256;
-    if (!large && ctile) tiles.push_back({MatmulTile::sm90_ctile, {}});
-    for (const Sm90DirectConfig& c : direct) tiles.push_back({MatmulTile::sm90_direct, c});
-    if (large && ctile) tiles.push_back({MatmulTile::sm90_ctile, {}});
+    for (const Sm90DirectConfig& c : sm90_direct_configs(g, r, dev)) tiles.push_back({MatmulTile::sm90_direct, c});
+    if (ctile) tiles.push_back({MatmulTile::sm90_ctile, {}});
   }
   tiles.push_back({MatmulTile::generic, {}});
   return tiles;

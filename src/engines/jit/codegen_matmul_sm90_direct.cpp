@@ -168,13 +168,32 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   while (defer_q < max_q && (n_groups / defer_q > k_blocks_total || 8 % defer_q != 0)) ++defer_q;
   const bool deferred = held && !epi.empty() && max_q > 0 && n_groups / defer_q <= k_blocks_total &&
                         items < (int64_t{1} << 30) && env_is("SINTER_SM90_DEFER_EPILOGUE", "1");
+  // Offloaded epilogue (gemm/sm90_epilogue_offload.cuh): as the deferred form, a full tile's
+  // accumulator is only rounded and held, but the epilogue runs in the producer warpgroup's three
+  // idle warps on each staged chunk, not in the consumers between their k-blocks. The consumers
+  // post a chunk every `offload_spacing` k-blocks and the helpers need tiles long enough to keep
+  // up: at least 32 k-blocks. The CTA's last tile runs in line. Not with stream-K's cut pieces,
+  // and only where max_deferred_groups() >= 2: an operand read per row stays in line (a
+  // residual: 1.096x cuBLASLt's own residual GEMM against 1.042 in line, session 24, the
+  // helpers' per-row loads), and so does a second output (an f32 pre-activation spilled 8 bytes
+  // in the helpers).
+  // H100, session 24, 4096^3 bf16 + bias + GELU + amax against cuBLASLt's bare GEMM, alternated
+  // in one process (calls 3-4): 1.041 / 1.042 / 1.041 offloaded, 1.072 / 1.073 / 1.072 in line;
+  // bias alone 1.011 against 1.023-1.025; at a spacing of 4 k-blocks 1.077 (a helper then had 3
+  // k-blocks for its three warps' chunks and the consumers waited for their slots). A stand-in
+  // (the same GELU count in the helper warps of a bare GEMM, call 1) cost 1.5%.
+  // SINTER_SM90_OFFLOAD=0 (A/B knob, read at each build) keeps the epilogue in line;
+  // SINTER_SM90_OFFLOAD_SPACING=n (1-8) sets the spacing.
+  int offload_spacing = 8;
+  if (const char* v = std::getenv("SINTER_SM90_OFFLOAD_SPACING")) offload_spacing = std::clamp(std::atoi(v), 1, 8);
+  const bool offload_wanted = held && !deferred && !epi.empty() && epi.max_deferred_groups() >= 2 &&
+                              k_blocks_total >= 32 && items < (int64_t{1} << 30) && !env_off("SINTER_SM90_OFFLOAD");
   const int peel = deferred ? n_groups / defer_q : held_chunks;
   // A full tile's bias pairs are loaded once its last k-block is issued, under that k-block's
   // wgmma (AnchorEpilogue::preloaded_operand), where the epilogue loaded them after the last
   // wgmma wait and waited one L2 round trip a tile with the tensor cores idle. Held in-line
   // kernels only: their consumers have the 32 registers free there (the held words are stored
   // by then). SINTER_SM90_PRELOAD_BIAS=0 (A/B knob, read at each build) loads them in the epilogue.
-  const bool preload = held && !deferred && epi.preloaded_operand() >= 0 && !env_off("SINTER_SM90_PRELOAD_BIAS");
   // The persistent grid: one CTA an SM (SINTER_SM90_MAX_CTAS=n, read at each build, caps it: the
   // GPU tests use it to reach stream-K's cuts with small matrices); ping-pong CTAs take two tiles.
   int64_t sms = dev.sm_count > 0 ? dev.sm_count : 132;
@@ -199,6 +218,9 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
                                           held ? held_chunks : 1);
   const bool stream_k = !c.ping_pong && !deferred && !(held && epi.reads_per_row()) && sk.sk_items > 0 &&
                         !env_off("SINTER_SM90_STREAM_K");
+  const bool offload = offload_wanted && !stream_k;
+  const int offload_peel = 4 * offload_spacing;  // 4 messages a tile, whatever its chunks (sm90_epilogue_offload.cuh)
+  const bool preload = held && !deferred && !offload && epi.preloaded_operand() >= 0 && !env_off("SINTER_SM90_PRELOAD_BIAS");
   // its workspace, after the epilogue's: a flag a consumer warp and a 128 x kBN f32 slot a CTA
   const size_t sk_flags_offset = (epi.workspace_bytes() + 255) / 256 * 256;
   const size_t sk_ctas = static_cast<size_t>(units * c.cluster);
@@ -229,11 +251,12 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   const std::string cfg = "HopperDirectConfig<" + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
                           std::to_string(c.stages) + ", " + (c.ping_pong ? "true" : "false") + ", " +
                           std::to_string(c.cluster) + ", " + (o.b_mn_major ? "true" : "false") + ", " +
-                          std::to_string(store_stage_bytes) + ", " + std::to_string(dtype_size(o.dtype)) + ">";
+                          std::to_string(store_stage_bytes) + ", " + std::to_string(dtype_size(o.dtype)) +
+                          (offload ? ", true" : "") + ">";
 
   std::ostringstream src;
   src << "// matmul region " << r.id << " of graph '" << g.name() << "' (Hopper TMA + wgmma, direct epilogue)\n"
-      << kernel_includes({"gemm/gemm_abi.h", "gemm/sm90_gemm_direct.cuh"}) << "using Cfg = " << cfg << ";\n"
+      << kernel_includes({"gemm/gemm_abi.h", offload ? "gemm/sm90_epilogue_offload.cuh" : "gemm/sm90_gemm_direct.cuh"}) << "using Cfg = " << cfg << ";\n"
       << "static_assert(Cfg::kSmemBytes == " << smem_bytes
       << ", \"the host's Hopper GEMM constants are stale\");\n"
       << "[[maybe_unused]] constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n\n"
@@ -255,7 +278,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "// true: a full tile" << (held ? ", whose output is held in held_ for the caller to store" : "") << "\n"
       << "__device__ __forceinline__ bool matmul_wg_epilogue(const Args& a, const HopperDirectTile& tile, int row0, "
          "char* store_stage, const float (&d)[Cfg::kAcc]"
-      << tile_params << epi.global_params() << ") {\n"
+      << tile_params << (offload ? ", bool last" : "") << epi.global_params() << ") {\n"
       << "  const SinterGemmShape& s = a.shape;\n"
       << "  const int m0 = tile.mt * Cfg::kBM + row0, n0 = tile.nt * Cfg::kBN;\n"
       << "  const i64 grow0 = matmul_wg_grow0(a, tile, row0), gcol0 = n0;\n"
@@ -263,6 +286,11 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "  const int cols_valid = static_cast<int>(min(i64{Cfg::kBN}, s.n - n0));\n"
       << "  if (" << (full_tiles ? "rows_valid >= 64 && cols_valid >= Cfg::kBN && " + epi.fragment_full_condition(wide_stores) : "false")
       << ") {\n"
+      << (offload ? "    if (!last) {  // the helpers run the epilogue\n"
+                    "      hold_accumulators<" + storage_type(g.tensor(o.mm->outputs[0]).dtype) + ", Cfg::kBN>(d, held_);\n"
+                    "      return true;\n"
+                    "    }\n"
+                  : "")
       << (deferred ? "    hold_accumulators<" + storage_type(g.tensor(o.mm->outputs[0]).dtype) + ", Cfg::kBN>(d, held_);  // the epilogue runs later\n"
                    : "    matmul_wg_epilogue_body<true>(a, grow0, gcol0, rows_valid, cols_valid, store_stage, d" + tile_args +
                          epi.global_args() + ");\n")
@@ -290,6 +318,17 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "  [[maybe_unused]] constexpr int rows_valid = 64, cols_valid = Cfg::kBN;\n"
         << epi.fragment_tile(c.bn, wide_stores, tma_slots, true, true) << "}\n\n";
   }
+  if (offload) {
+    src << "// a helper warp's epilogue of one 32-column half of a staged 16 x 64 chunk (hold_accumulators' words, in the\n"
+        << "// fragment layout of the consumer warp that staged it) from matrix row grow, column gcol\n"
+        << "__device__ __forceinline__ void matmul_chunk_epilogue(const Args& a, i64 grow, i64 gcol0, u32 (&held_)[8]"
+        << epi.global_params() << ") {\n"
+        << "  constexpr bool kFull = true;\n"
+        << "  [[maybe_unused]] constexpr int rows_valid = 64, cols_valid = 32, q_lo = 0, q_hi = 4;\n"
+        << "  // the fragment code counts this warp's rows from 16 x its warp of the warpgroup\n"
+        << "  const i64 grow0 = grow - 16 * ((threadIdx.x & 127) >> 5);\n"
+        << epi.fragment_tile(32, wide_stores, tma_slots, true, true) << "}\n\n";
+  }
   src << "extern \"C\" __global__ void __launch_bounds__(Cfg::kThreads, 1) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
       << "  extern __shared__ __align__(1024) char smem_raw[];\n"
       << "  const HopperDirectSmem sm = hopper_direct_smem<Cfg>(smem_raw);\n"
@@ -300,12 +339,16 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "  const HopperDirectWork w = hopper_direct_work<Cfg>(s.batches, tiles_m, tiles_n);\n"
       << "  const int k_blocks = static_cast<int>((s.k + Cfg::kBK - 1) / Cfg::kBK);\n"
       << (stream_k ? "  __shared__ HopperSkPieces sk_pieces;  // this unit's pieces (stream-K)\n" : "")
+      << (offload ? "  __shared__ u64 offload_bars[32];\n  __shared__ int2 offload_mail[16];\n"
+                    "  const HopperOffload off{offload_bars, offload_bars + 16, offload_mail};\n"
+                  : "")
       << "  if (threadIdx.x == 0) {\n"
       << "    for (int i = 0; i < Cfg::kStages; ++i) {\n"
       << "      mbarrier_init(&sm.full[i], 1);  // the producer's arrive + TMA bytes\n"
       << "      mbarrier_init(&sm.empty[i], Cfg::kEmptyArrivals);  // one arrive per consumer of the stage\n"
       << "    }\n"
       << (stream_k ? "    hopper_sk_plan_pieces(sk_pieces, w, a.sk, k_blocks);\n" : "")
+      << (offload ? "    hopper_offload_init(off);\n" : "")
       << "    mbarrier_init(&sm.order[0], 1);\n"
       << "    mbarrier_init(&sm.order[1], 1);\n"
       << "    fence_barrier_init();\n"
@@ -324,6 +367,12 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << (stream_k ? "      hopper_direct_produce_pieces<Cfg>(&a.tma_a, &a.tma_b, sm, w, tiles_n, sk_pieces, k_blocks);\n"
                    : "      hopper_direct_produce<Cfg>(&a.tma_a, &a.tma_b, sm, w, tiles_n, k_blocks);\n")
       << "    }\n"
+      << (offload ? "    else if (threadIdx.x >= 32) {  // warps 1-3: the epilogue of the staged chunks\n"
+                    "      hopper_offload_serve(off, sm.store_stage, &a.tmo" + std::to_string(epi.wide_outputs(wide_stores).empty() ? 0 : epi.wide_outputs(wide_stores).front()) + ", [&](i64 grow, i64 gcol, u32 (&words)[8]) {\n"
+                    "        matmul_chunk_epilogue(a, grow, gcol, words" + epi.global_args() + ");\n"
+                    "      });\n"
+                    "    }\n"
+                  : "")
       << "    named_barrier_sync(1, 128);  // a warpgroup meets between two setmaxnreg\n"
       << "    warpgroup_reg_alloc<Cfg::kEntryRegs>();  // the kernel end below is common code\n"
       << "  } else {\n"
@@ -345,6 +394,38 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "      if (j > 0) mbarrier_wait(&sm.order[1 - c], static_cast<u32>((n - 1 + c) & 1));\n"
         << "      hopper_direct_mainloop<Cfg, " << wt.constant << ">(d, sm, 0, k_blocks, stage, phase, &sm.order[c]);\n"
         << "      matmul_wg_epilogue(a, tile, 0, sm.store_stage, d" << epi.global_args() << ");\n"
+        << "    }\n";
+  } else if (offload) {
+    // the held tile's chunks go to the helpers under this tile's k-blocks 0, S, 2 S, 3 S; the
+    // CTA's last tile's epilogue runs in line and its chunks are stored here after the loop
+    const std::string map = "&a.tmo" + std::to_string(epi.wide_outputs(wide_stores).front());
+    src << "    int stage = 0;\n    u32 phase = 0;\n"
+        << "    if (k_blocks < " << offload_peel << ") __trap();  // the host built this kernel for its K\n"
+        << "    u32 held_[Cfg::kBN / 4];\n"
+        << "    bool holding = false;\n"
+        << "    int held_col = 0, held_row = 0;\n"
+        << "    HopperDirectTile next = hopper_direct_item<Cfg>(w, w.first, tiles_n);\n"
+        << "    for (i64 t = w.first; t < w.count; t += w.stride) {\n"
+        << "      const HopperDirectTile tile = next;\n"
+        << "      hopper_direct_mainloop<Cfg, " << wt.constant << ", " << offload_peel
+        << ">(d, sm, c * 64 * 128, k_blocks, stage, phase, nullptr, [&](int kb) {\n"
+        << "        if (kb % " << offload_spacing << " == 0) hopper_offload_post(off, sm.store_stage, held_, kb / "
+        << offload_spacing << ", holding && kb / " << offload_spacing << " < " << held_chunks << ", held_col, held_row);\n"
+        << "        if (kb == 0) {\n"
+        << "          next = hopper_direct_item<Cfg>(w, t + w.stride, tiles_n);\n"
+        << "          hopper_direct_pin(next);\n"
+        << "        }\n"
+        << "      });\n"
+        << "      holding = matmul_wg_epilogue(a, tile, c * 64, sm.store_stage, d" << tile_args
+        << ", t + w.stride >= w.count" << epi.global_args() << ");\n"
+        << "      hopper_direct_pin_words(held_);\n"
+        << "      held_col = tile.nt * Cfg::kBN;\n"
+        << "      held_row = static_cast<int>(matmul_wg_grow0(a, tile, c * 64)) + 16 * ((threadIdx.x >> 5) & 3);\n"
+        << "    }\n"
+        << "    hopper_offload_finish(off);  // the slots are the consumers' again\n"
+        << "#pragma unroll\n"
+        << "    for (int p = 0; p < " << held_chunks << "; ++p) {\n"
+        << "      if (holding) store_held_chunk(" << map << ", sm.store_stage, held_, p, held_col, held_row);\n"
         << "    }\n";
   } else if (held) {
     // the held tile's chunks leave under this tile's first k-blocks; its origin: (held_col,
@@ -439,7 +520,8 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   spec.description = "matmul sm90 wgmma." + std::string(wt.name) + " " + sm90_direct_name(c, 128 / static_cast<int>(dtype_size(o.dtype))) +
                      " tma setmaxnreg persistent group" + std::to_string(1024 / c.bm) + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
                      (tma_stores ? " tma-store" : "") + (held ? " held-stores" : "") +
-                     (deferred ? " deferred-epilogue(" + std::to_string(defer_q) + " groups a k-block)" : "") + (preload ? " preloaded-bias" : "") +
+                     (deferred ? " deferred-epilogue(" + std::to_string(defer_q) + " groups a k-block)" : "") +
+                     (offload ? " offloaded-epilogue(3 helper warps)" : "") + (preload ? " preloaded-bias" : "") +
                      (stream_k ? " stream-k(" + std::to_string(sk.sk_items) + " of " + std::to_string(items) + " items cut over " +
                                      std::to_string(units) + " units)"
                                : "") + (is_fp8(o.dtype) ? " fp8-fast-accum" : "") +
