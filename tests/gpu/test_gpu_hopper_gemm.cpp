@@ -317,14 +317,14 @@ TEST_F(GpuHopperGemm, EveryCandidateHeldStores) {
 // items % units are cut along K over every unit; a piece that starts inside its item leaves f32
 // partial sums and a flag, the item's owner adds them before the epilogue. The grid is capped at
 // 10 CTAs (SINTER_SM90_MAX_CTAS) so that small matrices reach the cuts (a unit's range must be at
-// most 3/4 of an item): 300 x 1800 with K = 2504 (40 k-blocks, the last partial; K = 2500 would
-// have made rows of 5000 bytes, which TMA cannot read: the matmul left the Hopper kernels) is 24 tiles of
-// 128x256 (4 cut over 10 CTAs, 16 k-blocks each), 16 tile pairs (1 cut over 5 clusters, 8 each)
-// and 45 tiles of 128x128 (5 cut, 20 each: an item's k-blocks over 2-3 units), with partial row
-// and column tiles. Held kernels (one 16-bit output, bias + GELU + amax), the in-line stores of
-// two outputs (one f32), and a batched f16 GEMM whose items cross batches (2 x 150 x 1800: 32
-// tiles of 128x256 and 16 pairs cut, 60 of 128x128 not). The rerun in check_every_candidate
-// checks that the flags were lowered for the next launch.
+// most 3/4 of an item): 136 x 1304 with K = 2504 (40 k-blocks, the last partial; K = 2500 would
+// make rows of 5000 bytes, which TMA cannot read, and the matmul would leave the Hopper kernels)
+// is 12 tiles of 128x256 (2 cut over 10 CTAs, 8 k-blocks each: an item over 5 units), 6 tile
+// pairs (1 cut over 5 clusters) and 22 tiles of 128x128 (2 cut), with partial row and column
+// tiles. Held kernels (one 16-bit output, bias + GELU + amax), the in-line stores of two outputs
+// (one f32), and a batched f16 GEMM whose items cross batches (2 x 68 x 1304: the same cuts, 2
+// pairs). The rerun in check_every_candidate checks that the flags were lowered for the next
+// launch. (Session 24 shrank it from 300 x 1800, whose CPU references took over 100 s a graph.)
 TEST_F(GpuHopperGemm, EveryCandidateStreamK) {
   const ScopedEnv cap("SINTER_SM90_MAX_CTAS", "10");
   auto expect_cuts = [&](const Graph& g, int configs) {
@@ -338,7 +338,7 @@ TEST_F(GpuHopperGemm, EveryCandidateStreamK) {
       EXPECT_EQ(cut, configs) << g.name() << ": coop configs that cut items";
     }
   };
-  const int64_t m = 300, k = 2504, n = 1800;
+  const int64_t m = 136, k = 2504, n = 1304;
   {
     Graph g("stream_k_bias_gelu_amax");
     output_bias_gelu_amax(g, g.matmul(g.input("a", DType::bf16, {m, k}), weight_nk(g, "b", DType::bf16, k, n)),
@@ -357,8 +357,8 @@ TEST_F(GpuHopperGemm, EveryCandidateStreamK) {
   }
   {
     Graph g("stream_k_batched_f16");
-    g.output(batched_matmul_nk(g, DType::f16, 2, 150, k, n), "y");
-    expect_cuts(g, 2);
+    g.output(batched_matmul_nk(g, DType::f16, 2, 68, k, n), "y");
+    expect_cuts(g, 3);
     check_every_candidate(g);
   }
 }
