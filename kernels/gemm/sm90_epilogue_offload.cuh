@@ -66,6 +66,7 @@ __device__ __forceinline__ void hopper_offload_post(const HopperOffload& o, char
                                                     int p, bool holding, int col0, int row0) {
   const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 7, s = p & 1, i = 2 * w + s;
   mbarrier_wait(&o.free_[i], p >= 2 ? 0u : 1u);
+  __syncwarp();  // stmatrix below needs the warp converged after each lane's wait loop
   if (holding && 8 * (2 * p + 1) + 8 <= kWords) {  // (p is a constant where the caller unrolls)
     stage_held_chunk(store_stage + w * (2 * 2048) + s * 2048, held, p);
   }
@@ -117,10 +118,12 @@ __device__ __forceinline__ void hopper_offload_serve(const HopperOffload& o, cha
     for (int w = h0; w < 8; w += 3) {
       const int i = 2 * w + s;
       const u32 parity = static_cast<u32>((seq >> 1) & 1);
-      if (!mbarrier_test_wait(&o.full[i], parity)) {
+      // (one lane's view decides for the warp: release_pending and ldmatrix need it converged)
+      if (!__shfl_sync(0xffffffffu, mbarrier_test_wait(&o.full[i], parity), 0)) {
         release_pending(true);  // idle anyway
         mbarrier_wait(&o.full[i], parity);
       }
+      __syncwarp();
       const int x = o.mail[i].x;
       if (x == kOffloadDone) goto served;  // every consumer warp posts "done" as the same message
       if (x == kOffloadSkip) {
