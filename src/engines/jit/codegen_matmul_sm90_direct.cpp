@@ -233,6 +233,9 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       std::string(held ? ", held_" : "") + (preload ? ", pw" + std::to_string(epi.preloaded_operand()) : "");
   const int smem_bytes = sm90_direct_smem_bytes(c, store_stage_bytes);
   const std::string preload_call = "matmul_wg_preload(a, tile, pw" + std::to_string(epi.preloaded_operand()) + ")";
+  // the TMA map of the held kernels' one wide output
+  const std::string held_map =
+      held ? "&a.tmo" + std::to_string(epi.wide_outputs(wide_stores).front()) : std::string();
 
   RegionKernels rk;
   KernelSpec spec;
@@ -368,7 +371,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
                    : "      hopper_direct_produce<Cfg>(&a.tma_a, &a.tma_b, sm, w, tiles_n, k_blocks);\n")
       << "    }\n"
       << (offload ? "    else if (threadIdx.x >= 32) {  // warps 1-3: the epilogue of the staged chunks\n"
-                    "      hopper_offload_serve(off, sm.store_stage, &a.tmo" + std::to_string(epi.wide_outputs(wide_stores).empty() ? 0 : epi.wide_outputs(wide_stores).front()) + ", [&](i64 grow, i64 gcol, u32 (&words)[8]) {\n"
+                    "      hopper_offload_serve(off, sm.store_stage, " + held_map + ", [&](i64 grow, i64 gcol, u32 (&words)[8]) {\n"
                     "        matmul_chunk_epilogue(a, grow, gcol, words" + epi.global_args() + ");\n"
                     "      });\n"
                     "    }\n"
@@ -398,7 +401,6 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   } else if (offload) {
     // the held tile's chunks go to the helpers under this tile's k-blocks 0, S, 2 S, 3 S; the
     // CTA's last tile's epilogue runs in line and its chunks are stored here after the loop
-    const std::string map = "&a.tmo" + std::to_string(epi.wide_outputs(wide_stores).front());
     src << "    int stage = 0;\n    u32 phase = 0;\n"
         << "    if (k_blocks < " << offload_peel << ") __trap();  // the host built this kernel for its K\n"
         << "    u32 held_[Cfg::kBN / 4];\n"
@@ -425,12 +427,11 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "    hopper_offload_finish(off);  // the slots are the consumers' again\n"
         << "#pragma unroll\n"
         << "    for (int p = 0; p < " << held_chunks << "; ++p) {\n"
-        << "      if (holding) store_held_chunk(" << map << ", sm.store_stage, held_, p, held_col, held_row);\n"
+        << "      if (holding) store_held_chunk(" << held_map << ", sm.store_stage, held_, p, held_col, held_row);\n"
         << "    }\n";
   } else if (held) {
     // the held tile's chunks leave under this tile's first k-blocks; its origin: (held_col,
     // held_row), this warp's first row
-    const std::string map = "&a.tmo" + std::to_string(epi.wide_outputs(wide_stores).front());
     src << "    int stage = 0;\n    u32 phase = 0;\n"
         << "    // the peeled k-blocks need this many (the host built this kernel for its K): fail loudly, not hang\n"
         << "    if (k_blocks < " << peel << ") __trap();\n"
@@ -441,7 +442,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
                        "    int held_col = 0, held_grow0 = 0;\n"
                      : "    int held_col = 0, held_row = 0;\n")
         << "    auto store_held = [&](int p) {\n"
-        << "      if (holding) store_held_chunk(" << map << ", sm.store_stage, held_, p, held_col, "
+        << "      if (holding) store_held_chunk(" << held_map << ", sm.store_stage, held_, p, held_col, "
         << (deferred ? "held_grow0 + 16 * ((threadIdx.x >> 5) & 3)" : "held_row") << ");\n"
         << "    };\n"
         << (deferred ? "    // the next tile's coordinates are worked out under this tile's last peeled k-block (once the\n"
