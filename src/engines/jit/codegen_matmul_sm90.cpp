@@ -223,11 +223,11 @@ std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Re
     // 5, a tie 0.2098 / 0.2094 in session 9). Since the coop pair's TMA stores (session 15) and
     // the rational GELU (session 16) it is ahead: 0.20186 ms ping-pong against 0.19168 coop pair
     // and 0.19171 coop (bias + GELU alone: 0.20288 against 0.19014 / 0.19040); with the erf GELU
-    // it was ahead too (0.20525 against 0.20320 / 0.20118). Hiding an epilogue saves about half
-    // of it at best: FP32 work in warps beside the main loop slowed the bare coop pair by 4.4% at
-    // a higher SM clock (session 16, docs/benchmarks.md), and ping-pong's 64x256 tile loads 1.7x
+    // it was ahead too (0.20525 against 0.20320 / 0.20118). Ping-pong's 64x256 tile loads 1.7x
     // the operand bytes per flop of the 128x256 pair (by arithmetic: 40 KB against 24 KB a k-block
-    // per 1M multiply-adds). Bare: 8192^3 1.409 against 1.468 ms.
+    // per 1M multiply-adds). Bare: 8192^3 1.409 against 1.468 ms. Since session 24 the coop
+    // kernels hide most of their epilogue in the producer warpgroup's idle warps (the offloaded
+    // epilogue, codegen_matmul_sm90_direct.cpp).
     all = {coop256_pair, coop256, ping256, ping256_pair, coop128};
   } else if (4 * tiles256 >= 3 * (dev.sm_count > 0 ? dev.sm_count : 132)) {
     // Nearly one wave of 128x256 tiles: one tile a CTA without the pair's lockstep. H100, session
