@@ -118,7 +118,8 @@ __device__ __forceinline__ void hopper_offload_serve(const HopperOffload& o, cha
     for (int w = h0; w < 8; w += 3) {
       const int i = 2 * w + s;
       const u32 parity = static_cast<u32>((seq >> 1) & 1);
-      // (one lane's view decides for the warp: release_pending and ldmatrix need it converged)
+      // (one lane's view decides for the warp: release_pending and ldmatrix need it converged;
+      // lanes 1-31 acquire through lane 0's test_wait and the __syncwarp after it)
       if (!__shfl_sync(0xffffffffu, mbarrier_test_wait(&o.full[i], parity), 0)) {
         release_pending(true);  // idle anyway
         mbarrier_wait(&o.full[i], parity);
@@ -143,6 +144,7 @@ __device__ __forceinline__ void hopper_offload_serve(const HopperOffload& o, cha
         }
         const volatile int* m = &o.mail[i].x;  // {column, row}
         epilogue(static_cast<i64>(m[1]), static_cast<i64>(m[0] + 32 * g), words);
+        __syncwarp();  // an epilogue with lane-dependent branches must not reach stmatrix diverged
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const u32 q[4] = {words[4 * h], words[4 * h + 1], words[4 * h + 2], words[4 * h + 3]};
