@@ -68,7 +68,7 @@ __device__ __forceinline__ void hopper_offload_post(const HopperOffload& o, char
   mbarrier_wait(&o.free_[i], p >= 2 ? 0u : 1u);
   __syncwarp();  // stmatrix below needs the warp converged after each lane's wait loop
   if (holding && 8 * (2 * p + 1) + 8 <= kWords) {  // (p is a constant where the caller unrolls)
-    stage_held_chunk(store_stage + w * (2 * 2048) + s * 2048, held, p);
+    stage_held_chunk(held_store_slot(store_stage, w, s), held, p);
   }
   if (lane == 0) o.mail[i] = holding ? make_int2(col0 + 64 * p, row0) : make_int2(kOffloadSkip, 0);
   mbarrier_arrive(&o.full[i]);  // release: the staged words and the mail
@@ -131,7 +131,7 @@ __device__ __forceinline__ void hopper_offload_serve(const HopperOffload& o, cha
         mbarrier_arrive(&o.free_[i]);
         continue;
       }
-      char* slot = store_stage + w * (2 * 2048) + s * 2048;
+      char* slot = held_store_slot(store_stage, w, s);
 #pragma unroll 1
       for (int g = 0; g < 2; ++g) {
         u32 words[8];

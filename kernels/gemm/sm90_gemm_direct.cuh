@@ -659,13 +659,11 @@ __device__ __forceinline__ void hold_accumulators(const float (&d)[kBN / 2], u32
   }
 }
 
-// Held stores (the coop kernels' full tiles, one 16-bit output): a consumer thread keeps its
-// tile's packed outputs in registers, held[8 q4 + 4 h + i] = word i of rows r0 + 8 h in column
-// group q4 (32 columns; words as stage_fragment_rows_sw128 takes them), and stores them under the
-// next tile's first k-blocks, one chunk per k-block. Chunk p (this warp's 16 rows x columns
-// 64 p .. 64 p + 63, from (col0, row0)) goes through slot p % 2 of the warp's two 2 KB slots in
-// `store_stage` with one TMA store through `map`; before staging, the store that used the slot
-// two chunks ago must have read it.
+// Slot s (0 or 1) of consumer warp `warp` (0-7): its two 2 KB TMA-store slots in `store_stage`.
+__device__ __forceinline__ char* held_store_slot(char* store_stage, int warp, int s) {
+  return store_stage + warp * (2 * 2048) + s * 2048;
+}
+
 // Stages chunk p of the held words into `slot` (2 KB, 1024-byte aligned); every lane takes part.
 template <int kWords>
 __device__ __forceinline__ void stage_held_chunk(char* slot, const u32 (&held)[kWords], int p) {
@@ -679,11 +677,18 @@ __device__ __forceinline__ void stage_held_chunk(char* slot, const u32 (&held)[k
     }
   }
 }
+// Held stores (the coop kernels' full tiles, one 16-bit output): a consumer thread keeps its
+// tile's packed outputs in registers, held[8 q4 + 4 h + i] = word i of rows r0 + 8 h in column
+// group q4 (32 columns; words as stage_fragment_rows_sw128 takes them), and stores them under the
+// next tile's first k-blocks, one chunk per k-block. Chunk p (this warp's 16 rows x columns
+// 64 p .. 64 p + 63, from (col0, row0)) goes through slot p % 2 of the warp's two 2 KB slots in
+// `store_stage` with one TMA store through `map`; before staging, the store that used the slot
+// two chunks ago must have read it.
 template <int kWords>
 __device__ __forceinline__ void store_held_chunk(const SinterTensorMap* map, char* store_stage,
                                                  const u32 (&held)[kWords], int p, int col0, int row0) {
   const int lane = threadIdx.x & 31;
-  char* slot = store_stage + ((threadIdx.x >> 5) & 7) * (2 * 2048) + (p & 1) * 2048;
+  char* slot = held_store_slot(store_stage, (threadIdx.x >> 5) & 7, p & 1);
   if (lane == 0) bulk_wait_group_read<1>();
   __syncwarp();
   stage_held_chunk(slot, held, p);
