@@ -448,18 +448,31 @@ __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], cons
     for (int i = 0; i < C::kAcc; ++i) d[i] = 0.0f;
   }
   int prev = -1;
+  // Stage 0's descriptors, built once; a stage's and a k step's are these plus an offset in 16-byte
+  // units. The descriptors' 14-bit address field holds (address & 0x3FFFF) >> 4 and shared
+  // addresses stay below 2^18, so the sum never carries out of it, and the adds touch the low
+  // word only. Building each descriptor from its address cost ~40 instructions a k-block and
+  // warp (mask, shift, or, and moves to uniform registers for every wgmma). a_rows comes from
+  // lane 0 so that the compiler knows it is warp-uniform. Where the kernel's role branch is
+  // uniform too (held kernels, codegen_matmul_sm90_direct.cpp), ptxas keeps the ring position
+  // and every descriptor add in uniform registers: ~47 instructions a k-block and warp against
+  // 85, 4096^3 1.012 -> 1.002 against cuBLASLt (H100, session 25). Broadcasting the ring
+  // position once a tile instead made ptxas serialize the wgmma (C7515).
+  const u64 desc_a0 = wgmma_desc_k_sw128(sm.stages + __shfl_sync(0xffffffffu, a_rows, 0));
+  const u64 desc_b0 = sm90_b_desc<C::kBMnMajor>(sm.stages + C::kTileA, 0);
+  const u32 a_lo = static_cast<u32>(desc_a0), b_lo = static_cast<u32>(desc_b0);
+  const u64 a_hi = desc_a0 & ~0xFFFFFFFFull, b_hi = desc_b0 & ~0xFFFFFFFFull;
   auto issue = [&](bool first) {
     mbarrier_wait(&sm.full[stage], phase);
-    const char* a = sm.stages + stage * C::kStageBytes + a_rows;
-    const char* b = sm.stages + stage * C::kStageBytes + C::kTileA;
+    const u32 at = static_cast<u32>(stage) * (C::kStageBytes / 16);
 #pragma unroll
     for (int i = 0; i < C::kAcc; ++i) wgmma_fence_operand(d[i]);
     wgmma_fence();
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       // k step of 32 bytes inside A's swizzled 128-byte row (16 16-bit or 32 8-bit elements)
-      hopper_direct_wgmma<C::kBN, kType, C::kBMnMajor>(d, wgmma_desc_k_sw128(a + 32 * k),
-                                                       sm90_b_desc<C::kBMnMajor>(b, k), !first || k > 0);
+      const u32 da = a_lo + at + 2 * k, db = b_lo + at + static_cast<u32>(sm90_b_desc_step<C::kBMnMajor>(k));
+      hopper_direct_wgmma<C::kBN, kType, C::kBMnMajor>(d, a_hi | da, b_hi | db, !first || k > 0);
     }
     wgmma_commit();
   };

@@ -24,6 +24,13 @@ __device__ __forceinline__ u64 sm90_b_desc(const char* b, int k16) {
   }
 }
 
+// How far k step `k16` moves a B descriptor from step 0, in descriptor address units (16 bytes):
+// sm90_b_desc(b, k16) == sm90_b_desc(b, 0) + sm90_b_desc_step<kMnMajor>(k16).
+template <bool kMnMajor>
+__host__ __device__ constexpr u64 sm90_b_desc_step(int k16) {
+  return kMnMajor ? static_cast<u64>(2048 / 16) * k16 : static_cast<u64>(32 / 16) * k16;
+}
+
 // Loads columns n0 .. n0 + kCols - 1, k rows k0 .. k0 + 63 of batch `batch` into `dst`.
 template <bool kMnMajor, int kCols>
 __device__ __forceinline__ void sm90_load_b(char* dst, const SinterTensorMap* map, u64* bar, int k0, int n0,

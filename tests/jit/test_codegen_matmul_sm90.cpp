@@ -545,6 +545,13 @@ TEST(JitMatmulSm90, TmaStoresCompileWithoutSpillsAndFit) {
       EXPECT_EQ(k.description.find("tma-store") != std::string::npos, coop) << k.description;
       // one 16-bit output waits in registers for the next tile's main loop; two are staged in line
       EXPECT_EQ(k.description.find("held-stores") != std::string::npos, coop && outputs < 2) << k.description;
+      // held kernels branch on a warp-uniform role, so ptxas keeps the consumers' ring position
+      // and wgmma descriptors in uniform registers (others keep threadIdx: a uniform consumer
+      // index made ptxas spill in their in-line epilogues)
+      EXPECT_EQ(k.source.find("const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);") !=
+                    std::string::npos,
+                coop && outputs < 2)
+          << k.description;
       EXPECT_EQ(k.tensor_maps.size(), coop ? 2u + static_cast<size_t>(std::max(outputs, 1)) : 2u) << k.description;
       const cuda::CompileResult res = compile_reported("sm90_tma_store.cu", k.source);
       dump_cubin("sm90_tma_store_" + std::to_string(outputs) + "_v" + std::to_string(v), k, res);

@@ -361,7 +361,12 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "  } else {\n"
       << "    __syncthreads();\n"
       << "  }\n"
-      << "  const int wg = threadIdx.x / 128;\n"
+      // held kernels only: in the others a uniform consumer index made ptxas spill 4-12 bytes in the
+      // in-line epilogues
+      << (held ? "  // the role on a lane-0 broadcast: warp-uniform as far as the compiler can tell, so the\n"
+                 "  // consumers' ring position and shared-memory descriptors live in uniform registers\n"
+                 "  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);\n"
+               : "  const int wg = threadIdx.x / 128;\n")
       << "  if (wg == 0) {\n"
       << "    warpgroup_reg_dealloc<Cfg::kProducerRegs>();\n"
       << "    if (threadIdx.x == 0) {\n"
