@@ -448,15 +448,15 @@ __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], cons
     for (int i = 0; i < C::kAcc; ++i) d[i] = 0.0f;
   }
   int prev = -1;
-  // Stage 0's descriptors, built once; a stage's and a k step's are these plus an offset in 16-byte
-  // units. The descriptors' 14-bit address field holds (address & 0x3FFFF) >> 4 and shared
-  // addresses stay below 2^18, so the sum never carries out of it, and the adds touch the low
-  // word only. Building each descriptor from its address cost ~40 instructions a k-block and
-  // warp (mask, shift, or, and moves to uniform registers for every wgmma). a_rows comes from
-  // lane 0 so that the compiler knows it is warp-uniform. Where the kernel's role branch is
-  // uniform too (held kernels, codegen_matmul_sm90_direct.cpp), ptxas keeps the ring position
-  // and every descriptor add in uniform registers: ~47 instructions a k-block and warp against
-  // 85, 4096^3 1.012 -> 1.002 against cuBLASLt (H100, session 25). Broadcasting the ring
+  // Stage 0's descriptors, built once a tile; a stage's and a k step's are these plus an offset
+  // in 16-byte units. The descriptors' 14-bit address field holds (address & 0x3FFFF) >> 4 and
+  // shared addresses stay below 2^18, so the sum never carries out of it and the adds touch the
+  // low word only. Rebuilding every descriptor from its address (mask, shift, or, moves to uniform
+  // registers) took ~85 instructions a k-block and warp in the held coop kernel. Where the role
+  // branch is warp-uniform (held kernels, codegen_matmul_sm90_direct.cpp), ptxas keeps the ring
+  // position and the adds in uniform registers: ~47, and 4096^3 went from 1.012-1.016 to
+  // 1.001-1.006x cuBLASLt (session 25, docs/benchmarks.md). Elsewhere the adds stay in vector
+  // registers (~62); a_rows from lane 0 makes only the bases uniform there. Broadcasting the ring
   // position once a tile instead made ptxas serialize the wgmma (C7515).
   const u64 desc_a0 = wgmma_desc_k_sw128(sm.stages + __shfl_sync(0xffffffffu, a_rows, 0));
   const u64 desc_b0 = sm90_b_desc<C::kBMnMajor>(sm.stages + C::kTileA, 0);
@@ -471,7 +471,7 @@ __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], cons
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       // k step of 32 bytes inside A's swizzled 128-byte row (16 16-bit or 32 8-bit elements)
-      const u32 da = a_lo + at + 2 * k, db = b_lo + at + static_cast<u32>(sm90_b_desc_step<C::kBMnMajor>(k));
+      const u32 da = a_lo + at + (32 / 16) * k, db = b_lo + at + static_cast<u32>(sm90_b_desc_step<C::kBMnMajor>(k));
       hopper_direct_wgmma<C::kBN, kType, C::kBMnMajor>(d, a_hi | da, b_hi | db, !first || k > 0);
     }
     wgmma_commit();

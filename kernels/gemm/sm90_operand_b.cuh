@@ -14,21 +14,26 @@
 
 constexpr int kSm90AtomBytes = 64 * 128;  // one {64 N, 64 K} box of 16-bit values
 
+// How far one k step (16 16-bit or 32 8-bit elements) moves the start of a stage's B tile: 32
+// bytes along a K-major row, 16 rows (2048 bytes) of an MN-major atom.
+template <bool kMnMajor>
+constexpr int kSm90BKStepBytes = kMnMajor ? 2048 : 32;
+
 // The descriptor of k step `k16` (0..3) of a stage's B tile starting at `b`.
 template <bool kMnMajor>
 __device__ __forceinline__ u64 sm90_b_desc(const char* b, int k16) {
   if constexpr (kMnMajor) {
-    return wgmma_desc_mn_sw128(b + 2048 * k16);
+    return wgmma_desc_mn_sw128(b + kSm90BKStepBytes<kMnMajor> * k16);
   } else {
-    return wgmma_desc_k_sw128(b + 32 * k16);
+    return wgmma_desc_k_sw128(b + kSm90BKStepBytes<kMnMajor> * k16);
   }
 }
 
-// How far k step `k16` moves a B descriptor from step 0, in descriptor address units (16 bytes):
+// The same step in descriptor address units (16 bytes):
 // sm90_b_desc(b, k16) == sm90_b_desc(b, 0) + sm90_b_desc_step<kMnMajor>(k16).
 template <bool kMnMajor>
-__host__ __device__ constexpr u64 sm90_b_desc_step(int k16) {
-  return kMnMajor ? static_cast<u64>(2048 / 16) * k16 : static_cast<u64>(32 / 16) * k16;
+__device__ __forceinline__ constexpr u64 sm90_b_desc_step(int k16) {
+  return static_cast<u64>(kSm90BKStepBytes<kMnMajor> / 16) * k16;
 }
 
 // Loads columns n0 .. n0 + kCols - 1, k rows k0 .. k0 + 63 of batch `batch` into `dst`.
