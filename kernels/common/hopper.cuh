@@ -111,16 +111,22 @@ __device__ __forceinline__ u32 cluster_cta_rank() {
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
-// Arrives on the mbarrier at `bar`'s offset in the shared memory of cluster CTA `rank`. Default
+// The shared::cluster address of the object at `p`'s offset in the shared memory of cluster CTA
+// `rank` (mapa). An mbarrier's address from here, plus 8 per barrier, names its neighbours too.
+__device__ __forceinline__ u32 cluster_smem_addr(const void* p, u32 rank) {
+  u32 remote;
+  asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(p)), "r"(rank));
+  return remote;
+}
+// Arrives on the mbarrier at shared::cluster address `remote` (from cluster_smem_addr). Default
 // (CTA-scope) semantics: a ".release.cluster" arrive costs a GPU-wide fence (MEMBAR.ALL.GPU in
 // SASS) per call, and what it publishes here (our wgmma are done reading a stage) needs none.
-__device__ __forceinline__ void mbarrier_arrive_cluster(u64* bar, u32 rank) {
-  asm volatile(
-      "{\n.reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n"
-      ::"r"(smem_addr(bar)), "r"(rank)
-      : "memory");
+__device__ __forceinline__ void mbarrier_arrive_cluster_at(u32 remote) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+}
+// Arrives on the mbarrier at shared::cta address `local` (smem_addr of it).
+__device__ __forceinline__ void mbarrier_arrive_at(u32 local) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(local) : "memory");
 }
 
 __device__ __forceinline__ void tma_prefetch_descriptor(const SinterTensorMap* map) {

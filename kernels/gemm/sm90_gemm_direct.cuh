@@ -398,17 +398,34 @@ __device__ __forceinline__ void hopper_direct_wgmma(float (&d)[kBN / 2], u64 da,
   }
 }
 
-// A consumer is done with a stage: with clusters, the peer's producer writes into it too, so
-// both CTAs' "empty" barriers hear of it.
+// How a consumer warpgroup says it is done with a stage. With clusters the peer's producer
+// writes into the stage too, so every CTA's "empty" barrier hears of it: thread r < kCluster of
+// the warpgroup signals CTA r, one arrive each, issued together. Each thread's empty[0] address
+// (mapa) is worked out once, a stage's is that plus 8 a stage: lane 0 issuing both arrives, each
+// after its own mapa and address arithmetic, took ~10 instructions a k-block in every warp.
 template <class C>
-__device__ __forceinline__ void hopper_direct_release(u64* empty) {
-  if constexpr (C::kCluster == 1) {
-    mbarrier_arrive(empty);
-  } else {
-#pragma unroll
-    for (u32 r = 0; r < C::kCluster; ++r) mbarrier_arrive_cluster(empty, r);
+struct HopperDirectRelease {
+  u32 empty0;    // empty[0] in the CTA this thread signals (shared::cluster with clusters)
+  bool signals;  // whether this thread arrives at all
+  __device__ __forceinline__ explicit HopperDirectRelease(const u64* empty) {
+    const u32 r = threadIdx.x % 128;
+    signals = r < C::kCluster;
+    if constexpr (C::kCluster == 1) {
+      empty0 = smem_addr(empty);
+    } else {
+      empty0 = cluster_smem_addr(empty, r % C::kCluster);
+    }
   }
-}
+  __device__ __forceinline__ void operator()(int stage) const {
+    if (!signals) return;
+    const u32 at = empty0 + 8u * static_cast<u32>(stage);
+    if constexpr (C::kCluster == 1) {
+      mbarrier_arrive_at(at);
+    } else {
+      mbarrier_arrive_cluster_at(at);
+    }
+  }
+};
 
 // What hopper_direct_mainloop runs after issuing each of its first kPeel k-blocks: nothing.
 struct HopperNoWorkUnderWgmma {
@@ -455,13 +472,16 @@ __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], cons
   // registers) took ~85 instructions a k-block and warp in the held coop kernel. Where the role
   // branch is warp-uniform (held kernels, codegen_matmul_sm90_direct.cpp), ptxas keeps the ring
   // position and the adds in uniform registers: ~47, and 4096^3 went from 1.012-1.016 to
-  // 1.001-1.006x cuBLASLt (session 25, docs/benchmarks.md). Elsewhere the adds stay in vector
-  // registers (~62); a_rows from lane 0 makes only the bases uniform there. Broadcasting the ring
-  // position once a tile instead made ptxas serialize the wgmma (C7515).
+  // 1.001-1.006x cuBLASLt (session 25, docs/benchmarks.md); with HopperDirectRelease, ~42.
+  // Elsewhere the adds stay in vector registers (~60); a_rows from lane 0 makes only the bases
+  // uniform there, and without that broadcast those kernels' loops grew by 7-13 instructions a
+  // k-block (session 26, bench/sass_loops.py). Broadcasting the ring position once a tile
+  // instead made ptxas serialize the wgmma (C7515).
   const u64 desc_a0 = wgmma_desc_k_sw128(sm.stages + __shfl_sync(0xffffffffu, a_rows, 0));
   const u64 desc_b0 = sm90_b_desc<C::kBMnMajor>(sm.stages + C::kTileA, 0);
   const u32 a_lo = static_cast<u32>(desc_a0), b_lo = static_cast<u32>(desc_b0);
   const u64 a_hi = desc_a0 & ~0xFFFFFFFFull, b_hi = desc_b0 & ~0xFFFFFFFFull;
+  const HopperDirectRelease<C> release(sm.empty);
   auto issue = [&](bool first) {
     mbarrier_wait(&sm.full[stage], phase);
     const u32 at = static_cast<u32>(stage) * (C::kStageBytes / 16);
@@ -480,7 +500,7 @@ __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], cons
     wgmma_wait<1>();
 #pragma unroll
     for (int i = 0; i < C::kAcc; ++i) wgmma_fence_operand(d[i]);
-    if (prev >= 0 && threadIdx.x % 128 == 0) hopper_direct_release<C>(&sm.empty[prev]);
+    if (prev >= 0) release(prev);
     prev = stage;
     if (++stage == C::kStages) {
       stage = 0;
@@ -502,7 +522,7 @@ __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], cons
   wgmma_wait<0>();
 #pragma unroll
   for (int i = 0; i < C::kAcc; ++i) wgmma_fence_operand(d[i]);
-  if (prev >= 0 && threadIdx.x % 128 == 0) hopper_direct_release<C>(&sm.empty[prev]);
+  if (prev >= 0) release(prev);
 }
 
 // Whether p allows a vector access of two elements.
