@@ -88,6 +88,24 @@ class GpuHopperGemm : public GpuRegions {
     EXPECT_TRUE(found) << "no matmul step in " << copy.name();
   }
 
+  // Held stores' two main cases (EveryCandidateHeldStores explains them), every candidate, each
+  // coop one's description holding `coop_word`: 1100 x 4112 tiles over K = 256 (as many k-blocks
+  // as a 256-column tile's chunks) with bias + GELU + amax, and K = 200 (the last k-block partial).
+  void check_held_many_tiles_and_short_k(const std::string& prefix, const std::string& coop_word) {
+    {
+      Graph g(prefix + "_many_tiles_bf16");
+      output_bias_gelu_amax(
+          g, g.matmul(g.input("a", DType::bf16, {1100, 256}), weight_nk(g, "b", DType::bf16, 256, 4112)), DType::bf16,
+          4112);
+      check_every_candidate(g, 2.0, coop_word);
+    }
+    {
+      Graph g(prefix + "_k200_bf16");
+      g.output(g.matmul(g.input("a", DType::bf16, {300, 200}), weight_nk(g, "b", DType::bf16, 200, 1024)), "y");
+      check_every_candidate(g, 1.0, coop_word);
+    }
+  }
+
   // Every distinct jit candidate of g's matmul region, forced one at a time (the Hopper configs,
   // the C-tile kernel, the generic tile, the decode tile where it applies): against the CPU
   // reference, then the same executor again on fresh inputs (exit accumulators and counters must
@@ -287,18 +305,7 @@ TEST_F(GpuHopperGemm, EveryCandidateTmaStores) {
 // of the second batch start mid-map, once with one tile a CTA and once with more tiles than CTAs.
 // Written in session 17.
 TEST_F(GpuHopperGemm, EveryCandidateHeldStores) {
-  {
-    Graph g("held_many_tiles_bf16");
-    output_bias_gelu_amax(
-        g, g.matmul(g.input("a", DType::bf16, {1100, 256}), weight_nk(g, "b", DType::bf16, 256, 4112)), DType::bf16,
-        4112);
-    check_every_candidate(g, 2.0, "held-stores");
-  }
-  {
-    Graph g("held_k200_bf16");
-    g.output(g.matmul(g.input("a", DType::bf16, {300, 200}), weight_nk(g, "b", DType::bf16, 200, 1024)), "y");
-    check_every_candidate(g, 1.0, "held-stores");
-  }
+  check_held_many_tiles_and_short_k("held", "held-stores");
   {
     Graph g("held_batched_f16");
     g.output(g.relu(batched_matmul_nk(g, DType::f16, 3, 256, 256, 512)), "y");
@@ -385,6 +392,32 @@ TEST_F(GpuHopperGemm, EveryCandidateOffloadedEpilogue) {
     Graph g("offload_batched_f16");
     g.output(g.relu(batched_matmul_nk(g, DType::f16, 2, 100, k, n)), "y");
     check_every_candidate(g, 1.0, "offloaded-epilogue");
+  }
+}
+
+// Staggered consumers (SINTER_SM90_STAGGER, codegen_matmul_sm90_direct.cpp, opt-in): in every
+// held coop kernel consumer 1 waits before its first tile until consumer 0 has issued that
+// tile's k-block 2 (1 where fewer k-blocks are peeled), then trails it. The hand-off must neither
+// hang (a CTA with no tile waits for nothing) nor let the trailing consumer read a stage the
+// producer has refilled. Held in line over many tiles a CTA, K of 4 k-blocks (the peel itself),
+// held stream-K pieces (10 CTAs) and the offloaded epilogue (2 CTAs). Written in session 26 with
+// no GPU lent: not yet run when committed.
+TEST_F(GpuHopperGemm, EveryCandidateStaggeredConsumers) {
+  const ScopedEnv stagger("SINTER_SM90_STAGGER", "2");
+  check_held_many_tiles_and_short_k("staggered", "staggered(");
+  {
+    const ScopedEnv cap("SINTER_SM90_MAX_CTAS", "10");
+    Graph g("staggered_stream_k_bias_gelu_amax");
+    output_bias_gelu_amax(g, g.matmul(g.input("a", DType::bf16, {136, 2504}), weight_nk(g, "b", DType::bf16, 2504, 1304)),
+                          DType::bf16, 1304);
+    check_every_candidate(g, 2.0, "staggered(");
+  }
+  {
+    const ScopedEnv cap("SINTER_SM90_MAX_CTAS", "2");
+    Graph g("staggered_offload_bias_gelu_amax");
+    output_bias_gelu_amax(g, g.matmul(g.input("a", DType::bf16, {200, 2048}), weight_nk(g, "b", DType::bf16, 2048, 528)),
+                          DType::bf16, 528);
+    check_every_candidate(g, 2.0, "staggered(");
   }
 }
 

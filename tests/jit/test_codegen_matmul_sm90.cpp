@@ -706,6 +706,56 @@ TEST(JitMatmulSm90, HeldStoresNeedAKBlockPerChunk) {
   EXPECT_EQ(k.source.find("store_held_chunk("), std::string::npos);
 }
 
+TEST(JitMatmulSm90, StaggeredConsumersAreOptInOnHeldKernels) {
+  // SINTER_SM90_STAGGER=n: consumer 1 of a held coop kernel starts once consumer 0 has issued its
+  // first tile's k-block n (capped at the peeled k-blocks - 1), guarded so that a CTA without
+  // tiles does not wait; off by default. The held kernels of the 4096^3 bare GEMM and of the
+  // fused case (offloaded epilogue) compile without spills and with pipelined wgmma.
+  for (bool fused : {false, true}) {
+    Graph g(fused ? "stagger_fused" : "stagger_bare");
+    auto y = g.matmul(g.input("a", DType::bf16, {4096, 4096}), g.input("b", DType::bf16, {4096, 4096}, {1, 4096}));
+    if (fused) {
+      y = g.gelu(g.add(y, g.input("bias", DType::bf16, {4096})));
+      g.output(g.amax(y), "amax");
+    }
+    g.output(y, "y");
+    const fuse::Partition p = fuse::partition_graph(g);
+    const fuse::Region& r = matmul_region(g, p);
+    for (int v = 0; v < 5; ++v) {
+      const KernelSpec plain = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+      EXPECT_EQ(plain.description.find("staggered("), std::string::npos) << plain.description;
+      EXPECT_EQ(plain.source.find("&sm.order[0], 0);  // staggered"), std::string::npos);
+      const testing::ScopedEnv on("SINTER_SM90_STAGGER", "2");
+      const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+      const bool held = k.description.find("held-stores") != std::string::npos;
+      // (128-column tiles peel 2 k-blocks: k-block 1; stream-K's pieces count from i == 0)
+      EXPECT_EQ(k.description.find("staggered(k-block ") != std::string::npos, held) << k.description;
+      EXPECT_EQ(k.source.find("mbarrier_wait(&sm.order[0], 0);  // staggered") != std::string::npos, held)
+          << k.description;
+      EXPECT_EQ(k.source.find("threadIdx.x % 128 == 0) mbarrier_arrive(&sm.order[0]);") != std::string::npos, held)
+          << k.description;
+      if (v == 0) {
+        ASSERT_TRUE(held) << k.description;
+        EXPECT_NE(k.description.find("staggered(k-block 2)"), std::string::npos) << k.description;
+        EXPECT_NE(k.source.find("if (c == 1 && w.first < w.count) mbarrier_wait(&sm.order[0], 0);"), std::string::npos);
+        EXPECT_NE(k.source.find("if (kb == 2 && c == 0 && t == w.first && threadIdx.x % 128 == 0) "
+                                "mbarrier_arrive(&sm.order[0]);"),
+                  std::string::npos);
+        EXPECT_EQ(k.description.find("offloaded-epilogue") != std::string::npos, fused) << k.description;
+        const cuda::CompileResult res = compile_reported("sm90_stagger.cu", k.source);
+        dump_cubin(std::string("sm90_stagger_") + (fused ? "fused" : "bare"), k, res);
+        EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
+        expect_wgmma_pipelined(res.log, k.description);
+      }
+    }
+    // past the peel (4 k-blocks a 256-column tile in line, 32 offloaded) the hand-off moves to its last k-block
+    const testing::ScopedEnv far("SINTER_SM90_STAGGER", "99");
+    const KernelSpec k = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+    EXPECT_NE(k.description.find(fused ? "staggered(k-block 31)" : "staggered(k-block 3)"), std::string::npos)
+        << k.description;
+  }
+}
+
 Graph mm_fp8(DType t, int64_t m, int64_t n, int64_t k, DType out, bool epilogue, bool b_row_major = false) {
   return testing::fp8_matmul_graph("mm_fp8", t, m, n, k, out, epilogue, b_row_major);
 }
