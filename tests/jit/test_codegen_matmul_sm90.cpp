@@ -748,11 +748,35 @@ TEST(JitMatmulSm90, StaggeredConsumersAreOptInOnHeldKernels) {
         expect_wgmma_pipelined(res.log, k.description);
       }
     }
-    // past the peel (4 k-blocks a 256-column tile in line, 32 offloaded) the hand-off moves to its last k-block
+    // a hand-off consumer 0 could not reach alone would hang the CTA: it moves to the last
+    // k-block before the ring's second lap (the 128x256 configs' 4 stages, 128x128's 6), before
+    // the peel's end (4 k-blocks a 256-column tile in line, 2 a 128-column one) and, offloaded,
+    // before 2 x the spacing (a helper may be waiting for consumer 1's first message)
     const testing::ScopedEnv far("SINTER_SM90_STAGGER", "99");
-    const KernelSpec k = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
-    EXPECT_NE(k.description.find(fused ? "staggered(k-block 31)" : "staggered(k-block 3)"), std::string::npos)
-        << k.description;
+    for (int v = 0; v < 5; ++v) {
+      const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+      if (k.description.find("held-stores") == std::string::npos) continue;
+      const bool narrow = k.description.find("128x128x64 stages6") != std::string::npos;
+      ASSERT_TRUE(narrow || k.description.find("128x256x64 stages4") != std::string::npos) << k.description;
+      const bool offloaded = k.description.find("offloaded-epilogue") != std::string::npos;
+      const int want = narrow ? (offloaded ? 5 : 1) : 3;
+      EXPECT_NE(k.description.find("staggered(k-block " + std::to_string(want) + ")"), std::string::npos)
+          << k.description;
+    }
+    if (fused) {
+      const testing::ScopedEnv tight("SINTER_SM90_OFFLOAD_SPACING", "1");
+      const KernelSpec k1 = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+      EXPECT_NE(k1.description.find("staggered(k-block 1)"), std::string::npos) << k1.description;
+      const testing::ScopedEnv unset_spacing("SINTER_SM90_OFFLOAD_SPACING", "8");
+      const testing::ScopedEnv deferred("SINTER_SM90_DEFER_EPILOGUE", "1");
+      const KernelSpec kd = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+      EXPECT_NE(kd.description.find("deferred-epilogue"), std::string::npos) << kd.description;
+      EXPECT_NE(kd.description.find("staggered(k-block 3)"), std::string::npos) << kd.description;
+    }
+    const testing::ScopedEnv three("SINTER_SM90_STAGES", "3");
+    const KernelSpec k3 = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+    EXPECT_NE(k3.description.find("stages3"), std::string::npos) << k3.description;
+    EXPECT_NE(k3.description.find("staggered(k-block 2)"), std::string::npos) << k3.description;
   }
 }
 

@@ -228,11 +228,16 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // (one warpgroup's wgmma alone keep the tensor cores busy, as in ping-pong). The price: the
   // trailing consumer holds each stage a k-block longer, so the producer runs that much less
   // ahead. Not measured yet. SINTER_SM90_STAGGER=n (read at each build) turns it on at k-block n
-  // (1 up to the peeled k-blocks - 1); unset or 0: in step.
+  // (1 up to the peeled k-blocks - 1); unset or 0: in step. Consumer 0 must reach the hand-off
+  // without consumer 1, or both wait forever: before k-block kStages, whose stage is free again
+  // only once both consumers have released its first lap (kEmptyArrivals counts consumer 1), and
+  // offloaded, before k-block 2 x spacing, where consumer 0 first waits for a slot the helpers
+  // free while a helper may be waiting for consumer 1's first message (hopper_offload_serve takes
+  // its warps in turn).
   int stagger_kb = 0;
   if (const char* v = std::getenv("SINTER_SM90_STAGGER")) stagger_kb = std::max(0, std::atoi(v));
-  const int peeled = offload ? offload_peel : peel;
-  stagger_kb = std::min(stagger_kb, peeled - 1);
+  const int stagger_end = std::min(c.stages, offload ? std::min(offload_peel, 2 * offload_spacing) : peel);
+  stagger_kb = std::min(stagger_kb, stagger_end - 1);
   const bool stagger = held && !c.ping_pong && stagger_kb >= 1;
   const bool preload = held && !deferred && !offload && epi.preloaded_operand() >= 0 && !env_off("SINTER_SM90_PRELOAD_BIAS");
   // its workspace, after the epilogue's: a flag a consumer warp and a 128 x kBN f32 slot a CTA
