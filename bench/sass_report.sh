@@ -3,7 +3,8 @@
 # compile every config through NVRTC for sm_90a and dump the cubins (SINTER_DUMP_CUBIN_DIR), then
 # cuobjdump reads registers, shared memory and stack per kernel and counts the instructions that
 # matter in the SASS: HGMMA (wgmma), UTMALDG (TMA loads), HMMA (mma.sync), LDL/STL (local memory:
-# spills). Prints a markdown table for docs/benchmarks.md.
+# spills). Prints a markdown table for docs/benchmarks.md. (bench/sass_loops.py counts the
+# instructions a k-block of each kernel's wgmma main loop, and compares two dumps.)
 #   bench/sass_report.sh [BUILD_DIR]
 # Needs cuobjdump and nvdisasm (CUDA's bin/, or the nvidia-cuda-cuobjdump and
 # nvidia-cuda-nvdisasm wheels from PyPI: pip download, unzip, put both on PATH).
