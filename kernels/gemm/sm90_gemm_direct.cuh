@@ -66,7 +66,10 @@ struct HopperDirectConfig {
   static constexpr int kOffStore = kStages * kStageBytes;
   static constexpr int kOffBars = kOffStore + kStoreStageBytes;
   static constexpr int kSmemBytes = 1024 + kOffBars + 2 * kStages * 8 + 2 * 8;  // + 2 order barriers
-  static constexpr int kGroupM = 1024 / kBM;  // 1024 rows of A per raster group
+  // item rows per raster group (hopper_direct_tile): 1024 / kBM tile rows (1024 rows of A), or
+  // with clusters as many tile-pair rows (2048 rows). H100, 4096^3, session 26: 8 pair rows
+  // 1.004-1.005x cuBLASLt, 1, 2, 4, 16 or 32 of them 1.009-1.014 (docs/benchmarks.md)
+  static constexpr int kGroupM = 1024 / kBM;
   static constexpr int kAcc = kBN / 2;        // a 64 x kBN accumulator over 128 threads
   static constexpr int kEmptyArrivals = (kPingPong ? 1 : 2) * kCluster;
   static constexpr int kBLoadRows = kBN / kCluster;  // rows of B each CTA of a cluster loads

@@ -220,25 +220,6 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
                         !env_off("SINTER_SM90_STREAM_K");
   const bool offload = offload_wanted && !stream_k;
   const int offload_peel = 4 * offload_spacing;  // 4 messages a tile, whatever its chunks (sm90_epilogue_offload.cuh)
-  // Staggered consumers (held coop kernels, opt-in): consumer 1 starts its first tile only once
-  // consumer 0 has issued that tile's k-block `stagger_kb`, and then trails it by about a k-block
-  // for the whole kernel. In step, both reach a tile's end together: both wait for their last
-  // wgmma, round and pack the accumulator and issue the next tile's first k-block while the
-  // tensor cores idle. Staggered, the one at its tile end is covered by the other's last k-block
-  // (one warpgroup's wgmma alone keep the tensor cores busy, as in ping-pong). The price: the
-  // trailing consumer holds each stage a k-block longer, so the producer runs that much less
-  // ahead. Not measured yet. SINTER_SM90_STAGGER=n (read at each build) turns it on at k-block n
-  // (1 up to the peeled k-blocks - 1); unset or 0: in step. Consumer 0 must reach the hand-off
-  // without consumer 1, or both wait forever: before k-block kStages, whose stage is free again
-  // only once both consumers have released its first lap (kEmptyArrivals counts consumer 1), and
-  // offloaded, before k-block 2 x spacing, where consumer 0 first waits for a slot the helpers
-  // free while a helper may be waiting for consumer 1's first message (hopper_offload_serve takes
-  // its warps in turn).
-  int stagger_kb = 0;
-  if (const char* v = std::getenv("SINTER_SM90_STAGGER")) stagger_kb = std::max(0, std::atoi(v));
-  const int stagger_end = std::min(c.stages, offload ? std::min(offload_peel, 2 * offload_spacing) : peel);
-  stagger_kb = std::min(stagger_kb, stagger_end - 1);
-  const bool stagger = held && !c.ping_pong && stagger_kb >= 1;
   const bool preload = held && !deferred && !offload && epi.preloaded_operand() >= 0 && !env_off("SINTER_SM90_PRELOAD_BIAS");
   // its workspace, after the epilogue's: a flag a consumer warp and a 128 x kBN f32 slot a CTA
   const size_t sk_flags_offset = (epi.workspace_bytes() + 255) / 256 * 256;
@@ -406,18 +387,6 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "    warpgroup_reg_alloc<Cfg::kConsumerRegs>();\n"
       << "    const int c = wg - 1;\n"
       << "    float d[Cfg::kAcc];\n";
-  // the staggered consumers' hand-off (see stagger above): consumer 1 waits before its first
-  // tile (only where the CTA has one: consumer 0 arrives inside it), consumer 0 arrives under
-  // its first tile's k-block stagger_kb
-  auto stagger_wait = [&](const std::string& has_work) {
-    return stagger ? "    if (c == 1 && " + has_work + ") mbarrier_wait(&sm.order[0], 0);  // staggered: trail consumer 0\n"
-                   : std::string();
-  };
-  auto stagger_arrive = [&](const std::string& first) {
-    return stagger ? "        if (kb == " + std::to_string(stagger_kb) + " && c == 0 && " + first +
-                         " && threadIdx.x % 128 == 0) mbarrier_arrive(&sm.order[0]);\n"
-                   : std::string();
-  };
   if (c.ping_pong) {
     // consumer c runs the CTA's tiles j = c, c + 2, ...; the ring position of tile j's first
     // k-block follows from the k-blocks of the j tiles before it
@@ -443,12 +412,10 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "    bool holding = false;\n"
         << "    int held_col = 0, held_row = 0;\n"
         << "    HopperDirectTile next = hopper_direct_item<Cfg>(w, w.first, tiles_n);\n"
-        << stagger_wait("w.first < w.count")
         << "    for (i64 t = w.first; t < w.count; t += w.stride) {\n"
         << "      const HopperDirectTile tile = next;\n"
         << "      hopper_direct_mainloop<Cfg, " << wt.constant << ", " << offload_peel
         << ">(d, sm, c * 64 * 128, k_blocks, stage, phase, nullptr, [&](int kb) {\n"
-        << stagger_arrive("t == w.first")
         << "        if (kb % " << offload_spacing << " == 0) hopper_offload_post(off, sm.store_stage, held_, kb / "
         << offload_spacing << ", holding && kb / " << offload_spacing << " < " << held_chunks << ", held_col, held_row);\n"
         << "        if (kb == 0) {\n"
@@ -486,7 +453,6 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << (deferred ? "    // the next tile's coordinates are worked out under this tile's last peeled k-block (once the\n"
                        "    // held words are stored and their registers free), not at its end\n"
                      : "    // the next tile's coordinates are worked out under this tile's first k-block, not at its end\n")
-        << stagger_wait(stream_k ? "sk_pieces.total > 0" : "w.first < w.count")
         << (stream_k ? "    HopperDirectTile next = hopper_direct_item<Cfg>(w, hopper_sk_piece(sk_pieces, w, k_blocks, 0).item, tiles_n);\n"
                        "    for (int i = 0; i < sk_pieces.total; ++i) {\n"
                        "      const bool cut = i < sk_pieces.count;  // read once: the compiler sees one condition\n"
@@ -500,7 +466,6 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << ">(d, sm, c * 64 * 128, "
         << (stream_k ? "(cut ? sk_pieces.piece[i].kb1 - sk_pieces.piece[i].kb0 : k_blocks)" : "k_blocks")
         << ", stage, phase, nullptr, [&](int kb) {\n"
-        << stagger_arrive(stream_k ? "i == 0" : "t == w.first")
         << (deferred ? "        if (holding) matmul_wg_epilogue_deferred(a, held_grow0, held_col, kb * " + std::to_string(defer_q) +
                            ", (kb + 1) * " + std::to_string(defer_q) + ", held_" + epi.global_args() +
                            ");\n"
@@ -563,7 +528,6 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
                      (tma_stores ? " tma-store" : "") + (held ? " held-stores" : "") +
                      (deferred ? " deferred-epilogue(" + std::to_string(defer_q) + " groups a k-block)" : "") +
                      (offload ? " offloaded-epilogue(3 helper warps)" : "") + (preload ? " preloaded-bias" : "") +
-                     (stagger ? " staggered(k-block " + std::to_string(stagger_kb) + ")" : "") +
                      (stream_k ? " stream-k(" + std::to_string(sk.sk_items) + " of " + std::to_string(items) + " items cut over " +
                                      std::to_string(units) + " units)"
                                : "") + (is_fp8(o.dtype) ? " fp8-fast-accum" : "") +
