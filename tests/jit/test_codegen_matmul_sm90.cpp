@@ -706,6 +706,22 @@ TEST(JitMatmulSm90, HeldStoresNeedAKBlockPerChunk) {
   EXPECT_EQ(k.source.find("store_held_chunk("), std::string::npos);
 }
 
+TEST(JitMatmulSm90, FillGridKnobAsksForEveryResidentUnit) {
+  // whole tiles go on the engine's balanced grid unless SINTER_SM90_FILL_GRID=1; stream-K's cut
+  // kernels (8192^3) always ask for every unit
+  for (int64_t size : {int64_t{4096}, int64_t{8192}}) {
+    const Graph g = mm(DType::bf16, size, size, size, true, false);
+    const fuse::Partition p = fuse::partition_graph(g);
+    const fuse::Region& r = matmul_region(g, p);
+    const KernelSpec k = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+    const bool cut = k.description.find("stream-k(") != std::string::npos;
+    EXPECT_EQ(cut, size == 8192) << k.description;
+    EXPECT_EQ(k.persistent_fill, cut) << k.description;
+    const testing::ScopedEnv fill("SINTER_SM90_FILL_GRID", "1");
+    EXPECT_TRUE(build_matmul_variant(g, r, h200(), 0).kernels.at(0).persistent_fill);
+  }
+}
+
 Graph mm_fp8(DType t, int64_t m, int64_t n, int64_t k, DType out, bool epilogue, bool b_row_major = false) {
   return testing::fp8_matmul_graph("mm_fp8", t, m, n, k, out, epilogue, b_row_major);
 }

@@ -538,7 +538,11 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   spec.launch.block = dim3(384);
   spec.launch.dynamic_shared_memory = static_cast<size_t>(smem_bytes);
   spec.persistent_work = work;
-  spec.persistent_fill = stream_k;  // the kernel cuts the last wave over every unit it gets
+  // Stream-K: the kernel cuts the last wave over every unit it gets. Whole tiles otherwise go on
+  // the engine's balanced grid (4096^3: 64 clusters of 4 pair items, where cuBLASLt launches 66
+  // with 3 or 4 each); SINTER_SM90_FILL_GRID=1 (A/B knob, read at each build) launches every
+  // resident unit for them too.
+  spec.persistent_fill = stream_k || env_is("SINTER_SM90_FILL_GRID", "1");
   rk.workspace_bytes = stream_k ? sk_workspace_end : epi.workspace_bytes();
   rk.kernels.push_back(std::move(spec));
   return rk;
