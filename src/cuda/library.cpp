@@ -146,6 +146,16 @@ void Library::allow_dynamic_shared_memory(const Kernel& kernel, int bytes, int d
   allowed = bytes;
 }
 
+std::pair<void*, std::size_t> Library::global(const std::string& name) const {
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  if (cudaLibraryGetGlobal(&ptr, &bytes, library_, name.c_str()) != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: clear it
+    return {nullptr, 0};
+  }
+  return {ptr, bytes};
+}
+
 Kernel Library::get_kernel(const std::string& name) const {
   cudaKernel_t handle = nullptr;
   check_runtime(cudaLibraryGetKernel(&handle, library_, name.c_str()),

@@ -74,6 +74,9 @@ class Library {
   cudaLibrary_t get() const { return library_; }
   // Throws ErrorCode::cuda naming the kernel when the library has no such (extern "C") kernel.
   Kernel get_kernel(const std::string& name) const;
+  // The device address and size of the library's __device__ variable `name`; {nullptr, 0} when
+  // it has none.
+  std::pair<void*, std::size_t> global(const std::string& name) const;
   // Lets `kernel` (one of this library's) launch with `bytes` of dynamic shared memory on
   // `device`. The attribute belongs to the loaded kernel, not to a launch, and several plan steps
   // can share one loaded cubin with different sizes: it is only ever raised, to the largest size

@@ -722,6 +722,39 @@ TEST(JitMatmulSm90, FillGridKnobAsksForEveryResidentUnit) {
   }
 }
 
+TEST(JitMatmulSm90, TraceKnobStampsHeldKernels) {
+  // SINTER_SM90_TRACE=1: the held kernels stamp each CTA's entry, PDL wait, consumer 0's start
+  // and end, and exit into the module's sinter_trace (common/trace.cuh); off by default.
+  // The benchmark's bare and offloaded fused 4096^3 kernels compile with it, with 0 spills and
+  // pipelined wgmma (a printf made ptxas serialize them: C7510). (In-line fused epilogues may
+  // spill a few bytes under it: a diagnostic build, not timed against others.)
+  for (bool fused : {false, true}) {
+    Graph g(fused ? "trace_fused" : "trace_bare");
+    auto y = g.matmul(g.input("a", DType::bf16, {4096, 4096}), g.input("b", DType::bf16, {4096, 4096}, {1, 4096}));
+    if (fused) {
+      y = g.gelu(g.add(y, g.input("bias", DType::bf16, {4096})));
+      g.output(g.amax(y), "amax");
+    }
+    g.output(y, "y");
+    const fuse::Partition p = fuse::partition_graph(g);
+    const fuse::Region& r = matmul_region(g, p);
+    const KernelSpec plain = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+    EXPECT_EQ(plain.description.find(" trace"), std::string::npos) << plain.description;
+    EXPECT_EQ(plain.source.find("sinter_trace_stamp"), std::string::npos);
+    const testing::ScopedEnv on("SINTER_SM90_TRACE", "1");
+    const KernelSpec k = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+    EXPECT_NE(k.description.find(fused ? "offloaded-epilogue" : "held-stores"), std::string::npos) << k.description;
+    EXPECT_NE(k.description.find(" trace"), std::string::npos) << k.description;
+    for (int i = 0; i < 5; ++i) {
+      EXPECT_NE(k.source.find("sinter_trace_stamp(trace_, " + std::to_string(i) + ")"), std::string::npos) << i;
+    }
+    EXPECT_NE(k.source.find("sinter_trace_flush(trace_);"), std::string::npos);
+    const cuda::CompileResult res = compile_reported("sm90_trace.cu", k.source);
+    EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description << res.log;
+    expect_wgmma_pipelined(res.log, k.description);
+  }
+}
+
 Graph mm_fp8(DType t, int64_t m, int64_t n, int64_t k, DType out, bool epilogue, bool b_row_major = false) {
   return testing::fp8_matmul_graph("mm_fp8", t, m, n, k, out, epilogue, b_row_major);
 }

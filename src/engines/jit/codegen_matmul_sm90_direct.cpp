@@ -233,6 +233,12 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       std::string(held ? ", held_" : "") + (preload ? ", pw" + std::to_string(epi.preloaded_operand()) : "");
   const int smem_bytes = sm90_direct_smem_bytes(c, store_stage_bytes);
   const std::string preload_call = "matmul_wg_preload(a, tile, pw" + std::to_string(epi.preloaded_operand()) + ")";
+  // SINTER_SM90_TRACE=1 (diagnostic, read at each build; held kernels only): each CTA stamps its
+  // entry, the end of its PDL wait, consumer 0's start (before its first tile), consumer 0's end
+  // (its last stores done) and its exit (common/trace.cuh; a stamp under the first k-block
+  // spilled 4 bytes); the engine writes one launch's stamps to
+  // SINTER_TRACE_FILE (jit_engine.cpp), to read start and end skew across SMs off a real run.
+  const bool trace = held && env_is("SINTER_SM90_TRACE", "1");
   // the TMA map of the held kernels' one wide output
   const std::string held_map =
       held ? "&a.tmo" + std::to_string(epi.wide_outputs(wide_stores).front()) : std::string();
@@ -259,7 +265,9 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
 
   std::ostringstream src;
   src << "// matmul region " << r.id << " of graph '" << g.name() << "' (Hopper TMA + wgmma, direct epilogue)\n"
-      << kernel_includes({"gemm/gemm_abi.h", offload ? "gemm/sm90_epilogue_offload.cuh" : "gemm/sm90_gemm_direct.cuh"}) << "using Cfg = " << cfg << ";\n"
+      << kernel_includes(trace ? std::vector<std::string>{"gemm/gemm_abi.h", offload ? "gemm/sm90_epilogue_offload.cuh" : "gemm/sm90_gemm_direct.cuh", "common/trace.cuh"}
+                               : std::vector<std::string>{"gemm/gemm_abi.h", offload ? "gemm/sm90_epilogue_offload.cuh" : "gemm/sm90_gemm_direct.cuh"})
+      << "using Cfg = " << cfg << ";\n"
       << "static_assert(Cfg::kSmemBytes == " << smem_bytes
       << ", \"the host's Hopper GEMM constants are stale\");\n"
       << "[[maybe_unused]] constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n\n"
@@ -332,7 +340,12 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "  const i64 grow0 = grow - 16 * ((threadIdx.x & 127) >> 5);\n"
         << epi.fragment_tile(32, wide_stores, tma_slots, true, true) << "}\n\n";
   }
-  src << "extern \"C\" __global__ void __launch_bounds__(Cfg::kThreads, 1) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
+  src << "extern \"C\" __global__ void __launch_bounds__(Cfg::kThreads, 1) sinter_region(const __grid_constant__ Args a) {\n"
+      << (trace ? "  __shared__ u64 trace_[kTraceWords];  // thread 128's (consumer 0's first) stamps\n"
+                  "  if (threadIdx.x == 128) sinter_trace_stamp(trace_, 0);\n"
+                  "  sinter_kernel_begin();\n"
+                  "  if (threadIdx.x == 128) sinter_trace_stamp(trace_, 1);\n"
+                : "  sinter_kernel_begin();\n")
       << "  extern __shared__ __align__(1024) char smem_raw[];\n"
       << "  const HopperDirectSmem sm = hopper_direct_smem<Cfg>(smem_raw);\n"
       << epi.kernel_begin("  ")
@@ -385,6 +398,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "    warpgroup_reg_alloc<Cfg::kEntryRegs>();  // the kernel end below is common code\n"
       << "  } else {\n"
       << "    warpgroup_reg_alloc<Cfg::kConsumerRegs>();\n"
+      << (trace ? "    if (threadIdx.x == 128) sinter_trace_stamp(trace_, 2);  // before the first tile\n" : "")
       << "    const int c = wg - 1;\n"
       << "    float d[Cfg::kAcc];\n";
   if (c.ping_pong) {
@@ -516,18 +530,25 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // a CTA's shared memory must outlive the TMA stores that read it (and their writes are done
   // before the kernel's end, which the next kernel waits for)
   if (tma_stores) src << "    if ((threadIdx.x & 31) == 0) bulk_wait_all();\n";
+  if (trace) src << "    if (threadIdx.x == 128) sinter_trace_stamp(trace_, 3);\n";
   src << "    named_barrier_sync(2 + c, 128);\n"
       << "    warpgroup_reg_dealloc<Cfg::kEntryRegs>();\n"
       << "  }\n"
       << "  if constexpr (Cfg::kCluster > 1) cluster_sync();  // no CTA leaves while its peer may still signal it\n"
-      << epi.kernel_end("  ") << "}\n";
+      << epi.kernel_end("  ")
+      << (trace ? "  if (threadIdx.x == 128) {\n"
+                  "    sinter_trace_stamp(trace_, 4);\n"
+                  "    sinter_trace_flush(trace_);\n"
+                  "  }\n"
+                : "")
+      << "}\n";
 
   spec.source = src.str();
   spec.description = "matmul sm90 wgmma." + std::string(wt.name) + " " + sm90_direct_name(c, 128 / static_cast<int>(dtype_size(o.dtype))) +
                      " tma setmaxnreg persistent group" + std::to_string(1024 / c.bm) + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
                      (tma_stores ? " tma-store" : "") + (held ? " held-stores" : "") +
                      (deferred ? " deferred-epilogue(" + std::to_string(defer_q) + " groups a k-block)" : "") +
-                     (offload ? " offloaded-epilogue(3 helper warps)" : "") + (preload ? " preloaded-bias" : "") +
+                     (offload ? " offloaded-epilogue(3 helper warps)" : "") + (preload ? " preloaded-bias" : "") + (trace ? " trace" : "") +
                      (stream_k ? " stream-k(" + std::to_string(sk.sk_items) + " of " + std::to_string(items) + " items cut over " +
                                      std::to_string(units) + " units)"
                                : "") + (is_fp8(o.dtype) ? " fp8-fast-accum" : "") +

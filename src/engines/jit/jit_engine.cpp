@@ -1,8 +1,11 @@
 #include "engines/jit/jit_engine.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "cuda/check.hpp"
 #include "cuda/driver.hpp"
@@ -54,6 +57,44 @@ void bind_tensor_map(KernelSpec& spec, TensorMapSlot& t, const Binding& b) {
   t.encoded_for = ptr;
 }
 
+// SINTER_TRACE_FILE (diagnostic): a kernel whose module has kernels/common/trace.cuh's
+// sinter_trace (generated with SINTER_SM90_TRACE=1) is waited for after its launch number
+// SINTER_TRACE_LAUNCH of the step (from 0; default 3), and its CTAs' rows are appended to the
+// file, one line a CTA: "<kernel description> | <block> <sm> <ns_0> <cycles_0> ...". The wait
+// breaks a CUDA graph capture: never set it for captured runs.
+struct TraceTap {
+  std::string file;
+  int launch = 3;
+  static const TraceTap& from_env() {
+    static const TraceTap tap = [] {
+      TraceTap t;
+      if (const char* f = std::getenv("SINTER_TRACE_FILE")) t.file = f;
+      if (const char* n = std::getenv("SINTER_TRACE_LAUNCH")) t.launch = std::atoi(n);
+      return t;
+    }();
+    return tap;
+  }
+};
+constexpr size_t kTraceMaxCtas = 1024;  // kernels/common/trace.cuh
+
+void write_trace(const std::string& file, const std::string& description, const cuda::Library& library,
+                 unsigned ctas, cudaStream_t stream) {
+  const auto [ptr, bytes] = library.global("sinter_trace");
+  if (ptr == nullptr || bytes % (kTraceMaxCtas * sizeof(uint64_t)) != 0) return;
+  SINTER_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<uint64_t> rows(bytes / sizeof(uint64_t));
+  SINTER_CUDA_CHECK(cudaMemcpy(rows.data(), ptr, bytes, cudaMemcpyDeviceToHost));
+  const size_t words = rows.size() / kTraceMaxCtas;
+  std::FILE* f = std::fopen(file.c_str(), "a");
+  if (f == nullptr) throw Error(ErrorCode::io, "SINTER_TRACE_FILE: cannot open '" + file + "'");
+  for (size_t b = 0; b < std::min<size_t>(ctas, kTraceMaxCtas); ++b) {
+    std::fprintf(f, "%s | %zu", description.c_str(), b);
+    for (size_t i = 0; i < words; ++i) std::fprintf(f, " %llu", static_cast<unsigned long long>(rows[b * words + i]));
+    std::fprintf(f, "\n");
+  }
+  std::fclose(f);
+}
+
 // One region's kernels, loaded, with their argument structs; launch rebinds the pointers.
 class JitStep : public PreparedStep {
  public:
@@ -62,6 +103,7 @@ class JitStep : public PreparedStep {
     std::shared_ptr<const cuda::Library> library;
     cuda::Kernel kernel;
     std::shared_ptr<const cuda::KernelBinary> binary;  // kept for plans; null when loaded from one
+    int launches = 0;  // counted only for SINTER_TRACE_FILE
   };
   JitStep(std::vector<Loaded> kernels, size_t workspace)
       : kernels_(std::move(kernels)), workspace_(workspace) {}
@@ -82,6 +124,10 @@ class JitStep : public PreparedStep {
       cfg.stream = stream;
       void* params[] = {k.spec.args.data()};
       k.kernel.launch(cfg, params);
+      const TraceTap& tap = TraceTap::from_env();
+      if (!tap.file.empty() && k.launches++ == tap.launch) {
+        write_trace(tap.file, k.spec.description, *k.library, cfg.grid.x, stream);
+      }
     }
   }
   size_t workspace_bytes() const override { return workspace_; }
