@@ -26,9 +26,11 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(u64* bar, u32 bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
                : "memory");
 }
-__device__ __forceinline__ void mbarrier_arrive(u64* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+// Arrives on the mbarrier at shared::cta address `local` (smem_addr of it).
+__device__ __forceinline__ void mbarrier_arrive_at(u32 local) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(local) : "memory");
 }
+__device__ __forceinline__ void mbarrier_arrive(u64* bar) { mbarrier_arrive_at(smem_addr(bar)); }
 // Waits until the phase with parity `parity` has completed (a fresh barrier counts the phase
 // before it, parity 1, as completed).
 __device__ __forceinline__ void mbarrier_wait(u64* bar, u32 parity) {
@@ -123,10 +125,6 @@ __device__ __forceinline__ u32 cluster_smem_addr(const void* p, u32 rank) {
 // SASS) per call, and what it publishes here (our wgmma are done reading a stage) needs none.
 __device__ __forceinline__ void mbarrier_arrive_cluster_at(u32 remote) {
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
-}
-// Arrives on the mbarrier at shared::cta address `local` (smem_addr of it).
-__device__ __forceinline__ void mbarrier_arrive_at(u32 local) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(local) : "memory");
 }
 
 __device__ __forceinline__ void tma_prefetch_descriptor(const SinterTensorMap* map) {

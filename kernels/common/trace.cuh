@@ -1,5 +1,5 @@
 // Per-CTA time stamps for diagnostics (kernels generated with SINTER_SM90_TRACE=1 only). One
-// thread a CTA takes kTraceStamps stamps of the GPU-wide %globaltimer (ns, comparable across
+// thread a CTA takes SINTER_TRACE_STAMPS stamps of the GPU-wide %globaltimer (ns, comparable across
 // SMs) and of its SM's clock64 (cycles) into shared memory, and at its exit copies them, with
 // its SM's id, to the module's global sinter_trace, which the host reads after a chosen launch
 // (jit_engine.cpp, SINTER_TRACE_FILE). Shared memory first: before the kernel's PDL wait the
@@ -7,12 +7,12 @@
 // kernel makes ptxas serialize every wgmma (C7510).
 #pragma once
 
+#include "common/trace_abi.h"
 #include "common/types.cuh"
 
-constexpr int kTraceStamps = 5;
-constexpr int kTraceWords = 1 + 2 * kTraceStamps;  // SM id, then (ns, cycles) per stamp
-constexpr int kTraceMaxCtas = 1024;
-__device__ u64 sinter_trace[kTraceMaxCtas * kTraceWords];
+constexpr int kTraceWords = SINTER_TRACE_WORDS;  // SM id, then (ns, cycles) per stamp
+constexpr int kTraceMaxCtas = SINTER_TRACE_MAX_CTAS;
+__device__ u64 sinter_trace[kTraceMaxCtas * kTraceWords];  // named SINTER_TRACE_GLOBAL
 
 // Stamp i into this CTA's shared row.
 __device__ __forceinline__ void sinter_trace_stamp(u64 (&row)[kTraceWords], int i) {

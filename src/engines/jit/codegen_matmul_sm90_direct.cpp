@@ -263,11 +263,11 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
                           std::to_string(store_stage_bytes) + ", " + std::to_string(dtype_size(o.dtype)) +
                           (offload ? ", true" : "") + ">";
 
+  std::vector<std::string> includes = {"gemm/gemm_abi.h", offload ? "gemm/sm90_epilogue_offload.cuh" : "gemm/sm90_gemm_direct.cuh"};
+  if (trace) includes.push_back("common/trace.cuh");
   std::ostringstream src;
   src << "// matmul region " << r.id << " of graph '" << g.name() << "' (Hopper TMA + wgmma, direct epilogue)\n"
-      << kernel_includes(trace ? std::vector<std::string>{"gemm/gemm_abi.h", offload ? "gemm/sm90_epilogue_offload.cuh" : "gemm/sm90_gemm_direct.cuh", "common/trace.cuh"}
-                               : std::vector<std::string>{"gemm/gemm_abi.h", offload ? "gemm/sm90_epilogue_offload.cuh" : "gemm/sm90_gemm_direct.cuh"})
-      << "using Cfg = " << cfg << ";\n"
+      << kernel_includes(includes) << "using Cfg = " << cfg << ";\n"
       << "static_assert(Cfg::kSmemBytes == " << smem_bytes
       << ", \"the host's Hopper GEMM constants are stale\");\n"
       << "[[maybe_unused]] constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n\n"

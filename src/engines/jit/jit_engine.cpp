@@ -10,6 +10,7 @@
 #include "cuda/check.hpp"
 #include "cuda/driver.hpp"
 #include "cuda/sha256.hpp"
+#include "common/trace_abi.h"
 #include "engines/jit/codegen.hpp"
 #include "sinter/error.hpp"
 
@@ -57,39 +58,41 @@ void bind_tensor_map(KernelSpec& spec, TensorMapSlot& t, const Binding& b) {
   t.encoded_for = ptr;
 }
 
-// SINTER_TRACE_FILE (diagnostic): a kernel whose module has kernels/common/trace.cuh's
-// sinter_trace (generated with SINTER_SM90_TRACE=1) is waited for after its launch number
-// SINTER_TRACE_LAUNCH of the step (from 0; default 3), and its CTAs' rows are appended to the
-// file, one line a CTA: "<kernel description> | <block> <sm> <ns_0> <cycles_0> ...". The wait
-// breaks a CUDA graph capture: never set it for captured runs.
+// SINTER_TRACE_FILE (diagnostic): a kernel whose module has common/trace.cuh's stamps (generated
+// with SINTER_SM90_TRACE=1) is waited for after its launch number SINTER_TRACE_LAUNCH of the step
+// (from 0; default 3), and its CTAs' rows are appended to the file, one line a CTA:
+// "<kernel description> | <block> <sm> <ns_0> <cycles_0> ...". The wait breaks a CUDA graph
+// capture: never set it for captured runs. Read once; a step keeps a pointer to it only when set,
+// so launches without it test one pointer.
 struct TraceTap {
   std::string file;
   int launch = 3;
-  static const TraceTap& from_env() {
+  static const TraceTap* from_env() {
     static const TraceTap tap = [] {
       TraceTap t;
       if (const char* f = std::getenv("SINTER_TRACE_FILE")) t.file = f;
       if (const char* n = std::getenv("SINTER_TRACE_LAUNCH")) t.launch = std::atoi(n);
       return t;
     }();
-    return tap;
+    return tap.file.empty() ? nullptr : &tap;
   }
 };
-constexpr size_t kTraceMaxCtas = 1024;  // kernels/common/trace.cuh
 
 void write_trace(const std::string& file, const std::string& description, const cuda::Library& library,
                  unsigned ctas, cudaStream_t stream) {
-  const auto [ptr, bytes] = library.global("sinter_trace");
-  if (ptr == nullptr || bytes % (kTraceMaxCtas * sizeof(uint64_t)) != 0) return;
+  const auto [ptr, bytes] = library.global(SINTER_TRACE_GLOBAL);
+  constexpr size_t kRowBytes = SINTER_TRACE_WORDS * sizeof(uint64_t);
+  if (ptr == nullptr || bytes != SINTER_TRACE_MAX_CTAS * kRowBytes) return;
   SINTER_CUDA_CHECK(cudaStreamSynchronize(stream));
   std::vector<uint64_t> rows(bytes / sizeof(uint64_t));
   SINTER_CUDA_CHECK(cudaMemcpy(rows.data(), ptr, bytes, cudaMemcpyDeviceToHost));
-  const size_t words = rows.size() / kTraceMaxCtas;
   std::FILE* f = std::fopen(file.c_str(), "a");
   if (f == nullptr) throw Error(ErrorCode::io, "SINTER_TRACE_FILE: cannot open '" + file + "'");
-  for (size_t b = 0; b < std::min<size_t>(ctas, kTraceMaxCtas); ++b) {
+  for (size_t b = 0; b < std::min<size_t>(ctas, SINTER_TRACE_MAX_CTAS); ++b) {
     std::fprintf(f, "%s | %zu", description.c_str(), b);
-    for (size_t i = 0; i < words; ++i) std::fprintf(f, " %llu", static_cast<unsigned long long>(rows[b * words + i]));
+    for (size_t i = 0; i < SINTER_TRACE_WORDS; ++i) {
+      std::fprintf(f, " %llu", static_cast<unsigned long long>(rows[b * SINTER_TRACE_WORDS + i]));
+    }
     std::fprintf(f, "\n");
   }
   std::fclose(f);
@@ -106,7 +109,7 @@ class JitStep : public PreparedStep {
     int launches = 0;  // counted only for SINTER_TRACE_FILE
   };
   JitStep(std::vector<Loaded> kernels, size_t workspace)
-      : kernels_(std::move(kernels)), workspace_(workspace) {}
+      : kernels_(std::move(kernels)), workspace_(workspace), trace_(TraceTap::from_env()) {}
 
   void launch(const Binding& b, cudaStream_t stream) override {
     for (Loaded& k : kernels_) {
@@ -124,9 +127,8 @@ class JitStep : public PreparedStep {
       cfg.stream = stream;
       void* params[] = {k.spec.args.data()};
       k.kernel.launch(cfg, params);
-      const TraceTap& tap = TraceTap::from_env();
-      if (!tap.file.empty() && k.launches++ == tap.launch) {
-        write_trace(tap.file, k.spec.description, *k.library, cfg.grid.x, stream);
+      if (trace_ != nullptr && k.launches++ == trace_->launch) {
+        write_trace(trace_->file, k.spec.description, *k.library, cfg.grid.x, stream);
       }
     }
   }
@@ -141,6 +143,7 @@ class JitStep : public PreparedStep {
  private:
   std::vector<Loaded> kernels_;
   size_t workspace_;
+  const TraceTap* trace_;  // SINTER_TRACE_FILE, or null
 };
 
 }  // namespace
