@@ -45,6 +45,12 @@ def main(path):
               f"{spread([c[2][-1] - min(x[2][-1] for x in ctas) for c in ctas])}")
         print(f"  consumer 0's end after the first one's, ns: "
               f"{spread([c[2][3] - min(x[2][3] for x in ctas) for c in ctas])}")
+        # the CTAs that end the launch: late because they entered late, or because they ran slow?
+        t_exit = min(c[2][-1] for c in ctas)
+        print("  last 6 CTAs to exit (block, SM: entry after the first, ns; tiles, cycles; exit after the first, ns):")
+        for c in sorted(ctas, key=lambda c: c[2][-1])[-6:]:
+            print(f"    block {c[0]:4d} SM {c[1]:3d}: entry +{c[2][0] - t0:6d}  tiles {c[3][3] - c[3][2]:8d}"
+                  f"  exit +{c[2][-1] - t_exit:6d}")
 
 
 if __name__ == "__main__":

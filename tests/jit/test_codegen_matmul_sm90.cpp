@@ -722,6 +722,25 @@ TEST(JitMatmulSm90, FillGridKnobAsksForEveryResidentUnit) {
   }
 }
 
+TEST(JitMatmulSm90, SerpentineKnobReversesOddGroups) {
+  // SINTER_SM90_SERPENTINE=1 defines the macro that makes hopper_direct_tile walk odd raster
+  // groups' N columns backwards; off by default. The 4096^3 default kernel compiles under it with
+  // 0 spills and pipelined wgmma.
+  const Graph g = mm(DType::bf16, 4096, 4096, 4096, true, false);
+  const fuse::Partition p = fuse::partition_graph(g);
+  const fuse::Region& r = matmul_region(g, p);
+  const KernelSpec plain = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+  EXPECT_EQ(plain.source.find("SINTER_SM90_SERPENTINE"), std::string::npos);
+  EXPECT_EQ(plain.description.find("serpentine"), std::string::npos) << plain.description;
+  const testing::ScopedEnv on("SINTER_SM90_SERPENTINE", "1");
+  const KernelSpec k = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+  EXPECT_NE(k.source.find("#define SINTER_SM90_SERPENTINE 1"), std::string::npos);
+  EXPECT_NE(k.description.find("serpentine"), std::string::npos) << k.description;
+  const cuda::CompileResult res = compile_reported("serpentine.cu", k.source);
+  EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
+  expect_wgmma_pipelined(res.log, k.description);
+}
+
 TEST(JitMatmulSm90, TraceKnobStampsHeldKernels) {
   // SINTER_SM90_TRACE=1: the held kernels stamp each CTA's entry, PDL wait, consumer 0's start
   // and end, and exit into the module's sinter_trace (common/trace.cuh); off by default.
