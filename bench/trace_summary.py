@@ -41,12 +41,11 @@ def main(path):
         print(f"  entry after the first CTA's, ns:     {spread([c[2][0] - t0 for c in ctas])}")
         for i, name in enumerate(PHASES):
             print(f"  {name + ', cycles:':36s} {spread([c[3][i + 1] - c[3][i] for c in ctas])}")
-        print(f"  exit after the first CTA's exit, ns: "
-              f"{spread([c[2][-1] - min(x[2][-1] for x in ctas) for c in ctas])}")
-        print(f"  consumer 0's end after the first one's, ns: "
-              f"{spread([c[2][3] - min(x[2][3] for x in ctas) for c in ctas])}")
+        t_exit = min(c[2][-1] for c in ctas)  # the first CTA's exit
+        t_end0 = min(c[2][3] for c in ctas)   # the first consumer 0's end
+        print(f"  exit after the first CTA's exit, ns: {spread([c[2][-1] - t_exit for c in ctas])}")
+        print(f"  consumer 0's end after the first one's, ns: {spread([c[2][3] - t_end0 for c in ctas])}")
         # the CTAs that end the launch: late because they entered late, or because they ran slow?
-        t_exit = min(c[2][-1] for c in ctas)
         print("  last 6 CTAs to exit (block, SM: entry after the first, ns; tiles, cycles; exit after the first, ns):")
         for c in sorted(ctas, key=lambda c: c[2][-1])[-6:]:
             print(f"    block {c[0]:4d} SM {c[1]:3d}: entry +{c[2][0] - t0:6d}  tiles {c[3][3] - c[3][2]:8d}"
