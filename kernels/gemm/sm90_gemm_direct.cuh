@@ -129,11 +129,6 @@ __device__ __forceinline__ HopperDirectTile hopper_direct_tile(i64 t, int tiles_
   const int in_group = local - group * per_group;
   r.mt = first_m + in_group % group_m;
   r.nt = in_group / group_m;
-#if defined(SINTER_SM90_SERPENTINE)
-  // A/B knob (SINTER_SM90_SERPENTINE=1): odd groups walk the N columns backwards, so a group's
-  // first wave reads the B columns the previous group's last wave left in L2
-  if (group & 1) r.nt = tiles_n - 1 - r.nt;
-#endif
   return r;
 }
 

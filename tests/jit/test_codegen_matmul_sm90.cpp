@@ -706,9 +706,9 @@ TEST(JitMatmulSm90, HeldStoresNeedAKBlockPerChunk) {
   EXPECT_EQ(k.source.find("store_held_chunk("), std::string::npos);
 }
 
-TEST(JitMatmulSm90, FillGridKnobAsksForEveryResidentUnit) {
-  // whole tiles go on the engine's balanced grid unless SINTER_SM90_FILL_GRID=1; stream-K's cut
-  // kernels (8192^3) always ask for every unit
+TEST(JitMatmulSm90, OnlyStreamKAsksForEveryResidentUnit) {
+  // whole tiles go on the engine's balanced grid; stream-K's cut kernels (8192^3) ask for every
+  // unit, since their plan is made for it
   for (int64_t size : {int64_t{4096}, int64_t{8192}}) {
     const Graph g = mm(DType::bf16, size, size, size, true, false);
     const fuse::Partition p = fuse::partition_graph(g);
@@ -717,28 +717,7 @@ TEST(JitMatmulSm90, FillGridKnobAsksForEveryResidentUnit) {
     const bool cut = k.description.find("stream-k(") != std::string::npos;
     EXPECT_EQ(cut, size == 8192) << k.description;
     EXPECT_EQ(k.persistent_fill, cut) << k.description;
-    const testing::ScopedEnv fill("SINTER_SM90_FILL_GRID", "1");
-    EXPECT_TRUE(build_matmul_variant(g, r, h200(), 0).kernels.at(0).persistent_fill);
   }
-}
-
-TEST(JitMatmulSm90, SerpentineKnobReversesOddGroups) {
-  // SINTER_SM90_SERPENTINE=1 defines the macro that makes hopper_direct_tile walk odd raster
-  // groups' N columns backwards; off by default. The 4096^3 default kernel compiles under it with
-  // 0 spills and pipelined wgmma.
-  const Graph g = mm(DType::bf16, 4096, 4096, 4096, true, false);
-  const fuse::Partition p = fuse::partition_graph(g);
-  const fuse::Region& r = matmul_region(g, p);
-  const KernelSpec plain = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
-  EXPECT_EQ(plain.source.find("SINTER_SM90_SERPENTINE"), std::string::npos);
-  EXPECT_EQ(plain.description.find("serpentine"), std::string::npos) << plain.description;
-  const testing::ScopedEnv on("SINTER_SM90_SERPENTINE", "1");
-  const KernelSpec k = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
-  EXPECT_NE(k.source.find("#define SINTER_SM90_SERPENTINE 1"), std::string::npos);
-  EXPECT_NE(k.description.find("serpentine"), std::string::npos) << k.description;
-  const cuda::CompileResult res = compile_reported("serpentine.cu", k.source);
-  EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
-  expect_wgmma_pipelined(res.log, k.description);
 }
 
 TEST(JitMatmulSm90, TraceKnobStampsHeldKernels) {

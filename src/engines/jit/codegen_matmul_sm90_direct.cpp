@@ -239,10 +239,6 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // spilled 4 bytes); the engine writes one launch's stamps to
   // SINTER_TRACE_FILE (jit_engine.cpp), to read start and end skew across SMs off a real run.
   const bool trace = held && env_is("SINTER_SM90_TRACE", "1");
-  // SINTER_SM90_SERPENTINE=1 (A/B knob, read at each build): odd raster groups walk the N columns
-  // backwards (hopper_direct_tile), so each group's first wave finds the B columns of the
-  // previous group's last wave still in L2.
-  const bool serpentine = env_is("SINTER_SM90_SERPENTINE", "1");
   // the TMA map of the held kernels' one wide output
   const std::string held_map =
       held ? "&a.tmo" + std::to_string(epi.wide_outputs(wide_stores).front()) : std::string();
@@ -271,7 +267,6 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   if (trace) includes.push_back("common/trace.cuh");
   std::ostringstream src;
   src << "// matmul region " << r.id << " of graph '" << g.name() << "' (Hopper TMA + wgmma, direct epilogue)\n"
-      << (serpentine ? "#define SINTER_SM90_SERPENTINE 1\n" : "")
       << kernel_includes(includes) << "using Cfg = " << cfg << ";\n"
       << "static_assert(Cfg::kSmemBytes == " << smem_bytes
       << ", \"the host's Hopper GEMM constants are stale\");\n"
@@ -550,7 +545,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
 
   spec.source = src.str();
   spec.description = "matmul sm90 wgmma." + std::string(wt.name) + " " + sm90_direct_name(c, 128 / static_cast<int>(dtype_size(o.dtype))) +
-                     " tma setmaxnreg persistent group" + std::to_string(1024 / c.bm) + (serpentine ? " serpentine" : "") + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
+                     " tma setmaxnreg persistent group" + std::to_string(1024 / c.bm) + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
                      (tma_stores ? " tma-store" : "") + (held ? " held-stores" : "") +
                      (deferred ? " deferred-epilogue(" + std::to_string(defer_q) + " groups a k-block)" : "") +
                      (offload ? " offloaded-epilogue(3 helper warps)" : "") + (preload ? " preloaded-bias" : "") + (trace ? " trace" : "") +
@@ -566,9 +561,10 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   spec.persistent_work = work;
   // Stream-K: the kernel cuts the last wave over every unit it gets. Whole tiles otherwise go on
   // the engine's balanced grid (4096^3: 64 clusters of 4 pair items, where cuBLASLt launches 66
-  // with 3 or 4 each); SINTER_SM90_FILL_GRID=1 (A/B knob, read at each build) launches every
-  // resident unit for them too.
-  spec.persistent_fill = stream_k || env_is("SINTER_SM90_FILL_GRID", "1");
+  // with 3 or 4 each). Every resident unit for whole tiles too measured slower (H100, 4096^3:
+  // 1.008x cuBLASLt against 1.005-1.007 bare, 1.037 against 1.030-1.032 fused; session 29,
+  // docs/benchmarks.md).
+  spec.persistent_fill = stream_k;
   rk.workspace_bytes = stream_k ? sk_workspace_end : epi.workspace_bytes();
   rk.kernels.push_back(std::move(spec));
   return rk;
