@@ -230,8 +230,7 @@ __device__ __forceinline__ void hopper_direct_produce(const SinterTensorMap* map
   }
 }
 
-// Stream-K (gemm/stream_k.h): a unit's work is its k range over the cut items, then whole items;
-// or (whole items first, sk.first_cut > 0) its whole items, then its range over the last items.
+// Stream-K (gemm/stream_k.h): a unit's work is its k range over the cut items, then whole items.
 // A piece: k-blocks [kb0, kb1) of work item `item`.
 struct HopperDirectPiece {
   int item, kb0, kb1;
@@ -242,10 +241,7 @@ struct HopperDirectCursor {
 // Unit u walks range units - 1 - u (hopper_sk_range): the owner of a cut item waits only for
 // ranges after its own, which are then units of lower index. The hardware starts a grid's CTAs in
 // index order, so every unit an owner waits for has started before it, and the waits end even
-// where not all of the grid fits on the GPU at once (MPS, other kernels beside it). Whole items
-// first keeps this: a unit waits only in its range, after its whole items, and only for units
-// that wait for nothing before they stash (a range's piece that starts inside an item is its
-// first).
+// where not all of the grid fits on the GPU at once (MPS, other kernels beside it).
 __device__ __forceinline__ int hopper_sk_range(const HopperDirectWork& w) { return w.stride - 1 - w.first; }
 __device__ __forceinline__ HopperDirectCursor hopper_direct_cursor(const HopperDirectWork& w, const SinterStreamK& sk) {
   HopperDirectCursor c;
@@ -267,21 +263,12 @@ __device__ __forceinline__ bool hopper_direct_next_cut_piece(HopperDirectCursor&
 // A unit's pieces, worked out once (by one thread, into shared memory, so that the consumers hold
 // no cursor in registers through their main loops): `count` pieces of the cut items, at most 2 (a
 // range is shorter than an item plus 2 k-blocks, sinter_sk_fits, so it cannot hold one item whole
-// and touch two more), and its whole items: the cut pieces are pieces first_cut_piece ..
-// first_cut_piece + count - 1 (first_cut_piece 0, or the number of whole items when they go
-// first); `total` pieces in all.
+// and touch two more), then its whole items; `total` pieces in all.
 struct HopperSkPieces {
   int count, total;
-  int first_cut_piece;
   int first_whole;   // the unit's first whole item
   HopperDirectPiece piece[2];
 };
-// Which cut piece piece i of the unit is: its index in ps.piece, or a value outside [0, count)
-// for a whole item.
-__device__ __forceinline__ int hopper_sk_cut_index(const HopperSkPieces& ps, int i) { return i - ps.first_cut_piece; }
-__device__ __forceinline__ bool hopper_sk_is_cut(const HopperSkPieces& ps, int j) {
-  return static_cast<unsigned>(j) < static_cast<unsigned>(ps.count);
-}
 // `sk`: the generator's plan, for the grid it asked for; under any other grid (the engine may
 // launch fewer units) nothing is cut and every unit walks whole items.
 __device__ __forceinline__ void hopper_sk_plan_pieces(HopperSkPieces& out, const HopperDirectWork& w,
@@ -293,18 +280,12 @@ __device__ __forceinline__ void hopper_sk_plan_pieces(HopperSkPieces& out, const
   HopperDirectPiece p;
   while (hopper_direct_next_cut_piece(cur, sk.k_blocks, p)) {
     if (n == 2) __trap();  // a plan sinter_sk_fits refuses: fail loudly, not skip k-blocks
-    p.item += sk.first_cut;
     out.piece[n++] = p;
   }
   out.count = n;
-  const bool whole_first = planned && sk.first_cut > 0;
-  // whole items: after the cut ones (to the end), or before them (up to the first cut item)
-  const i64 first_whole = (planned && !whole_first ? sk.sk_items : 0) + w.first;
-  const i64 whole_end = whole_first ? sk.first_cut : w.count;
-  const int wholes = static_cast<int>(first_whole < whole_end ? (whole_end - first_whole + w.stride - 1) / w.stride : 0);
+  const i64 first_whole = (planned ? sk.sk_items : 0) + w.first;
   out.first_whole = static_cast<int>(first_whole);
-  out.first_cut_piece = whole_first ? wholes : 0;
-  out.total = n + wholes;
+  out.total = n + static_cast<int>(first_whole < w.count ? (w.count - first_whole + w.stride - 1) / w.stride : 0);
 }
 // Piece i of the unit (any i: past its last piece, a whole item past the matrix's, which nothing
 // reads but its coordinates).
@@ -312,10 +293,9 @@ __device__ __forceinline__ void hopper_sk_plan_pieces(HopperSkPieces& out, const
 // beside the accumulator, spilled the consumers.)
 __device__ __forceinline__ HopperDirectPiece hopper_sk_piece(const HopperSkPieces& ps, const HopperDirectWork& w,
                                                              int k_blocks, int i) {
-  const int j = hopper_sk_cut_index(ps, i);
-  if (hopper_sk_is_cut(ps, j)) return ps.piece[j];
+  if (i < ps.count) return ps.piece[i];
   HopperDirectPiece p;
-  p.item = ps.first_whole + (j < 0 ? i : i - ps.count) * w.stride;
+  p.item = ps.first_whole + (i - ps.count) * w.stride;
   p.kb0 = 0;
   p.kb1 = k_blocks;
   return p;
@@ -402,7 +382,7 @@ template <class C>
 __device__ __forceinline__ void hopper_sk_gather_item(const SinterStreamK& sk, const float* partials, u32* flags,
                                                       const HopperDirectWork& w, const HopperDirectPiece& p,
                                                       float (&d)[C::kAcc]) {
-  const int item_end = (p.item - sk.first_cut + 1) * sk.k_blocks;  // over the cut items, as the boundaries
+  const int item_end = (p.item + 1) * sk.k_blocks;
   for (int r = hopper_sk_range(w) + 1; r < sk.units && sinter_sk_boundary(&sk, r) < item_end; ++r) {
     hopper_sk_gather<C>(partials, flags, hopper_sk_slot<C>(w, r), d);
   }

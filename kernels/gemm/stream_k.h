@@ -6,10 +6,7 @@
    the first sk_items = items % units items are cut along K instead: their sk_items x k_blocks
    k-blocks, in item order, are split into one contiguous range a unit (sinter_sk_boundary), and
    every unit then walks its share of the remaining items whole (items sk_items + u, + units, ...),
-   which are a whole number of waves. Or, whole items first (first_cut > 0): the last sk_items
-   items are cut, and every unit walks its whole items (u, + units, ... below first_cut) before its
-   range, so the whole waves keep the grouped raster's L2 reuse and the cut is the kernel's end.
-   A unit's range covers pieces of at most a few items:
+   which are a whole number of waves. A unit's range covers pieces of at most a few items:
      - a piece that starts at an item's k-block 0 belongs to the item's owner, the unit that runs
        the item's epilogue: if the piece ends before the item does, the owner adds the partial sums
        the next units left for that item (in unit order, so the sum is the same on every run);
@@ -36,12 +33,10 @@ struct SinterStreamK {
   int sk_items;  /* items [0, sk_items) are cut into k ranges, one range a unit */
   int k_blocks;  /* k-blocks of an item */
   int min_piece; /* no piece shorter than this many k-blocks */
-  int first_cut; /* the first cut item: 0 (cut items first), or items - sk_items (whole items first) */
 };
 
-/* The first k-block of unit u's range, counted over the sk_items x k_blocks k-blocks of the cut
-   items (item first_cut + i is cut item i) in item order; u = units gives the end. Non-decreasing
-   in u. */
+/* The first k-block of unit u's range, counted over the sk_items x k_blocks k-blocks in item
+   order; u = units gives the end. Non-decreasing in u. */
 SINTER_SK_FN int sinter_sk_boundary(const struct SinterStreamK* s, int u) {
   if (s->sk_items <= 0) return 0; /* nothing cut */
   /* floor(total u / units) in 32-bit arithmetic (a 64-bit division is a subroutine call on the
@@ -78,25 +73,21 @@ SINTER_SK_FN int sinter_sk_fits(const struct SinterStreamK* s, long long items) 
 /* The plan for `units` units walking `items` items of k_blocks each: the items past the last
    whole wave are cut where sinter_sk_fits admits it and each unit's range is at most 3/4 of an
    item (the cut then saves at least a quarter of the last wave); otherwise sk_items = 0, and every unit
-   walks whole items. whole_first: the cut items are the last ones (first_cut = items - sk_items),
-   and a unit's range may be up to 15/16 of an item (4096^3 on 66 CTA pairs: 56.2 of 64 k-blocks). Measured (H200, 128x256 CTA pairs, docs/benchmarks.md, session 23): at
+   walks whole items. Measured (H200, 128x256 CTA pairs, docs/benchmarks.md, session 23): at
    8192^3 (ranges of 66 of 128 k-blocks) 0.956-0.961x cuBLASLt's time against 0.969 uncut; at
    4096^3 (56 of 64) 1.071-1.073 against 1.009-1.010. The cut walk alone, with no partial sums
    stored or read, already took 1.050 there: units at different k offsets of neighbouring items
    share less of A and B in L2 than whole tiles walked in step (our reading, not profiled), and
    the fix-up (a 128 KB stash and read a CTA) cost the rest. */
-SINTER_SK_FN struct SinterStreamK sinter_sk_plan(int units, long long items, int k_blocks, int min_piece,
-                                                 int whole_first) {
+SINTER_SK_FN struct SinterStreamK sinter_sk_plan(int units, long long items, int k_blocks, int min_piece) {
   struct SinterStreamK s;
   s.units = units;
   s.k_blocks = k_blocks;
   s.min_piece = min_piece;
   s.sk_items = units > 0 && items > units ? (int)(items % units) : 0;
-  const long long range = (long long)s.sk_items * k_blocks / (units > 0 ? units : 1);
-  const int worth = whole_first ? 16 * range <= 15ll * k_blocks : 4 * range <= 3ll * k_blocks;
-  if (s.sk_items > 0 && !(sinter_sk_fits(&s, items) && worth)) s.sk_items = 0;
-  /* (sinter_sk_fits admits fewer than 2^30 k-blocks in all: items fits an int) */
-  s.first_cut = whole_first && s.sk_items > 0 ? (int)(items - s.sk_items) : 0;
+  if (s.sk_items > 0 && !(sinter_sk_fits(&s, items) && 4 * ((long long)s.sk_items * k_blocks / units) <= 3ll * k_blocks)) {
+    s.sk_items = 0;
+  }
   return s;
 }
 

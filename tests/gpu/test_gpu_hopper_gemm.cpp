@@ -325,52 +325,41 @@ TEST_F(GpuHopperGemm, EveryCandidateHeldStores) {
 // (one f32), and a batched f16 GEMM whose items cross batches (2 x 68 x 1304: the same cuts, 2
 // pairs). The rerun in check_every_candidate checks that the flags were lowered for the next
 // launch. (Session 24 shrank it from 300 x 1800, whose CPU references took over 100 s a graph.)
-//
-// Both orders: the cut items first (the default), and the whole items first with the last items
-// cut (SINTER_SM90_SK_WHOLE_FIRST=1, for kernels that do not offload their epilogue: here the two
-// outputs and the batched GEMM; the held bias + GELU + amax kernels keep the cut-first order).
 TEST_F(GpuHopperGemm, EveryCandidateStreamK) {
   const ScopedEnv cap("SINTER_SM90_MAX_CTAS", "10");
-  for (const bool whole_first : {false, true}) {
-    SCOPED_TRACE(whole_first ? "whole items first" : "cut items first");
-    const ScopedEnv order("SINTER_SM90_SK_WHOLE_FIRST", whole_first ? "1" : "0");
-    auto expect_cuts = [&](const Graph& g, int configs, bool whole_items_first) {
-      const fuse::Partition p = fuse::partition_graph(g);
-      for (const fuse::Region& r : p.regions) {
-        if (r.kind != fuse::RegionKind::matmul) continue;
-        int cut = 0;
-        for (const auto& [v, rk] : jit::distinct_variants(g, r, properties_)) {
-          const std::string& d = rk.kernels.at(0).description;
-          if (d.find("stream-k(") == std::string::npos) continue;
-          ++cut;
-          EXPECT_EQ(d.find("whole items first") != std::string::npos, whole_items_first) << d;
-        }
-        EXPECT_EQ(cut, configs) << g.name() << ": coop configs that cut items";
+  auto expect_cuts = [&](const Graph& g, int configs) {
+    const fuse::Partition p = fuse::partition_graph(g);
+    for (const fuse::Region& r : p.regions) {
+      if (r.kind != fuse::RegionKind::matmul) continue;
+      int cut = 0;
+      for (const auto& [v, rk] : jit::distinct_variants(g, r, properties_)) {
+        cut += rk.kernels.at(0).description.find("stream-k(") != std::string::npos ? 1 : 0;
       }
-    };
-    const int64_t m = 136, k = 2504, n = 1304;
-    {
-      Graph g("stream_k_bias_gelu_amax");
-      output_bias_gelu_amax(g, g.matmul(g.input("a", DType::bf16, {m, k}), weight_nk(g, "b", DType::bf16, k, n)),
-                            DType::bf16, n);
-      expect_cuts(g, 3, false);
-      check_every_candidate(g, 2.0);
+      EXPECT_EQ(cut, configs) << g.name() << ": coop configs that cut items";
     }
-    {
-      Graph g("stream_k_two_outputs");
-      auto pre = g.add(g.matmul(g.input("a", DType::bf16, {m, k}), weight_nk(g, "b", DType::bf16, k, n)),
-                       g.input("bias", DType::bf16, {n}));
-      g.output(g.cast(pre, DType::f32), "pre");
-      g.output(g.gelu(pre), "y");
-      expect_cuts(g, 3, whole_first);
-      check_every_candidate(g, 2.0);
-    }
-    {
-      Graph g("stream_k_batched_f16");
-      g.output(batched_matmul_nk(g, DType::f16, 2, 68, k, n), "y");
-      expect_cuts(g, 3, whole_first);
-      check_every_candidate(g);
-    }
+  };
+  const int64_t m = 136, k = 2504, n = 1304;
+  {
+    Graph g("stream_k_bias_gelu_amax");
+    output_bias_gelu_amax(g, g.matmul(g.input("a", DType::bf16, {m, k}), weight_nk(g, "b", DType::bf16, k, n)),
+                          DType::bf16, n);
+    expect_cuts(g, 3);
+    check_every_candidate(g, 2.0);
+  }
+  {
+    Graph g("stream_k_two_outputs");
+    auto pre = g.add(g.matmul(g.input("a", DType::bf16, {m, k}), weight_nk(g, "b", DType::bf16, k, n)),
+                     g.input("bias", DType::bf16, {n}));
+    g.output(g.cast(pre, DType::f32), "pre");
+    g.output(g.gelu(pre), "y");
+    expect_cuts(g, 3);
+    check_every_candidate(g, 2.0);
+  }
+  {
+    Graph g("stream_k_batched_f16");
+    g.output(batched_matmul_nk(g, DType::f16, 2, 68, k, n), "y");
+    expect_cuts(g, 3);
+    check_every_candidate(g);
   }
 }
 

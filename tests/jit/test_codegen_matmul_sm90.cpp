@@ -620,50 +620,6 @@ TEST(JitMatmulSm90, StreamKKernelsCompileWithoutSpills) {
   }
 }
 
-// SINTER_SM90_SK_WHOLE_FIRST=1: the whole items go first and the last wave is cut, where the
-// epilogue would not be offloaded. At 4096^3 the 128x256 coop kernels then cut 58 of 256 pair
-// items over 66 units (56.2 of 64 k-blocks a unit, over the 3/4 rule of the cut-first order, within
-// 15/16), bare (held stores) and with two outputs (in line), with 0 spills and pipelined wgmma; the
-// fused kernel keeps its offloaded epilogue and is not cut.
-TEST(JitMatmulSm90, StreamKWholeFirstKernelsCompileWithoutSpills) {
-  const SinterStreamK plan = sinter_sk_plan(66, 256, 64, 4, 1);
-  EXPECT_EQ(plan.sk_items, 58);
-  EXPECT_EQ(plan.first_cut, 198);
-  EXPECT_EQ(sinter_sk_plan(66, 256, 64, 4, 0).sk_items, 0);  // cut first: over the 3/4 rule
-  EXPECT_EQ(sinter_sk_plan(66, 1024, 128, 4, 0).first_cut, 0);
-  const testing::ScopedEnv on("SINTER_SM90_SK_WHOLE_FIRST", "1");
-  for (const char* form : {"bare", "two_outputs", "fused"}) {
-    Graph g(std::string("whole_first_") + form);
-    auto y = g.matmul(g.input("a", DType::bf16, {4096, 4096}), g.input("b", DType::bf16, {4096, 4096}, {1, 4096}));
-    const std::string f = form;
-    if (f == "fused") {
-      y = g.gelu(g.add(y, g.input("bias", DType::bf16, {4096})));
-      g.output(g.amax(y), "amax");
-    } else if (f == "two_outputs") {
-      auto pre = g.add(y, g.input("bias", DType::bf16, {4096}));
-      g.output(g.cast(pre, DType::f32), "pre");
-      y = g.gelu(pre);
-    }
-    g.output(y, "y");
-    const fuse::Partition p = fuse::partition_graph(g);
-    const KernelSpec k = build_matmul_variant(g, matmul_region(g, p), h200(), 0).kernels.at(0);
-    ASSERT_NE(k.description.find("128x256"), std::string::npos) << k.description;
-    if (f == "fused") {
-      EXPECT_NE(k.description.find("offloaded-epilogue"), std::string::npos) << k.description;
-      EXPECT_EQ(k.description.find("stream-k("), std::string::npos) << k.description;
-      continue;
-    }
-    EXPECT_NE(k.description.find("stream-k(58 of 256 items cut over 66 units, whole items first)"), std::string::npos)
-        << k.description;
-    EXPECT_TRUE(k.persistent_fill);
-    const cuda::CompileResult res = compile_reported("sm90_stream_k_whole_first.cu", k.source);
-    std::printf("  %s\n", k.description.c_str());
-    EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description << "\n" << res.log;
-    expect_wgmma_pipelined(res.log, k.description);
-    dump_cubin(std::string("sm90_stream_k_whole_first_") + form, k, res);
-  }
-}
-
 // The stream-K plan (kernels/gemm/stream_k.h), walked as the kernels walk it: every k-block of
 // the cut items lies in exactly one unit's range, no piece is shorter than min_piece, a range
 // touches at most two items (HopperSkPieces holds two), and each cut item's owner (the range

@@ -40,7 +40,7 @@ namespace {
 // the others' sums before its epilogue.
 std::string stream_k_piece_end(bool held) {
   return std::string("      if (cut) {  // a piece of a cut item\n"
-                     "        const HopperDirectPiece here = sk_pieces.piece[cut_j];\n"
+                     "        const HopperDirectPiece here = sk_pieces.piece[i];\n"
                      "        if (here.kb0 != 0) {  // a later part: its sums go to the item's owner\n"
                      "          hopper_sk_stash<Cfg>(a.sk_partials, a.sk_flags, hopper_sk_slot<Cfg>(w, hopper_sk_range(w)), d);\n") +
          // (and its held words are dead: without the definition the compiler keeps the last
@@ -213,13 +213,9 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // SINTER_SM90_STREAM_K=0 (A/B knob, read at each build) walks whole tiles.
   // (under another grid than this, which the engine may launch, the kernel cuts nothing)
   // a held tile's chunks leave under the next piece's first k-blocks: no piece shorter than that
-  // SINTER_SM90_SK_WHOLE_FIRST=1 (A/B knob, read at each build): the whole items go first and the
-  // last items are cut (gemm/stream_k.h), for kernels that would not offload their epilogue (the
-  // cut turns the offload off: 4096^3 fused then loses more than the cut could give).
-  const bool whole_first = env_is("SINTER_SM90_SK_WHOLE_FIRST", "1") && !offload_wanted;
   const SinterStreamK sk = sinter_sk_plan(static_cast<int>(units), items,
                                           static_cast<int>(std::min<int64_t>(k_blocks_total, int64_t{1} << 30)),
-                                          held ? held_chunks : 1, whole_first ? 1 : 0);
+                                          held ? held_chunks : 1);
   const bool stream_k = !c.ping_pong && !deferred && !(held && epi.reads_per_row()) && sk.sk_items > 0 &&
                         !env_off("SINTER_SM90_STREAM_K");
   const bool offload = offload_wanted && !stream_k;
@@ -473,8 +469,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
                      : "    // the next tile's coordinates are worked out under this tile's first k-block, not at its end\n")
         << (stream_k ? "    HopperDirectTile next = hopper_direct_item<Cfg>(w, hopper_sk_piece(sk_pieces, w, k_blocks, 0).item, tiles_n);\n"
                        "    for (int i = 0; i < sk_pieces.total; ++i) {\n"
-                       "      const int cut_j = hopper_sk_cut_index(sk_pieces, i);\n"
-                       "      const bool cut = hopper_sk_is_cut(sk_pieces, cut_j);  // read once: the compiler sees one condition\n"
+                       "      const bool cut = i < sk_pieces.count;  // read once: the compiler sees one condition\n"
                      : "    HopperDirectTile next = hopper_direct_item<Cfg>(w, w.first, tiles_n);\n"
                        // deferred: a 32-bit tile index (one register fewer: with an i64 one the
                        // f16 scalar + bias + relu + amax kernels spilled 8 bytes); the host keeps
@@ -483,7 +478,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "      const HopperDirectTile tile = next;\n"
         << "      hopper_direct_mainloop<Cfg, " << wt.constant << ", " << peel
         << ">(d, sm, c * 64 * 128, "
-        << (stream_k ? "(cut ? sk_pieces.piece[cut_j].kb1 - sk_pieces.piece[cut_j].kb0 : k_blocks)" : "k_blocks")
+        << (stream_k ? "(cut ? sk_pieces.piece[i].kb1 - sk_pieces.piece[i].kb0 : k_blocks)" : "k_blocks")
         << ", stage, phase, nullptr, [&](int kb) {\n"
         << (deferred ? "        if (holding) matmul_wg_epilogue_deferred(a, held_grow0, held_col, kb * " + std::to_string(defer_q) +
                            ", (kb + 1) * " + std::to_string(defer_q) + ", held_" + epi.global_args() +
@@ -517,8 +512,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
     src << "    int stage = 0;\n    u32 phase = 0;\n";
     if (stream_k) {
       src << "    for (int i = 0; i < sk_pieces.total; ++i) {\n"
-          << "      const int cut_j = hopper_sk_cut_index(sk_pieces, i);\n"
-          << "      const bool cut = hopper_sk_is_cut(sk_pieces, cut_j);\n"
+          << "      const bool cut = i < sk_pieces.count;\n"
           << "      const HopperDirectPiece piece = hopper_sk_piece(sk_pieces, w, k_blocks, i);\n"
           << "      const HopperDirectTile tile = hopper_direct_item<Cfg>(w, piece.item, tiles_n);\n"
           << "      hopper_direct_mainloop<Cfg, " << wt.constant
@@ -556,7 +550,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
                      (deferred ? " deferred-epilogue(" + std::to_string(defer_q) + " groups a k-block)" : "") +
                      (offload ? " offloaded-epilogue(3 helper warps)" : "") + (preload ? " preloaded-bias" : "") + (trace ? " trace" : "") +
                      (stream_k ? " stream-k(" + std::to_string(sk.sk_items) + " of " + std::to_string(items) + " items cut over " +
-                                     std::to_string(units) + " units" + (sk.first_cut > 0 ? ", whole items first" : "") + ")"
+                                     std::to_string(units) + " units)"
                                : "") + (is_fp8(o.dtype) ? " fp8-fast-accum" : "") +
                      (o.b_mn_major ? " b-mn-major" : "") + (o.batch_folded ? " batch-folded" : "") +
                      (epi.index64() ? " idx64" : "") + epi.describe();
