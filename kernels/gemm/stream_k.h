@@ -78,7 +78,9 @@ SINTER_SK_FN int sinter_sk_fits(const struct SinterStreamK* s, long long items) 
    4096^3 (56 of 64) 1.071-1.073 against 1.009-1.010. The cut walk alone, with no partial sums
    stored or read, already took 1.050 there: units at different k offsets of neighbouring items
    share less of A and B in L2 than whole tiles walked in step (our reading, not profiled), and
-   the fix-up (a 128 KB stash and read a CTA) cost the rest. */
+   the fix-up (a 128 KB stash and read a CTA) cost the rest. Turned round (session 29, H100: whole
+   items first, the last wave cut over 66 units, 67d5731, reverted): 4096^3 1.079-1.081 against
+   1.002-1.005 uncut, 8192^3 unchanged; so the walk order is not the cost, the cut pieces are. */
 SINTER_SK_FN struct SinterStreamK sinter_sk_plan(int units, long long items, int k_blocks, int min_piece) {
   struct SinterStreamK s;
   s.units = units;
