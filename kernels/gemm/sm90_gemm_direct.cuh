@@ -23,6 +23,11 @@
 //     a TMA multicast into both CTAs' shared memory: B's L2 -> SM traffic halves. A stage is
 //     free only when the consumers of both CTAs have released it (2 x its consumers arrivals
 //     on "empty"), so the pair runs in lockstep.
+//   tall (kBM 256, kBN 128, coop): consumer c owns rows 128 c .. 128 c + 127 as two 64 x 128
+//     wgmma accumulators ("row blocks", kWgBlocks 2: d[64 b + i] is block b's d[i]); with
+//     kCluster 2 the pair takes horizontally adjacent tiles (N tiles 2 p and 2 p + 1, same M
+//     tile) and multicasts halves of the shared A tile instead (kMulticastA). The shape of
+//     cuBLASLt's 4096^3 kernel on the H100 (nvjet ..._256x128_64x4_1x2_..._coopA).
 //   offloaded epilogue (coop held kernels with an epilogue, gemm/sm90_epilogue_offload.cuh): the
 //     consumers hold a full tile rounded to 16 bits and the producer warpgroup's idle warps run
 //     its epilogue and stores under the next tile's main loop.
@@ -56,8 +61,12 @@ struct HopperDirectConfig {
   static constexpr int kElemBytes = kElemBytes_;
   static constexpr int kBM = kBM_, kBN = kBN_, kBK = 128 / kElemBytes_, kStages = kStages_;
   static constexpr bool kPingPong = kPingPong_;
+  // rows of a tile a consumer warpgroup owns, in 64-row blocks of one wgmma accumulator each
+  static constexpr int kWgRows = kPingPong ? kBM : kBM / 2, kWgBlocks = kWgRows / 64;
   static constexpr bool kBMnMajor = kBMnMajor_;  // B n-contiguous (a row-major [K, N] weight)
   static constexpr int kCluster = kCluster_;
+  // which operand a cluster shares: A for the tall tile (N-adjacent pairs), B otherwise
+  static constexpr bool kMulticastA = kBM == 256 && kCluster > 1;
   static constexpr int kThreads = 384;
   static constexpr int kTileA = kBM * 128, kTileB = kBN * 128;  // bytes per stage
   static constexpr int kStageBytes = kTileA + kTileB;
@@ -69,10 +78,15 @@ struct HopperDirectConfig {
   // item rows per raster group (hopper_direct_tile): 1024 / kBM tile rows (1024 rows of A), or
   // with clusters as many tile-pair rows (2048 rows). H100, 4096^3, session 26: 8 pair rows
   // 1.004-1.005x cuBLASLt, 1, 2, 4, 16 or 32 of them 1.009-1.014 (docs/benchmarks.md)
-  static constexpr int kGroupM = 1024 / kBM;
-  static constexpr int kAcc = kBN / 2;        // a 64 x kBN accumulator over 128 threads
+  // The tall tile's pair items are 256 x 256 like the 128x256 pair's, and its group is as many
+  // rows of A (8 item rows, 2048 rows).
+  static constexpr int kGroupM = kBM == 256 ? 8 : 1024 / kBM;
+  static constexpr int kBlockAcc = kBN / 2;           // a 64 x kBN accumulator over 128 threads
+  static constexpr int kAcc = kWgBlocks * kBlockAcc;  // a consumer thread's accumulators
   static constexpr int kEmptyArrivals = (kPingPong ? 1 : 2) * kCluster;
-  static constexpr int kBLoadRows = kBN / kCluster;  // rows of B each CTA of a cluster loads
+  // rows of A and of B each CTA of a cluster loads (the shared operand's share, the other's all)
+  static constexpr int kALoadRows = kMulticastA ? kBM / kCluster : kBM;
+  static constexpr int kBLoadRows = kMulticastA ? kBN : kBN / kCluster;
   // Registers per thread: 168 at launch (384 threads, 1 CTA/SM), then 40 for the producer and
   // 232 for the consumers: 128 x 40 + 256 x 232 = 64512, the launch's 384 x 168 (setmaxnreg
   // moves registers within the CTA's pool). With the offloaded epilogue
@@ -82,10 +96,12 @@ struct HopperDirectConfig {
   static constexpr int kEntryRegs = 168, kProducerRegs = kOffload ? 56 : 40, kConsumerRegs = kOffload ? 224 : 232;
   static_assert(kElemBytes == 1 || kElemBytes == 2, "16-bit or 8-bit operands");
   static_assert(kElemBytes == 2 || !kBMnMajor, "8-bit wgmma reads B k-contiguous only");
-  static_assert(kPingPong ? kBM == 64 : kBM == 128, "64 rows per consumer warpgroup");
+  static_assert(kPingPong ? kBM == 64 : kBM == 128 || kBM == 256, "64 or 128 rows per consumer warpgroup");
+  static_assert(kBM != 256 || kBN == 128, "the tall tile is 256 x 128 (its accumulators fill the registers)");
   static_assert(kBN == 128 || kBN == 256, "wgmma n of 128 or 256");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
-  static_assert((kBLoadRows * 128) % 1024 == 0, "a multicast half of B must keep the swizzle alignment");
+  static_assert((kBLoadRows * 128) % 1024 == 0 && (kALoadRows * 128) % 1024 == 0,
+                "a multicast half must keep the swizzle alignment");
   static_assert(kTileA % 1024 == 0 && kTileB % 1024 == 0, "stage tiles must stay 1024-byte aligned");
   static_assert(kStoreStageBytes % 1024 == 0, "TMA store slots must stay 1024-byte aligned (128-byte swizzle)");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
@@ -133,8 +149,9 @@ __device__ __forceinline__ HopperDirectTile hopper_direct_tile(i64 t, int tiles_
 }
 
 // The work items of one CTA: tiles, or with clusters, tile pairs (the cluster walks pairs; CTA
-// rank r takes M tile 2 p + r of pair row p; a tile past the matrix computes zeros and stores
-// nothing, but still takes part in the multicasts).
+// rank r takes M tile 2 p + r of pair row p, or with kMulticastA N tile 2 p + r of pair column
+// p; a tile past the matrix computes zeros and stores nothing, but still takes part in the
+// multicasts).
 struct HopperDirectWork {
   int first, stride;  // items first, first + stride, ... below count (int: fewer live registers)
   i64 count;
@@ -145,17 +162,23 @@ template <class C>
 __device__ __forceinline__ HopperDirectWork hopper_direct_work(i64 batches, int tiles_m, int tiles_n) {
   HopperDirectWork w;
   w.rank = C::kCluster == 1 ? 0 : static_cast<int>(cluster_cta_rank());
-  w.item_rows = (tiles_m + C::kCluster - 1) / C::kCluster;
+  w.item_rows = C::kMulticastA ? tiles_m : (tiles_m + C::kCluster - 1) / C::kCluster;
   w.first = static_cast<int>(blockIdx.x) / C::kCluster;
   w.stride = static_cast<int>(gridDim.x) / C::kCluster;
-  w.count = batches * w.item_rows * tiles_n;
+  w.count = batches * w.item_rows * (C::kMulticastA ? (tiles_n + C::kCluster - 1) / C::kCluster : tiles_n);
   return w;
 }
 template <class C>
 __device__ __forceinline__ HopperDirectTile hopper_direct_item(const HopperDirectWork& w, i64 t, int tiles_n) {
-  HopperDirectTile tile = hopper_direct_tile<C>(t, w.item_rows, tiles_n);
-  tile.mt = tile.mt * C::kCluster + w.rank;
-  return tile;
+  if constexpr (C::kMulticastA) {
+    HopperDirectTile tile = hopper_direct_tile<C>(t, w.item_rows, (tiles_n + C::kCluster - 1) / C::kCluster);
+    tile.nt = tile.nt * C::kCluster + w.rank;
+    return tile;
+  } else {
+    HopperDirectTile tile = hopper_direct_tile<C>(t, w.item_rows, tiles_n);
+    tile.mt = tile.mt * C::kCluster + w.rank;
+    return tile;
+  }
 }
 
 // Keeps a tile's coordinates computed where this stands: the compiler may not sink the integer
@@ -198,11 +221,19 @@ __device__ __forceinline__ void hopper_direct_load_k_block(const SinterTensorMap
   mbarrier_wait(&sm.empty[stage], phase ^ 1u);
   char* dst = sm.stages + stage * C::kStageBytes;
   mbarrier_arrive_expect_tx(&sm.full[stage], C::kStageBytes);
-  tma_load_3d(dst, map_a, &sm.full[stage], kb * C::kBK, tile.mt * C::kBM, tile.batch);
-  if constexpr (C::kCluster == 1) {
+  if constexpr (C::kMulticastA) {
+    // this CTA's half of A, into the same place in both CTAs; all of its own B
+    const int half = w.rank * C::kALoadRows;
+    tma_load_3d_multicast(dst + half * 128, map_a, &sm.full[stage], kb * C::kBK, tile.mt * C::kBM + half, tile.batch,
+                          static_cast<u16>(0x3));
+    sm90_load_b<C::kBMnMajor, C::kBN>(dst + C::kTileA, map_b, &sm.full[stage], kb * C::kBK, tile.nt * C::kBN,
+                                      tile.batch);
+  } else if constexpr (C::kCluster == 1) {
+    tma_load_3d(dst, map_a, &sm.full[stage], kb * C::kBK, tile.mt * C::kBM, tile.batch);
     sm90_load_b<C::kBMnMajor, C::kBN>(dst + C::kTileA, map_b, &sm.full[stage], kb * C::kBK, tile.nt * C::kBN,
                                       tile.batch);
   } else {
+    tma_load_3d(dst, map_a, &sm.full[stage], kb * C::kBK, tile.mt * C::kBM, tile.batch);
     // this CTA's half of B, into the same place in both CTAs
     const int half = w.rank * C::kBLoadRows;
     // (K-major: kBLoadRows rows of 128 bytes; MN-major: kBLoadRows / 64 atoms of 64 x 128 bytes;
@@ -315,9 +346,9 @@ __device__ __forceinline__ void hopper_direct_produce_pieces(const SinterTensorM
   }
 }
 
-// A consumer warp's 16 x kBN slab of a stream-K slot (one CTA's 128 x kBN partial sums), laid out
-// as the lanes hold it: float4 j of lane l at j * 32 + l, so each warp-wide access is 512
-// contiguous bytes. Consumer warps 4 .. 11 are slabs 4 .. 7, 0 .. 3.
+// A consumer warp's slab (kAcc sums a thread) of a stream-K slot (one CTA's kBM x kBN partial
+// sums), laid out as the lanes hold it: float4 j of lane l at j * 32 + l, so each warp-wide
+// access is 512 contiguous bytes. Consumer warps 4 .. 11 are slabs 4 .. 7, 0 .. 3.
 template <class C>
 __device__ __forceinline__ float4* hopper_sk_slab(float* partials, int slot) {
   const int warp = (threadIdx.x >> 5) & 7;
@@ -401,6 +432,13 @@ __device__ __forceinline__ void hopper_direct_wgmma(float (&d)[kBN / 2], u64 da,
   }
 }
 
+// Row block b (0 .. kWgBlocks - 1) of a consumer's accumulators, as one wgmma's 64 x kBN
+// accumulator (b a constant where it is called: the array stays in registers).
+template <int kBlock, int kBlocks, class T>
+__device__ __forceinline__ T (&row_block(T (&d)[kBlock * kBlocks], int b))[kBlock] {
+  return *reinterpret_cast<T(*)[kBlock]>(d + b * kBlock);
+}
+
 // How a consumer warpgroup says it is done with a stage. With clusters the peer's producer
 // writes into the stage too, so every CTA's "empty" barrier hears of it: thread r < kCluster of
 // the warpgroup signals CTA r, one arrive each, issued together. Each thread's empty[0] address
@@ -441,8 +479,8 @@ struct HopperNoWorkBeforeLastWait {
   __device__ __forceinline__ void operator()() const {}
 };
 
-// One consumer warpgroup's 64 x kBN accumulator over all k-blocks of one tile, starting at ring
-// position (stage, phase), which it advances. `a_rows` is the byte offset of its 64 rows inside
+// One consumer warpgroup's kWgRows x kBN accumulators over all k-blocks of one tile, starting at ring
+// position (stage, phase), which it advances. `a_rows` is the byte offset of its kWgRows rows inside
 // the stage's A tile. A stage is released once the wgmma reading it has retired (wait_group 1
 // keeps one k-block in flight). `issued`, if not null, is arrived on once every wgmma is issued.
 // The first k step of a tile overwrites d (scale-d 0): no zeroing before it (kBN / 2 instructions
@@ -491,11 +529,20 @@ __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], cons
 #pragma unroll
     for (int i = 0; i < C::kAcc; ++i) wgmma_fence_operand(d[i]);
     wgmma_fence();
+    // Row block b (64 rows, 8 KB of A further) takes all four k steps before the next block: the
+    // same accumulator back to back, as cuBLASLt's 256x128 kernel orders them. (Alternating the
+    // blocks every k step ran the tall tile 4.1x slower than the 128x256 pair at 4096^3, with the
+    // tensor pipe busy twice the cycles: H100, session 30.)
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      // k step of 32 bytes inside A's swizzled 128-byte row (16 16-bit or 32 8-bit elements)
-      const u32 da = a_lo + at + (32 / 16) * k, db = b_lo + at + static_cast<u32>(sm90_b_desc_step<C::kBMnMajor>(k));
-      hopper_direct_wgmma<C::kBN, kType, C::kBMnMajor>(d, a_hi | da, b_hi | db, !first || k > 0);
+    for (int b = 0; b < C::kWgBlocks; ++b) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        // k step of 32 bytes inside A's swizzled 128-byte row (16 16-bit or 32 8-bit elements)
+        const u32 da = a_lo + at + (32 / 16) * k + b * (64 * 128 / 16);
+        const u32 db = b_lo + at + static_cast<u32>(sm90_b_desc_step<C::kBMnMajor>(k));
+        hopper_direct_wgmma<C::kBN, kType, C::kBMnMajor>(row_block<C::kBlockAcc, C::kWgBlocks>(d, b), a_hi | da,
+                                                         b_hi | db, !first || k > 0);
+      }
     }
     wgmma_commit();
   };
@@ -719,8 +766,10 @@ __device__ __forceinline__ void stage_held_chunk(char* slot, const u32 (&held)[k
 // next tile's first k-blocks, one chunk per k-block. Chunk p (this warp's 16 rows x columns
 // 64 p .. 64 p + 63, from (col0, row0)) goes through slot p % 2 of the warp's two 2 KB slots in
 // `store_stage` with one TMA store through `map`; before staging, the store that used the slot
-// two chunks ago must have read it.
-template <int kWords>
+// two chunks ago must have read it. With row blocks (the tall tile: kChunksPerRow = kBN / 64
+// chunks a block, whose words follow the block before's) chunk p is block p / kChunksPerRow's
+// columns 64 (p % kChunksPerRow) ..., 64 rows further down a block.
+template <int kChunksPerRow, int kWords>
 __device__ __forceinline__ void store_held_chunk(const SinterTensorMap* map, char* store_stage,
                                                  const u32 (&held)[kWords], int p, int col0, int row0) {
   const int lane = threadIdx.x & 31;
@@ -731,7 +780,7 @@ __device__ __forceinline__ void store_held_chunk(const SinterTensorMap* map, cha
   fence_proxy_async_shared();
   __syncwarp();
   if (lane == 0) {
-    tma_store_3d(map, slot, col0 + 64 * p, row0, 0);
+    tma_store_3d(map, slot, col0 + 64 * (p % kChunksPerRow), row0 + 64 * (p / kChunksPerRow), 0);
     bulk_commit_group();
   }
 }

@@ -105,8 +105,12 @@ class GpuHopperGemm : public GpuRegions {
     for (const auto& [v, rk] : jit::distinct_variants(g, *mm, properties_)) {
       const std::string want = rk.kernels.at(0).description;
       SCOPED_TRACE("candidate " + std::to_string(v) + ": " + want);
+      // (the tall tile's two row blocks a consumer run their epilogue in line: neither deferred
+      // nor offloaded)
+      const bool tall = want.find("128 rows each") != std::string::npos;
+      const bool placement = coop_word.rfind("deferred-epilogue", 0) == 0 || coop_word.rfind("offloaded-epilogue", 0) == 0;
       if (!coop_word.empty() && want.find("direct-epilogue") != std::string::npos &&
-          want.find("coop(") != std::string::npos) {
+          want.find("coop(") != std::string::npos && !(tall && placement)) {
         EXPECT_NE(want.find(coop_word), std::string::npos) << want;
       }
       ExecutorOptions opts;

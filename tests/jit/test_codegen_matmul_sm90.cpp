@@ -213,14 +213,17 @@ TEST(JitMatmulSm90, LargeShapesTake128x256First) {
   const Graph g = mm(DType::bf16, 4096, 4096, 4096, true, false);
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
-  ASSERT_EQ(matmul_variants(g, r, h200()), 7);
-  // measured on the H200: the direct-epilogue configs (CTA pairs first), then the C-tile kernel
+  ASSERT_EQ(matmul_variants(g, r, h200()), 8);
+  // measured on the H200: the direct-epilogue configs (CTA pairs first; the tall pair, measured
+  // slower on the H100, last of them), then the C-tile kernel
   const std::string want[] = {"128x256x64 stages4 coop(1p+2c, 64 rows each) cluster2x1 multicast-b",
                               "128x256x64 stages4 coop(1p+2c, 64 rows each) tma",
                               "64x256x64 stages5 pingpong(1p+2c, a tile each) tma",
                               "64x256x64 stages5 pingpong(1p+2c, a tile each) cluster2x1 multicast-b",
-                              "128x128x64 stages6 coop", "128x128x64 stages4 tma"};
-  for (int v = 0; v < 6; ++v) {
+                              "128x128x64 stages6 coop",
+                              "256x128x64 stages4 coop(1p+2c, 128 rows each) cluster1x2 multicast-a",
+                              "128x128x64 stages4 tma"};
+  for (int v = 0; v < 7; ++v) {
     const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
     EXPECT_NE(k.description.find(want[v]), std::string::npos) << v << ": " << k.description;
   }
@@ -253,6 +256,48 @@ TEST(JitMatmulSm90, TranscendentalEpilogueTakesTheCoopPairFirst) {
             std::string::npos);
 }
 
+void dump_cubin(const std::string& name, const KernelSpec& k, const cuda::CompileResult& res) {
+  const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR");
+  if (dir == nullptr) return;
+  std::ofstream(std::filesystem::path(dir) / (name + ".cubin"), std::ios::binary)
+      .write(res.cubin.data(), static_cast<std::streamsize>(res.cubin.size()));
+  std::ofstream(std::filesystem::path(dir) / (name + ".cubin.cu")) << "// " << k.description << "\n" << k.source;
+}
+
+TEST(JitMatmulSm90, TallPairSharesAAndComputesTwoRowBlocks) {
+  // The tall tile (256 x 128, cuBLASLt's 4096^3 shape on the H100): each CTA of the 1x2 cluster
+  // loads half of the shared A tile (multicast) and all of its own B tile; each consumer runs two
+  // m64n128 wgmma a k step, one per 64-row block; items are tile pairs along N. Bare and fused,
+  // it compiles without spills, with its wgmma pipelined and both row blocks' held stores.
+  for (bool epilogue : {false, true}) {
+    const Graph g = mm(DType::bf16, 4096, 4096, 4096, true, epilogue);
+    const fuse::Partition p = fuse::partition_graph(g);
+    const fuse::Region& r = matmul_region(g, p);
+    const KernelSpec k = build_matmul_variant(g, r, h200(), 5).kernels.at(0);
+    SCOPED_TRACE(k.description);
+    ASSERT_NE(k.description.find("256x128x64 stages4 coop(1p+2c, 128 rows each) cluster1x2 multicast-a"), std::string::npos);
+    EXPECT_NE(k.description.find("held-stores"), std::string::npos);
+    EXPECT_EQ(k.description.find("offloaded-epilogue"), std::string::npos);  // not for row blocks
+    EXPECT_EQ(k.tensor_maps.at(0).box[1], 128u);  // half of A's 256 rows
+    EXPECT_EQ(k.tensor_maps.at(1).box[1], 128u);  // all of B's 128
+    ASSERT_TRUE(k.launch.cluster.has_value());
+    EXPECT_EQ(k.launch.cluster->x, 2u);
+    EXPECT_EQ(k.persistent_work, 16 * 16);  // 16 row tiles x 16 pairs of column tiles
+    EXPECT_NE(k.source.find("HopperDirectConfig<256, 128, 4, false, 2,"), std::string::npos);
+    EXPECT_NE(k.source.find("store_held_chunk<Cfg::kBN / 64>("), std::string::npos);
+    const cuda::CompileResult res = compile_reported("sm90_tall.cu", k.source);
+    EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
+    expect_wgmma_pipelined(res.log, k.description);
+    dump_cubin(std::string("sm90_tall_") + (epilogue ? "fused" : "bare"), k, res);  // for bench/sass_report.sh
+  }
+  // the same shape with SINTER_SM90_TALL_FIRST=1 (the A/B knob) puts it first
+  const testing::ScopedEnv tall("SINTER_SM90_TALL_FIRST", "1");
+  const Graph g = mm(DType::bf16, 4096, 4096, 4096, true, false);
+  const fuse::Partition p = fuse::partition_graph(g);
+  EXPECT_NE(build_matmul_variant(g, matmul_region(g, p), h200(), 0).kernels.at(0).description.find("256x128x64"),
+            std::string::npos);
+}
+
 TEST(JitMatmulSm90, FullTilesStoreSixteenByteRows) {
   // 16-bit outputs of full tiles leave through stmatrix as 16-byte rows (a scratch and 16-byte
   // stores, or TMA stores); an f32 output as pairs.
@@ -268,7 +313,7 @@ TEST(JitMatmulSm90, FullTilesStoreSixteenByteRows) {
     // them in line, ping-pong stores them from a scratch)
     const bool wide = k.source.find("store_fragment_rows_wide(scratch_") != std::string::npos ||
                       k.source.find("stage_fragment_rows_sw128(") != std::string::npos ||
-                      k.source.find("store_held_chunk(") != std::string::npos;
+                      k.source.find("store_held_chunk<") != std::string::npos;
     EXPECT_EQ(wide, out == DType::bf16) << to_string(out);
     EXPECT_NE(k.source.find(out == DType::bf16 ? "(a.ecols % 8 == 0)" : "(a.ecols % 2 == 0)"), std::string::npos);
     EXPECT_NE(k.source.find("matmul_wg_epilogue_body<false>"), std::string::npos);
@@ -305,13 +350,6 @@ TEST(JitMatmulSm90, FullTilesAdmitAScalarAndABias) {
 }
 
 // With SINTER_DUMP_CUBIN_DIR set: `name`.cubin and its source, `name`.cubin.cu.
-void dump_cubin(const std::string& name, const KernelSpec& k, const cuda::CompileResult& res) {
-  const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR");
-  if (dir == nullptr) return;
-  std::ofstream(std::filesystem::path(dir) / (name + ".cubin"), std::ios::binary)
-      .write(res.cubin.data(), static_cast<std::streamsize>(res.cubin.size()));
-  std::ofstream(std::filesystem::path(dir) / (name + ".cubin.cu")) << "// " << k.description << "\n" << k.source;
-}
 
 TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
   // the shape and epilogue of sinter_bench_gemm's fused case (bias + GELU + global amax) on every
@@ -325,7 +363,7 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
   g.output(g.amax(y), "amax");
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
-  for (int v = 0; v < 6; ++v) {
+  for (int v = 0; v < 7; ++v) {
     const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
     ASSERT_NE(k.description.find("sm90 wgmma"), std::string::npos) << k.description;
     // the amax of the bf16 output from its packed words (one HMNMX2 for two elements), the GELU
@@ -334,9 +372,10 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
       EXPECT_NE(k.source.find("amax_pair<bf16>(gpk0, "), std::string::npos) << k.description;
     }
     // the held coop kernels hand the epilogue to the producer warpgroup's helper warps (K is 64
-    // k-blocks) unless stream-K cuts them (the 128x128 config); held in-line kernels read the
-    // bias pairs loaded under the tile's last k-block
-    if (k.description.find("held-stores") != std::string::npos && k.description.find("stream-k(") == std::string::npos) {
+    // k-blocks) unless stream-K cuts them (the 128x128 config) or they hold two row blocks (the
+    // tall tile); held in-line kernels read the bias pairs loaded under the tile's last k-block
+    if (k.description.find("held-stores") != std::string::npos && k.description.find("stream-k(") == std::string::npos &&
+        k.description.find("256x128") == std::string::npos) {
       EXPECT_NE(k.description.find("offloaded-epilogue"), std::string::npos) << k.description;
       EXPECT_NE(k.source.find("hopper_offload_serve(off, sm.store_stage, &a.tmo0"), std::string::npos) << k.description;
     }
@@ -358,7 +397,7 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
   const testing::ScopedEnv on("SINTER_SM90_DEFER_EPILOGUE", "1");
   for (const char* groups : {"1", "2", "4"}) {
     const testing::ScopedEnv q("SINTER_SM90_DEFER_Q", groups);
-    for (int v = 0; v < 6; ++v) {
+    for (int v = 0; v < 7; ++v) {
       const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
       if (k.description.find("deferred-epilogue") == std::string::npos) continue;
       EXPECT_NE(k.description.find("deferred-epilogue(" + std::string(groups) + " groups"), std::string::npos)
@@ -505,7 +544,7 @@ TEST(JitMatmulSm90, EveryEpilogueKindCompilesWithoutSpills) {
     g.output(y, "y");
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
-    for (int v = 0; v < 5; ++v) {  // the 5 direct-epilogue configs
+    for (int v = 0; v < 6; ++v) {  // the 6 direct-epilogue configs
       const KernelSpec ks = build_matmul_variant(g, r, h200(), v).kernels.at(0);
       SCOPED_TRACE(name + ": " + ks.description);
       ASSERT_NE(ks.description.find("direct-epilogue"), std::string::npos);
@@ -539,7 +578,7 @@ TEST(JitMatmulSm90, TmaStoresCompileWithoutSpillsAndFit) {
     g.output(y, "y");
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
-    for (int v = 0; v < 5; ++v) {  // the 5 direct-epilogue configs (variant 5: the C-tile kernel)
+    for (int v = 0; v < 6; ++v) {  // the 6 direct-epilogue configs (variant 6: the C-tile kernel)
       const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
       const bool coop = k.description.find("coop(") != std::string::npos;
       EXPECT_EQ(k.description.find("tma-store") != std::string::npos, coop) << k.description;
@@ -595,7 +634,7 @@ TEST(JitMatmulSm90, StreamKKernelsCompileWithoutSpills) {
       const fuse::Partition p = fuse::partition_graph(g);
       const fuse::Region& r = matmul_region(g, p);
       int cut = 0;
-      for (int v = 0; v < 5; ++v) {  // the 5 direct-epilogue configs
+      for (int v = 0; v < 6; ++v) {  // the 6 direct-epilogue configs
         const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
         const bool coop = k.description.find("coop(") != std::string::npos;
         const bool sk = k.description.find("stream-k(") != std::string::npos;
@@ -615,7 +654,7 @@ TEST(JitMatmulSm90, StreamKKernelsCompileWithoutSpills) {
         expect_wgmma_pipelined(res.log, k.description);
         dump_cubin(std::string("sm90_stream_k_") + form + "_v" + std::to_string(v), k, res);
       }
-      EXPECT_EQ(cut, size == 8192 ? 2 : 1) << form;
+      EXPECT_EQ(cut, size == 8192 ? 3 : 1) << form;  // 8192^3: both 256-wide pairs and the 128x256 tile
     }
   }
 }
@@ -689,10 +728,11 @@ TEST(JitMatmulSm90, HeldStoresNeedAKBlockPerChunk) {
     const Graph g = mm(DType::bf16, 4096, 4096, k_size, true, true);
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
-    for (int v = 0; v < 5; ++v) {
+    for (int v = 0; v < 6; ++v) {
       const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
       const bool coop = k.description.find("coop(") != std::string::npos;
-      const bool wide = k.description.find("128x256") != std::string::npos;
+      // four chunks a warp: the 128x256 tiles' and the tall tile's (two row blocks of two)
+      const bool wide = k.description.find("128x256") != std::string::npos || k.description.find("256x128") != std::string::npos;
       EXPECT_EQ(k.description.find("held-stores") != std::string::npos, coop && (k_size == 256 || !wide))
           << k.description;
     }
@@ -703,7 +743,7 @@ TEST(JitMatmulSm90, HeldStoresNeedAKBlockPerChunk) {
   const KernelSpec k = build_matmul_variant(g, matmul_region(g, p), h200(), 0).kernels.at(0);
   EXPECT_NE(k.description.find("tma-store"), std::string::npos) << k.description;
   EXPECT_EQ(k.description.find("held-stores"), std::string::npos) << k.description;
-  EXPECT_EQ(k.source.find("store_held_chunk("), std::string::npos);
+  EXPECT_EQ(k.source.find("store_held_chunk<"), std::string::npos);
 }
 
 TEST(JitMatmulSm90, OnlyStreamKAsksForEveryResidentUnit) {
@@ -785,7 +825,7 @@ TEST(JitMatmulSm90, Fp8OperandsRunOnTheDirectKernelsOnly) {
       expect_wgmma_pipelined(res.log, k.description);
       dump_cubin(std::string("sm90_fp8_") + std::string(to_string(t)) + "_v" + std::to_string(v), k, res);
     }
-    EXPECT_EQ(direct, 5);
+    EXPECT_EQ(direct, 6);
   }
   // what the direct kernels decline for fp8, with the reason
   auto why = [](const Graph& g) {

@@ -95,13 +95,17 @@ std::string sm90_gemm_unsupported(const Graph& g, const fuse::Region& r, const c
 RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 // A tile config of the direct-epilogue Hopper GEMM (kernels/gemm/sm90_gemm_direct.cuh):
 // bm x bn x (128 bytes of k) tiles through a `stages`-deep ring; cooperative (bm 128: both consumers on one
-// tile) or ping-pong (bm 64: a tile per consumer, one's epilogue under the other's main loop).
-// cluster 2: CTA pairs share B through TMA multicast.
+// tile; bm 256, bn 128, the tall tile: 128 rows each, as two 64-row accumulators) or ping-pong (bm
+// 64: a tile per consumer, one's epilogue under the other's main loop).
+// cluster 2: CTA pairs share B through TMA multicast (M-adjacent tiles), the tall tile's pairs A
+// (N-adjacent tiles).
 struct Sm90DirectConfig {
   int bm = 128, bn = 256, stages = 4;
   bool ping_pong = false;
   int cluster = 1;
 };
+// Whether a config's CTA pairs share A (the tall tile's) rather than B.
+bool sm90_direct_multicast_a(const Sm90DirectConfig& c);
 // Dynamic shared memory of a config: 1024 alignment pad, the ring, `store_stage_bytes` of TMA store
 // slots, the barriers.
 int sm90_direct_smem_bytes(const Sm90DirectConfig& c, int store_stage_bytes = 0);

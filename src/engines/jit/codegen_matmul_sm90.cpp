@@ -11,7 +11,9 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "engines/jit/codegen.hpp"
@@ -211,7 +213,8 @@ namespace {
 std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Region& r,
                                                   const cuda::DeviceProperties& dev) {
   const Sm90DirectConfig coop256{128, 256, 4, false, 1}, ping256{64, 256, 5, true, 1},
-      coop128{128, 128, 6, false, 1}, coop256_pair{128, 256, 4, false, 2}, ping256_pair{64, 256, 5, true, 2};
+      coop128{128, 128, 6, false, 1}, coop256_pair{128, 256, 4, false, 2}, ping256_pair{64, 256, 5, true, 2},
+      tall_pair{256, 128, 4, false, 2};
   std::vector<Sm90DirectConfig> all;
   const Sm90Operands o = sm90_operands(g, r);
   const int64_t tiles256 = o.batch.numel * ((o.m + 127) / 128) * ((o.n + 255) / 256);
@@ -228,7 +231,17 @@ std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Re
     // per 1M multiply-adds). Bare: 8192^3 1.409 against 1.468 ms. Since session 24 the coop
     // kernels hide most of their epilogue in the producer warpgroup's idle warps (the offloaded
     // epilogue, codegen_matmul_sm90_direct.cpp).
-    all = {coop256_pair, coop256, ping256, ping256_pair, coop128};
+    // The tall pair (256x128 tiles, A shared: cuBLASLt's 4096^3 kernel's shape on the H100) goes
+    // last, for the tuner to time: H100, session 30, against cuBLASLt alternated in one process,
+    // 4096^3 1.013 / 1.013 against the 128x256 pair's 1.005 / 1.004, 8192^3 0.965 / 0.968
+    // against 0.958 / 0.955, bias + GELU + amax 1.073 / 1.071 in line against 1.030 / 1.028
+    // offloaded (docs/benchmarks.md). SINTER_SM90_TALL_FIRST=1 (A/B knob, read at each build)
+    // puts it first.
+    all = {coop256_pair, coop256, ping256, ping256_pair, coop128, tall_pair};
+    if (const char* v = std::getenv("SINTER_SM90_TALL_FIRST"); v && std::string(v) == "1") {
+      all.pop_back();
+      all.insert(all.begin(), tall_pair);
+    }
   } else if (4 * tiles256 >= 3 * (dev.sm_count > 0 ? dev.sm_count : 132)) {
     // Nearly one wave of 128x256 tiles: one tile a CTA without the pair's lockstep. H100, session
     // 24, 2048^3 (128 tiles) against cuBLASLt: coop 128x256 1.041 bare / 1.066 bias / 1.222

@@ -57,10 +57,14 @@ int sm90_direct_smem_bytes(const Sm90DirectConfig& c, int store_stage_bytes) {
   return 1024 + c.stages * (c.bm + c.bn) * 64 * 2 + store_stage_bytes + 2 * c.stages * 8 + 2 * 8;
 }
 
+bool sm90_direct_multicast_a(const Sm90DirectConfig& c) { return c.bm == 256 && c.cluster > 1; }
+
 std::string sm90_direct_name(const Sm90DirectConfig& c, int k_block) {
+  const std::string cl = std::to_string(c.cluster);
   return std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" + std::to_string(k_block) + " stages" + std::to_string(c.stages) +
-         (c.ping_pong ? " pingpong(1p+2c, a tile each)" : " coop(1p+2c, 64 rows each)") +
-         (c.cluster > 1 ? " cluster" + std::to_string(c.cluster) + "x1 multicast-b" : "");
+         (c.ping_pong ? " pingpong(1p+2c, a tile each)" : " coop(1p+2c, " + std::to_string(c.bm / 2) + " rows each)") +
+         (c.cluster > 1 ? (sm90_direct_multicast_a(c) ? " cluster1x" + cl + " multicast-a" : " cluster" + cl + "x1 multicast-b")
+                        : "");
 }
 
 RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
@@ -133,12 +137,16 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // the rest. SINTER_SM90_HELD_STORES=0 (A/B knob, read at each build) stages and stores in line.
   const int k_block = 128 / static_cast<int>(dtype_size(o.dtype));
   const int64_t k_blocks_total = (o.k + k_block - 1) / k_block;
-  const int held_chunks = c.bn / 64;
+  // the tall tile (256 x 128): each consumer owns two 64-row blocks of accumulators
+  const int wg_blocks = !c.ping_pong && c.bm == 256 ? 2 : 1;
+  const int held_chunks = c.bn / 64 * wg_blocks;
   const bool held = tma_stores && epi.wide_outputs(wide_stores).size() == 1 && k_blocks_total >= held_chunks &&
                     !env_off("SINTER_SM90_HELD_STORES");
   // work items: tiles, or per cluster tile pairs (the kernel's loop index t runs over them)
   const int64_t tiles_m = (o.m + c.bm - 1) / c.bm;
-  const int64_t items = o.batch.numel * ((tiles_m + c.cluster - 1) / c.cluster) * ((o.n + c.bn - 1) / c.bn);
+  const int64_t tiles_n = (o.n + c.bn - 1) / c.bn;
+  const int64_t items = o.batch.numel * (sm90_direct_multicast_a(c) ? tiles_m * ((tiles_n + c.cluster - 1) / c.cluster)
+                                                                    : (tiles_m + c.cluster - 1) / c.cluster * tiles_n);
   // Deferred epilogue (held, an epilogue beyond the bare store, max_deferred_groups() > 0): at a
   // full tile's end the accumulator is only rounded to the matmul's 16-bit type and packed into held_ (64
   // F2FP a thread, as a bare GEMM's), and the epilogue runs on those words under the next tile's
@@ -166,7 +174,8 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   if (const char* v = std::getenv("SINTER_SM90_DEFER_Q")) defer_q = std::clamp(std::atoi(v), 1, 4);
   defer_q = std::max(1, std::min(defer_q, max_q));
   while (defer_q < max_q && (n_groups / defer_q > k_blocks_total || 8 % defer_q != 0)) ++defer_q;
-  const bool deferred = held && !epi.empty() && max_q > 0 && n_groups / defer_q <= k_blocks_total &&
+  // (neither the deferred nor the offloaded epilogue knows the tall tile's row blocks)
+  const bool deferred = held && wg_blocks == 1 && !epi.empty() && max_q > 0 && n_groups / defer_q <= k_blocks_total &&
                         items < (int64_t{1} << 30) && env_is("SINTER_SM90_DEFER_EPILOGUE", "1");
   // Offloaded epilogue (gemm/sm90_epilogue_offload.cuh): as the deferred form, a full tile's
   // accumulator is only rounded and held, but the epilogue runs in the producer warpgroup's three
@@ -186,7 +195,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // SINTER_SM90_OFFLOAD_SPACING=n (1-8) sets the spacing.
   int offload_spacing = 8;
   if (const char* v = std::getenv("SINTER_SM90_OFFLOAD_SPACING")) offload_spacing = std::clamp(std::atoi(v), 1, 8);
-  const bool offload_wanted = held && !deferred && !epi.empty() && epi.max_deferred_groups() >= 2 &&
+  const bool offload_wanted = held && wg_blocks == 1 && !deferred && !epi.empty() && epi.max_deferred_groups() >= 2 &&
                               k_blocks_total >= 32 && items < (int64_t{1} << 30) && !env_off("SINTER_SM90_OFFLOAD");
   const int peel = deferred ? n_groups / defer_q : held_chunks;
   // A full tile's bias pairs are loaded once its last k-block is issued, under that k-block's
@@ -221,7 +230,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   const bool offload = offload_wanted && !stream_k;
   const int offload_peel = 4 * offload_spacing;  // 4 messages a tile, whatever its chunks (sm90_epilogue_offload.cuh)
   const bool preload = held && !deferred && !offload && epi.preloaded_operand() >= 0 && !env_off("SINTER_SM90_PRELOAD_BIAS");
-  // its workspace, after the epilogue's: a flag a consumer warp and a 128 x kBN f32 slot a CTA
+  // its workspace, after the epilogue's: a flag a consumer warp and a kBM x kBN f32 slot a CTA
   const size_t sk_flags_offset = (epi.workspace_bytes() + 255) / 256 * 256;
   const size_t sk_ctas = static_cast<size_t>(units * c.cluster);
   const size_t sk_partials_offset = (sk_flags_offset + sk_ctas * 8 * sizeof(uint32_t) + 255) / 256 * 256;
@@ -229,6 +238,12 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // what the epilogue functions take beyond the fragment: the held words, the preloaded bias pairs
   const std::string tile_params =
       std::string(held ? ", u32 (&held_)[Cfg::kBN / 4]" : "") + (preload ? epi.preload_param(c.bn, true) : "");
+  // the same for a consumer's whole accumulator (all of its row blocks)
+  const std::string wg_params =
+      std::string(held ? ", u32 (&held_)[Cfg::kAcc / 2]" : "") + (preload ? epi.preload_param(c.bn, true) : "");
+  const std::string block_args =
+      std::string(held ? ", row_block<Cfg::kBN / 4, Cfg::kWgBlocks>(held_, b)" : "") +
+      (preload ? ", pw" + std::to_string(epi.preloaded_operand()) : "");
   const std::string tile_args =
       std::string(held ? ", held_" : "") + (preload ? ", pw" + std::to_string(epi.preloaded_operand()) : "");
   const int smem_bytes = sm90_direct_smem_bytes(c, store_stage_bytes);
@@ -246,8 +261,10 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   RegionKernels rk;
   KernelSpec spec;
   ArgsWriter w(spec);
-  w.tensor_map("tma_a", sm90_tensor_map(r, o, true, static_cast<uint32_t>(c.bm)));
-  w.tensor_map("tma_b", sm90_tensor_map(r, o, false, static_cast<uint32_t>(c.bn / c.cluster)));
+  // each CTA of a cluster loads its share of the operand the pair shares
+  const bool multicast_a = sm90_direct_multicast_a(c);
+  w.tensor_map("tma_a", sm90_tensor_map(r, o, true, static_cast<uint32_t>(multicast_a ? c.bm / c.cluster : c.bm)));
+  w.tensor_map("tma_b", sm90_tensor_map(r, o, false, static_cast<uint32_t>(multicast_a ? c.bn : c.bn / c.cluster)));
   w.field("SinterGemmShape", "shape", sm90_gemm_shape(o));
   epi.declare(w);
   if (tma_stores) epi.declare_store_maps(w, wide_stores);
@@ -272,8 +289,10 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << ", \"the host's Hopper GEMM constants are stale\");\n"
       << "[[maybe_unused]] constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n\n"
       << args << "\n";
-  // out: [batches, M, N]; one consumer warpgroup's 64 rows (from tile row `row0`) of one tile,
-  // compiled for full tiles (no bounds tests) and partial ones; matmul_wg_epilogue picks. A held
+  // out: [batches, M, N]; one consumer warpgroup's 64 rows (from tile row `row0`: a row block)
+  // of one tile, compiled for full tiles (no bounds tests) and partial ones; matmul_wg_epilogue
+  // picks, by the whole warpgroup's rows (the tall tile's blocks are full or partial together,
+  // so a block's held words never wait beside a partial block stored in line). A held
   // kernel's partial tile ends the previous tile's held words (hopper_direct_clear_words) so its
   // epilogue has their registers; a bare GEMM's partial tile needs few, and its kernels stay as
   // they were timed.
@@ -283,19 +302,21 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "}\n\n"
       << "template <bool kFull>\n"
       << "__device__ __forceinline__ void matmul_wg_epilogue_body(const Args& a, i64 grow0, i64 gcol0, int rows_valid, "
-         "int cols_valid, char* store_stage, const float (&d)[Cfg::kAcc]"
+         "int cols_valid, char* store_stage, const float (&d)[Cfg::kBlockAcc]"
       << tile_params << epi.global_params() << ") {\n"
       << epi.fragment_tile(c.bn, wide_stores, tma_stores ? tma_slots : 0, held, false, preload) << "}\n\n"
       << "// true: a full tile" << (held ? ", whose output is held in held_ for the caller to store" : "") << "\n"
       << "__device__ __forceinline__ bool matmul_wg_epilogue(const Args& a, const HopperDirectTile& tile, int row0, "
-         "char* store_stage, const float (&d)[Cfg::kAcc]"
+         "char* store_stage, const float (&d)[Cfg::kBlockAcc]"
       << tile_params << (offload ? ", bool last" : "") << epi.global_params() << ") {\n"
       << "  const SinterGemmShape& s = a.shape;\n"
       << "  const int m0 = tile.mt * Cfg::kBM + row0, n0 = tile.nt * Cfg::kBN;\n"
       << "  const i64 grow0 = matmul_wg_grow0(a, tile, row0), gcol0 = n0;\n"
       << "  const int rows_valid = static_cast<int>(min(i64{64}, s.m - m0));\n"
       << "  const int cols_valid = static_cast<int>(min(i64{Cfg::kBN}, s.n - n0));\n"
-      << "  if (" << (full_tiles ? "rows_valid >= 64 && cols_valid >= Cfg::kBN && " + epi.fragment_full_condition(wide_stores) : "false")
+      << "  if (" << (full_tiles ? "s.m - (m0 - row0 % Cfg::kWgRows) >= Cfg::kWgRows && cols_valid >= Cfg::kBN && " +
+                                     epi.fragment_full_condition(wide_stores)
+                               : "false")
       << ") {\n"
       << (offload ? "    if (!last) {  // the helpers run the epilogue\n"
                     "      hold_accumulators<" + storage_type(g.tensor(o.mm->outputs[0]).dtype) + ", Cfg::kBN>(d, held_);\n"
@@ -312,6 +333,21 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << (held && !epi.empty() ? "  hopper_direct_clear_words(held_);  // nothing is held after a partial tile\n" : "")
       << "  return false;\n"
       << "}\n\n";
+  if (!offload && !c.ping_pong) {
+    src << "// consumer c's epilogue of its row blocks of one tile (the same result for each)\n"
+        << "__device__ __forceinline__ bool matmul_wg_epilogue_blocks(const Args& a, const HopperDirectTile& tile, int c, "
+           "char* store_stage, const float (&d)[Cfg::kAcc]"
+        << wg_params << epi.global_params() << ") {\n"
+        << "  bool full = true;\n"
+        << "#pragma unroll\n"
+        << "  for (int b = 0; b < Cfg::kWgBlocks; ++b) {\n"
+        << "    full = matmul_wg_epilogue(a, tile, c * Cfg::kWgRows + 64 * b, store_stage, "
+           "row_block<Cfg::kBlockAcc, Cfg::kWgBlocks>(d, b)"
+        << block_args << epi.global_args() << ");\n"
+        << "  }\n"
+        << "  return full;\n"
+        << "}\n\n";
+  }
   if (preload) {
     src << "// a full tile's bias pairs, loaded while its last k-block's wgmma run\n"
         << "__device__ __forceinline__ void matmul_wg_preload(const Args& a, const HopperDirectTile& tile"
@@ -446,7 +482,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "    hopper_offload_finish(off);  // the slots are the consumers' again\n"
         << "#pragma unroll\n"
         << "    for (int p = 0; p < " << held_chunks << "; ++p) {\n"
-        << "      if (holding) store_held_chunk(" << held_map << ", sm.store_stage, held_, p, held_col, held_row);\n"
+        << "      if (holding) store_held_chunk<Cfg::kBN / 64>(" << held_map << ", sm.store_stage, held_, p, held_col, held_row);\n"
         << "    }\n";
   } else if (held) {
     // the held tile's chunks leave under this tile's first k-blocks; its origin: (held_col,
@@ -454,14 +490,14 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
     src << "    int stage = 0;\n    u32 phase = 0;\n"
         << "    // the peeled k-blocks need this many (the host built this kernel for its K): fail loudly, not hang\n"
         << "    if (k_blocks < " << peel << ") __trap();\n"
-        << "    u32 held_[Cfg::kBN / 4];\n"
+        << "    u32 held_[Cfg::kAcc / 2];\n"
         << (preload ? "    " + epi.preload_declaration(c.bn) + ";  // the next epilogue's bias pairs\n" : std::string())
         << "    bool holding = false;\n"
         << (deferred ? "    // the held tile's first column, and first matrix row of this warpgroup (TMA's int coordinates)\n"
                        "    int held_col = 0, held_grow0 = 0;\n"
                      : "    int held_col = 0, held_row = 0;\n")
         << "    auto store_held = [&](int p) {\n"
-        << "      if (holding) store_held_chunk(" << held_map << ", sm.store_stage, held_, p, held_col, "
+        << "      if (holding) store_held_chunk<Cfg::kBN / 64>(" << held_map << ", sm.store_stage, held_, p, held_col, "
         << (deferred ? "held_grow0 + 16 * ((threadIdx.x >> 5) & 3)" : "held_row") << ");\n"
         << "    };\n"
         << (deferred ? "    // the next tile's coordinates are worked out under this tile's last peeled k-block (once the\n"
@@ -477,7 +513,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
                        "    for (" + std::string(deferred ? "int" : "i64") + " t = w.first; t < w.count; t += w.stride) {\n")
         << "      const HopperDirectTile tile = next;\n"
         << "      hopper_direct_mainloop<Cfg, " << wt.constant << ", " << peel
-        << ">(d, sm, c * 64 * 128, "
+        << ">(d, sm, c * Cfg::kWgRows * 128, "
         << (stream_k ? "(cut ? sk_pieces.piece[i].kb1 - sk_pieces.piece[i].kb0 : k_blocks)" : "k_blocks")
         << ", stage, phase, nullptr, [&](int kb) {\n"
         << (deferred ? "        if (holding) matmul_wg_epilogue_deferred(a, held_grow0, held_col, kb * " + std::to_string(defer_q) +
@@ -495,11 +531,11 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << (preload ? "      }, [&]() { " + preload_call + "; });\n"
                     : "      });\n")
         << (stream_k ? stream_k_piece_end(true) : std::string())
-        << "      holding = matmul_wg_epilogue(a, tile, c * 64, sm.store_stage, d" << tile_args << epi.global_args() << ");\n"
+        << "      holding = matmul_wg_epilogue_blocks(a, tile, c, sm.store_stage, d" << tile_args << epi.global_args() << ");\n"
         << "      hopper_direct_pin_words(held_);\n"
         << "      held_col = tile.nt * Cfg::kBN;\n"
-        << (deferred ? "      held_grow0 = static_cast<int>(matmul_wg_grow0(a, tile, c * 64));\n"
-                     : "      held_row = static_cast<int>(matmul_wg_grow0(a, tile, c * 64)) + 16 * ((threadIdx.x >> 5) & 3);\n")
+        << (deferred ? "      held_grow0 = static_cast<int>(matmul_wg_grow0(a, tile, c * Cfg::kWgRows));\n"
+                     : "      held_row = static_cast<int>(matmul_wg_grow0(a, tile, c * Cfg::kWgRows)) + 16 * ((threadIdx.x >> 5) & 3);\n")
         << "    }\n"
         << "#pragma unroll\n"
         << "    for (int p = 0; p < " << held_chunks << "; ++p) {\n"
@@ -516,15 +552,15 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
           << "      const HopperDirectPiece piece = hopper_sk_piece(sk_pieces, w, k_blocks, i);\n"
           << "      const HopperDirectTile tile = hopper_direct_item<Cfg>(w, piece.item, tiles_n);\n"
           << "      hopper_direct_mainloop<Cfg, " << wt.constant
-          << ">(d, sm, c * 64 * 128, piece.kb1 - piece.kb0, stage, phase, nullptr);\n"
+          << ">(d, sm, c * Cfg::kWgRows * 128, piece.kb1 - piece.kb0, stage, phase, nullptr);\n"
           << stream_k_piece_end(false);
     } else {
       src << "    for (i64 t = w.first; t < w.count; t += w.stride) {\n"
           << "      const HopperDirectTile tile = hopper_direct_item<Cfg>(w, t, tiles_n);\n"
           << "      hopper_direct_mainloop<Cfg, " << wt.constant
-          << ">(d, sm, c * 64 * 128, k_blocks, stage, phase, nullptr);\n";
+          << ">(d, sm, c * Cfg::kWgRows * 128, k_blocks, stage, phase, nullptr);\n";
     }
-    src << "      matmul_wg_epilogue(a, tile, c * 64, sm.store_stage, d" << epi.global_args() << ");\n"
+    src << "      matmul_wg_epilogue_blocks(a, tile, c, sm.store_stage, d" << epi.global_args() << ");\n"
         << "    }\n";
   }
   // a CTA's shared memory must outlive the TMA stores that read it (and their writes are done
@@ -545,7 +581,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
 
   spec.source = src.str();
   spec.description = "matmul sm90 wgmma." + std::string(wt.name) + " " + sm90_direct_name(c, 128 / static_cast<int>(dtype_size(o.dtype))) +
-                     " tma setmaxnreg persistent group" + std::to_string(1024 / c.bm) + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
+                     " tma setmaxnreg persistent group" + std::to_string(c.bm == 256 ? 8 : 1024 / c.bm) + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
                      (tma_stores ? " tma-store" : "") + (held ? " held-stores" : "") +
                      (deferred ? " deferred-epilogue(" + std::to_string(defer_q) + " groups a k-block)" : "") +
                      (offload ? " offloaded-epilogue(3 helper warps)" : "") + (preload ? " preloaded-bias" : "") + (trace ? " trace" : "") +
