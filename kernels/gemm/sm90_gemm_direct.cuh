@@ -530,9 +530,9 @@ __device__ __forceinline__ void hopper_direct_mainloop(float (&d)[C::kAcc], cons
     for (int i = 0; i < C::kAcc; ++i) wgmma_fence_operand(d[i]);
     wgmma_fence();
     // Row block b (64 rows, 8 KB of A further) takes all four k steps before the next block: the
-    // same accumulator back to back, as cuBLASLt's 256x128 kernel orders them. (Alternating the
-    // blocks every k step ran the tall tile 4.1x slower than the 128x256 pair at 4096^3, with the
-    // tensor pipe busy twice the cycles: H100, session 30.)
+    // same accumulator back to back, as cuBLASLt's 256x128 kernel orders them. (The order that
+    // alternated the blocks every k step was only timed beside a bug that doubled the work, so
+    // what it costs alone is not known: session 30, docs/benchmarks.md.)
 #pragma unroll
     for (int b = 0; b < C::kWgBlocks; ++b) {
 #pragma unroll
