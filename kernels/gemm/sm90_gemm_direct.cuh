@@ -1,7 +1,8 @@
 // Hopper GEMM with the epilogue run straight from the wgmma accumulators (no C tile in shared
 // memory), in configurations the tuner times:
 //   cooperative (kPingPong false): a kBM = 128 tile; consumer warpgroup c owns rows 64 c .. 64 c
-//     + 63 of every tile, both run the main loop of the same tile, then both run its epilogue.
+//     + 63 of every tile, both run the main loop of the same tile, then both run its epilogue
+//     (the tall tile below: kBM = 256, 128 rows each).
 //   ping-pong (kPingPong true): a kBM = 64 tile; consumer c takes every other tile of the CTA, so
 //     one consumer's epilogue runs while the other's wgmma keep the tensor cores busy. Consumer c
 //     starts the main loop of tile j only after the other one has issued all of tile j - 1's
@@ -9,25 +10,27 @@
 //     wait within one lap of the producer, which parity waits need.
 // CTA = 3 warpgroups: warpgroup 0 produces (one thread issues TMA loads into a kStages ring,
 // "full"/"empty" mbarriers per stage), warpgroups 1 and 2 consume with wgmma m64n{kBN}k16 (k32 for
-// 8-bit operands: a k-block is 128 bytes of each row either way). The
-// producer gives its registers to the consumers (setmaxnreg), which hold kBN / 2 f32
-// accumulators per thread. Persistent: a CTA walks tiles blockIdx.x, + gridDim.x, ... in grouped
-// order (kGroupM M tiles walk down one N column together) so co-running CTAs share A and B in L2.
+// 8-bit operands: a k-block is 128 bytes of each row either way). The producer gives its
+// registers to the consumers (setmaxnreg), which hold kAcc f32 accumulators per thread (kBN / 2
+// a 64-row block). Persistent: a CTA walks tiles blockIdx.x, + gridDim.x, ... in grouped order
+// (kGroupM M tiles walk down one N column together) so co-running CTAs share A and B in L2.
 // The producer never waits on an epilogue: a stage is released as soon as its wgmma retire, so
 // the next tile's k-blocks are already loading while the consumers run the epilogue. Held stores
 // (coop, full tiles, one 16-bit output): the epilogue only packs the output into registers, and
 // the TMA stores leave under the next tile's first k-blocks (store_held_chunk), the CTA's last
-// tile's after its loop; the kernel needs at least kBN / 64 k-blocks (the host checks K).
-//   clustered (kCluster 2, either of the above): CTA pairs of a cluster take vertically adjacent
-//     tiles (M tiles 2 p and 2 p + 1, same N tile), and each loads half of the shared B tile with
-//     a TMA multicast into both CTAs' shared memory: B's L2 -> SM traffic halves. A stage is
-//     free only when the consumers of both CTAs have released it (2 x its consumers arrivals
-//     on "empty"), so the pair runs in lockstep.
+// tile's after its loop; the kernel needs at least kWgBlocks x kBN / 64 k-blocks (the host
+// checks K).
+//   clustered (kCluster 2, either of the above; the tall tile's pairs below): CTA pairs of a
+//     cluster take vertically adjacent tiles (M tiles 2 p and 2 p + 1, same N tile), and each
+//     loads half of the shared B tile with a TMA multicast into both CTAs' shared memory: B's
+//     L2 -> SM traffic halves. A stage is free only when the consumers of both CTAs have
+//     released it (2 x its consumers arrivals on "empty"), so the pair runs in lockstep.
 //   tall (kBM 256, kBN 128, coop): consumer c owns rows 128 c .. 128 c + 127 as two 64 x 128
 //     wgmma accumulators ("row blocks", kWgBlocks 2: d[64 b + i] is block b's d[i]); with
 //     kCluster 2 the pair takes horizontally adjacent tiles (N tiles 2 p and 2 p + 1, same M
 //     tile) and multicasts halves of the shared A tile instead (kMulticastA). The shape of
-//     cuBLASLt's 4096^3 kernel on the H100 (nvjet ..._256x128_64x4_1x2_..._coopA).
+//     cuBLASLt's 4096^3 kernel on the H100 (nvjet ..._256x128_64x4_1x2_..._coopA; its "1x2" is
+//     M x N, and so is the "cluster1x2" in our description; the launch's cluster is (2, 1, 1)).
 //   offloaded epilogue (coop held kernels with an epilogue, gemm/sm90_epilogue_offload.cuh): the
 //     consumers hold a full tile rounded to 16 bits and the producer warpgroup's idle warps run
 //     its epilogue and stores under the next tile's main loop.
@@ -483,7 +486,7 @@ struct HopperNoWorkBeforeLastWait {
 // position (stage, phase), which it advances. `a_rows` is the byte offset of its kWgRows rows inside
 // the stage's A tile. A stage is released once the wgmma reading it has retired (wait_group 1
 // keeps one k-block in flight). `issued`, if not null, is arrived on once every wgmma is issued.
-// The first k step of a tile overwrites d (scale-d 0): no zeroing before it (kBN / 2 instructions
+// The first k step of a tile overwrites d (scale-d 0): no zeroing before it (kAcc instructions
 // a thread and tile while the tensor cores idle).
 // kPeel > 0: the first kPeel k-blocks are unrolled and `under(kb)` runs right after k-block kb's
 // wgmma are issued, while they run (kb is a constant there, so `under` may index register arrays

@@ -13,7 +13,7 @@
      - a piece that starts inside an item (only a unit's first piece does) is stored as f32
        partial sums in the unit's slot of the workspace, and a flag says they are there.
    No piece is shorter than min_piece k-blocks (the held-store kernels store the previous tile under
-   a piece's first kBN / 64 k-blocks): a range end that falls closer than that to an item's edge
+   a piece's first kWgBlocks x kBN / 64 k-blocks, one a chunk): a range end that falls closer than that to an item's edge
    moves to the nearest place that is not (at 4096^3, 66 CTA pairs: the longest range 58 k-blocks
    against 60 if it moved to the edge, and 56.24 on average). The host checks sinter_sk_fits before
    it builds a kernel with a plan.

@@ -331,6 +331,10 @@ TEST_F(GpuHopperGemm, EveryCandidateHeldStores) {
 // launch. (Session 24 shrank it from 300 x 1800, whose CPU references took over 100 s a graph.)
 TEST_F(GpuHopperGemm, EveryCandidateStreamK) {
   const ScopedEnv cap("SINTER_SM90_MAX_CTAS", "10");
+  // and the tall 256x128 pair (offered on its own for many tiles only), which walks whole items
+  // (codegen_matmul_sm90_direct.cpp): 6 pair items along N (the last pair's second tile past
+  // the matrix) over 5 clusters; 12 in the batched case
+  const ScopedEnv tall("SINTER_SM90_TALL_FIRST", "1");
   auto expect_cuts = [&](const Graph& g, int configs) {
     const fuse::Partition p = fuse::partition_graph(g);
     for (const fuse::Region& r : p.regions) {

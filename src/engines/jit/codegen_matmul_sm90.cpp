@@ -233,15 +233,10 @@ std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Re
     // epilogue, codegen_matmul_sm90_direct.cpp).
     // The tall pair (256x128 tiles, A shared: cuBLASLt's 4096^3 kernel's shape on the H100) goes
     // last, for the tuner to time: H100, session 30, against cuBLASLt alternated in one process,
-    // 4096^3 1.013 / 1.013 against the 128x256 pair's 1.005 / 1.004, 8192^3 0.965 / 0.968
-    // against 0.958 / 0.955, bias + GELU + amax 1.073 / 1.071 in line against 1.030 / 1.028
-    // offloaded (docs/benchmarks.md). SINTER_SM90_TALL_FIRST=1 (A/B knob, read at each build)
-    // puts it first.
+    // 4096^3 1.013 / 1.013 against the 128x256 pair's 1.005 / 1.004, 8192^3 0.965 / 0.968 (cut
+    // by stream-K then; it walks whole items since) against 0.958 / 0.955, bias + GELU + amax 1.073 / 1.071 in line against 1.030 / 1.028
+    // offloaded (docs/benchmarks.md).
     all = {coop256_pair, coop256, ping256, ping256_pair, coop128, tall_pair};
-    if (const char* v = std::getenv("SINTER_SM90_TALL_FIRST"); v && std::string(v) == "1") {
-      all.pop_back();
-      all.insert(all.begin(), tall_pair);
-    }
   } else if (4 * tiles256 >= 3 * (dev.sm_count > 0 ? dev.sm_count : 132)) {
     // Nearly one wave of 128x256 tiles: one tile a CTA without the pair's lockstep. H100, session
     // 24, 2048^3 (128 tiles) against cuBLASLt: coop 128x256 1.041 bare / 1.066 bias / 1.222
@@ -249,6 +244,12 @@ std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Re
     all = {coop256, coop128, ping256, coop256_pair, ping256_pair};
   } else {
     all = {coop128, coop256, ping256, coop256_pair, ping256_pair};
+  }
+  // SINTER_SM90_TALL_FIRST=1 (A/B knob, read at each build): the tall pair first, at any size
+  // (the GPU tests use it to reach its stream-K cuts with small matrices)
+  if (const char* v = std::getenv("SINTER_SM90_TALL_FIRST"); v && std::string(v) == "1") {
+    std::erase_if(all, [](const Sm90DirectConfig& c) { return c.bm == 256; });
+    all.insert(all.begin(), tall_pair);
   }
   std::vector<Sm90DirectConfig> out;
   for (const Sm90DirectConfig& c : all) {

@@ -225,8 +225,10 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   const SinterStreamK sk = sinter_sk_plan(static_cast<int>(units), items,
                                           static_cast<int>(std::min<int64_t>(k_blocks_total, int64_t{1} << 30)),
                                           held ? held_chunks : 1);
-  const bool stream_k = !c.ping_pong && !deferred && !(held && epi.reads_per_row()) && sk.sk_items > 0 &&
-                        !env_off("SINTER_SM90_STREAM_K");
+  // (the tall tile walks whole items for now: its cut kernels matched cuBLASLt at 8192^3 in
+  // session 30, but GpuHopperGemm.EveryCandidateStreamK's odd shapes have not run them on a GPU)
+  const bool stream_k = !c.ping_pong && !deferred && !(held && epi.reads_per_row()) && wg_blocks == 1 &&
+                        sk.sk_items > 0 && !env_off("SINTER_SM90_STREAM_K");
   const bool offload = offload_wanted && !stream_k;
   const int offload_peel = 4 * offload_spacing;  // 4 messages a tile, whatever its chunks (sm90_epilogue_offload.cuh)
   const bool preload = held && !deferred && !offload && epi.preloaded_operand() >= 0 && !env_off("SINTER_SM90_PRELOAD_BIAS");
@@ -334,6 +336,9 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "  return false;\n"
       << "}\n\n";
   if (!offload && !c.ping_pong) {
+    // (each block returns the same: the full test reads the whole warpgroup's rows, and
+    // fragment_full_condition reads no row, so no block's held words can wait beside a partial
+    // block's in-line stores)
     src << "// consumer c's epilogue of its row blocks of one tile (the same result for each)\n"
         << "__device__ __forceinline__ bool matmul_wg_epilogue_blocks(const Args& a, const HopperDirectTile& tile, int c, "
            "char* store_stage, const float (&d)[Cfg::kAcc]"
