@@ -161,27 +161,36 @@ struct HopperDirectWork {
   int rank;                  // in the cluster
   int item_rows;             // M extent of the item grid (tiles_m, or pair rows)
 };
+// The item grid's extent along M and N: a pair halves the dimension its CTAs split (N for
+// kMulticastA, else M). The count of hopper_direct_work and the coordinates of
+// hopper_direct_item both come from here, so they cannot disagree.
+template <class C>
+__device__ __forceinline__ int hopper_direct_item_rows(int tiles_m) {
+  return C::kMulticastA ? tiles_m : (tiles_m + C::kCluster - 1) / C::kCluster;
+}
+template <class C>
+__device__ __forceinline__ int hopper_direct_item_cols(int tiles_n) {
+  return C::kMulticastA ? (tiles_n + C::kCluster - 1) / C::kCluster : tiles_n;
+}
 template <class C>
 __device__ __forceinline__ HopperDirectWork hopper_direct_work(i64 batches, int tiles_m, int tiles_n) {
   HopperDirectWork w;
   w.rank = C::kCluster == 1 ? 0 : static_cast<int>(cluster_cta_rank());
-  w.item_rows = C::kMulticastA ? tiles_m : (tiles_m + C::kCluster - 1) / C::kCluster;
+  w.item_rows = hopper_direct_item_rows<C>(tiles_m);
   w.first = static_cast<int>(blockIdx.x) / C::kCluster;
   w.stride = static_cast<int>(gridDim.x) / C::kCluster;
-  w.count = batches * w.item_rows * (C::kMulticastA ? (tiles_n + C::kCluster - 1) / C::kCluster : tiles_n);
+  w.count = batches * w.item_rows * hopper_direct_item_cols<C>(tiles_n);
   return w;
 }
 template <class C>
 __device__ __forceinline__ HopperDirectTile hopper_direct_item(const HopperDirectWork& w, i64 t, int tiles_n) {
+  HopperDirectTile tile = hopper_direct_tile<C>(t, w.item_rows, hopper_direct_item_cols<C>(tiles_n));
   if constexpr (C::kMulticastA) {
-    HopperDirectTile tile = hopper_direct_tile<C>(t, w.item_rows, (tiles_n + C::kCluster - 1) / C::kCluster);
     tile.nt = tile.nt * C::kCluster + w.rank;
-    return tile;
   } else {
-    HopperDirectTile tile = hopper_direct_tile<C>(t, w.item_rows, tiles_n);
     tile.mt = tile.mt * C::kCluster + w.rank;
-    return tile;
   }
+  return tile;
 }
 
 // Keeps a tile's coordinates computed where this stands: the compiler may not sink the integer

@@ -106,6 +106,12 @@ struct Sm90DirectConfig {
 };
 // Whether a config's CTA pairs share A (the tall tile's) rather than B.
 bool sm90_direct_multicast_a(const Sm90DirectConfig& c);
+// The host's copies of the kernel's HopperDirectConfig facts: 64-row accumulator blocks a
+// consumer owns (kWgBlocks: 2 for the tall tile), item rows a raster group walks (kGroupM), and
+// the work items (tiles, or CTA-pair items: hopper_direct_work's count).
+int sm90_direct_row_blocks(const Sm90DirectConfig& c);
+int sm90_direct_group_m(const Sm90DirectConfig& c);
+int64_t sm90_direct_items(const Sm90DirectConfig& c, int64_t batches, int64_t m, int64_t n);
 // Dynamic shared memory of a config: 1024 alignment pad, the ring, `store_stage_bytes` of TMA store
 // slots, the barriers.
 int sm90_direct_smem_bytes(const Sm90DirectConfig& c, int store_stage_bytes = 0);

@@ -59,6 +59,17 @@ int sm90_direct_smem_bytes(const Sm90DirectConfig& c, int store_stage_bytes) {
 
 bool sm90_direct_multicast_a(const Sm90DirectConfig& c) { return c.bm == 256 && c.cluster > 1; }
 
+int sm90_direct_row_blocks(const Sm90DirectConfig& c) { return !c.ping_pong && c.bm == 256 ? 2 : 1; }
+
+int sm90_direct_group_m(const Sm90DirectConfig& c) { return c.bm == 256 ? 8 : 1024 / c.bm; }
+
+int64_t sm90_direct_items(const Sm90DirectConfig& c, int64_t batches, int64_t m, int64_t n) {
+  const int64_t tiles_m = (m + c.bm - 1) / c.bm, tiles_n = (n + c.bn - 1) / c.bn;
+  const int64_t pairs = c.cluster;
+  return batches * (sm90_direct_multicast_a(c) ? tiles_m * ((tiles_n + pairs - 1) / pairs)
+                                               : (tiles_m + pairs - 1) / pairs * tiles_n);
+}
+
 std::string sm90_direct_name(const Sm90DirectConfig& c, int k_block) {
   const std::string cl = std::to_string(c.cluster);
   return std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" + std::to_string(k_block) + " stages" + std::to_string(c.stages) +
@@ -138,15 +149,12 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   const int k_block = 128 / static_cast<int>(dtype_size(o.dtype));
   const int64_t k_blocks_total = (o.k + k_block - 1) / k_block;
   // the tall tile (256 x 128): each consumer owns two 64-row blocks of accumulators
-  const int wg_blocks = !c.ping_pong && c.bm == 256 ? 2 : 1;
+  const int wg_blocks = sm90_direct_row_blocks(c);
   const int held_chunks = c.bn / 64 * wg_blocks;
   const bool held = tma_stores && epi.wide_outputs(wide_stores).size() == 1 && k_blocks_total >= held_chunks &&
                     !env_off("SINTER_SM90_HELD_STORES");
   // work items: tiles, or per cluster tile pairs (the kernel's loop index t runs over them)
-  const int64_t tiles_m = (o.m + c.bm - 1) / c.bm;
-  const int64_t tiles_n = (o.n + c.bn - 1) / c.bn;
-  const int64_t items = o.batch.numel * (sm90_direct_multicast_a(c) ? tiles_m * ((tiles_n + c.cluster - 1) / c.cluster)
-                                                                    : (tiles_m + c.cluster - 1) / c.cluster * tiles_n);
+  const int64_t items = sm90_direct_items(c, o.batch.numel, o.m, o.n);
   // Deferred epilogue (held, an epilogue beyond the bare store, max_deferred_groups() > 0): at a
   // full tile's end the accumulator is only rounded to the matmul's 16-bit type and packed into held_ (64
   // F2FP a thread, as a bare GEMM's), and the epilogue runs on those words under the next tile's
@@ -586,7 +594,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
 
   spec.source = src.str();
   spec.description = "matmul sm90 wgmma." + std::string(wt.name) + " " + sm90_direct_name(c, 128 / static_cast<int>(dtype_size(o.dtype))) +
-                     " tma setmaxnreg persistent group" + std::to_string(c.bm == 256 ? 8 : 1024 / c.bm) + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
+                     " tma setmaxnreg persistent group" + std::to_string(sm90_direct_group_m(c)) + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
                      (tma_stores ? " tma-store" : "") + (held ? " held-stores" : "") +
                      (deferred ? " deferred-epilogue(" + std::to_string(defer_q) + " groups a k-block)" : "") +
                      (offload ? " offloaded-epilogue(3 helper warps)" : "") + (preload ? " preloaded-bias" : "") + (trace ? " trace" : "") +
