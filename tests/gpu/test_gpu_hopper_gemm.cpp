@@ -496,8 +496,9 @@ TEST_F(GpuHopperGemm, EveryCandidateAmaxOfPackedWords) {
 // k-block when K has fewer k-blocks). Many tiles a CTA (a CTA's held tile and the next differ in
 // row, column and batch), partial tiles (run in line), K of 16 k-blocks (the last one partial),
 // 12 and 8, a bias, a scalar, f16, batches, a global amax.
-// (Opt-in until this test has passed on a GPU: it turns them on.)
-TEST_F(GpuHopperGemm, EveryCandidateDeferredEpilogue) {
+// (Opt-in until these tests have passed on a GPU: they turn them on.) One graph a test: each
+// compiles every candidate, minutes with a cold kernel cache, and separate tests run in parallel.
+TEST_F(GpuHopperGemm, EveryCandidateDeferredEpilogueManyTiles) {
   const testing::ScopedEnv on("SINTER_SM90_DEFER_EPILOGUE", "1");
   {
     Graph g("deferred_many_tiles_bf16");
@@ -506,6 +507,10 @@ TEST_F(GpuHopperGemm, EveryCandidateDeferredEpilogue) {
         4112);
     check_every_candidate(g, 2.0, "deferred-epilogue(2 groups a k-block)");
   }
+}
+
+TEST_F(GpuHopperGemm, EveryCandidateDeferredEpilogueShortK) {
+  const testing::ScopedEnv on("SINTER_SM90_DEFER_EPILOGUE", "1");
   {
     Graph g("deferred_k512_scalar_bias_f16");
     auto y = g.matmul(g.input("a", DType::f16, {700, 512}), weight_nk(g, "b", DType::f16, 512, 1536));
@@ -514,6 +519,10 @@ TEST_F(GpuHopperGemm, EveryCandidateDeferredEpilogue) {
     g.output(g.amax(y), "amax");
     check_every_candidate(g, 2.0, "deferred-epilogue(");  // 4 groups a k-block at 256 columns, 2 at 128
   }
+}
+
+TEST_F(GpuHopperGemm, EveryCandidateDeferredEpilogueBatched) {
+  const testing::ScopedEnv on("SINTER_SM90_DEFER_EPILOGUE", "1");
   {
     Graph g("deferred_batched_bf16");
     output_bias_gelu_amax(g, batched_matmul_nk(g, DType::bf16, 3, 1024, 768, 2112), DType::bf16, 2112);
@@ -525,7 +534,7 @@ TEST_F(GpuHopperGemm, EveryCandidateDeferredEpilogue) {
 // residual read per row of the held tile (K = 2048, 32 k-blocks: a 256-column tile's 32 groups
 // take all of them), and a second (f32) output stored from the deferred calls beside the held
 // one. Written with no GPU lent: not yet run when committed.
-TEST_F(GpuHopperGemm, EveryCandidateDeferredEpilogueOneGroupAKBlock) {
+TEST_F(GpuHopperGemm, EveryCandidateDeferredEpilogueOneGroupAKBlockResidual) {
   const testing::ScopedEnv on("SINTER_SM90_DEFER_EPILOGUE", "1");
   {
     Graph g("deferred_residual_bf16");
@@ -535,6 +544,10 @@ TEST_F(GpuHopperGemm, EveryCandidateDeferredEpilogueOneGroupAKBlock) {
     g.output(g.amax(y), "amax");
     check_every_candidate(g, 2.0, "deferred-epilogue(1 groups a k-block)");
   }
+}
+
+TEST_F(GpuHopperGemm, EveryCandidateDeferredEpilogueOneGroupAKBlockSecondOutput) {
+  const testing::ScopedEnv on("SINTER_SM90_DEFER_EPILOGUE", "1");
   {
     Graph g("deferred_second_output_f16");
     auto pre = g.add(g.matmul(g.input("a", DType::f16, {700, 2048}), weight_nk(g, "b", DType::f16, 2048, 1536)),

@@ -170,8 +170,8 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // k-block, 1.084 at 4); a residual 2.26-2.56x cuBLASLt's own fused residual against 1.05 in
   // line. Prefetching the operands (bias, residual) k-blocks ahead into L1 or L2 changed
   // neither, so operand latency is not what it costs; the stand-in had no operand reads and no
-  // second rounding. GpuHopperGemm.EveryCandidateDeferredEpilogue passed on the H200 (session
-  // 20). SINTER_SM90_DEFER_EPILOGUE=1 (read at each build) turns it on; SINTER_SM90_DEFER_Q=n asks for n groups a k-block (1, 2 or 4; others
+  // second rounding. GpuHopperGemm.EveryCandidateDeferredEpilogue* passed on the H200 (session
+  // 20) and on an H100 (session 31, all five graphs, the OneGroupAKBlock ones included). SINTER_SM90_DEFER_EPILOGUE=1 (read at each build) turns it on; SINTER_SM90_DEFER_Q=n asks for n groups a k-block (1, 2 or 4; others
   // round up to the next of those, a K of few k-blocks raises it too, up to the epilogue's
   // max_deferred_groups, which also caps it).
   const int n_groups = c.bn / 8;
