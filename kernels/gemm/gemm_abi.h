@@ -15,4 +15,14 @@ struct SinterGemmShape {
   struct SinterStridedView a_batch, b_batch;
 };
 
+/* The first work item of each unit (a CTA, or a cluster) of a persistent GEMM grid: a permutation
+   of 0 .. units - 1 that gives the units one GPC holds items reading the same rows of A, where
+   the L2 request coalescer merges their reads (src/engines/jit/gpc_order.hpp). units 0, or a
+   grid of another size than the one it was made for: unit u starts at item u. */
+#define SINTER_MAX_ORDERED_UNITS 132
+struct SinterUnitOrder {
+  int units;
+  unsigned char first[SINTER_MAX_ORDERED_UNITS];
+};
+
 #endif

@@ -182,6 +182,12 @@ __device__ __forceinline__ HopperDirectWork hopper_direct_work(i64 batches, int 
   w.count = batches * w.item_rows * hopper_direct_item_cols<C>(tiles_n);
   return w;
 }
+// Whole-item kernels: the unit's first item from the engine's GPC order (gemm_abi.h), made for
+// a grid of o.units units; any other grid keeps the index order. (Stream-K kernels keep it too:
+// their cut ranges rely on units starting in index order, hopper_sk_range.)
+__device__ __forceinline__ void hopper_direct_order(HopperDirectWork& w, const SinterUnitOrder& o) {
+  if (o.units == w.stride) w.first = o.first[w.first];
+}
 template <class C>
 __device__ __forceinline__ HopperDirectTile hopper_direct_item(const HopperDirectWork& w, i64 t, int tiles_n) {
   HopperDirectTile tile = hopper_direct_tile<C>(t, w.item_rows, hopper_direct_item_cols<C>(tiles_n));

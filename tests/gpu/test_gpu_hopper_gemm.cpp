@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <set>
 
+#include "cuda/gpc_placement.hpp"
 #include "engines/jit/codegen.hpp"
 #include "fuse/region.hpp"
 #include "gpu/region_check.hpp"
@@ -167,6 +169,40 @@ TEST_F(GpuHopperGemm, BareGemmManyTilesPerCta) {
   auto a = g.input("a", DType::bf16, {2048, 512});
   g.output(g.matmul(a, weight_nk(g, "b", DType::bf16, 512, 1536)), "y");
   check_on(std::move(g), true);
+}
+
+// The GPC order (engines/jit/gpc_order.hpp): the engine measures where this GPU places a
+// persistent grid's clusters (cuda/gpc_placement.hpp) and starts the units one GPC holds on items
+// of one raster row. The default (pair) kernel, bare and fused, on 11 x 12 pair items (two waves
+// of 66 clusters on a 132-SM GPU, whole items: no stream-K), partial tiles at both edges and a
+// partial raster group: every item computed once.
+TEST_F(GpuHopperGemm, GpcOrderCoversEveryItemOnce) {
+  const std::vector<int>& singles = cuda::cluster_gpcs(properties_.ordinal, 1);
+  const std::vector<int>& pairs = cuda::cluster_gpcs(properties_.ordinal, 2);
+  EXPECT_EQ(singles.size(), static_cast<size_t>(properties_.sm_count));
+  ASSERT_GE(pairs.size(), 32u);
+  std::printf("  GPC of each 2-CTA cluster:");
+  for (int g : pairs) std::printf(" %d", g);
+  std::printf("\n");
+  EXPECT_GE(std::set<int>(pairs.begin(), pairs.end()).size(), 4u) << "a Hopper GPU has 7-8 GPCs";
+  for (const bool fused_epilogue : {false, true}) {
+    Graph g(fused_epilogue ? "gpc_order_fused" : "gpc_order_bare");
+    auto y = g.matmul(g.input("a", DType::bf16, {2800, 256}), weight_nk(g, "b", DType::bf16, 256, 3000));
+    if (fused_epilogue) {
+      output_bias_gelu_amax(g, y, DType::bf16, 3000);
+    } else {
+      g.output(y, "y");
+    }
+    ExecutorOptions opts;
+    opts.engine = "jit";
+    check(g, fused_epilogue ? 2.0 : 1.0, opts);
+    StreamExecutor ex(g, shared_cache(), opts);
+    for (const StepInfo& s : ex.steps()) {
+      if (s.kind != "matmul") continue;
+      std::printf("  %s: %s\n", g.name().c_str(), s.description.c_str());
+      EXPECT_NE(s.description.find("gpc-order"), std::string::npos) << s.description;
+    }
+  }
 }
 
 TEST_F(GpuHopperGemm, BatchedF16WithResidualAndRowColumnSums) {

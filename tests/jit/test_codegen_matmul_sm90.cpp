@@ -8,12 +8,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "cuda/nvrtc.hpp"
 #include "engines/jit/codegen.hpp"
 #include "fuse/region.hpp"
+#include "gemm/gemm_abi.h"
 #include "gemm/stream_k.h"
 #include "jit/fp8_matmul_graph.hpp"
 #include "jit/temp_dir.hpp"  // ScopedEnv
@@ -760,6 +762,47 @@ TEST(JitMatmulSm90, OnlyStreamKAsksForEveryResidentUnit) {
     const bool cut = k.description.find("stream-k(") != std::string::npos;
     EXPECT_EQ(cut, size == 8192) << k.description;
     EXPECT_EQ(k.persistent_fill, cut) << k.description;
+  }
+}
+
+TEST(JitMatmulSm90, WholeItemCoopKernelsTakeAGpcOrder) {
+  // The GPC order (engines/jit/gpc_order.hpp): whole-item coop kernels whose plain operand is A
+  // leave the engine a SinterUnitOrder to fill, with their raster group's item rows, and read it
+  // in hopper_direct_order; stream-K kernels (8192^3: their cut ranges need index order), the
+  // tall pair (A multicast) and ping-pong do not. SINTER_SM90_GPC_ORDER=0 takes it away.
+  for (int64_t size : {int64_t{4096}, int64_t{8192}}) {
+    const Graph g = mm(DType::bf16, size, size, size, true, false);
+    const fuse::Partition p = fuse::partition_graph(g);
+    const fuse::Region& r = matmul_region(g, p);
+    int ordered = 0, unordered = 0;
+    for (const auto& [v, rk] : distinct_variants(g, r, h200())) {
+      const KernelSpec& k = rk.kernels.at(0);
+      if (k.description.find("sm90 wgmma") == std::string::npos || k.description.find("direct-epilogue") == std::string::npos) continue;
+      const bool whole = k.description.find("stream-k(") == std::string::npos;
+      const bool want = whole && k.description.find("coop(") != std::string::npos &&
+                        k.description.find("multicast-a") == std::string::npos;
+      SCOPED_TRACE(k.description);
+      ASSERT_EQ(k.unit_order.has_value(), want);
+      ++(want ? ordered : unordered);
+      EXPECT_EQ(k.source.find("hopper_direct_order(w, a.order)") != std::string::npos, want);
+      if (want) {
+        EXPECT_EQ(k.unit_order->group_m, 8);  // 128-row tiles or pairs: 1024 rows of A a raster group
+        SinterUnitOrder packed{};
+        std::memcpy(&packed, static_cast<const char*>(k.args.data()) + k.unit_order->arg_offset, sizeof packed);
+        EXPECT_EQ(packed.units, 0) << "index order until the engine has the grid and the placement";
+      }
+    }
+    // 4096^3: the default pair and 128x128 take it, ping-pong and the tall pair not; at 8192^3
+    // stream-K cuts the default pair and all but one other coop config
+    EXPECT_GE(ordered, size == 4096 ? 2 : 1) << size;
+    EXPECT_GE(unordered, 2) << size;
+    if (size == 8192) EXPECT_FALSE(build_matmul_variant(g, r, h200(), 0).kernels.at(0).unit_order.has_value());
+    if (size == 4096) {
+      EXPECT_TRUE(build_matmul_variant(g, r, h200(), 0).kernels.at(0).unit_order.has_value());
+      const testing::ScopedEnv off("SINTER_SM90_GPC_ORDER", "0");
+      const KernelSpec k = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+      EXPECT_FALSE(k.unit_order.has_value()) << k.description;
+    }
   }
 }
 

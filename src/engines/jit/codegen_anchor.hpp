@@ -17,9 +17,12 @@ class ArgsWriter {
  public:
   explicit ArgsWriter(KernelSpec& spec) : spec_(spec) {}
 
+  // Returns the field's offset in the packed struct.
   template <typename T>
-  void field(const std::string& type, const std::string& name, const T& value) {
-    add(type, name, spec_.args.add(value));
+  size_t field(const std::string& type, const std::string& name, const T& value) {
+    const size_t offset = spec_.args.add(value);
+    add(type, name, offset);
+    return offset;
   }
   // A pointer bound at launch to a region input or output.
   void pointer(const std::string& type, const std::string& name, PointerSlot::Source source,

@@ -276,6 +276,16 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   w.tensor_map("tma_a", sm90_tensor_map(r, o, true, static_cast<uint32_t>(multicast_a ? c.bm / c.cluster : c.bm)));
   w.tensor_map("tma_b", sm90_tensor_map(r, o, false, static_cast<uint32_t>(multicast_a ? c.bn : c.bn / c.cluster)));
   w.field("SinterGemmShape", "shape", sm90_gemm_shape(o));
+  // The GPC order (gpc_order.hpp): the engine fills the table once it has sized the grid, so the
+  // units one GPC holds walk items of one raster row and the L2 merges their A reads. Whole-item
+  // coop kernels whose plain (not multicast) operand is A: stream-K's cut ranges rely on units
+  // starting in index order, ping-pong's consumers split a unit's items, and the tall pair
+  // multicasts A. SINTER_SM90_GPC_ORDER=0 (A/B knob, read at each build) keeps index order.
+  const bool unit_order = !stream_k && !c.ping_pong && !multicast_a && !env_off("SINTER_SM90_GPC_ORDER");
+  if (unit_order) {
+    spec.unit_order = KernelSpec::UnitOrderSlot{w.field("SinterUnitOrder", "order", SinterUnitOrder{}),
+                                                sm90_direct_group_m(c)};
+  }
   epi.declare(w);
   if (tma_stores) epi.declare_store_maps(w, wide_stores);
   if (stream_k) {
@@ -401,7 +411,9 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "  const SinterGemmShape& s = a.shape;\n"
       << "  const int tiles_m = static_cast<int>((s.m + Cfg::kBM - 1) / Cfg::kBM);\n"
       << "  const int tiles_n = static_cast<int>((s.n + Cfg::kBN - 1) / Cfg::kBN);\n"
-      << "  const HopperDirectWork w = hopper_direct_work<Cfg>(s.batches, tiles_m, tiles_n);\n"
+      << (unit_order ? "  HopperDirectWork w = hopper_direct_work<Cfg>(s.batches, tiles_m, tiles_n);\n"
+                       "  hopper_direct_order(w, a.order);\n"
+                     : "  const HopperDirectWork w = hopper_direct_work<Cfg>(s.batches, tiles_m, tiles_n);\n")
       << "  const int k_blocks = static_cast<int>((s.k + Cfg::kBK - 1) / Cfg::kBK);\n"
       << (stream_k ? "  __shared__ HopperSkPieces sk_pieces;  // this unit's pieces (stream-K)\n" : "")
       << (offload ? "  __shared__ u64 offload_bars[32];\n  __shared__ int2 offload_mail[16];\n"

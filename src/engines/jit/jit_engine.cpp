@@ -9,9 +9,11 @@
 
 #include "cuda/check.hpp"
 #include "cuda/driver.hpp"
+#include "cuda/gpc_placement.hpp"
 #include "cuda/sha256.hpp"
 #include "common/trace_abi.h"
 #include "engines/jit/codegen.hpp"
+#include "engines/jit/gpc_order.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter::jit {
@@ -227,6 +229,15 @@ std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Reg
         spec.launch.grid = dim3(static_cast<unsigned>(cx * balanced_grid(spec.persistent_work, units)));
       }
       spec.description += " grid" + std::to_string(spec.launch.grid.x);
+      if (spec.unit_order) {
+        // the units one GPC holds on items of one raster row, as this GPU places them
+        // (gpc_order.hpp); a correct permutation under any other placement, only slower
+        const int64_t grid_units = spec.launch.grid.x / cx;
+        const SinterUnitOrder order = gpc_unit_order(cuda::cluster_gpcs(ctx.device.ordinal, static_cast<int>(cx)),
+                                                     static_cast<int>(grid_units), spec.unit_order->group_m);
+        spec.args.set_bytes(spec.unit_order->arg_offset, &order, sizeof order);
+        if (order.units > 0) spec.description += " gpc-order";
+      }
     }
     loaded.push_back({std::move(spec), std::move(lib), kernel, std::move(binary)});
   }

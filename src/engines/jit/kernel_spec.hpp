@@ -2,6 +2,7 @@
 // the packed argument struct with the places where device pointers go at launch time.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,14 @@ struct KernelSpec {
   // last wave's items along K): the engine launches every resident unit, up to launch.grid, where
   // it would otherwise balance the grid so that each CTA takes the same number of whole items.
   bool persistent_fill = false;
+  // Where a persistent GEMM's SinterUnitOrder sits in `args`, for the engine to fill once it
+  // has sized the grid (gpc_order.hpp), and the raster's item rows a group. Absent: the units
+  // walk in index order.
+  struct UnitOrderSlot {
+    size_t arg_offset = 0;
+    int group_m = 1;
+  };
+  std::optional<UnitOrderSlot> unit_order;
   ArgPacker args;
   std::vector<PointerSlot> pointers;
   std::vector<TensorMapSlot> tensor_maps;
