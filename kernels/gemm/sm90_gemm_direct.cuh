@@ -13,7 +13,9 @@
 // 8-bit operands: a k-block is 128 bytes of each row either way). The producer gives its
 // registers to the consumers (setmaxnreg), which hold kAcc f32 accumulators per thread (kBN / 2
 // a 64-row block). Persistent: a CTA walks tiles blockIdx.x, + gridDim.x, ... in grouped order
-// (kGroupM M tiles walk down one N column together) so co-running CTAs share A and B in L2.
+// (kGroupM M tiles walk down one N column together) so co-running CTAs share A and B in L2;
+// with the engine's GPC order (hopper_direct_order) a unit starts at the item its table names,
+// so the units of one GPC read the same A rows in step and the L2 merges their reads.
 // The producer never waits on an epilogue: a stage is released as soon as its wgmma retire, so
 // the next tile's k-blocks are already loading while the consumers run the epilogue. Held stores
 // (coop, full tiles, one 16-bit output): the epilogue only packs the output into registers, and
