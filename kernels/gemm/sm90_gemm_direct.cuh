@@ -52,6 +52,7 @@
 #include "common/math.cuh"
 #include "common/memory.cuh"
 #include "common/types.cuh"
+#include "gemm/gemm_abi.h"
 #include "gemm/sm90_operand_b.cuh"
 #include "gemm/stream_k.h"
 

@@ -11,14 +11,16 @@
 #include "cuda/check.hpp"
 #include "cuda/device.hpp"
 #include "cuda/library.hpp"
+#include "cuda/stream.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter::cuda {
 namespace {
 
 // Thread 0 of CTA i writes its SM to out[i], then every CTA waits `spin_ns` so that all of them
-// hold their SMs at once (none leaves an SM for a later CTA of the same launch). Hand-written
-// PTX: it needs neither NVRTC nor the kernel cache, and the driver compiles it once at load.
+// hold their SMs at once (none leaves an SM for a later CTA of the same launch); the wait also
+// ends after a million polls of the clock, so it cannot hang. Hand-written PTX: it needs neither
+// NVRTC nor the kernel cache, and the driver compiles it once at load.
 constexpr char kRecordSmPtx[] = R"(.version 8.0
 .target sm_90
 .address_size 64
@@ -40,11 +42,16 @@ constexpr char kRecordSmPtx[] = R"(.version 8.0
 DONE:
   ld.param.u64 %rd4, [spin_ns];
   mov.u64 %rd5, %globaltimer;
+  mov.u32 %r1, 0;
 WAIT:
+  add.u32 %r1, %r1, 1;
+  setp.gt.u32 %p0, %r1, 1000000;
+  @%p0 bra END;
   mov.u64 %rd6, %globaltimer;
   sub.s64 %rd7, %rd6, %rd5;
   setp.lt.s64 %p1, %rd7, %rd4;
   @%p1 bra WAIT;
+END:
   ret;
 }
 )";
@@ -72,6 +79,8 @@ class Recorder {
     library_.allow_dynamic_shared_memory(kernel_, smem_, device);
     out_ = DeviceBuffer(static_cast<size_t>(sm_count_) * sizeof(int));
   }
+  // (its own non-blocking stream, and no device-wide synchronization: another thread may be
+  // capturing a CUDA graph on this GPU, GraphExecutor::capture)
   int sm_count() const { return sm_count_; }
   int max_clusters(int size) const {
     return size == 1 ? kernel_.max_active_blocks_per_sm(kThreads, static_cast<size_t>(smem_)) * sm_count_
@@ -80,19 +89,24 @@ class Recorder {
   // The SM of each CTA of `clusters` clusters of `size` CTAs.
   std::vector<int> record(int size, int clusters) {
     const int ctas = size * clusters;
-    out_.memset(0xff);
+    if (ctas > sm_count_) {  // one CTA an SM: a larger grid would not be resident at once
+      throw Error(ErrorCode::internal, "GPC placement probe: " + std::to_string(ctas) + " CTAs for " +
+                                           std::to_string(sm_count_) + " SMs");
+    }
+    out_.memset_async(0xff, stream_);
     LaunchConfig config;
     config.grid = dim3(static_cast<unsigned>(ctas));
     config.block = dim3(kThreads);
     config.dynamic_shared_memory = static_cast<size_t>(smem_);
+    config.stream = stream_;
     if (size > 1) config.cluster = dim3(static_cast<unsigned>(size));
     void* out = out_.data();
     unsigned long long spin_ns = 20000;
     void* args[] = {&out, &spin_ns};
     kernel_.launch(config, args);
-    SINTER_CUDA_CHECK(cudaDeviceSynchronize());
     std::vector<int> sms(static_cast<size_t>(ctas));
-    out_.copy_to_host(sms.data(), sms.size() * sizeof(int));
+    out_.copy_to_host_async(sms.data(), sms.size() * sizeof(int), stream_);
+    stream_.synchronize();
     for (int s : sms) {
       if (s < 0 || s >= sm_count_) {
         throw Error(ErrorCode::cuda, "GPC placement probe: a CTA recorded SM " + std::to_string(s) + " of " +
@@ -109,6 +123,7 @@ class Recorder {
   Kernel kernel_;
   int sm_count_ = 0, smem_ = 0;
   DeviceBuffer out_;
+  Stream stream_;
 };
 
 std::vector<int> measure(int device, int cluster_size) {
@@ -141,12 +156,27 @@ const std::vector<int>& cluster_gpcs(int device, int cluster_size) {
   if (cluster_size != 1 && cluster_size != 2) {
     throw Error(ErrorCode::invalid_argument, "cluster_gpcs: clusters of 1 or 2 CTAs, not " + std::to_string(cluster_size));
   }
+  // a failure is kept too, so a GPU where the probe cannot run pays for it once
+  struct Result {
+    std::vector<int> gpcs;
+    std::string error;
+  };
   static std::mutex mutex;
-  static std::map<std::pair<int, int>, std::vector<int>> cache;
+  static std::map<std::pair<int, int>, Result> cache;
   const std::lock_guard<std::mutex> lock(mutex);
   const auto key = std::make_pair(device, cluster_size);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  return cache.emplace(key, measure(device, cluster_size)).first->second;
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    Result r;
+    try {
+      r.gpcs = measure(device, cluster_size);
+    } catch (const Error& e) {
+      r.error = e.what();
+    }
+    it = cache.emplace(key, std::move(r)).first;
+  }
+  if (!it->second.error.empty()) throw Error(ErrorCode::cuda, it->second.error);
+  return it->second.gpcs;
 }
 
 }  // namespace sinter::cuda

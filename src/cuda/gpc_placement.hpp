@@ -22,8 +22,9 @@
 namespace sinter::cuda {
 
 // GPC index (0, 1, ... in order of first appearance) of each cluster of `cluster_size` CTAs (1 or
-// 2) of a persistent launch, one CTA an SM; measured once per device and size, then cached.
-// Throws ErrorCode::cuda when a launch fails.
+// 2) of a persistent launch, one CTA an SM; measured once per device and size, then cached
+// (a failure too: ErrorCode::cuda with the first attempt's message, every later call).
+// ErrorCode::invalid_argument for another cluster size.
 const std::vector<int>& cluster_gpcs(int device, int cluster_size);
 
 }  // namespace sinter::cuda

@@ -197,11 +197,14 @@ TEST_F(GpuHopperGemm, GpcOrderCoversEveryItemOnce) {
     opts.engine = "jit";
     check(g, fused_epilogue ? 2.0 : 1.0, opts);
     StreamExecutor ex(g, shared_cache(), opts);
+    int matmuls = 0;
     for (const StepInfo& s : ex.steps()) {
       if (s.kind != "matmul") continue;
+      ++matmuls;
       std::printf("  %s: %s\n", g.name().c_str(), s.description.c_str());
       EXPECT_NE(s.description.find("gpc-order"), std::string::npos) << s.description;
     }
+    EXPECT_EQ(matmuls, 1) << g.name();
   }
 }
 

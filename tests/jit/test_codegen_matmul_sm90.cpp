@@ -786,7 +786,7 @@ TEST(JitMatmulSm90, WholeItemCoopKernelsTakeAGpcOrder) {
       ++(want ? ordered : unordered);
       EXPECT_EQ(k.source.find("hopper_direct_order(w, a.order)") != std::string::npos, want);
       if (want) {
-        EXPECT_EQ(k.unit_order->group_m, 8);  // 128-row tiles or pairs: 1024 rows of A a raster group
+        EXPECT_EQ(k.unit_order->group_m, 8);  // item rows a raster group (sm90_direct_group_m)
         SinterUnitOrder packed{};
         std::memcpy(&packed, static_cast<const char*>(k.args.data()) + k.unit_order->arg_offset, sizeof packed);
         EXPECT_EQ(packed.units, 0) << "index order until the engine has the grid and the placement";
@@ -796,7 +796,9 @@ TEST(JitMatmulSm90, WholeItemCoopKernelsTakeAGpcOrder) {
     // stream-K cuts the default pair and all but one other coop config
     EXPECT_GE(ordered, size == 4096 ? 2 : 1) << size;
     EXPECT_GE(unordered, 2) << size;
-    if (size == 8192) EXPECT_FALSE(build_matmul_variant(g, r, h200(), 0).kernels.at(0).unit_order.has_value());
+    if (size == 8192) {
+      EXPECT_FALSE(build_matmul_variant(g, r, h200(), 0).kernels.at(0).unit_order.has_value());
+    }
     if (size == 4096) {
       EXPECT_TRUE(build_matmul_variant(g, r, h200(), 0).kernels.at(0).unit_order.has_value());
       const testing::ScopedEnv off("SINTER_SM90_GPC_ORDER", "0");

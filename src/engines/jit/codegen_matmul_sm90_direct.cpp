@@ -279,8 +279,9 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // The GPC order (gpc_order.hpp): the engine fills the table once it has sized the grid, so the
   // units one GPC holds walk items of one raster row and the L2 merges their A reads. Whole-item
   // coop kernels whose plain (not multicast) operand is A: stream-K's cut ranges rely on units
-  // starting in index order, ping-pong's consumers split a unit's items, and the tall pair
-  // multicasts A. SINTER_SM90_GPC_ORDER=0 (A/B knob, read at each build) keeps index order.
+  // starting in index order, the tall pair multicasts A (its plain operand is B: another order),
+  // and ping-pong would take it unchanged but has not been measured with it.
+  // SINTER_SM90_GPC_ORDER=0 (A/B knob, read at each build) keeps index order.
   const bool unit_order = !stream_k && !c.ping_pong && !multicast_a && !env_off("SINTER_SM90_GPC_ORDER");
   if (unit_order) {
     spec.unit_order = KernelSpec::UnitOrderSlot{w.field("SinterUnitOrder", "order", SinterUnitOrder{}),

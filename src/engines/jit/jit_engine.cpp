@@ -244,7 +244,13 @@ std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Reg
                                                                  spec.unit_order->group_m)
                                                 : SinterUnitOrder{};
         spec.args.set_bytes(spec.unit_order->arg_offset, &order, sizeof order);
-        if (order.units > 0) spec.description += " gpc-order";
+        if (order.units > 0) {
+          spec.description += " gpc-order";
+        } else if (placement && grid_units > 1) {
+          spec.description += " index-order (" + std::to_string(grid_units) + " units; the placement has " +
+                              std::to_string(placement->size()) + ", the table holds " +
+                              std::to_string(SINTER_MAX_ORDERED_UNITS) + ")";
+        }
       }
     }
     loaded.push_back({std::move(spec), std::move(lib), kernel, std::move(binary)});
