@@ -185,11 +185,16 @@ __device__ __forceinline__ HopperDirectWork hopper_direct_work(i64 batches, int 
   w.count = batches * w.item_rows * hopper_direct_item_cols<C>(tiles_n);
   return w;
 }
-// Whole-item kernels: the unit's first item from the engine's GPC order (gemm_abi.h), made for
-// a grid of o.units units; any other grid keeps the index order. (Stream-K kernels keep it too:
-// their cut ranges rely on units starting in index order, hopper_sk_range.)
+// The unit's first item under the engine's GPC order (gemm_abi.h), made for a grid of o.units
+// units; any other grid keeps the index order.
+__device__ __forceinline__ int hopper_direct_ordered_first(const HopperDirectWork& w, const SinterUnitOrder& o) {
+  return o.units == w.stride ? o.first[w.first] : w.first;
+}
+// Whole-item kernels walk from there. (Stream-K kernels keep w.first: their cut ranges rely on
+// units starting in index order, hopper_sk_range; only their whole items take the order,
+// hopper_sk_plan_pieces.)
 __device__ __forceinline__ void hopper_direct_order(HopperDirectWork& w, const SinterUnitOrder& o) {
-  if (o.units == w.stride) w.first = o.first[w.first];
+  w.first = hopper_direct_ordered_first(w, o);
 }
 template <class C>
 __device__ __forceinline__ HopperDirectTile hopper_direct_item(const HopperDirectWork& w, i64 t, int tiles_n) {
@@ -322,9 +327,11 @@ struct HopperSkPieces {
   HopperDirectPiece piece[2];
 };
 // `sk`: the generator's plan, for the grid it asked for; under any other grid (the engine may
-// launch fewer units) nothing is cut and every unit walks whole items.
+// launch fewer units) nothing is cut and every unit walks whole items. The whole items start at
+// `whole_first` (w.first, or the unit's place in the GPC order: a permutation of the units, so
+// the whole items are still each walked once) past the cut ones.
 __device__ __forceinline__ void hopper_sk_plan_pieces(HopperSkPieces& out, const HopperDirectWork& w,
-                                                      const SinterStreamK& sk, int k_blocks) {
+                                                      const SinterStreamK& sk, int k_blocks, int whole_first) {
   const bool planned = w.stride == sk.units && k_blocks == sk.k_blocks;
   HopperDirectCursor cur = hopper_direct_cursor(w, sk);
   if (!planned) cur.pos = cur.end = 0;
@@ -335,7 +342,7 @@ __device__ __forceinline__ void hopper_sk_plan_pieces(HopperSkPieces& out, const
     out.piece[n++] = p;
   }
   out.count = n;
-  const i64 first_whole = (planned ? sk.sk_items : 0) + w.first;
+  const i64 first_whole = (planned ? sk.sk_items : 0) + whole_first;
   out.first_whole = static_cast<int>(first_whole);
   out.total = n + static_cast<int>(first_whole < w.count ? (w.count - first_whole + w.stride - 1) / w.stride : 0);
 }

@@ -765,26 +765,29 @@ TEST(JitMatmulSm90, OnlyStreamKAsksForEveryResidentUnit) {
   }
 }
 
-TEST(JitMatmulSm90, WholeItemCoopKernelsTakeAGpcOrder) {
-  // The GPC order (engines/jit/gpc_order.hpp): whole-item coop kernels whose plain operand is A
-  // leave the engine a SinterUnitOrder to fill, with their raster group's item rows, and read it
-  // in hopper_direct_order; stream-K kernels (8192^3: their cut ranges need index order), the
-  // tall pair (A multicast) and ping-pong do not. SINTER_SM90_GPC_ORDER=0 takes it away.
+TEST(JitMatmulSm90, CoopKernelsTakeAGpcOrder) {
+  // The GPC order (engines/jit/gpc_order.hpp): coop kernels whose plain operand is A leave the
+  // engine a SinterUnitOrder to fill, with their raster group's item rows. Whole-item kernels
+  // start their walk there (hopper_direct_order); stream-K kernels (8192^3) keep index order for
+  // their cut ranges and start only their whole items there (hopper_sk_plan_pieces). The tall
+  // pair (A multicast) and ping-pong take none. SINTER_SM90_GPC_ORDER=0 takes it away.
   for (int64_t size : {int64_t{4096}, int64_t{8192}}) {
     const Graph g = mm(DType::bf16, size, size, size, true, false);
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
-    int ordered = 0, unordered = 0;
+    int whole_ordered = 0, cut_ordered = 0, unordered = 0;
     for (const auto& [v, rk] : distinct_variants(g, r, h200())) {
       const KernelSpec& k = rk.kernels.at(0);
       if (k.description.find("sm90 wgmma") == std::string::npos || k.description.find("direct-epilogue") == std::string::npos) continue;
-      const bool whole = k.description.find("stream-k(") == std::string::npos;
-      const bool want = whole && k.description.find("coop(") != std::string::npos &&
-                        k.description.find("multicast-a") == std::string::npos;
+      const bool cut = k.description.find("stream-k(") != std::string::npos;
+      const bool want = k.description.find("coop(") != std::string::npos && k.description.find("multicast-a") == std::string::npos;
       SCOPED_TRACE(k.description);
       ASSERT_EQ(k.unit_order.has_value(), want);
-      ++(want ? ordered : unordered);
-      EXPECT_EQ(k.source.find("hopper_direct_order(w, a.order)") != std::string::npos, want);
+      ++(!want ? unordered : cut ? cut_ordered : whole_ordered);
+      EXPECT_EQ(k.source.find("hopper_direct_order(w, a.order)") != std::string::npos, want && !cut);
+      EXPECT_EQ(k.source.find("hopper_sk_plan_pieces(sk_pieces, w, a.sk, k_blocks, hopper_direct_ordered_first(w, a.order))") !=
+                    std::string::npos,
+                want && cut);
       if (want) {
         EXPECT_EQ(k.unit_order->group_m, 8);  // item rows a raster group (sm90_direct_group_m)
         SinterUnitOrder packed{};
@@ -792,19 +795,16 @@ TEST(JitMatmulSm90, WholeItemCoopKernelsTakeAGpcOrder) {
         EXPECT_EQ(packed.units, 0) << "index order until the engine has the grid and the placement";
       }
     }
-    // 4096^3: the default pair and 128x128 take it, ping-pong and the tall pair not; at 8192^3
-    // stream-K cuts the default pair and all but one other coop config
-    EXPECT_GE(ordered, size == 4096 ? 2 : 1) << size;
+    // 4096^3: the default pair and 128x128 walk whole items; 8192^3: stream-K cuts the default
+    // pair; the tall pair and ping-pong take none at either size
+    EXPECT_GE(whole_ordered, size == 4096 ? 2 : 1) << size;
+    EXPECT_GE(cut_ordered, size == 4096 ? 0 : 1) << size;
     EXPECT_GE(unordered, 2) << size;
-    if (size == 8192) {
-      EXPECT_FALSE(build_matmul_variant(g, r, h200(), 0).kernels.at(0).unit_order.has_value());
-    }
-    if (size == 4096) {
-      EXPECT_TRUE(build_matmul_variant(g, r, h200(), 0).kernels.at(0).unit_order.has_value());
-      const testing::ScopedEnv off("SINTER_SM90_GPC_ORDER", "0");
-      const KernelSpec k = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
-      EXPECT_FALSE(k.unit_order.has_value()) << k.description;
-    }
+    EXPECT_TRUE(build_matmul_variant(g, r, h200(), 0).kernels.at(0).unit_order.has_value()) << size;
+    const testing::ScopedEnv off("SINTER_SM90_GPC_ORDER", "0");
+    const KernelSpec k = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+    EXPECT_FALSE(k.unit_order.has_value()) << k.description;
+    EXPECT_EQ(k.source.find("a.order"), std::string::npos) << k.description;
   }
 }
 

@@ -277,12 +277,12 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   w.tensor_map("tma_b", sm90_tensor_map(r, o, false, static_cast<uint32_t>(multicast_a ? c.bn : c.bn / c.cluster)));
   w.field("SinterGemmShape", "shape", sm90_gemm_shape(o));
   // The GPC order (gpc_order.hpp): the engine fills the table once it has sized the grid, so the
-  // units one GPC holds walk items of one raster row and the L2 merges their A reads. Whole-item
-  // coop kernels whose plain (not multicast) operand is A: stream-K's cut ranges rely on units
-  // starting in index order, the tall pair multicasts A (its plain operand is B: another order),
-  // and ping-pong would take it unchanged but has not been measured with it.
-  // SINTER_SM90_GPC_ORDER=0 (A/B knob, read at each build) keeps index order.
-  const bool unit_order = !stream_k && !c.ping_pong && !multicast_a && !env_off("SINTER_SM90_GPC_ORDER");
+  // units one GPC holds walk items of one raster row and the L2 merges their A reads. Coop
+  // kernels whose plain (not multicast) operand is A; stream-K kernels for their whole items only
+  // (the cut ranges rely on units starting in index order). The tall pair multicasts A (its plain
+  // operand is B: another order), and ping-pong would take it unchanged but has not been
+  // measured with it. SINTER_SM90_GPC_ORDER=0 (A/B knob, read at each build) keeps index order.
+  const bool unit_order = !c.ping_pong && !multicast_a && !env_off("SINTER_SM90_GPC_ORDER");
   if (unit_order) {
     spec.unit_order = KernelSpec::UnitOrderSlot{w.field("SinterUnitOrder", "order", SinterUnitOrder{}),
                                                 sm90_direct_group_m(c)};
@@ -412,9 +412,9 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "  const SinterGemmShape& s = a.shape;\n"
       << "  const int tiles_m = static_cast<int>((s.m + Cfg::kBM - 1) / Cfg::kBM);\n"
       << "  const int tiles_n = static_cast<int>((s.n + Cfg::kBN - 1) / Cfg::kBN);\n"
-      << (unit_order ? "  HopperDirectWork w = hopper_direct_work<Cfg>(s.batches, tiles_m, tiles_n);\n"
-                       "  hopper_direct_order(w, a.order);\n"
-                     : "  const HopperDirectWork w = hopper_direct_work<Cfg>(s.batches, tiles_m, tiles_n);\n")
+      << (unit_order && !stream_k ? "  HopperDirectWork w = hopper_direct_work<Cfg>(s.batches, tiles_m, tiles_n);\n"
+                                    "  hopper_direct_order(w, a.order);\n"
+                                  : "  const HopperDirectWork w = hopper_direct_work<Cfg>(s.batches, tiles_m, tiles_n);\n")
       << "  const int k_blocks = static_cast<int>((s.k + Cfg::kBK - 1) / Cfg::kBK);\n"
       << (stream_k ? "  __shared__ HopperSkPieces sk_pieces;  // this unit's pieces (stream-K)\n" : "")
       << (offload ? "  __shared__ u64 offload_bars[32];\n  __shared__ int2 offload_mail[16];\n"
@@ -425,7 +425,9 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "      mbarrier_init(&sm.full[i], 1);  // the producer's arrive + TMA bytes\n"
       << "      mbarrier_init(&sm.empty[i], Cfg::kEmptyArrivals);  // one arrive per consumer of the stage\n"
       << "    }\n"
-      << (stream_k ? "    hopper_sk_plan_pieces(sk_pieces, w, a.sk, k_blocks);\n" : "")
+      << (stream_k ? std::string("    hopper_sk_plan_pieces(sk_pieces, w, a.sk, k_blocks, ") +
+                         (unit_order ? "hopper_direct_ordered_first(w, a.order)" : "w.first") + ");\n"
+                   : std::string())
       << (offload ? "    hopper_offload_init(off);\n" : "")
       << "    mbarrier_init(&sm.order[0], 1);\n"
       << "    mbarrier_init(&sm.order[1], 1);\n"
