@@ -4,16 +4,16 @@
 //
 // Why: the units walk items first, first + units, ... in grouped order (kGroupM item rows walk
 // down the columns together), so items whose index has the same residue mod group_m share an item
-// row, hence the same A boxes at each k-block: in every wave where units is a multiple of group_m
-// and the wave stays inside one raster group (4096^3: 64 units, groups of 8 x 16 items); other
-// grids share rows in part. Hopper's L2 request coalescer merges
-// such identical reads when they come from one GPC at about the same moment
-// (cuda/gpc_placement.hpp). In index order the hardware deals consecutive units to different
-// GPCs, so co-located units share little: on the H100 at 4096^3 the L2 served 33.3 M sectors with
-// 1.4 M merged. With each GPC's units on one residue class (one item row) 29.6 M with 5.1 M
-// merged, and the GEMM went from 1.005-1.006x cuBLASLt's time to 0.993-0.995x (docs/benchmarks.md,
-// session 31). Putting a GPC's units on one column instead (they share B, which the CTA pairs
-// multicast) merged nothing: multicast reads are not coalesced, only plain ones.
+// row, hence the same A boxes at each k-block. That holds in every wave where units is a multiple
+// of group_m and the wave stays inside one raster group (4096^3: 64 units, groups of 8 x 16
+// items); other grids share rows in part. Hopper's L2 request coalescer merges such identical
+// reads when they come from one GPC at about the same moment (cuda/gpc_placement.hpp). In index
+// order the hardware deals consecutive units to different GPCs, so co-located units share little:
+// on the H100 at 4096^3 the L2 served 33.3 M sectors with 1.4 M merged. With each GPC's units on
+// one residue class (one item row): 29.6 M with 5.1 M merged, and the GEMM went from 1.005-1.006x
+// cuBLASLt's time to 0.993-0.995x (docs/benchmarks.md, session 31). A GPC's units on one column
+// instead (sharing B, which the CTA pairs multicast) merged nothing: the coalescer merges plain
+// reads only, never multicast ones.
 #pragma once
 
 #include <span>
