@@ -40,19 +40,26 @@ struct UnionFind {
   void join(int a, int b) { parent[find(a)] = find(b); }
 };
 
-// Launches grid x cluster CTAs (cluster along x) and returns each CTA's SM.
-std::vector<int> launch(dim3 grid, int cluster, int* dev) {
+// A launch of record_sm over `grid` in clusters of `cluster` CTAs along x (attr: its storage).
+cudaLaunchConfig_t cluster_config(dim3 grid, int cluster, cudaLaunchAttribute& attr) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(128);
   cfg.dynamicSmemBytes = kSmem;
-  cudaLaunchAttribute attr{};
+  attr = cudaLaunchAttribute{};
   attr.id = cudaLaunchAttributeClusterDimension;
   attr.val.clusterDim.x = cluster;
   attr.val.clusterDim.y = 1;
   attr.val.clusterDim.z = 1;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
+  return cfg;
+}
+
+// Launches grid x cluster CTAs (cluster along x) and returns each CTA's SM.
+std::vector<int> launch(dim3 grid, int cluster, int* dev) {
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = cluster_config(grid, cluster, attr);
   const int n = static_cast<int>(grid.x * grid.y);
   CHECK(cudaMemset(dev, 0xff, n * sizeof(int)));
   CHECK(cudaLaunchKernelEx(&cfg, record_sm, dev, 200000LL));
@@ -63,17 +70,8 @@ std::vector<int> launch(dim3 grid, int cluster, int* dev) {
 }
 
 int max_clusters(int cluster) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(cluster * 64);
-  cfg.blockDim = dim3(128);
-  cfg.dynamicSmemBytes = kSmem;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = cluster;
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = cluster_config(dim3(cluster * 64), cluster, attr);
   int n = 0;
   CHECK(cudaOccupancyMaxActiveClusters(&n, record_sm, &cfg));
   return n;

@@ -24,19 +24,14 @@
 #include <cstdio>
 #include <vector>
 
-#include "common/hopper.cuh"
+#include "box_ring.cuh"
 #include "probe_check.cuh"
 
-constexpr int kBox = 16384, kStages = 4, kKBlocks = 16, kPasses = 16, kCtas = 128, kPace = 1000;
+constexpr int kKBlocks = 16, kPasses = 16, kCtas = 128, kPace = 1000;
 constexpr long long kRows = 128LL * kCtas, kK = 64LL * kKBlocks;
 enum Layout { kAdjacent = 0, kStrided = 1, kClusterLayout = 2 };
 const char* const kLayoutName[] = {"adjacent", "strided", "cluster"};
 
-__device__ __forceinline__ void spin(long long cycles) {
-  const long long t0 = clock64();
-  while (clock64() - t0 < cycles) {
-  }
-}
 __device__ __forceinline__ unsigned long long global_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -46,52 +41,14 @@ __device__ __forceinline__ unsigned long long global_ns() {
 __global__ void __launch_bounds__(256, 1)
     read_group_boxes(const __grid_constant__ CUtensorMap map, int group, int layout, int offset, unsigned* sink,
                      unsigned long long* starts) {
-  extern __shared__ __align__(1024) char smem_raw[];
-  char* smem = reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
-  __shared__ u64 full[kStages], empty[kStages];
   const int b = blockIdx.x, groups = gridDim.x / group;
   const int g = layout == kStrided ? b % groups : b / group;
   const int member = layout == kStrided ? b / groups : b % group;
   if (threadIdx.x == 0) starts[b] = global_ns();
   const int row = g * 128;
-  const int steps = kPasses * kKBlocks;
-  int issued = 0;
-  auto issue = [&]() {
-    const int st = issued % kStages;
-    mbarrier_arrive_expect_tx(&full[st], kBox);
-    tma_load_3d(smem + st * kBox, reinterpret_cast<const SinterTensorMap*>(&map), &full[st], (issued % kKBlocks) * 64,
-                row, 0);
-    ++issued;
-  };
-  if (threadIdx.x == 0) {
-    tma_prefetch_descriptor(reinterpret_cast<const SinterTensorMap*>(&map));
-    for (int i = 0; i < kStages; ++i) {
-      mbarrier_init(&full[i], 1);
-      mbarrier_init(&empty[i], 8);
-    }
-    fence_barrier_init();
-  }
-  __syncthreads();
-  spin(static_cast<long long>(member) * offset);  // the member's late start
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < kStages; ++i) issue();
-  }
-  unsigned acc = 0;
-  const int lane = threadIdx.x & 31;
-  for (int i = 0; i < steps; ++i) {
-    const int st = i % kStages;
-    const u32 phase = static_cast<u32>((i / kStages) & 1);
-    mbarrier_wait(&full[st], phase);
-    acc += reinterpret_cast<const unsigned*>(smem + st * kBox)[threadIdx.x];  // a read, so the stage is used
-    spin(kPace);
-    __syncwarp();
-    if (lane == 0) mbarrier_arrive(&empty[st]);
-    if (threadIdx.x == 0 && issued < steps) {
-      mbarrier_wait(&empty[st], phase);  // every warp is done with step i's stage
-      issue();
-    }
-  }
-  if (acc == 0x12345678u) *sink = acc;
+  auto coords = [&](int i) { return make_int2((i % kKBlocks) * 64, row); };
+  // the member's late start: `offset` cycles each
+  read_box_ring(map, kPasses * kKBlocks, kPace, static_cast<long long>(member) * offset, coords, sink);
 }
 
 int main() {
@@ -105,20 +62,11 @@ int main() {
   CHECK(cudaMalloc(&sink, 4));
   CHECK(cudaMalloc(&starts, kCtas * sizeof(unsigned long long)));
   CUtensorMap map{};
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(kK), static_cast<cuuint64_t>(kRows), 1};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(kK * 2), static_cast<cuuint64_t>(kRows * kK * 2)};
-  const cuuint32_t box[3] = {64, 128, 1};
-  const cuuint32_t estr[3] = {1, 1, 1};
-  if (cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, w, dims, strides, box, estr,
-                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-    std::fprintf(stderr, "tensor map rejected\n");
-    return 1;
-  }
-  const int smem = kStages * kBox + 1024;
+  if (!encode_box_map(&map, w, kRows, kK)) return 1;
+  const int smem = kRingSmem;
   CHECK(cudaFuncSetAttribute(read_group_boxes, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   CHECK(cudaFuncSetAttribute(read_group_boxes, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  const double delivered = static_cast<double>(kCtas) * kPasses * kKBlocks * kBox / 32;
+  const double delivered = static_cast<double>(kCtas) * kPasses * kKBlocks * kRingBox / 32;
   std::printf("launch  group  layout    offset  ms       start spread us  (delivered %.3f M sectors a launch)\n",
               delivered / 1e6);
   struct Case {

@@ -27,68 +27,21 @@
 #include <cstdio>
 #include <vector>
 
-#include "common/hopper.cuh"
+#include "box_ring.cuh"
 #include "probe_check.cuh"
 
-constexpr int kBox = 16384, kStages = 4, kKBlocks = 64, kTiles = 4;
+constexpr int kKBlocks = 64, kTiles = 4;
 constexpr long long kRows = 4096, kK = 4096;
-
-__device__ __forceinline__ void spin(long long cycles) {
-  const long long t0 = clock64();
-  while (clock64() - t0 < cycles) {
-  }
-}
 
 __global__ void __launch_bounds__(256, 1) read_boxes(const __grid_constant__ CUtensorMap map, int group, int pace,
                                                      int offset, unsigned* sink) {
-  extern __shared__ __align__(1024) char smem_raw[];
-  char* smem = reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
-  __shared__ u64 full[kStages], empty[kStages];
   const int g = blockIdx.x / group, member = blockIdx.x % group;
   const int row_blocks = static_cast<int>(kRows / 128);
-  const int steps = kTiles * kKBlocks;
-  auto coords = [&](int i, int& row, int& k) {
-    row = ((g * kTiles + i / kKBlocks) % row_blocks) * 128;
-    k = (i % kKBlocks) * 64;
+  auto coords = [&](int i) {
+    return make_int2((i % kKBlocks) * 64, ((g * kTiles + i / kKBlocks) % row_blocks) * 128);
   };
-  int issued = 0;
-  auto issue = [&]() {
-    const int st = issued % kStages;
-    int row, k;
-    coords(issued, row, k);
-    mbarrier_arrive_expect_tx(&full[st], kBox);
-    tma_load_3d(smem + st * kBox, reinterpret_cast<const SinterTensorMap*>(&map), &full[st], k, row, 0);
-    ++issued;
-  };
-  if (threadIdx.x == 0) {
-    tma_prefetch_descriptor(reinterpret_cast<const SinterTensorMap*>(&map));
-    for (int i = 0; i < kStages; ++i) {
-      mbarrier_init(&full[i], 1);
-      mbarrier_init(&empty[i], 8);
-    }
-    fence_barrier_init();
-  }
-  __syncthreads();
-  spin(static_cast<long long>(member) * offset * pace);  // the member's head start, in k-blocks
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < kStages; ++i) issue();
-  }
-  unsigned acc = 0;
-  const int lane = threadIdx.x & 31;
-  for (int i = 0; i < steps; ++i) {
-    const int st = i % kStages;
-    const u32 phase = static_cast<u32>((i / kStages) & 1);
-    mbarrier_wait(&full[st], phase);
-    acc += reinterpret_cast<const unsigned*>(smem + st * kBox)[threadIdx.x];  // a read, so the stage is used
-    spin(pace);
-    __syncwarp();
-    if (lane == 0) mbarrier_arrive(&empty[st]);
-    if (threadIdx.x == 0 && issued < steps) {
-      mbarrier_wait(&empty[st], phase);  // every warp is done with step i's stage
-      issue();
-    }
-  }
-  if (acc == 0x12345678u) *sink = acc;
+  // the member's head start: `offset` k-blocks' worth of pace each
+  read_box_ring(map, kTiles * kKBlocks, pace, static_cast<long long>(member) * offset * pace, coords, sink);
 }
 
 int main() {
@@ -102,19 +55,10 @@ int main() {
   unsigned* sink = nullptr;
   CHECK(cudaMalloc(&sink, 4));
   CUtensorMap map{};
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(kK), static_cast<cuuint64_t>(kRows), 1};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(kK * 2), static_cast<cuuint64_t>(kRows * kK * 2)};
-  const cuuint32_t box[3] = {64, 128, 1};
-  const cuuint32_t estr[3] = {1, 1, 1};
-  if (cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, w, dims, strides, box, estr,
-                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-    std::fprintf(stderr, "tensor map rejected\n");
-    return 1;
-  }
-  const int smem = kStages * kBox + 1024;
+  if (!encode_box_map(&map, w, kRows, kK)) return 1;
+  const int smem = kRingSmem;
   CHECK(cudaFuncSetAttribute(read_boxes, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  const double delivered_sectors = static_cast<double>(sms) * kTiles * kKBlocks * kBox / 32;
+  const double delivered_sectors = static_cast<double>(sms) * kTiles * kKBlocks * kRingBox / 32;
   std::printf("launch  group  pace  offset  ms        (delivered %.3f M sectors a launch)\n", delivered_sectors / 1e6);
   int launch = 0;
   for (int pace : {0, 1000}) {
