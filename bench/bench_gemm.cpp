@@ -29,7 +29,7 @@
 //                                  8192 and K = 4096, vs cuBLASLt's fp8 GEMM (promoted accumulation;
 //                                  ours accumulates in the tensor cores) (4096: per Hopper candidate too)
 //   sinter_bench_gemm [--quick] [--decode] [--cold-l2] [--cases NAME,...] [--no-candidates] [--soak S]
-//                     [--soak-engine jit|cublaslt] [--soak-candidate N]
+//                     [--soak-engine jit|cublaslt] [--soak-candidate CONFIG]
 //     --decode: only the decode cases; --cold-l2: L2 overwritten before each timed launch, both
 //     sides; --cases: only the cases whose name is listed (for profiling one kernel under Nsight
 //     Compute); --no-candidates: skip the per-candidate lines; --soak S: our default of each case
@@ -130,16 +130,16 @@ double g_soak_s = 0.0;
 // --soak-engine NAME: which side soaks, "jit" (ours, the default) or "cublaslt" (the comparison
 // graph through cuBLASLt): the clock each holds under the power cap, in separate runs
 std::string g_soak_engine = "jit";
-// --soak-candidate N: ours soaks jit candidate N (see the candidate lines) instead of the default
-int g_soak_candidate = -1;
+// --soak-candidate CONFIG: ours soaks the jit candidate of that config text (see the candidate lines) instead of the default
+std::string g_soak_candidate;  // a jit config text
 bool wanted(const std::string& name) {
   return g_cases.empty() || std::find(g_cases.begin(), g_cases.end(), name) != g_cases.end();
 }
 
-ExecutorOptions options(const std::string& engine, int candidate = -1) {
+ExecutorOptions options(const std::string& engine, const std::string& config = "") {
   ExecutorOptions opts;
   opts.engine = engine;
-  opts.tuning.candidate = candidate;
+  opts.tuning.config = config;
   return opts;
 }
 
@@ -152,8 +152,8 @@ Timed timed(StreamExecutor& ex, int iters, const TensorMap& in) {
   return t;
 }
 Timed timed(const Graph& g, const std::string& engine, cuda::KernelCache& cache, int iters, const TensorMap& in,
-            int candidate = -1) {
-  StreamExecutor ex(g, cache, options(engine, candidate));
+            const std::string& config = "") {
+  StreamExecutor ex(g, cache, options(engine, config));
   return timed(ex, iters, in);
 }
 
@@ -182,14 +182,14 @@ Alternated alternated(StreamExecutor& s, StreamExecutor& c, int rounds) {
           *std::max_element(r.begin(), r.end()), rounds};
 }
 
-// The jit candidate numbers of g's matmul region that run a Hopper GEMM (sm90 wgmma).
-std::vector<int> hopper_candidates(const Graph& g, const cuda::DeviceProperties& dev) {
-  std::vector<int> out;
+// The jit candidate configs of g's matmul region that run a Hopper GEMM (sm90 wgmma).
+std::vector<std::string> hopper_candidates(const Graph& g, const cuda::DeviceProperties& dev) {
+  std::vector<std::string> out;
   const fuse::Partition p = fuse::partition_graph(g);
   for (const fuse::Region& r : p.regions) {
     if (r.kind != fuse::RegionKind::matmul) continue;
-    for (const auto& [v, rk] : jit::distinct_variants(g, r, dev)) {
-      if (rk.kernels.at(0).description.find("sm90 wgmma") != std::string::npos) out.push_back(v);
+    for (const auto& [config, rk] : jit::distinct_configs(g, r, dev)) {
+      if (rk.kernels.at(0).description.find("sm90 wgmma") != std::string::npos) out.push_back(jit::config_text(config));
     }
   }
   return out;
@@ -222,7 +222,7 @@ void run_case(const std::string& name, const Graph& ours, const Graph& theirs, d
   if (g_soak_s > 0.0) {
     // cuBLASLt's or our default executor from above, or one for a forced candidate
     std::optional<StreamExecutor> forced;
-    if (g_soak_engine == "jit" && g_soak_candidate >= 0) {
+    if (g_soak_engine == "jit" && !g_soak_candidate.empty()) {
       forced.emplace(ours, cache, options("jit", g_soak_candidate));
       forced->run(in);
     }
@@ -233,28 +233,28 @@ void run_case(const std::string& name, const Graph& ours, const Graph& theirs, d
       chunks.push_back(ex.time_ms(iters, 0, false));
     }
     std::sort(chunks.begin(), chunks.end());
-    std::printf("{\"case\": \"%s\", \"soak_engine\": \"%s\", \"soak_candidate\": %d, \"soak_s\": %.1f, "
+    std::printf("{\"case\": \"%s\", \"soak_engine\": \"%s\", \"soak_candidate\": \"%s\", \"soak_s\": %.1f, "
                 "\"soak_chunks\": %zu, \"soak_median_ms\": %.5f, \"soak_min_ms\": %.5f, \"soak_max_ms\": %.5f, "
                 "\"soak_kernels\": \"%s\"}\n",
-                name.c_str(), g_soak_engine.c_str(), g_soak_candidate, g_soak_s, chunks.size(), chunks[chunks.size() / 2],
+                name.c_str(), g_soak_engine.c_str(), g_soak_candidate.c_str(), g_soak_s, chunks.size(), chunks[chunks.size() / 2],
                 chunks.front(), chunks.back(), steps_of(ex).c_str());
     std::fflush(stdout);
   }
   if (!each_candidate || !g_candidates) return;
   // every Hopper config forced, against the cuBLASLt time above: which one should be the default
-  for (int v : hopper_candidates(ours, cuda::device_properties(0))) {
+  for (const std::string& v : hopper_candidates(ours, cuda::device_properties(0))) {
     const Timed f = timed(ours, "jit", cache, iters, in, v);
-    std::printf("{\"case\": \"%s\", \"candidate\": %d, \"sinter_ms\": %.5f, \"cublaslt_ms\": %.5f, "
+    std::printf("{\"case\": \"%s\", \"candidate\": \"%s\", \"sinter_ms\": %.5f, \"cublaslt_ms\": %.5f, "
                 "\"ratio\": %.3f, \"sinter_tflops\": %.1f, \"rel_l2_vs_cublaslt\": %.3g, \"sinter_kernels\": \"%s\"}\n",
-                name.c_str(), v, f.ms, c.ms, f.ms / c.ms, flops / (f.ms * 1e9),
+                name.c_str(), v.c_str(), f.ms, c.ms, f.ms / c.ms, flops / (f.ms * 1e9),
                 relative_l2_error(f.out.at("y"), c.out.at("y")), f.kernels.c_str());
     std::fflush(stdout);
   }
 }
 
 // The decode tiles offered for g's matmul region, as (name, jit candidate number).
-std::vector<std::pair<std::string, int>> decode_candidates(const Graph& g, const cuda::DeviceProperties& dev) {
-  std::vector<std::pair<std::string, int>> out;
+std::vector<std::pair<std::string, std::string>> decode_candidates(const Graph& g, const cuda::DeviceProperties& dev) {
+  std::vector<std::pair<std::string, std::string>> out;
   const fuse::Partition p = fuse::partition_graph(g);
   for (const fuse::Region& r : p.regions) {
     if (r.kind != fuse::RegionKind::matmul) continue;
@@ -263,13 +263,12 @@ std::vector<std::pair<std::string, int>> decode_candidates(const Graph& g, const
       std::fprintf(stderr, "sinter_bench_gemm: %s: decode tile not offered: %s\n", g.name().c_str(), why.c_str());
       return out;
     }
-    const int rows = jit::matmul_variant_of(g, r, dev, jit::MatmulTile::decode_tma_rows);
-    if (rows >= 0) out.emplace_back("tma_rows", rows);
-    const int tma = jit::matmul_variant_of(g, r, dev, jit::MatmulTile::decode_tma);
-    if (tma >= 0) out.emplace_back("tma", tma);
-    const int ffma = jit::matmul_variant_of(g, r, dev, jit::MatmulTile::decode_ffma);
-    if (ffma >= 0) out.emplace_back("ffma", ffma);
-    out.emplace_back("mma", jit::matmul_variant_of(g, r, dev, jit::MatmulTile::decode_gemv));
+    const std::vector<jit::MatmulConfig> configs = jit::matmul_configs(g, r, dev);
+    for (const auto& [tile, label] : {std::pair{jit::MatmulTile::decode_tma_rows, "tma_rows"}, {jit::MatmulTile::decode_tma, "tma"},
+                                      {jit::MatmulTile::decode_ffma, "ffma"}, {jit::MatmulTile::decode_gemv, "mma"}}) {
+      const int i = jit::matmul_config_index(g, r, dev, tile);
+      if (i >= 0) out.emplace_back(label, jit::config_text(configs.at(i)));
+    }
     return out;
   }
   return out;
@@ -347,7 +346,7 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--soak") == 0 && i + 1 < argc) {
       g_soak_s = std::atof(argv[++i]);
     } else if (std::strcmp(argv[i], "--soak-candidate") == 0 && i + 1 < argc) {
-      g_soak_candidate = std::atoi(argv[++i]);
+      g_soak_candidate = argv[++i];
     } else if (std::strcmp(argv[i], "--soak-engine") == 0 && i + 1 < argc) {
       g_soak_engine = argv[++i];
       if (g_soak_engine != "jit" && g_soak_engine != "cublaslt") {

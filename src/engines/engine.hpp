@@ -26,7 +26,11 @@ struct Support {
 struct Candidate {
   std::string engine;       // the engine's name
   int index = 0;            // rank within the engine's list, 0 = its favourite
-  std::string description;  // the config, human-readable ("pointwise vec8 unroll4 block256")
+  // The engine's typed config as text (jit: kernel_config.hpp; cuBLASLt: the algo's fields):
+  // what the timing cache keys on and a plan records. Two candidates of one engine for one
+  // region never share a config.
+  std::string config;
+  std::string description;  // human-readable ("pointwise vec8 unroll4 block256")
 };
 
 // Device pointers of one launch, in the region's input and output order.

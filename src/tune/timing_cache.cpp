@@ -15,7 +15,7 @@ namespace sinter::tune {
 namespace {
 
 constexpr const char* kFormat = "sinter.timing_cache";
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;
 
 }  // namespace
 
@@ -64,11 +64,12 @@ std::optional<std::string> TimingCache::load() {
       TimingEntry t;
       t.engine = e.at("engine").get<std::string>();
       t.index = e.at("index").get<int>();
+      t.config = e.at("config").get<std::string>();
       t.description = e.at("description").get<std::string>();
       t.median_ms = e.at("median_ms").get<double>();
       for (const auto& c : e.at("tried")) {
         t.tried.push_back({c.at("engine").get<std::string>(), c.at("index").get<int>(),
-                           c.at("description").get<std::string>(), c.at("median_ms").get<double>(),
+                           c.at("config").get<std::string>(), c.at("description").get<std::string>(), c.at("median_ms").get<double>(),
                            c.at("skipped").get<std::string>()});
       }
       entries.emplace(key, std::move(t));
@@ -87,10 +88,10 @@ void TimingCache::save() const {
   for (const auto& [key, t] : entries_) {
     nlohmann::json tried = nlohmann::json::array();
     for (const CandidateTime& c : t.tried) {
-      tried.push_back({{"engine", c.engine}, {"index", c.index}, {"description", c.description},
+      tried.push_back({{"engine", c.engine}, {"index", c.index}, {"config", c.config}, {"description", c.description},
                        {"median_ms", c.median_ms}, {"skipped", c.skipped}});
     }
-    entries[key] = {{"engine", t.engine}, {"index", t.index}, {"description", t.description},
+    entries[key] = {{"engine", t.engine}, {"index", t.index}, {"config", t.config}, {"description", t.description},
                     {"median_ms", t.median_ms}, {"tried", tried}};
   }
   const nlohmann::json j = {{"format", kFormat}, {"version", kVersion}, {"entries", entries}};

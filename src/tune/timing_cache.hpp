@@ -30,6 +30,7 @@ struct DeviceKey {
 struct CandidateTime {
   std::string engine;
   int index = 0;
+  std::string config;  // Candidate::config
   std::string description;
   double median_ms = -1;  // < 0: not timed, see `skipped`
   std::string skipped;    // why it was not timed (failed to build, too much workspace, ...)
@@ -38,6 +39,7 @@ struct CandidateTime {
 struct TimingEntry {
   std::string engine;  // the winner
   int index = 0;
+  std::string config;  // the winner's Candidate::config: what a hit is matched by
   std::string description;
   double median_ms = 0;
   std::vector<CandidateTime> tried;

@@ -112,7 +112,7 @@ CandidateTime time_candidate(const Graph& g, const fuse::Region& r, const Engine
                              const Candidate& c, EngineContext& ctx, const RegionBuffers& buffers,
                              const cuda::Stream& stream, const TuneOptions& o,
                              std::vector<HostTensor>* outputs) {
-  CandidateTime t{std::string(e.name()), c.index, c.description, -1, ""};
+  CandidateTime t{std::string(e.name()), c.index, c.config, c.description, -1, ""};
   try {
     auto step = e.prepare(g, r, c, ctx);
     if (step->workspace_bytes() > o.max_workspace) {
@@ -173,9 +173,9 @@ TuneReport tune(const Graph& g, const fuse::Partition& p, const std::vector<cons
       const size_t keep = o.mode == TuneMode::exhaustive ? cands.size()
                           : o.mode == TuneMode::fast     ? std::min<size_t>(cands.size(), o.top_k)
                                                          : std::min<size_t>(cands.size(), 1);
-      if (o.mode == TuneMode::heuristic && o.candidate >= 0) {
+      if (o.mode == TuneMode::heuristic && (o.candidate >= 0 || !o.config.empty())) {
         for (const Candidate& c : cands) {
-          if (c.index == o.candidate) all.push_back({e, c});
+          if (o.config.empty() ? c.index == o.candidate : c.config == o.config) all.push_back({e, c});
         }
       }
       for (size_t i = 0; i < keep; ++i) all.push_back({e, cands[i]});
@@ -195,8 +195,8 @@ TuneReport tune(const Graph& g, const fuse::Partition& p, const std::vector<cons
     const std::string key = region_key(g, r, device);
     if (const TimingEntry* hit = cache ? cache->find(key) : nullptr) {
       for (const auto& [e, c] : all) {
-        // The description too: candidate numbers of a newer Sinter may name other kernels.
-        if (e->name() == hit->engine && c.index == hit->index && c.description == hit->description) {
+        // By config: the ranks of a newer Sinter may name other kernels.
+        if (e->name() == hit->engine && c.config == hit->config) {
           choice.engine = e;
           choice.candidate = c;
           choice.median_ms = hit->median_ms;
@@ -253,7 +253,7 @@ TuneReport tune(const Graph& g, const fuse::Partition& p, const std::vector<cons
                   "region " + std::to_string(r.id) + ": every candidate failed" + why);
     }
     if (cache) {
-      cache->put(key, {std::string(choice.engine->name()), choice.candidate.index,
+      cache->put(key, {std::string(choice.engine->name()), choice.candidate.index, choice.candidate.config,
                        choice.candidate.description, choice.median_ms, choice.tried});
     }
     report.choices.push_back(std::move(choice));

@@ -25,6 +25,9 @@ struct TuneOptions {
   // one (its best-ranked otherwise); -1 takes the best-ranked everywhere. With a forced engine,
   // this is how a user or a test picks one candidate by hand.
   int candidate = -1;
+  // Heuristic mode: take the candidate whose config is this text where an engine has one (before
+  // `candidate`); "" leaves it to `candidate`.
+  std::string config;
   int warmup = 3;
   int repeats = 20;           // the median of these
   double time_limit_ms = 2000;  // per candidate: stop timing it once a launch takes this long

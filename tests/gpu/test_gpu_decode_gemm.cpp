@@ -32,7 +32,7 @@ class GpuDecodeGemm : public GpuRegions {
  protected:
   // The jit candidate numbers of every decode tile offered for `g`'s matmul region (tma, ffma,
   // mma). Each as (candidate, the words its step's description must hold after "decode ").
-  std::vector<std::pair<int, std::string>> decode_candidates(const Graph& g) {
+  std::vector<std::pair<std::string, std::string>> decode_candidates(const Graph& g) {
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region* r = matmul_region(p);
     if (r == nullptr) {
@@ -40,22 +40,22 @@ class GpuDecodeGemm : public GpuRegions {
       return {};
     }
     EXPECT_EQ(jit::decode_gemv_unsupported(g, *r, properties_), "") << g.name();
-    std::vector<std::pair<int, std::string>> out;
+    std::vector<std::pair<std::string, std::string>> out;
     for (jit::MatmulTile t : {jit::MatmulTile::decode_tma_rows, jit::MatmulTile::decode_tma,
                               jit::MatmulTile::decode_ffma, jit::MatmulTile::decode_gemv}) {
-      const int v = jit::matmul_variant_of(g, *r, properties_, t);
+      const int v = jit::matmul_config_index(g, *r, properties_, t);
       if (v < 0) continue;
-      out.emplace_back(v, t == jit::MatmulTile::decode_tma_rows || t == jit::MatmulTile::decode_tma ? "tma"
+      out.emplace_back(jit::config_text(jit::matmul_configs(g, *r, properties_).at(v)), t == jit::MatmulTile::decode_tma_rows || t == jit::MatmulTile::decode_tma ? "tma"
                           : t == jit::MatmulTile::decode_ffma                                       ? "gemv ffma"
                                                                                                     : "gemv mma");
     }
     return out;
   }
 
-  ExecutorOptions forced(int candidate) {
+  ExecutorOptions forced(const std::string& config) {
     ExecutorOptions opts;
     opts.engine = "jit";
-    opts.tuning.candidate = candidate;
+    opts.tuning.config = config;
     return opts;
   }
 
@@ -76,12 +76,12 @@ class GpuDecodeGemm : public GpuRegions {
   // For every decode candidate: check(), then the same executor twice on fresh inputs.
   void check_decode(const Graph& copy, double bound_scale = 1.0) {
     for (const auto& [candidate, tile] : decode_candidates(copy)) {
-      SCOPED_TRACE("candidate " + std::to_string(candidate) + " (" + tile + ")");
+      SCOPED_TRACE("candidate " + candidate + " (" + tile + ")");
       check_candidate(copy, candidate, tile, bound_scale);
     }
   }
 
-  void check_candidate(const Graph& copy, int candidate, const std::string& tile, double bound_scale,
+  void check_candidate(const Graph& copy, const std::string& candidate, const std::string& tile, double bound_scale,
                        const std::vector<std::string>& words = {}) {
     const ExecutorOptions opts = forced(candidate);
     check(Graph(copy), bound_scale, opts);
@@ -103,13 +103,13 @@ class GpuDecodeGemm : public GpuRegions {
   void check_tma_cut(const Graph& g, jit::MatmulTile cut, const std::vector<std::string>& words = {}) {
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region* r = matmul_region(p);
-    const int v = r ? jit::matmul_variant_of(g, *r, properties_, cut) : -1;
-    if (v < 0) {
+    const int index = r ? jit::matmul_config_index(g, *r, properties_, cut) : -1;
+    if (index < 0) {
       ADD_FAILURE() << g.name() << ": the TMA decode tile ("
                     << (cut == jit::MatmulTile::decode_tma_rows ? "whole tiles" : "stream-K") << ") was not offered";
       return;
     }
-    check_candidate(g, v, "tma", 1.0, words);
+    check_candidate(g, jit::config_text(jit::matmul_configs(g, *r, properties_).at(index)), "tma", 1.0, words);
   }
 
   // check_tma_cut on both cuts (whole tiles: only the modes without bn / tile end) under each mode.

@@ -70,8 +70,9 @@ class GpuHopperGemm : public GpuRegions {
     for (const fuse::Region& r : p.regions) {
       if (r.kind != fuse::RegionKind::matmul) continue;
       const jit::MatmulTile tile = expect_sm90 ? jit::MatmulTile::sm90_ctile : jit::MatmulTile::generic;
-      opts.tuning.candidate = jit::matmul_variant_of(g, r, properties_, tile);
-      ASSERT_GE(opts.tuning.candidate, 0) << g.name();
+      const int index = jit::matmul_config_index(g, r, properties_, tile);
+      ASSERT_GE(index, 0) << g.name();
+      opts.tuning.config = jit::config_text(jit::matmul_configs(g, r, properties_).at(index));
     }
     const Graph copy = g;
     check(std::move(g), bound_scale, opts);
@@ -104,9 +105,9 @@ class GpuHopperGemm : public GpuRegions {
       if (r.kind == fuse::RegionKind::matmul) mm = &r;
     }
     ASSERT_NE(mm, nullptr) << "no matmul region in " << g.name();
-    for (const auto& [v, rk] : jit::distinct_variants(g, *mm, properties_)) {
+    for (const auto& [v, rk] : jit::distinct_configs(g, *mm, properties_)) {
       const std::string want = rk.kernels.at(0).description;
-      SCOPED_TRACE("candidate " + std::to_string(v) + ": " + want);
+      SCOPED_TRACE("candidate " + jit::config_text(v) + ": " + want);
       // (the tall tile's two row blocks a consumer run their epilogue in line: neither deferred
       // nor offloaded)
       const bool tall = want.find("128 rows each") != std::string::npos;
@@ -117,12 +118,12 @@ class GpuHopperGemm : public GpuRegions {
       }
       ExecutorOptions opts;
       opts.engine = "jit";
-      opts.tuning.candidate = v;
+      opts.tuning.config = jit::config_text(v);
       check(g, bound_scale, opts);
       StreamExecutor ex(g, shared_cache(), opts);
       for (const StepInfo& s : ex.steps()) {
         if (s.kind != "matmul") continue;
-        std::printf("  %s candidate %d: %s\n", g.name().c_str(), v, s.description.c_str());
+        std::printf("  %s candidate %s: %s\n", g.name().c_str(), jit::config_text(v).c_str(), s.description.c_str());
         EXPECT_EQ(s.description.rfind(want, 0), 0u) << s.description;
       }
       const uint64_t seed = fresh_seed();
@@ -379,7 +380,7 @@ TEST_F(GpuHopperGemm, EveryCandidateStreamK) {
     for (const fuse::Region& r : p.regions) {
       if (r.kind != fuse::RegionKind::matmul) continue;
       int cut = 0;
-      for (const auto& [v, rk] : jit::distinct_variants(g, r, properties_)) {
+      for (const auto& [v, rk] : jit::distinct_configs(g, r, properties_)) {
         cut += rk.kernels.at(0).description.find("stream-k(") != std::string::npos ? 1 : 0;
       }
       EXPECT_EQ(cut, configs) << g.name() << ": coop configs that cut items";
@@ -495,11 +496,11 @@ TEST_F(GpuHopperGemm, EveryCandidateAmaxOfPackedWords) {
                         {"one large column", keep, 40.0, false},
                         {"a NaN column", keep, std::numeric_limits<double>::quiet_NaN(), true}};
   int packed = 0;
-  for (const auto& [v, rk] : jit::distinct_variants(g, *mm, properties_)) {
+  for (const auto& [v, rk] : jit::distinct_configs(g, *mm, properties_)) {
     const std::string& src = rk.kernels.at(0).source;
     packed += src.find("amax_pair<bf16>") != std::string::npos;
     for (const Case& c : cases) {
-      SCOPED_TRACE(std::string(c.name) + ", candidate " + std::to_string(v) + ": " + rk.kernels.at(0).description);
+      SCOPED_TRACE(std::string(c.name) + ", candidate " + jit::config_text(v) + ": " + rk.kernels.at(0).description);
       const uint64_t seed = fresh_seed();
       TensorMap inputs = random_inputs(g, seed);
       HostTensor& bias = inputs.at("bias");
@@ -509,7 +510,7 @@ TEST_F(GpuHopperGemm, EveryCandidateAmaxOfPackedWords) {
       if (c.expect_nan || !std::isnan(c.bias_col_700)) bias.set(700, c.bias_col_700);
       ExecutorOptions opts;
       opts.engine = "jit";
-      opts.tuning.candidate = v;
+      opts.tuning.config = jit::config_text(v);
       StreamExecutor ex(g, shared_cache(), opts);
       const TensorMap got = ex.run(inputs);
       const TensorMap want = run_reference(g, inputs);
@@ -613,7 +614,7 @@ TEST_F(GpuHopperGemm, EveryCandidateFp8) {
     int fp8_direct = 0;
     for (const fuse::Region& r : p.regions) {
       if (r.kind != fuse::RegionKind::matmul) continue;
-      for (const auto& [v, rk] : jit::distinct_variants(g, r, properties_)) {
+      for (const auto& [v, rk] : jit::distinct_configs(g, r, properties_)) {
         fp8_direct += rk.kernels.at(0).description.find("wgmma.e4m3") != std::string::npos ? 1 : 0;
       }
     }

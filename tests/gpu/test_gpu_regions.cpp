@@ -312,11 +312,11 @@ TEST_F(GpuRegions, ExampleGraphsUnfused) {
 // streaming hints), forced one at a time, at shapes that are and are not multiples of the
 // vector and thread tiles.
 TEST_F(GpuRegions, RowwiseCandidatesEachCorrect) {
-  for (int candidate = 0; candidate < jit::rowwise_variant_count(); ++candidate) {
-    SCOPED_TRACE("candidate " + std::to_string(candidate));
+  for (const jit::RowwiseConfig& config : jit::all_rowwise_configs()) {
+    SCOPED_TRACE("config " + jit::config_text(config));
     ExecutorOptions opts;
     opts.engine = "jit";
-    opts.tuning.candidate = candidate;
+    opts.tuning.config = jit::config_text(config);
     for (auto shape : {Dims{5, 8192}, Dims{3, 1000}, Dims{7, 24}, Dims{2, 3, 2048}, Dims{1, 1}}) {
       SCOPED_TRACE("shape " + dims_to_string(shape));
       const Dims row{shape.back()};
@@ -353,11 +353,11 @@ TEST_F(GpuRegions, RowwiseCandidatesEachCorrect) {
 // mean dwarfs their spread.
 TEST_F(GpuRegions, RowwiseCandidatesEdgeCases) {
   const double inf = std::numeric_limits<double>::infinity();
-  for (int candidate = 0; candidate < jit::rowwise_variant_count(); ++candidate) {
-    SCOPED_TRACE("candidate " + std::to_string(candidate));
+  for (const jit::RowwiseConfig& config : jit::all_rowwise_configs()) {
+    SCOPED_TRACE("config " + jit::config_text(config));
     ExecutorOptions opts;
     opts.engine = "jit";
-    opts.tuning.candidate = candidate;
+    opts.tuning.config = jit::config_text(config);
     for (auto shape : {Dims{3, 40000}, Dims{2, 70000}}) {  // 80 and 140 KB rows: no ring fits
       SCOPED_TRACE("shape " + dims_to_string(shape));
       Graph g("add_ln_long");
@@ -422,11 +422,11 @@ TEST_F(GpuRegions, RowwiseCandidatesEdgeCases) {
 // vector multiples, and [2999, 4104]: thousands of tiles, several per CTA (the pipelined kernel's
 // second tile buffer), the last one partial.
 TEST_F(GpuRegions, PointwiseCandidatesEachCorrect) {
-  for (int candidate = 0; candidate < jit::pointwise_variant_count(); ++candidate) {
-    SCOPED_TRACE("candidate " + std::to_string(candidate));
+  for (const jit::PointwiseConfig& config : jit::all_pointwise_configs()) {
+    SCOPED_TRACE("config " + jit::config_text(config));
     ExecutorOptions opts;
     opts.engine = "jit";
-    opts.tuning.candidate = candidate;
+    opts.tuning.config = jit::config_text(config);
     for (auto shape : {Dims{33, 1024}, Dims{7, 1001}, Dims{1, 1}, Dims{1000, 8}, Dims{2999, 4104}}) {
       SCOPED_TRACE("shape " + dims_to_string(shape));
       Graph g("pw_chain10");
@@ -455,7 +455,7 @@ TEST_F(GpuRegions, PointwiseCandidatesEachCorrect) {
         StreamExecutor ex(g, shared_cache(), opts);
         ASSERT_EQ(ex.steps().size(), 1u);
         const bool flat = ex.steps()[0].description.find(" flat") != std::string::npos;
-        EXPECT_EQ(flat, candidate == 0 || candidate == 8 || candidate == 9) << ex.steps()[0].description;
+        EXPECT_EQ(flat, config.flat) << ex.steps()[0].description;
       }
       check(std::move(g), 1.0, opts);
     }
@@ -514,11 +514,11 @@ TEST_F(GpuRegions, RowwiseWarpCombine) {
     ::setenv("SINTER_ROW_COMBINE", combine, 1);
   }
   const double inf = std::numeric_limits<double>::infinity();
-  for (int candidate = 0; candidate < jit::rowwise_variant_count(); ++candidate) {
-    SCOPED_TRACE("candidate " + std::to_string(candidate));
+  for (const jit::RowwiseConfig& config : jit::all_rowwise_configs()) {
+    SCOPED_TRACE("config " + jit::config_text(config));
     ExecutorOptions opts;
     opts.engine = "jit";
-    opts.tuning.candidate = candidate;
+    opts.tuning.config = jit::config_text(config);
     for (auto shape : {Dims{5, 8192}, Dims{3, 1000}, Dims{7, 24}, Dims{1, 1}}) {
       SCOPED_TRACE("shape " + dims_to_string(shape));
       const Dims row{shape.back()};

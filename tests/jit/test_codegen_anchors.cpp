@@ -31,9 +31,9 @@ const fuse::Region& only_region(const fuse::Partition& p, fuse::RegionKind kind)
 
 RegionKernels build(const Graph& g, const fuse::Region& r) {
   switch (r.kind) {
-    case fuse::RegionKind::matmul: return build_matmul(g, r, h200());
+    case fuse::RegionKind::matmul: return build_matmul_generic(g, r, h200());
     case fuse::RegionKind::conv: return build_conv(g, r, h200());
-    case fuse::RegionKind::sdpa: return build_sdpa(g, r, h200());
+    case fuse::RegionKind::sdpa: return build_sdpa_simple(g, r, h200());
     default: break;
   }
   throw Error(ErrorCode::internal, "not an anchor region");
@@ -168,7 +168,7 @@ TEST(JitAnchorMatmul, SameStructureAtAnotherShapeReusesTheSource) {
   };
   auto source = [](const Graph& g) {
     const fuse::Partition p = fuse::partition_graph(g);
-    return build_matmul(g, only_region(p, fuse::RegionKind::matmul), h200()).kernels.at(0).source;
+    return build_matmul_generic(g, only_region(p, fuse::RegionKind::matmul), h200()).kernels.at(0).source;
   };
   EXPECT_EQ(source(make(64, 128, 256)), source(make(1000, 4096, 24)));
 }

@@ -15,6 +15,7 @@
 
 #include "cuda/nvrtc.hpp"
 #include "engines/jit/codegen.hpp"
+#include "jit/config_helpers.hpp"
 #include "fuse/region.hpp"
 #include "jit/temp_dir.hpp"  // ScopedEnv
 #include "sinter/error.hpp"
@@ -71,9 +72,9 @@ Built build_first(const Graph& g, const cuda::DeviceProperties& dev = h200()) {
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
   Built b;
-  b.variants = matmul_variants(g, r, dev);
+  b.variants = matmul_config_count(g, r, dev);
   b.why_not = decode_gemv_unsupported(g, r, dev);
-  b.rk = build_matmul_variant(g, r, dev, 0);
+  b.rk = build_matmul_nth(g, r, dev, 0);
   return b;
 }
 
@@ -131,15 +132,15 @@ TEST(JitMatmulDecode, OfferedFirstForUpToSixteenRows) {
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
   EXPECT_EQ(decode_weight_bytes(g, r), 2000000);
-  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_gemv), 0);
-  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_ffma), -1);
-  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_tma), 1);
-  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::decode_tma_rows), -1);  // 8 rows per SM
-  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_direct), 2);
-  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_ctile), 7);  // after the 5 direct configs
-  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::generic), matmul_variants(g, r, h200()) - 1);
-  EXPECT_NE(build_matmul_variant(g, r, h200(), 1).kernels.at(0).description.find("decode tma"), std::string::npos);
-  EXPECT_NE(build_matmul_variant(g, r, h200(), 2).kernels.at(0).description.find("sm90 wgmma"), std::string::npos);
+  EXPECT_EQ(matmul_config_index(g, r, h200(), MatmulTile::decode_gemv), 0);
+  EXPECT_EQ(matmul_config_index(g, r, h200(), MatmulTile::decode_ffma), -1);
+  EXPECT_EQ(matmul_config_index(g, r, h200(), MatmulTile::decode_tma), 1);
+  EXPECT_EQ(matmul_config_index(g, r, h200(), MatmulTile::decode_tma_rows), -1);  // 8 rows per SM
+  EXPECT_EQ(matmul_config_index(g, r, h200(), MatmulTile::sm90_direct), 2);
+  EXPECT_EQ(matmul_config_index(g, r, h200(), MatmulTile::sm90_ctile), 7);  // after the 5 direct configs
+  EXPECT_EQ(matmul_config_index(g, r, h200(), MatmulTile::generic), matmul_config_count(g, r, h200()) - 1);
+  EXPECT_NE(build_matmul_nth(g, r, h200(), 1).kernels.at(0).description.find("decode tma"), std::string::npos);
+  EXPECT_NE(build_matmul_nth(g, r, h200(), 2).kernels.at(0).description.find("sm90 wgmma"), std::string::npos);
 }
 
 // The TMA tile's stream-K split: one CTA per SM, each with the same number of 16 KiB steps (to
@@ -245,7 +246,7 @@ TEST(JitMatmulDecode, TmaWholeTiles) {
   const fuse::Partition p = fuse::partition_graph(small);
   const std::string why = decode_tma_unsupported(small, matmul_region(small, p), h200(), true);
   EXPECT_NE(why.find("whole tiles of 32 weight rows (fewer than 64 per SM)"), std::string::npos) << why;
-  EXPECT_EQ(matmul_variant_of(small, matmul_region(small, p), h200(), MatmulTile::decode_tma_rows), -1);
+  EXPECT_EQ(matmul_config_index(small, matmul_region(small, p), h200(), MatmulTile::decode_tma_rows), -1);
 }
 
 // The per-step experiments (SINTER_DECODE_TMA_ACC_CHAINS, SINTER_DECODE_TMA_PRODUCER) on both
@@ -476,7 +477,7 @@ TEST(JitMatmulDecode, CompilesWithoutSpills) {
    for (MatmulTile tile : {MatmulTile::decode_tma, MatmulTile::decode_ffma, MatmulTile::decode_gemv}) {
     const Graph g = decode(c.t, c.m, c.n, c.k, c.k_major, c.epilogue);
     const fuse::Partition p = fuse::partition_graph(g);
-    if (matmul_variant_of(g, matmul_region(g, p), h200(), tile) < 0) continue;
+    if (matmul_config_index(g, matmul_region(g, p), h200(), tile) < 0) continue;
     const RegionKernels rk = build_tile(g, tile);
     const KernelSpec& k = rk.kernels.at(0);
     ASSERT_NE(k.description.find(tile == MatmulTile::decode_tma ? "decode tma" : "decode gemv"), std::string::npos)

@@ -14,6 +14,7 @@
 
 #include "cuda/nvrtc.hpp"
 #include "engines/jit/codegen.hpp"
+#include "jit/config_helpers.hpp"
 #include "fuse/region.hpp"
 #include "gemm/gemm_abi.h"
 #include "gemm/stream_k.h"
@@ -107,8 +108,8 @@ TEST(JitMatmulSm90, DeclinesWithAReason) {
   const Graph f = mm_strided_b();
   const fuse::Partition p = fuse::partition_graph(f);
   const fuse::Region& r = matmul_region(f, p);
-  EXPECT_EQ(matmul_variants(f, r, h200()), 1);
-  const RegionKernels rk = build_matmul_variant(f, r, h200(), 0);
+  EXPECT_EQ(matmul_config_count(f, r, h200()), 1);
+  const RegionKernels rk = build_matmul_nth(f, r, h200(), 0);
   EXPECT_NE(rk.kernels.at(0).description.find("[sm90 gemm not used: b is neither k- nor n-contiguous"), std::string::npos)
       << rk.kernels.at(0).description;
 }
@@ -122,11 +123,11 @@ TEST(JitMatmulSm90, BatchedTensorMaps) {
   const fuse::Region& r = matmul_region(g, p);
   // 5 direct-epilogue configs (128x128 first: 6 tiles of 128x256 do not fill the GPU), the
   // C-tile kernel, the generic tile
-  ASSERT_EQ(matmul_variants(g, r, h200()), 7);
-  const int direct = matmul_variant_of(g, r, h200(), MatmulTile::sm90_direct);
+  ASSERT_EQ(matmul_config_count(g, r, h200()), 7);
+  const int direct = matmul_config_index(g, r, h200(), MatmulTile::sm90_direct);
   ASSERT_EQ(direct, 0);
-  EXPECT_EQ(matmul_variant_of(g, r, h200(), MatmulTile::sm90_ctile), 5);
-  const RegionKernels rk = build_matmul_variant(g, r, h200(), direct);
+  EXPECT_EQ(matmul_config_index(g, r, h200(), MatmulTile::sm90_ctile), 5);
+  const RegionKernels rk = build_matmul_nth(g, r, h200(), direct);
   const KernelSpec& k = rk.kernels.at(0);
   ASSERT_EQ(k.tensor_maps.size(), 2u);
   const TensorMapSlot& ta = k.tensor_maps[0];
@@ -145,9 +146,9 @@ TEST(JitMatmulSm90, BatchedTensorMaps) {
   EXPECT_EQ(k.launch.block.x, 384u);
   EXPECT_NE(k.description.find("128x128x64 stages6 coop"), std::string::npos) << k.description;
   EXPECT_EQ(tb.box[1], 128u);
-  EXPECT_NE(build_matmul_variant(g, r, h200(), 5).kernels.at(0).description.find("stages4 tma warpspec"), std::string::npos);
+  EXPECT_NE(build_matmul_nth(g, r, h200(), 5).kernels.at(0).description.find("stages4 tma warpspec"), std::string::npos);
   // variant 6 is the generic tile, for the tuner to time against
-  EXPECT_EQ(build_matmul_variant(g, r, h200(), 6).kernels.at(0).description.find("sm90"), std::string::npos);
+  EXPECT_EQ(build_matmul_nth(g, r, h200(), 6).kernels.at(0).description.find("sm90"), std::string::npos);
 }
 
 TEST(JitMatmulSm90, RowMajorBIsReadNContiguous) {
@@ -160,9 +161,9 @@ TEST(JitMatmulSm90, RowMajorBIsReadNContiguous) {
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
   EXPECT_EQ(sm90_gemm_unsupported(g, r, h200()), "");
-  ASSERT_EQ(matmul_variants(g, r, h200()), 7);
+  ASSERT_EQ(matmul_config_count(g, r, h200()), 7);
   for (int v = 0; v < 6; ++v) {
-    const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+    const KernelSpec k = build_matmul_nth(g, r, h200(), v).kernels.at(0);
     ASSERT_NE(k.description.find("b-mn-major"), std::string::npos) << k.description;
     const TensorMapSlot& tb = k.tensor_maps.at(1);
     EXPECT_EQ(tb.dims[0], 136u);
@@ -177,7 +178,7 @@ TEST(JitMatmulSm90, RowMajorBIsReadNContiguous) {
   // the k-contiguous layout wins where both hold, and K-major kernels do not say mn-major
   const Graph kn = mm(DType::bf16, 256, 1, 64, false, false);
   const fuse::Partition pk = fuse::partition_graph(kn);
-  EXPECT_EQ(build_matmul_variant(kn, matmul_region(kn, pk), h200(), 0).kernels.at(0).description.find("mn-major"),
+  EXPECT_EQ(build_matmul_nth(kn, matmul_region(kn, pk), h200(), 0).kernels.at(0).description.find("mn-major"),
             std::string::npos);
 }
 
@@ -194,7 +195,7 @@ TEST(JitMatmulSm90, BroadcastWeightFoldsTheBatchIntoM) {
   EXPECT_NE(sm90_gemm_unsupported(g, r, h200()).find("b is broadcast over the batch"), std::string::npos);
   ::unsetenv("SINTER_SM90_FOLD_BATCH");
   EXPECT_EQ(sm90_gemm_unsupported(g, r, h200()), "");
-  const KernelSpec k = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+  const KernelSpec k = build_matmul_nth(g, r, h200(), 0).kernels.at(0);
   EXPECT_NE(k.description.find("batch-folded"), std::string::npos) << k.description;
   const TensorMapSlot& ta = k.tensor_maps.at(0);
   EXPECT_EQ(ta.dims[0], 512u);
@@ -215,7 +216,7 @@ TEST(JitMatmulSm90, LargeShapesTake128x256First) {
   const Graph g = mm(DType::bf16, 4096, 4096, 4096, true, false);
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
-  ASSERT_EQ(matmul_variants(g, r, h200()), 8);
+  ASSERT_EQ(matmul_config_count(g, r, h200()), 8);
   // measured on the H200: the direct-epilogue configs (CTA pairs first; the tall pair, measured
   // slower on the H100, last of them), then the C-tile kernel
   const std::string want[] = {"128x256x64 stages4 coop(1p+2c, 64 rows each) cluster2x1 multicast-b",
@@ -226,21 +227,21 @@ TEST(JitMatmulSm90, LargeShapesTake128x256First) {
                               "256x128x64 stages4 coop(1p+2c, 128 rows each) cluster1x2 multicast-a",
                               "128x128x64 stages4 tma"};
   for (int v = 0; v < 7; ++v) {
-    const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+    const KernelSpec k = build_matmul_nth(g, r, h200(), v).kernels.at(0);
     EXPECT_NE(k.description.find(want[v]), std::string::npos) << v << ": " << k.description;
   }
-  const KernelSpec k = build_matmul_variant(g, r, h200(), 2).kernels.at(0);
+  const KernelSpec k = build_matmul_nth(g, r, h200(), 2).kernels.at(0);
   EXPECT_EQ(k.tensor_maps.at(0).box[1], 64u);   // ping-pong: 64-row A tiles
   EXPECT_EQ(k.tensor_maps.at(1).box[1], 256u);
   EXPECT_EQ(k.launch.grid.x, 132u);  // 1024 tiles, two per CTA at a time
   EXPECT_FALSE(k.launch.cluster.has_value());
-  const KernelSpec pair = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+  const KernelSpec pair = build_matmul_nth(g, r, h200(), 0).kernels.at(0);
   EXPECT_EQ(pair.tensor_maps.at(1).box[1], 128u);  // each CTA of the pair loads half of B
   ASSERT_TRUE(pair.launch.cluster.has_value());
   EXPECT_EQ(pair.launch.cluster->x, 2u);
   EXPECT_EQ(pair.launch.grid.x % 2, 0u);
   EXPECT_EQ(pair.persistent_work, 16 * 16);  // tile pairs
-  const KernelSpec ping_pair = build_matmul_variant(g, r, h200(), 3).kernels.at(0);
+  const KernelSpec ping_pair = build_matmul_nth(g, r, h200(), 3).kernels.at(0);
   EXPECT_EQ(ping_pair.persistent_work, 32 * 16 / 2);  // 64-row tile pairs, two per CTA pair at a time
   EXPECT_EQ(ping_pair.tensor_maps.at(0).box[1], 64u);
   EXPECT_EQ(ping_pair.tensor_maps.at(1).box[1], 128u);
@@ -252,9 +253,9 @@ TEST(JitMatmulSm90, TranscendentalEpilogueTakesTheCoopPairFirst) {
   const Graph g = mm(DType::bf16, 4096, 4096, 4096, true, true);
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
-  EXPECT_NE(build_matmul_variant(g, r, h200(), 0).kernels.at(0).description.find("128x256x64 stages4 coop(1p+2c, 64 rows each) cluster2x1"),
+  EXPECT_NE(build_matmul_nth(g, r, h200(), 0).kernels.at(0).description.find("128x256x64 stages4 coop(1p+2c, 64 rows each) cluster2x1"),
             std::string::npos);
-  EXPECT_NE(build_matmul_variant(g, r, h200(), 2).kernels.at(0).description.find("64x256x64 stages5 pingpong"),
+  EXPECT_NE(build_matmul_nth(g, r, h200(), 2).kernels.at(0).description.find("64x256x64 stages5 pingpong"),
             std::string::npos);
 }
 
@@ -275,7 +276,7 @@ TEST(JitMatmulSm90, TallPairSharesAAndComputesTwoRowBlocks) {
     const Graph g = mm(DType::bf16, 4096, 4096, 4096, true, epilogue);
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
-    const KernelSpec k = build_matmul_variant(g, r, h200(), 5).kernels.at(0);
+    const KernelSpec k = build_matmul_nth(g, r, h200(), 5).kernels.at(0);
     SCOPED_TRACE(k.description);
     ASSERT_NE(k.description.find("256x128x64 stages4 coop(1p+2c, 128 rows each) cluster1x2 multicast-a"), std::string::npos);
     EXPECT_NE(k.description.find("held-stores"), std::string::npos);
@@ -296,7 +297,7 @@ TEST(JitMatmulSm90, TallPairSharesAAndComputesTwoRowBlocks) {
   const testing::ScopedEnv tall("SINTER_SM90_TALL_FIRST", "1");
   const Graph g = mm(DType::bf16, 4096, 4096, 4096, true, false);
   const fuse::Partition p = fuse::partition_graph(g);
-  EXPECT_NE(build_matmul_variant(g, matmul_region(g, p), h200(), 0).kernels.at(0).description.find("256x128x64"),
+  EXPECT_NE(build_matmul_nth(g, matmul_region(g, p), h200(), 0).kernels.at(0).description.find("256x128x64"),
             std::string::npos);
 }
 
@@ -310,7 +311,7 @@ TEST(JitMatmulSm90, FullTilesStoreSixteenByteRows) {
     auto y = g.matmul(a, g.input("b", DType::bf16, {4096, 4096}, {1, 4096}));
     g.output(out == DType::bf16 ? y : g.cast(y, DType::f32), "y");
     const fuse::Partition p = fuse::partition_graph(g);
-    const KernelSpec k = build_matmul_variant(g, matmul_region(g, p), h200(), 0).kernels.at(0);
+    const KernelSpec k = build_matmul_nth(g, matmul_region(g, p), h200(), 0).kernels.at(0);
     // (the coop configs hold the rows for TMA stores under the next tile's main loop or stage
     // them in line, ping-pong stores them from a scratch)
     const bool wide = k.source.find("store_fragment_rows_wide(scratch_") != std::string::npos ||
@@ -336,8 +337,8 @@ TEST(JitMatmulSm90, FullTilesAdmitAScalarAndABias) {
   const fuse::Region& r = matmul_region(g, p);
   // the first direct-epilogue config (at this size the C-tile kernel comes first)
   KernelSpec k;
-  for (int v = 0; v < matmul_variants(g, r, h200()) && k.source.empty(); ++v) {
-    KernelSpec c = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+  for (int v = 0; v < matmul_config_count(g, r, h200()) && k.source.empty(); ++v) {
+    KernelSpec c = build_matmul_nth(g, r, h200(), v).kernels.at(0);
     if (c.description.find("direct-epilogue") != std::string::npos) k = std::move(c);
   }
   ASSERT_FALSE(k.source.empty());
@@ -366,7 +367,7 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
   for (int v = 0; v < 7; ++v) {
-    const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+    const KernelSpec k = build_matmul_nth(g, r, h200(), v).kernels.at(0);
     ASSERT_NE(k.description.find("sm90 wgmma"), std::string::npos) << k.description;
     // the amax of the bf16 output from its packed words (one HMNMX2 for two elements), the GELU
     // in its bf16 form
@@ -400,7 +401,7 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
   for (const char* groups : {"1", "2", "4"}) {
     const testing::ScopedEnv q("SINTER_SM90_DEFER_Q", groups);
     for (int v = 0; v < 7; ++v) {
-      const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+      const KernelSpec k = build_matmul_nth(g, r, h200(), v).kernels.at(0);
       if (k.description.find("deferred-epilogue") == std::string::npos) continue;
       EXPECT_NE(k.description.find("deferred-epilogue(" + std::string(groups) + " groups"), std::string::npos)
           << k.description;
@@ -423,8 +424,8 @@ TEST(JitMatmulSm90, DeferredEpilogueNeedsA16BitAnchorAndGlobalReductions) {
   auto first_coop = [](const Graph& g) {
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
-    for (int v = 0; v < matmul_variants(g, r, h200()); ++v) {
-      const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+    for (int v = 0; v < matmul_config_count(g, r, h200()); ++v) {
+      const KernelSpec k = build_matmul_nth(g, r, h200(), v).kernels.at(0);
       if (k.description.find("coop(") != std::string::npos && k.description.find("128x256") != std::string::npos) {
         return k.description;
       }
@@ -470,8 +471,8 @@ TEST(JitMatmulSm90, DeferredEpilogueNeedsA16BitAnchorAndGlobalReductions) {
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
     int coop = 0;
-    for (int v = 0; v < matmul_variants(g, r, h200()); ++v) {
-      const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+    for (int v = 0; v < matmul_config_count(g, r, h200()); ++v) {
+      const KernelSpec k = build_matmul_nth(g, r, h200(), v).kernels.at(0);
       if (k.description.find("coop(") == std::string::npos) continue;
       ++coop;
       if (want.empty()) {
@@ -547,7 +548,7 @@ TEST(JitMatmulSm90, EveryEpilogueKindCompilesWithoutSpills) {
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
     for (int v = 0; v < 6; ++v) {  // the 6 direct-epilogue configs
-      const KernelSpec ks = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+      const KernelSpec ks = build_matmul_nth(g, r, h200(), v).kernels.at(0);
       SCOPED_TRACE(name + ": " + ks.description);
       ASSERT_NE(ks.description.find("direct-epilogue"), std::string::npos);
       if (*f.full_tile_load != '\0') {
@@ -581,7 +582,7 @@ TEST(JitMatmulSm90, TmaStoresCompileWithoutSpillsAndFit) {
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
     for (int v = 0; v < 6; ++v) {  // the 6 direct-epilogue configs (variant 6: the C-tile kernel)
-      const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+      const KernelSpec k = build_matmul_nth(g, r, h200(), v).kernels.at(0);
       const bool coop = k.description.find("coop(") != std::string::npos;
       EXPECT_EQ(k.description.find("tma-store") != std::string::npos, coop) << k.description;
       // one 16-bit output waits in registers for the next tile's main loop; two are staged in line
@@ -608,7 +609,7 @@ TEST(JitMatmulSm90, TmaStoresCompileWithoutSpillsAndFit) {
       }
     }
     const testing::ScopedEnv off("SINTER_SM90_TMA_STORE", "0");
-    const KernelSpec k = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+    const KernelSpec k = build_matmul_nth(g, r, h200(), 0).kernels.at(0);
     EXPECT_EQ(k.description.find("tma-store"), std::string::npos) << k.description;
     EXPECT_EQ(k.tensor_maps.size(), 2u);
   }
@@ -637,7 +638,7 @@ TEST(JitMatmulSm90, StreamKKernelsCompileWithoutSpills) {
       const fuse::Region& r = matmul_region(g, p);
       int cut = 0;
       for (int v = 0; v < 6; ++v) {  // the 6 direct-epilogue configs
-        const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+        const KernelSpec k = build_matmul_nth(g, r, h200(), v).kernels.at(0);
         const bool coop = k.description.find("coop(") != std::string::npos;
         const bool sk = k.description.find("stream-k(") != std::string::npos;
         // (the 128x128 coop config cuts at 4096^3, 48 of 64 k-blocks a unit, just within the rule,
@@ -734,7 +735,7 @@ TEST(JitMatmulSm90, HeldStoresNeedAKBlockPerChunk) {
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
     for (int v = 0; v < 6; ++v) {
-      const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+      const KernelSpec k = build_matmul_nth(g, r, h200(), v).kernels.at(0);
       const bool coop = k.description.find("coop(") != std::string::npos;
       // four chunks a warp: the 128x256 tiles' and the tall tile's (two row blocks of two)
       const bool wide = k.description.find("128x256") != std::string::npos || k.description.find("256x128") != std::string::npos;
@@ -745,7 +746,7 @@ TEST(JitMatmulSm90, HeldStoresNeedAKBlockPerChunk) {
   const Graph g = mm(DType::bf16, 4096, 4096, 4096, true, true);
   const fuse::Partition p = fuse::partition_graph(g);
   const testing::ScopedEnv off("SINTER_SM90_HELD_STORES", "0");
-  const KernelSpec k = build_matmul_variant(g, matmul_region(g, p), h200(), 0).kernels.at(0);
+  const KernelSpec k = build_matmul_nth(g, matmul_region(g, p), h200(), 0).kernels.at(0);
   EXPECT_NE(k.description.find("tma-store"), std::string::npos) << k.description;
   EXPECT_EQ(k.description.find("held-stores"), std::string::npos) << k.description;
   EXPECT_EQ(k.source.find("store_held_chunk<"), std::string::npos);
@@ -758,7 +759,7 @@ TEST(JitMatmulSm90, OnlyStreamKAsksForEveryResidentUnit) {
     const Graph g = mm(DType::bf16, size, size, size, true, false);
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
-    const KernelSpec k = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+    const KernelSpec k = build_matmul_nth(g, r, h200(), 0).kernels.at(0);
     const bool cut = k.description.find("stream-k(") != std::string::npos;
     EXPECT_EQ(cut, size == 8192) << k.description;
     EXPECT_EQ(k.persistent_fill, cut) << k.description;
@@ -776,7 +777,7 @@ TEST(JitMatmulSm90, CoopKernelsTakeAGpcOrder) {
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
     int whole_ordered = 0, cut_ordered = 0, unordered = 0;
-    for (const auto& [v, rk] : distinct_variants(g, r, h200())) {
+    for (const auto& [v, rk] : distinct_configs(g, r, h200())) {
       const KernelSpec& k = rk.kernels.at(0);
       if (k.description.find("sm90 wgmma") == std::string::npos || k.description.find("direct-epilogue") == std::string::npos) continue;
       const bool cut = k.description.find("stream-k(") != std::string::npos;
@@ -800,9 +801,9 @@ TEST(JitMatmulSm90, CoopKernelsTakeAGpcOrder) {
     EXPECT_GE(whole_ordered, size == 4096 ? 2 : 1) << size;
     EXPECT_GE(cut_ordered, size == 4096 ? 0 : 1) << size;
     EXPECT_GE(unordered, 2) << size;
-    EXPECT_TRUE(build_matmul_variant(g, r, h200(), 0).kernels.at(0).unit_order.has_value()) << size;
+    EXPECT_TRUE(build_matmul_nth(g, r, h200(), 0).kernels.at(0).unit_order.has_value()) << size;
     const testing::ScopedEnv off("SINTER_SM90_GPC_ORDER", "0");
-    const KernelSpec k = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+    const KernelSpec k = build_matmul_nth(g, r, h200(), 0).kernels.at(0);
     EXPECT_FALSE(k.unit_order.has_value()) << k.description;
     EXPECT_EQ(k.source.find("a.order"), std::string::npos) << k.description;
   }
@@ -824,11 +825,11 @@ TEST(JitMatmulSm90, TraceKnobStampsHeldKernels) {
     g.output(y, "y");
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
-    const KernelSpec plain = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+    const KernelSpec plain = build_matmul_nth(g, r, h200(), 0).kernels.at(0);
     EXPECT_EQ(plain.description.find(" trace"), std::string::npos) << plain.description;
     EXPECT_EQ(plain.source.find("sinter_trace_stamp"), std::string::npos);
     const testing::ScopedEnv on("SINTER_SM90_TRACE", "1");
-    const KernelSpec k = build_matmul_variant(g, r, h200(), 0).kernels.at(0);
+    const KernelSpec k = build_matmul_nth(g, r, h200(), 0).kernels.at(0);
     EXPECT_NE(k.description.find(fused ? "offloaded-epilogue" : "held-stores"), std::string::npos) << k.description;
     EXPECT_NE(k.description.find(" trace"), std::string::npos) << k.description;
     for (int i = 0; i < 5; ++i) {
@@ -857,8 +858,8 @@ TEST(JitMatmulSm90, Fp8OperandsRunOnTheDirectKernelsOnly) {
     EXPECT_EQ(sm90_gemm_unsupported(g, r, h200(), true), "");
     const std::string word = t == DType::fp8_e4m3 ? "wgmma.e4m3" : "wgmma.e5m2";
     int direct = 0;
-    for (int v = 0; v < matmul_variants(g, r, h200()); ++v) {
-      const KernelSpec k = build_matmul_variant(g, r, h200(), v).kernels.at(0);
+    for (int v = 0; v < matmul_config_count(g, r, h200()); ++v) {
+      const KernelSpec k = build_matmul_nth(g, r, h200(), v).kernels.at(0);
       EXPECT_EQ(k.description.find("warpspec"), std::string::npos) << k.description;  // the C-tile kernel
       if (k.description.find("direct-epilogue") == std::string::npos) continue;
       ++direct;
@@ -900,7 +901,7 @@ TEST(JitMatmulSm90, CompilesWithoutSpills) {
       // bf16 with a k-contiguous B, f16 with a row-major (n-contiguous) one
       const Graph g = mm(t, 333, t == DType::bf16 ? 257 : 264, 136, t == DType::bf16, epilogue);
       const fuse::Partition p = fuse::partition_graph(g);
-      const RegionKernels rk = build_matmul_variant(g, matmul_region(g, p), h200(), v);
+      const RegionKernels rk = build_matmul_nth(g, matmul_region(g, p), h200(), v);
       const KernelSpec& k = rk.kernels.at(0);
       ASSERT_NE(k.description.find("sm90 wgmma"), std::string::npos) << k.description;
       cuda::CompileOptions opts;

@@ -31,8 +31,9 @@ std::vector<std::string> compile_all(Graph& g) {
   const fuse::Partition p = fuse::partition_graph(g);
   std::vector<std::string> descs;
   for (const fuse::Region& r : p.regions) {
-    for (int v : jit::region_variants(g, r, fake_h200())) {
-    const jit::RegionKernels rk = jit::build_region(g, r, fake_h200(), v);
+    int v = 0;
+    for (const auto& [config, rk] : jit::distinct_configs(g, r, fake_h200())) {
+    ++v;
     for (const jit::KernelSpec& k : rk.kernels) {
       SCOPED_TRACE(k.description + "\n" + k.source);
       cuda::CompileOptions opts;
@@ -105,7 +106,7 @@ TEST(JitCodegen, GeluFormFollowsItsDtype) {
     g.validate();
     const fuse::Partition p = fuse::partition_graph(g);
     ASSERT_EQ(p.regions.size(), 1u);
-    const std::string src = jit::build_region(g, p.regions[0], fake_h200(), 0).kernels.at(0).source;
+    const std::string src = jit::build_region(g, p.regions[0], fake_h200()).kernels.at(0).source;
     EXPECT_EQ(src.find("op_gelu_lowp(") != std::string::npos, t == DType::f16) << to_string(t);
     EXPECT_EQ(src.find("op_gelu_bf16(") != std::string::npos, t == DType::bf16 || t == DType::fp8_e4m3)
         << to_string(t);

@@ -63,10 +63,11 @@ Built build_both(const Graph& g) {
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = sdpa_region(g, p);
   Built b;
-  b.variants = sdpa_variants(g, r, h200());
+  const std::vector<SdpaConfig> configs = sdpa_configs(g, r, h200());
+  b.variants = static_cast<int>(configs.size());
   b.why_not = sdpa_decode_unsupported(g, r, h200());
-  b.first = build_sdpa_variant(g, r, h200(), 0);
-  if (b.variants > 1) b.second = build_sdpa_variant(g, r, h200(), 1);
+  b.first = build_sdpa(g, r, h200(), configs.at(0));
+  if (b.variants > 1) b.second = build_sdpa(g, r, h200(), configs.at(1));
   return b;
 }
 

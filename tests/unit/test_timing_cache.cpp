@@ -48,7 +48,7 @@ TEST(TimingCache, SaveLoadAndCorruption) {
   {
     tune::TimingCache c(file);
     EXPECT_FALSE(c.load().has_value());  // a missing file is an empty cache
-    tune::TimingEntry e{"cublaslt", 2, "algo 23", 0.125, {{"jit", 0, "simt", 0.5, ""}, {"cublaslt", 1, "x", -1, "needs 64 MiB"}}};
+    tune::TimingEntry e{"cublaslt", 2, "algo=23", "algo 23", 0.125, {{"jit", 0, "matmul tile=generic", "simt", 0.5, ""}, {"cublaslt", 1, "algo=1", "x", -1, "needs 64 MiB"}}};
     c.put("k1", e);
     c.save();
   }

@@ -37,9 +37,11 @@ void write_kernels(const Graph& g, const fuse::Partition& p, const std::string& 
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error(ErrorCode::io, "cannot create folder '" + dir + "': " + ec.message());
   for (const fuse::Region& r : p.regions) {
-    for (const auto& [v, rk] : jit::distinct_variants(g, r, dev)) {
+    int v = 0;
+    for (const auto& [config, rk] : jit::distinct_configs(g, r, dev)) {
+    ++v;
     for (size_t k = 0; k < rk.kernels.size(); ++k) {
-      const std::string path = dir + "/region" + std::to_string(r.id) + "_v" + std::to_string(v) +
+      const std::string path = dir + "/region" + std::to_string(r.id) + "_v" + std::to_string(v - 1) +
                                "_" + std::to_string(k) + ".cu";
       std::ofstream f(path);
       f << "// " << rk.kernels[k].description << "\n" << rk.kernels[k].source;

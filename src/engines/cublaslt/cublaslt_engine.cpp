@@ -2,6 +2,7 @@
 
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -215,7 +216,7 @@ std::vector<Candidate> CublasLtEngine::candidates(const Graph& g, const fuse::Re
                          "for [%s] (cuBLASLt %s)\n", r.id, m.pattern->epilogue_name.c_str(), cublaslt_version().c_str());
   }
   for (const auto& h : results) {
-    out.push_back({std::string(name()), i++,
+    out.push_back({std::string(name()), i++, describe_algo(h.algo, h.workspaceSize),
                    "cublaslt [" + m.pattern->epilogue_name + "] " + describe_algo(h.algo, h.workspaceSize)});
   }
   return out;
@@ -226,13 +227,17 @@ std::unique_ptr<PreparedStep> CublasLtEngine::prepare(const Graph& g, const fuse
   const MatchResult m = match_matmul(g, r);
   if (!m.pattern) throw Error(ErrorCode::unsupported, "cublaslt: " + m.reason);
   const Problem probe(*m.pattern);
+  // The candidate is its config (the algo's fields): the heuristic's list is searched for it, so
+  // a config remembered by a timing cache names the same algo even if the ranking moved.
   const auto results = probe.heuristics(std::max(max_candidates_, c.index + 1));
-  if (c.index < 0 || static_cast<size_t>(c.index) >= results.size()) {
-    throw Error(ErrorCode::unsupported, "cublaslt: candidate " + std::to_string(c.index) +
-                                            " does not exist (the heuristic returned " +
-                                            std::to_string(results.size()) + ")");
+  const auto found = std::find_if(results.begin(), results.end(), [&](const cublasLtMatmulHeuristicResult_t& h) {
+    return describe_algo(h.algo, h.workspaceSize) == c.config;
+  });
+  if (found == results.end()) {
+    throw Error(ErrorCode::unsupported, "cublaslt: no algo '" + c.config + "' among the heuristic's " +
+                                            std::to_string(results.size()) + " for this problem");
   }
-  const auto& h = results[static_cast<size_t>(c.index)];
+  const auto& h = *found;
   return std::make_unique<CublasLtStep>(*m.pattern, h.algo, h.workspaceSize,
                                         "cublaslt [" + m.pattern->epilogue_name + "] " +
                                             describe_algo(h.algo, h.workspaceSize));

@@ -238,7 +238,7 @@ std::vector<Candidate> CudnnEngine::candidates(const Graph& g, const fuse::Regio
   std::vector<Candidate> out;
   int i = 0;
   for (const PlannedConfig& c : list.configs) {
-    out.push_back({std::string(name()), i++, candidate_text(*m.lowering, c.description)});
+    out.push_back({std::string(name()), i++, c.description, candidate_text(*m.lowering, c.description)});
   }
   return out;
 }
@@ -251,9 +251,10 @@ std::unique_ptr<PreparedStep> CudnnEngine::prepare(const Graph& g, const fuse::R
   // Configs come in a deterministic order, so the first index + 1 planned are those listed;
   // building no more than that spares plan finalizations (which may compile kernels).
   ConfigList list = plan_configs(*graph->graph, handle(), c.index + 1);
-  if (c.index < 0 || static_cast<size_t>(c.index) >= list.configs.size()) {
+  if (c.index < 0 || static_cast<size_t>(c.index) >= list.configs.size() ||
+      list.configs[static_cast<size_t>(c.index)].description != c.config) {
     throw Error(ErrorCode::unsupported,
-                "cudnn: candidate " + std::to_string(c.index) + " does not exist (" +
+                "cudnn: candidate " + std::to_string(c.index) + " '" + c.config + "' does not exist (" +
                     std::to_string(list.configs.size()) + " engine configs built" +
                     (list.dropped.empty() ? "" : "; " + list.dropped) + "; heuristic modes tried: " +
                     list.tried + "; " + kCudnnLogHint + ")");

@@ -3,89 +3,44 @@
 // launch shape and arguments from the actual sizes.
 #pragma once
 
+#include <span>
 #include <utility>
 #include <vector>
 
 #include "cuda/device.hpp"
+#include "engines/jit/kernel_config.hpp"
 #include "engines/jit/kernel_spec.hpp"
 #include "fuse/region.hpp"
 
 namespace sinter::jit {
 
-// Pointwise tiles: `unroll` vectors per thread per tile, all loaded before any is used (the
-// bytes each thread keeps in flight).
-struct PointwiseVariant {
-  int unroll = 4;
-  // Streaming cache hints (kernels/common/stream_memory.cuh) on the operands read once and on
-  // the stores: L1 no-allocate loads, evict-first stores.
-  bool stream = false;
-  // The next tile's loads are issued before this tile computes (two tiles of registers).
-  bool pipelined = false;
-  // One tile per CTA and a grid that covers the tensor, instead of a persistent grid looping over
-  // tiles. The H200 probe (bench/experiments/stream_probe.cu) copied 512 MB at 4.19 TB/s this way
-  // (one 16-byte vector per thread, 256 threads) against at most 3.90 with any persistent loop,
-  // and cudaMemcpy's 4.12; the 10-op chain went from 0.3109 to 0.2687 ms. Regions with exit
-  // reductions keep the persistent grid.
-  bool flat = false;
-};
-
-// How a row-wise kernel is shaped. `stage`: whether the next row's prologue inputs are fetched
-// into shared memory with cp.async while this row reduces (applies to register-resident norm
-// and softmax rows); `heuristic` stages layernorm and softmax rows but not rmsnorm rows, as
-// measured on the H200 (16384x8192 bf16 with a residual add, 512 threads: layernorm 0.216 vs
-// 0.234 ms staged vs direct, softmax 0.158 vs 0.171, rmsnorm 0.220 vs 0.197); since the bulk
-// ring exists the heuristic stages them with it (layernorm 2 buffers deep, softmax under a
-// one-pass combine 3; softmax's two-pass default is flat rows; RowwiseGen::resolve_heuristic
-// holds the measurements). `max_threads`: a
-// register-resident row is split over at most this many threads (fewer, longer per-thread slices
-// below it). `bulk` stages rows with cp.async.bulk (kernels/common/bulk_copy.cuh): one thread
-// copies each staged row into a ring of `stages` row buffers, `stages - 1` rows ahead, counted
-// on an mbarrier per buffer. `stream`: streaming cache hints on the loads of per-row inputs that
-// are not staged and on the stores (kernels/common/stream_memory.cuh). The jit engine offers the
-// distinct variants as candidates and the tuner times them.
-struct RowwiseVariant {
-  enum class Stage { heuristic, off, on, bulk };
-  Stage stage = Stage::heuristic;
-  int max_threads = 512;
-  int stages = 2;  // row buffers of the bulk ring (cp.async staging always uses 2)
-  bool stream = false;
-  // Inputs broadcast over the rows (weight, bias) loaded into registers once per CTA.
-  bool resident_weights = false;
-  // > 0: __launch_bounds__ asks for this many resident CTAs per SM (caps registers per thread),
-  // for rings whose shared memory would allow more CTAs than the registers do.
-  int min_blocks = 0;
-  // One row per CTA, the grid covering every row, instead of a persistent grid (see
-  // PointwiseVariant::flat; regions with global exit reductions keep the persistent grid).
-  // Staging the next row has nothing to stage then. Measured on the H200: no faster than the
-  // persistent kernels for any row op with the one-pass statistics (session 7); with the two-pass
-  // ones, flat rows of 256 threads are softmax's fastest kernel and its default (session 8,
-  // docs/benchmarks.md).
-  bool flat = false;
-};
-
-// How many variants the jit engine's tables hold (candidate numbers 0 .. count - 1), for tests
-// that force each one.
-int rowwise_variant_count();
-int pointwise_variant_count();
+// The configs of the pointwise and row-wise generators' tables, and those each offers a region
+// (its candidates, best expected first; index 0: its default).
+std::span<const PointwiseConfig> all_pointwise_configs();
+std::span<const RowwiseConfig> all_rowwise_configs();
+std::vector<PointwiseConfig> pointwise_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+std::vector<RowwiseConfig> rowwise_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 
 RegionKernels build_pointwise(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-                              PointwiseVariant variant = {});
+                              PointwiseConfig config = {});
 RegionKernels build_rowwise(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-                            RowwiseVariant variant = {});
+                            RowwiseConfig config = {});
 RegionKernels build_reduction(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-RegionKernels build_matmul(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// The mma.sync tile that runs any matmul region (codegen_matmul.cpp).
+RegionKernels build_matmul_generic(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_conv(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-RegionKernels build_sdpa(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// The flash-simple tile that runs any sdpa region (codegen_sdpa.cpp).
+RegionKernels build_sdpa_simple(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 // The flash-decoding sdpa kernels (codegen_sdpa_decode.cpp) for Sq <= 16: the jit engine's sdpa
 // candidate 0 where they apply, flash-simple (build_sdpa) the other. Why they cannot run a
 // region ("" when they can), and the split + combine kernels themselves.
 std::string sdpa_decode_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_sdpa_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-// Sdpa variants: 0 the decode kernels where they apply, else flash-simple; 1 flash-simple.
-int sdpa_variants(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-RegionKernels build_sdpa_variant(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-                                 int variant);
+// Sdpa configs: the decode kernels where they apply, then flash-simple.
+std::vector<SdpaConfig> sdpa_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+RegionKernels build_sdpa(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                         const SdpaConfig& config);
 
 // Why the Hopper GEMM cannot run this region ("" when it can).
 // allow_fp8: the direct-epilogue kernels also take two fp8 operands of one type, both k-contiguous
@@ -93,17 +48,6 @@ RegionKernels build_sdpa_variant(const Graph& g, const fuse::Region& r, const cu
 std::string sm90_gemm_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                                   bool allow_fp8 = false);
 RegionKernels build_matmul_sm90(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-// A tile config of the direct-epilogue Hopper GEMM (kernels/gemm/sm90_gemm_direct.cuh):
-// bm x bn x (128 bytes of k) tiles through a `stages`-deep ring; cooperative (bm 128: both consumers on one
-// tile; bm 256, bn 128, the tall tile: 128 rows each, as two 64-row accumulators) or ping-pong (bm
-// 64: a tile per consumer, one's epilogue under the other's main loop).
-// cluster 2: CTA pairs share B through TMA multicast (M-adjacent tiles), the tall tile's pairs A
-// (N-adjacent tiles).
-struct Sm90DirectConfig {
-  int bm = 128, bn = 256, stages = 4;
-  bool ping_pong = false;
-  int cluster = 1;
-};
 // Whether a config's CTA pairs share A (the tall tile's) rather than B.
 bool sm90_direct_multicast_a(const Sm90DirectConfig& c);
 // The host's copies of the kernel's HopperDirectConfig facts: 64-row accumulator blocks a
@@ -152,27 +96,26 @@ int64_t decode_weight_bytes(const Graph& g, const fuse::Region& r);
 //     cuBLASLt), then the C-tile kernel (80-85%); for smaller problems the C-tile kernel first;
 //   - generic: the mma.sync tile; where the Hopper kernels do not apply its description says why
 //     (the fallback is reported, never silent).
-enum class MatmulTile { decode_tma_rows, decode_tma, decode_ffma, decode_gemv, sm90_ctile, sm90_direct, generic };
-struct MatmulVariant {
-  MatmulTile tile = MatmulTile::generic;
-  Sm90DirectConfig direct;  // sm90_direct only
-};
-std::vector<MatmulVariant> matmul_tiles(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-int matmul_variants(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-// The first variant number of `tile` for this region, or -1 where that tile does not apply.
-int matmul_variant_of(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev, MatmulTile tile);
-RegionKernels build_matmul_variant(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-                                   int variant);
+std::vector<MatmulConfig> matmul_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// The first config of `tile` for this region, or -1 where that tile does not apply.
+int matmul_config_index(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev, MatmulTile tile);
+RegionKernels build_matmul(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                           const MatmulConfig& config);
 
-// Dispatches on the region kind. `variant` numbers the jit engine's candidates for the region:
-// 0 is the generator's default; region_variants lists the numbers that give distinct kernels
-// (0 first).
+// The generator that runs a region: "pointwise", "rowwise" (a pointwise region ending in row
+// reductions runs on the row-wise kernels too), "reduction", "layout", "matmul", "conv", "sdpa".
+std::string_view region_generator(const fuse::Region& r);
+// Every config of the region's generator, best expected first (some may give the same kernels).
+std::vector<KernelConfig> region_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// Dispatches on the config's kind; throws Error(invalid_argument) when it is not the region's
+// generator's.
 RegionKernels build_region(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-                           int variant = 0);
-std::vector<int> region_variants(const Graph& g, const fuse::Region& r,
-                                 const cuda::DeviceProperties& dev);
-// The same, with each variant's kernels (built once).
-std::vector<std::pair<int, RegionKernels>> distinct_variants(const Graph& g, const fuse::Region& r,
-                                                             const cuda::DeviceProperties& dev);
+                           const KernelConfig& config);
+// The region's default kernels (its generator's first config).
+RegionKernels build_region(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// The configs that give distinct kernels (a field that does not apply to a region gives the same
+// kernels as an earlier config: the first is kept), each with its kernels, built once.
+std::vector<std::pair<KernelConfig, RegionKernels>> distinct_configs(const Graph& g, const fuse::Region& r,
+                                                                     const cuda::DeviceProperties& dev);
 
 }  // namespace sinter::jit

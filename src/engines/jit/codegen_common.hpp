@@ -58,7 +58,7 @@ int64_t balanced_grid(int64_t work, int64_t max_grid);
 
 // The grid of a kernel whose CTAs (spec.launch.block threads) take `work` items (tiles, rows).
 // Flat where `want_flat` and the grid can hold every item: one item per CTA, a grid covering the
-// work (H200: streams ~8% faster than a persistent loop; PointwiseVariant::flat). Otherwise
+// work (H200: streams ~8% faster than a persistent loop; PointwiseConfig::flat). Otherwise
 // persistent: balanced over the CTAs that fit at full thread occupancy, and spec.persistent_work
 // set so the engine refines it by the compiled kernel's occupancy. Returns whether it went flat
 // (callers tag the description " flat").

@@ -17,7 +17,7 @@
 
 namespace sinter::jit {
 
-RegionKernels build_matmul(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+RegionKernels build_matmul_generic(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
   using Src = PointerSlot::Source;
   const Node& mm = g.node(r.anchor);
   if (mm.op != OpKind::matmul || !r.prologue.empty()) {

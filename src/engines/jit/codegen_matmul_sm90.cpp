@@ -260,8 +260,8 @@ std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Re
 
 }  // namespace
 
-std::vector<MatmulVariant> matmul_tiles(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
-  std::vector<MatmulVariant> tiles;
+std::vector<MatmulConfig> matmul_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+  std::vector<MatmulConfig> tiles;
   // H200 (4096x14336, M = 1): the mma decode tile 0.0430 ms, the ffma one 0.0453 ms.
   // (On 2-32 MB weights timed alone the ffma tile, and both ahead of cuBLASLt, looked faster,
   // but those weights sat in the 60 MB L2 between repeats. Made the default on 2026-12-03, the
@@ -303,21 +303,16 @@ std::vector<MatmulVariant> matmul_tiles(const Graph& g, const fuse::Region& r, c
   return tiles;
 }
 
-int matmul_variants(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
-  return static_cast<int>(matmul_tiles(g, r, dev).size());
-}
-
-int matmul_variant_of(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev, MatmulTile tile) {
-  const std::vector<MatmulVariant> tiles = matmul_tiles(g, r, dev);
+int matmul_config_index(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev, MatmulTile tile) {
+  const std::vector<MatmulConfig> tiles = matmul_configs(g, r, dev);
   for (size_t i = 0; i < tiles.size(); ++i) {
     if (tiles[i].tile == tile) return static_cast<int>(i);
   }
   return -1;
 }
 
-RegionKernels build_matmul_variant(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-                                   int variant) {
-  const MatmulVariant v = matmul_tiles(g, r, dev).at(static_cast<size_t>(variant));
+RegionKernels build_matmul(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                           const MatmulConfig& v) {
   switch (v.tile) {
     case MatmulTile::decode_tma: return build_matmul_decode_tma(g, r, dev);
     case MatmulTile::decode_tma_rows: return build_matmul_decode_tma(g, r, dev, true);
@@ -327,7 +322,7 @@ RegionKernels build_matmul_variant(const Graph& g, const fuse::Region& r, const 
     case MatmulTile::sm90_direct: return build_matmul_sm90_direct(g, r, dev, v.direct);
     case MatmulTile::generic: break;
   }
-  RegionKernels rk = build_matmul(g, r, dev);
+  RegionKernels rk = build_matmul_generic(g, r, dev);
   // the fallback is visible in explain/inspect and in the tuner's candidate list
   const std::string why_not = sm90_gemm_unsupported(g, r, dev, true);
   if (!why_not.empty()) {

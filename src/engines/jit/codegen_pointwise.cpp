@@ -1,5 +1,5 @@
 // Pointwise regions (no anchor): one vectorized kernel over the collapsed iteration shape, by
-// default one tile per CTA with a grid covering the tensor (PointwiseVariant::flat; regions with
+// default one tile per CTA with a grid covering the tensor (PointwiseConfig::flat; regions with
 // exit reductions and some candidates use a persistent grid looping over tiles). Each operand gets an access class from its strides: full (same layout as the
 // outputs: one 16-byte load per vector), scalar (loaded once), strided (offset computed once per
 // vector; a vector load when its innermost stride is 1, else a gather). Global exit reductions
@@ -34,7 +34,7 @@ constexpr int kBlock = 256;
 }  // namespace
 
 RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
-                              const cuda::DeviceProperties& dev, PointwiseVariant variant) {
+                              const cuda::DeviceProperties& dev, PointwiseConfig variant) {
   using Src = PointerSlot::Source;
   const int kUnroll = variant.unroll;
   for (const fuse::ExitReduce& e : r.reductions) {
@@ -376,6 +376,19 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r,
   if (set_work_grid(spec, tiles, variant.flat && r.reductions.empty(), dev)) spec.description += " flat";
   rk.kernels.push_back(std::move(spec));
   return rk;
+}
+
+std::span<const PointwiseConfig> all_pointwise_configs() {
+  // flat tiles first (one tile per CTA; a region with exit reductions keeps the persistent grid,
+  // see build_pointwise, so there the first and the plain unroll-4 config are one kernel)
+  static const PointwiseConfig configs[] = {{4, false, false, true}, {8}, {2}, {4, true}, {8, true}, {2, false, true},
+                                            {4, false, true}, {4}, {2, false, false, true}, {1, false, false, true}};
+  return configs;
+}
+
+std::vector<PointwiseConfig> pointwise_configs(const Graph&, const fuse::Region&, const cuda::DeviceProperties&) {
+  const std::span<const PointwiseConfig> all = all_pointwise_configs();
+  return {all.begin(), all.end()};
 }
 
 }  // namespace sinter::jit

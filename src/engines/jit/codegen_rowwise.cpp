@@ -33,7 +33,7 @@ struct RowInput {
 class RowwiseGen {
  public:
   RowwiseGen(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-             RowwiseVariant variant)
+             RowwiseConfig variant)
       : g_(g), r_(r), dev_(dev), variant_(variant), body_(g, r) {}
 
   RegionKernels build();
@@ -53,22 +53,22 @@ class RowwiseGen {
   //    session 9, 0.2048 against 0.2071 in session 8; cp.async staging 0.2101 in session 6);
   //  - softmax under a forced one-pass combine: the bulk ring 3 buffers deep (0.1534 ms against
   //    0.1544 with cp.async staging, session 6);
-  //  - every other row op unstaged (rmsnorm 0.197 ms direct against 0.220 staged; RowwiseVariant).
+  //  - every other row op unstaged (rmsnorm 0.197 ms direct against 0.220 staged; RowwiseConfig).
   void resolve_heuristic() {
-    if (variant_.stage != RowwiseVariant::Stage::heuristic) return;
+    if (variant_.stage != RowStage::heuristic) return;
     const OpKind op = anchor_ ? anchor_->op : OpKind::identity;
-    variant_.stage = RowwiseVariant::Stage::off;
+    variant_.stage = RowStage::off;
     if (op == OpKind::softmax && two_pass()) {
       variant_.max_threads = 256;
       variant_.flat = true;
     } else if (op == OpKind::layernorm || op == OpKind::softmax) {
-      variant_.stage = RowwiseVariant::Stage::bulk;
+      variant_.stage = RowStage::bulk;
       variant_.stages = op == OpKind::layernorm ? 2 : 3;
     }
   }
-  // Whether to stage the next row (RowwiseVariant::Stage), and with the bulk ring.
-  bool stage_rows() const { return variant_.stage != RowwiseVariant::Stage::off; }
-  bool bulk() const { return variant_.stage == RowwiseVariant::Stage::bulk; }
+  // Whether to stage the next row (RowwiseConfig::Stage), and with the bulk ring.
+  bool stage_rows() const { return variant_.stage != RowStage::off; }
+  bool bulk() const { return variant_.stage == RowStage::bulk; }
   // Row buffers in shared memory: the bulk ring's depth, or cp.async's double buffer.
   int stages() const { return bulk() ? std::clamp(variant_.stages, 2, 4) : 2; }
   // How layernorm's and softmax's two row statistics are reduced across the CTA when the row
@@ -114,14 +114,14 @@ class RowwiseGen {
   std::string store_fn() const { return variant_.stream ? "store_vec_stream" : "store_vec"; }
   std::string load_chunk(size_t i, const std::string& c0, const std::string& dst) const;
   // Inputs that are one row broadcast over all rows (a norm's weight and bias), vector-read:
-  // with RowwiseVariant::resident_weights they are loaded once per CTA into registers (storage
+  // with RowwiseConfig::resident_weights they are loaded once per CTA into registers (storage
   // type) instead of once per row, which matters when a shared-memory ring leaves little L1.
   void plan_resident();
 
   const Graph& g_;
   const fuse::Region& r_;
   const cuda::DeviceProperties& dev_;
-  RowwiseVariant variant_;
+  RowwiseConfig variant_;
   const RowCombine combine_ = row_combine_from_env();  // read once per build
   BodyEmitter body_;
   const Node* anchor_ = nullptr;
@@ -821,7 +821,7 @@ RegionKernels RowwiseGen::build() {
   spec.args.finish();
   spec.launch.block = dim3(threads_);
   spec.launch.dynamic_shared_memory = static_cast<size_t>(stages()) * stage_bytes_;
-  // One row per CTA where the variant asks (RowwiseVariant::flat) and no exit reduction ends each
+  // One row per CTA where the variant asks (RowwiseConfig::flat) and no exit reduction ends each
   // CTA with atomics on one address (as for pointwise tiles).
   if (set_work_grid(spec, rows_, variant_.flat && global_exits_.empty(), dev_)) spec.description += " flat";
   rk.kernels.push_back(std::move(spec));
@@ -831,8 +831,33 @@ RegionKernels RowwiseGen::build() {
 }  // namespace
 
 RegionKernels build_rowwise(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-                            RowwiseVariant variant) {
+                            RowwiseConfig variant) {
   return RowwiseGen(g, r, dev, variant).build();
+}
+
+std::span<const RowwiseConfig> all_rowwise_configs() {
+  using S = RowStage;
+  static const RowwiseConfig configs[] = {
+      {S::heuristic, 512}, {S::off, 256}, {S::on, 256}, {S::off, 512}, {S::on, 512}, {S::off, 1024}, {S::on, 1024},
+      // rows staged by cp.async.bulk into a 2- or 3-buffer ring (1 or 2 rows ahead)
+      {S::bulk, 512, 2}, {S::bulk, 512, 3}, {S::bulk, 256, 3},
+      // streaming cache hints (no L1 allocation for rows read once, evict-first stores)
+      {S::off, 512, 2, true}, {S::on, 512, 2, true}, {S::bulk, 512, 3, true},
+      // weights and biases held in registers across rows (with the bulk ring, little L1 is left
+      // to keep them in cache)
+      {S::bulk, 512, 3, false, true}, {S::bulk, 256, 3, false, true}, {S::on, 512, 2, false, true},
+      // a 2-buffer bulk ring at 3 CTAs of 512 per SM (registers capped at 42): an add+layernorm
+      // row pair is 32 KB, so 3 x 64 KB of rings fit where 46 registers allowed only 2 CTAs
+      {S::bulk, 512, 2, false, false, 3},
+      // one row per CTA over a grid of every row (no persistent loop)
+      {S::off, 512, 2, false, false, 0, true}, {S::off, 256, 2, false, false, 0, true},
+      {S::off, 1024, 2, false, false, 0, true}};
+  return configs;
+}
+
+std::vector<RowwiseConfig> rowwise_configs(const Graph&, const fuse::Region&, const cuda::DeviceProperties&) {
+  const std::span<const RowwiseConfig> all = all_rowwise_configs();
+  return {all.begin(), all.end()};
 }
 
 }  // namespace sinter::jit

@@ -30,7 +30,7 @@ int64_t smem_floats(int nv, int ld) {
 
 }  // namespace
 
-RegionKernels build_sdpa(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+RegionKernels build_sdpa_simple(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
   using Src = PointerSlot::Source;
   const Node& sd = g.node(r.anchor);
   if (sd.op != OpKind::sdpa || !r.prologue.empty() || !r.reductions.empty()) {

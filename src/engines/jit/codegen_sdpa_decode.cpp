@@ -255,15 +255,22 @@ RegionKernels build_sdpa_decode(const Graph& g, const fuse::Region& r, const cud
 
 namespace sinter::jit {
 
-int sdpa_variants(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
-  return sdpa_decode_unsupported(g, r, dev).empty() ? 2 : 1;
+std::vector<SdpaConfig> sdpa_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+  if (sdpa_decode_unsupported(g, r, dev).empty()) return {{SdpaKernel::decode}, {SdpaKernel::simple}};
+  return {{SdpaKernel::simple}};
 }
 
-RegionKernels build_sdpa_variant(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-                                 int variant) {
+RegionKernels build_sdpa(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                         const SdpaConfig& config) {
   const std::string why_not = sdpa_decode_unsupported(g, r, dev);
-  if (why_not.empty() && variant == 0) return build_sdpa_decode(g, r, dev);
-  RegionKernels rk = build_sdpa(g, r, dev);
+  if (config.kernel == SdpaKernel::decode) {
+    if (!why_not.empty()) {
+      throw Error(ErrorCode::invalid_argument, "jit engine, region " + std::to_string(r.id) +
+                                                   ": the flash-decode kernels cannot run it: " + why_not);
+    }
+    return build_sdpa_decode(g, r, dev);
+  }
+  RegionKernels rk = build_sdpa_simple(g, r, dev);
   // a decode-sized region on the slow kernel says why (no silent fallback)
   const Node& sd = g.node(r.anchor);
   if (!why_not.empty() && g.tensor(sd.inputs[0]).dims[2] <= kMaxSq) {

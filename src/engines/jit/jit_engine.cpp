@@ -176,10 +176,10 @@ std::vector<Candidate> JitEngine::candidates(const Graph& g, const fuse::Region&
                                              const EngineContext& ctx) const {
   if (!supports(g, r).ok) return {};
   std::vector<Candidate> out;
-  for (const auto& [v, rk] : distinct_variants(g, r, ctx.device)) {
+  for (const auto& [config, rk] : distinct_configs(g, r, ctx.device)) {
     std::string desc;
     for (const KernelSpec& k : rk.kernels) desc += (desc.empty() ? "" : "; ") + k.description;
-    out.push_back(Candidate{std::string(name()), v, desc});
+    out.push_back(Candidate{std::string(name()), static_cast<int>(out.size()), config_text(config), desc});
   }
   return out;
 }
@@ -188,7 +188,7 @@ std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Reg
                                                  const Candidate& c, EngineContext& ctx) const {
   const Support s = supports(g, r);
   if (!s.ok) throw Error(ErrorCode::unsupported, "jit engine, region " + std::to_string(r.id) + ": " + s.reason);
-  RegionKernels rk = build_region(g, r, ctx.device, c.index);
+  RegionKernels rk = build_region(g, r, ctx.device, parse_kernel_config(c.config));
   std::vector<JitStep::Loaded> loaded;
   int i = 0;
   for (KernelSpec& spec : rk.kernels) {
@@ -258,85 +258,6 @@ std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Reg
   return std::make_unique<JitStep>(std::move(loaded), rk.workspace_bytes);
 }
 
-namespace {
-
-bool runs_rowwise(const fuse::Region& r) {
-  if (r.kind == fuse::RegionKind::rowwise) return true;
-  if (r.kind != fuse::RegionKind::pointwise) return false;
-  return std::any_of(r.reductions.begin(), r.reductions.end(),
-                     [](const fuse::ExitReduce& e) { return e.pattern == fuse::ExitReduction::rows; });
-}
-
-}  // namespace
-
-namespace {
-
-// The variant tables: candidate number -> generator knobs. Index 0 is each generator's default.
-using Stage = RowwiseVariant::Stage;
-// Row-wise numbers 0-6 are those timed on the H200 (docs/benchmarks.md); later ones are appended
-// so a number keeps naming the same kernel style. The pointwise table's 0 changed in session 7
-// (see below); timing-cache entries also match the description, so an old entry is not misread.
-constexpr RowwiseVariant kRowwiseVariants[] = {
-    {Stage::heuristic, 512}, {Stage::off, 256}, {Stage::on, 256}, {Stage::off, 512},
-    {Stage::on, 512},        {Stage::off, 1024}, {Stage::on, 1024},
-    // 7-9: rows staged by cp.async.bulk into a 2- or 3-buffer ring (1 or 2 rows ahead)
-    {Stage::bulk, 512, 2},   {Stage::bulk, 512, 3}, {Stage::bulk, 256, 3},
-    // 10-12: streaming cache hints (no L1 allocation for rows read once, evict-first stores)
-    {Stage::off, 512, 2, true}, {Stage::on, 512, 2, true}, {Stage::bulk, 512, 3, true},
-    // 13-15: weights and biases held in registers across rows (with the bulk ring, little L1 is
-    // left to keep them in cache)
-    {Stage::bulk, 512, 3, false, true}, {Stage::bulk, 256, 3, false, true}, {Stage::on, 512, 2, false, true},
-    // 16: a 2-buffer bulk ring at 3 CTAs of 512 per SM (registers capped at 42): an add+layernorm
-    // row pair is 32 KB, so 3 x 64 KB of rings fit where 46 registers allowed only 2 CTAs
-    {Stage::bulk, 512, 2, false, false, 3},
-    // 17-19: one row per CTA over a grid of every row (no persistent loop)
-    {Stage::off, 512, 2, false, false, 0, true}, {Stage::off, 256, 2, false, false, 0, true},
-    {Stage::off, 1024, 2, false, false, 0, true}};
-// Pointwise: 0 is flat (one tile per CTA; session 7 on the H200: the 10-op chain 0.2687 ms
-// against 0.3109 for the persistent unroll-4 kernel that was 0 before, now 7); a region with exit
-// reductions keeps the persistent grid (see build_pointwise), so there 0 and 7 are one kernel.
-constexpr PointwiseVariant kPointwiseVariants[] = {{4, false, false, true}, {8}, {2}, {4, true}, {8, true},
-                                                   {2, false, true}, {4, false, true},
-                                                   {4},
-                                                   // 8-9: more flat tiles (persistent where 0 is)
-                                                   {2, false, false, true}, {1, false, false, true}};
-
-int variant_count(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
-  if (r.kind == fuse::RegionKind::matmul) return matmul_variants(g, r, dev);
-  if (r.kind == fuse::RegionKind::sdpa) return sdpa_variants(g, r, dev);
-  if (runs_rowwise(r)) return static_cast<int>(std::size(kRowwiseVariants));
-  if (r.kind == fuse::RegionKind::pointwise) return static_cast<int>(std::size(kPointwiseVariants));
-  return 1;
-}
-
-}  // namespace
-
-int rowwise_variant_count() { return static_cast<int>(std::size(kRowwiseVariants)); }
-int pointwise_variant_count() { return static_cast<int>(std::size(kPointwiseVariants)); }
-
-std::vector<std::pair<int, RegionKernels>> distinct_variants(const Graph& g, const fuse::Region& r,
-                                                             const cuda::DeviceProperties& dev) {
-  // Knobs that do not apply to a region give the same kernel as a lower number: keep the first.
-  std::vector<std::pair<int, RegionKernels>> out;
-  std::vector<std::string> seen;
-  for (int v = 0; v < variant_count(g, r, dev); ++v) {
-    RegionKernels rk = build_region(g, r, dev, v);
-    std::string key;
-    for (const KernelSpec& k : rk.kernels) key += k.source + "\n" + k.description;
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-    seen.push_back(std::move(key));
-    out.emplace_back(v, std::move(rk));
-  }
-  return out;
-}
-
-std::vector<int> region_variants(const Graph& g, const fuse::Region& r,
-                                 const cuda::DeviceProperties& dev) {
-  std::vector<int> out;
-  for (const auto& [v, rk] : distinct_variants(g, r, dev)) out.push_back(v);
-  return out;
-}
-
 std::vector<CompiledKernel> compiled_kernels(const PreparedStep& step) {
   std::vector<CompiledKernel> out;
   const auto* s = dynamic_cast<const JitStep*>(&step);
@@ -362,27 +283,6 @@ std::unique_ptr<PreparedStep> load_jit_step(std::vector<KernelSpec> specs,
     loaded.push_back({std::move(specs[i]), std::move(lib), kernel, nullptr});
   }
   return std::make_unique<JitStep>(std::move(loaded), workspace_bytes);
-}
-
-RegionKernels build_region(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-                           int variant) {
-  if (variant < 0 || variant >= variant_count(g, r, dev)) {
-    throw Error(ErrorCode::invalid_argument, "jit engine: region " + std::to_string(r.id) +
-                                                 " has no candidate " + std::to_string(variant));
-  }
-  if (runs_rowwise(r)) return build_rowwise(g, r, dev, kRowwiseVariants[variant]);
-  if (r.kind == fuse::RegionKind::pointwise) return build_pointwise(g, r, dev, kPointwiseVariants[variant]);
-  switch (r.kind) {
-    case fuse::RegionKind::pointwise: return build_pointwise(g, r, dev);
-    case fuse::RegionKind::rowwise: return build_rowwise(g, r, dev);
-    case fuse::RegionKind::reduction: return build_reduction(g, r, dev);
-    case fuse::RegionKind::layout:
-    case fuse::RegionKind::alias: return build_layout(g, r, dev);
-    case fuse::RegionKind::matmul: return build_matmul_variant(g, r, dev, variant);
-    case fuse::RegionKind::conv: return build_conv(g, r, dev);
-    case fuse::RegionKind::sdpa: return build_sdpa_variant(g, r, dev, variant);
-  }
-  throw Error(ErrorCode::internal, "build_region: unknown region kind");
 }
 
 }  // namespace sinter::jit
