@@ -58,7 +58,7 @@
 #include "cuda/device.hpp"
 #include "cuda/kernel_cache.hpp"
 #include "engines/jit/codegen.hpp"
-#include "exec/stream_executor.hpp"
+#include "cuda/buffer.hpp"
 #include "fuse/region.hpp"
 #include "sinter/reference.hpp"
 

@@ -20,7 +20,7 @@
 #include "cuda/device.hpp"
 #include "cuda/kernel_cache.hpp"
 #include "cuda/timing.hpp"
-#include "exec/stream_executor.hpp"
+#include "cuda/buffer.hpp"
 #include "sinter/json.hpp"
 #include "sinter/reference.hpp"
 

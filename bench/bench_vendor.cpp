@@ -12,7 +12,7 @@
 #include "cuda/device.hpp"
 #include "cuda/kernel_cache.hpp"
 #include "engines/cudnn/cudnn_library.hpp"
-#include "exec/stream_executor.hpp"
+#include "cuda/buffer.hpp"
 #include "sinter/reference.hpp"
 
 using namespace sinter;

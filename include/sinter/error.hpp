@@ -12,6 +12,7 @@ namespace sinter {
 enum class ErrorCode {
   invalid_graph,    // the graph breaks a rule of the IR (shapes, dtypes, topology)
   invalid_argument, // a bad argument to an API call or the CLI
+  invalid_state,    // a call made before what it needs (an enqueue before every tensor is bound)
   parse,            // a malformed or inconsistent file (JSON graph, plan bundle, cache entry)
   unsupported,      // a valid request that this build or engine cannot do
   io,               // reading or writing a file failed

@@ -1,6 +1,8 @@
 // The engine interface (DESIGN.md key idea 4). An engine says whether it supports a region (and
-// if not, why), which candidates it has (ranked by its own heuristic), and prepares one candidate
-// into a step that can be launched. The tuner and executors know nothing of engine internals.
+// if not, why), which candidates it has (ranked by its own heuristic, each a typed config written
+// as text), prepares one candidate into a step that can be launched, and saves, checks and loads
+// its own steps in a plan. Everything above the engines (tune/, plan/, exec/, compile/, tools/)
+// reaches them through this interface and the registry (registry.hpp), never by name.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -12,7 +14,10 @@
 
 #include "cuda/device.hpp"
 #include "cuda/kernel_cache.hpp"
+#include "engines/library_cache.hpp"
+#include "engines/saved_step.hpp"
 #include "fuse/region.hpp"
+#include "sinter/log.hpp"
 
 namespace sinter {
 
@@ -43,6 +48,8 @@ struct Binding {
 class PreparedStep {
  public:
   virtual ~PreparedStep() = default;
+  // Enqueues the step's work on `stream`. Allocates nothing; may encode what depends on the
+  // pointers (TMA tensor maps) when they changed since the last launch.
   virtual void launch(const Binding& binding, cudaStream_t stream) = 0;
   // Workspace the step needs; it must be zero before the first launch and the step leaves it
   // zero after each launch (exit reductions reset their accumulators).
@@ -53,20 +60,65 @@ class PreparedStep {
 struct EngineContext {
   cuda::KernelCache& cache;
   cuda::DeviceProperties device;
+  // The engines the user named, in order ("" none): an engine may offer more when named (cuDNN
+  // lowers matmuls and norms only then).
+  std::vector<std::string> named_engines;
+  int max_vendor_candidates = 4;  // per vendor engine (cuBLASLt, cuDNN) and region
+  LogCallback log;                // where an engine reports; may be empty
+
+  bool named(std::string_view engine) const;
+  void say(LogSeverity s, std::string_view message) const {
+    if (log) log(s, message);
+  }
+};
+
+// What loading a step needs besides its record.
+struct LoadContext {
+  int device = 0;
+  LibraryCache& libraries;  // cubins loaded once per plan, shared by its steps and runners
+  std::string note;         // set by load_step: what loading did besides loading code, or ""
 };
 
 class Engine {
  public:
   virtual ~Engine() = default;
   virtual std::string_view name() const = 0;
-  virtual Support supports(const Graph& g, const fuse::Region& r) const = 0;
+  virtual Support supports(const Graph& g, const fuse::Region& r, const EngineContext& ctx) const = 0;
   virtual std::vector<Candidate> candidates(const Graph& g, const fuse::Region& r,
                                             const EngineContext& ctx) const = 0;
   virtual std::unique_ptr<PreparedStep> prepare(const Graph& g, const fuse::Region& r,
                                                 const Candidate& c, EngineContext& ctx) const = 0;
-  // Whether a plan bundle can store this engine's steps (src/exec/plan_builder.cpp); a build
-  // for a plan leaves the others out.
-  virtual bool steps_can_be_saved() const { return true; }
+
+  // Plans. save_step records a step this engine prepared (its cubins or vendor config into
+  // `blobs`). check_saved_step says why `saved` cannot be one of this engine's steps for region
+  // `r` ("" when it can): a bundle is checked with it before anything loads. load_step rebuilds
+  // the step from its record with no compilation; Error(unsupported) when this GPU or library
+  // cannot run it.
+  virtual SavedStep save_step(const PreparedStep& step, BlobStore& blobs) const = 0;
+  virtual std::string check_saved_step(const Graph& g, const fuse::Region& r, const SavedStep& saved,
+                                       const BlobStore& blobs) const = 0;
+  virtual std::unique_ptr<PreparedStep> load_step(const Graph& g, const fuse::Region& r, const SavedStep& saved,
+                                                  const BlobStore& blobs, size_t workspace_bytes,
+                                                  LoadContext& ctx) const = 0;
+  // Whether candidates() works from the device properties alone, with no GPU (our code generators
+  // need only the architecture and the SM count; vendor heuristics need the GPU itself).
+  virtual bool candidates_without_gpu() const { return false; }
+  // Whether load_step takes milliseconds of host time (cuDNN deserializes execution plans): a
+  // runner loads such steps on a worker thread, one at a time, while it loads the others.
+  virtual bool loads_slowly() const { return false; }
+  // The source each distinct candidate compiles, for reading (`sinter explain --kernels`):
+  // engines that generate code list it, vendor engines have none.
+  struct GeneratedSource {
+    int candidate = 0;
+    std::string config, description, code;
+  };
+  virtual std::vector<GeneratedSource> generated_sources(const Graph& g, const fuse::Region& r,
+                                                         const EngineContext& ctx) const {
+    return {};
+  }
+  // Whether this engine's steps launch nothing because their region's output shares its input's
+  // memory (the alias engine): the memory planner gives the output no buffer of its own.
+  virtual bool output_shares_input() const { return false; }
 };
 
 }  // namespace sinter

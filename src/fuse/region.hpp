@@ -5,6 +5,8 @@
 // graph outputs or read by another region are stored; everything else stays in registers.
 #pragma once
 
+#include "sinter/compile.hpp"
+
 #include <string>
 #include <vector>
 
@@ -70,13 +72,7 @@ struct Partition {
   std::vector<Boundary> boundaries;  // one per (tensor, consumer region) edge between regions
 };
 
-struct FusionOptions {
-  bool fuse_epilogues = true;   // pointwise ops into anchor epilogues
-  bool fuse_prologues = true;   // pointwise producers into row-wise anchors
-  bool fuse_reductions = true;  // exit reductions into their producer's region
-  bool fuse_pointwise = true;   // pointwise chains into one region
-  bool fuse_layout_chains = true;  // slice/reshape/permute chains into the copy that ends them
-};
+using FusionOptions = sinter::FusionOptions;  // sinter/compile.hpp
 
 // Groups the nodes of a validated graph into regions. Deterministic.
 Partition partition_graph(const Graph& g, const FusionOptions& options = {});

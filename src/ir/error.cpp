@@ -1,4 +1,5 @@
 #include "sinter/error.hpp"
+#include "sinter/log.hpp"
 
 namespace sinter {
 
@@ -6,6 +7,7 @@ std::string_view to_string(ErrorCode code) {
   switch (code) {
     case ErrorCode::invalid_graph: return "invalid graph";
     case ErrorCode::invalid_argument: return "invalid argument";
+    case ErrorCode::invalid_state: return "invalid state";
     case ErrorCode::parse: return "parse error";
     case ErrorCode::unsupported: return "unsupported";
     case ErrorCode::io: return "I/O error";
@@ -21,5 +23,15 @@ Error::Error(ErrorCode code, const std::string& message)
     : std::runtime_error(std::string(to_string(code)) + ": " + message),
       code_(code),
       message_(message) {}
+
+std::string_view to_string(LogSeverity s) {
+  switch (s) {
+    case LogSeverity::error: return "error";
+    case LogSeverity::warning: return "warning";
+    case LogSeverity::info: return "info";
+    case LogSeverity::debug: return "debug";
+  }
+  return "?";
+}
 
 }  // namespace sinter

@@ -23,10 +23,9 @@
 
 namespace sinter::plan {
 
-// 2: the header's checksum covers the manifest alone (each blob is checked by its key, the
-// SHA-256 of its bytes, so no byte is hashed twice), and Hopper GEMM kernels carry their TMA
-// tensor maps. Version 1 bundles are refused: their Hopper kernels would launch without maps.
-inline constexpr uint32_t kBundleVersion = 2;
+// 3: each step records its candidate's config text, and graph outputs are bound by the caller
+// (no arena buffer). Older bundles are refused: build the plan again.
+inline constexpr uint32_t kBundleVersion = 3;
 inline constexpr size_t kBundleHeaderSize = 128;
 inline constexpr size_t kBundleAlignment = 256;  // of the blob area and of every blob in it
 

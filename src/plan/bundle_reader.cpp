@@ -49,7 +49,7 @@ Header read_header(std::span<const char> file, std::string_view source) {
     if (version == 0) fail(source, "format version 0 is not valid (versions start at 1)");
     if (version < kBundleVersion) {
       fail(source, "format version " + std::to_string(version) + " was written by an older Sinter (this build reads " +
-                       std::to_string(kBundleVersion) + "; version 1 kept no TMA maps for Hopper kernels); "
+                       std::to_string(kBundleVersion) + "; older steps record no candidate config); "
                        "build the plan again with `sinter build`");
     }
   }

@@ -48,7 +48,7 @@ OJson kernel_json(const KernelRecord& k) {
   if (k.persistent_fill) j["persistent_fill"] = true;
   j["args"] = hex(k.args);
   OJson slots = OJson::array();
-  for (const PointerSlot& p : k.pointers) {
+  for (const PointerRecord& p : k.pointers) {
     slots.push_back(OJson{{"source", std::string(to_string(p.source))},
                           {"index", p.index},
                           {"workspace_offset", p.workspace_offset},
@@ -91,17 +91,20 @@ OJson step_json(const Step& s, const StepMembership& m) {
   j["outputs"] = names_json(m.outputs);
   j["engine"] = s.engine;
   j["candidate"] = s.candidate;
+  j["config"] = s.config;
   j["description"] = s.description;
+  if (!s.fallback.empty()) j["fallback"] = s.fallback;
+  if (s.tuned_ms >= 0) j["tuned_ms"] = s.tuned_ms;
   j["workspace_offset"] = s.workspace_offset;
   j["workspace_bytes"] = s.workspace_bytes;
-  if (!s.kernels.empty()) {
+  if (!s.saved.kernels.empty()) {
     OJson kernels = OJson::array();
-    for (const KernelRecord& k : s.kernels) kernels.push_back(kernel_json(k));
+    for (const KernelRecord& k : s.saved.kernels) kernels.push_back(kernel_json(k));
     j["kernels"] = std::move(kernels);
   }
-  if (!s.config.empty()) {
-    j["config"] = s.config;
-    j["config_description"] = s.config_description;
+  if (!s.saved.config_blob.empty()) {
+    j["config_blob"] = s.saved.config_blob;
+    j["config_description"] = s.saved.config_description;
   }
   return j;
 }

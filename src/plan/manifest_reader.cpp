@@ -191,9 +191,9 @@ class ManifestReader {
 
   Step read_step(const Cursor& c, StepMembership& member) const {
     c.expect_object("a step");
-    c.check_keys({"region", "kind", "nodes", "inputs", "outputs", "engine", "candidate",
-                  "description", "workspace_offset", "workspace_bytes", "kernels", "config",
-                  "config_description"},
+    c.check_keys({"region", "kind", "nodes", "inputs", "outputs", "engine", "candidate", "config",
+                  "description", "fallback", "tuned_ms", "workspace_offset", "workspace_bytes", "kernels",
+                  "config_blob", "config_description"},
                  "a step");
     Step s;
     s.region = static_cast<int>(c.at("region").as_int(0, kMaxIndex));
@@ -215,20 +215,26 @@ class ManifestReader {
     member.outputs = read_names(c.at("outputs"), "tensor names");
     s.engine = c.at("engine").as_name("an engine name");
     s.candidate = static_cast<int>(c.at("candidate").as_int(0, kMaxCandidate));
+    s.config = c.at("config").as_string("a config");
     s.description = c.at("description").as_string("a description");
+    if (auto f = c.find("fallback")) s.fallback = f->as_string("a fallback reason");
+    if (auto t = c.find("tuned_ms")) {
+      s.tuned_ms = t->as_double();
+      if (!(s.tuned_ms >= 0 && s.tuned_ms < 1e9)) t->fail("a tuned time must be a number of milliseconds in [0, 1e9)");
+    }
     s.workspace_offset = static_cast<uint64_t>(c.at("workspace_offset").as_int(0, kMaxDeviceBytes));
     s.workspace_bytes = static_cast<uint64_t>(c.at("workspace_bytes").as_int(0, kMaxDeviceBytes));
     if (auto k = c.find("kernels")) {
-      for (const Cursor& kc : k->items("kernels", SIZE_MAX)) s.kernels.push_back(read_kernel(kc));
+      for (const Cursor& kc : k->items("kernels", SIZE_MAX)) s.saved.kernels.push_back(read_kernel(kc));
     }
-    const auto config = c.find("config");
+    const auto blob = c.find("config_blob");
     const auto config_description = c.find("config_description");
-    if (config.has_value() != config_description.has_value()) {
-      c.fail("\"config\" and \"config_description\" come together; this step has only one of them");
+    if (blob.has_value() != config_description.has_value()) {
+      c.fail("\"config_blob\" and \"config_description\" come together; this step has only one of them");
     }
-    if (config) {
-      s.config = read_key(*config, "the config");
-      s.config_description = config_description->as_string("a config description");
+    if (blob) {
+      s.saved.config_blob = read_key(*blob, "the config blob");
+      s.saved.config_description = config_description->as_string("a config description");
     }
     return s;
   }
@@ -296,11 +302,11 @@ class ManifestReader {
     return t;
   }
 
-  PointerSlot read_pointer(const Cursor& c) const {
+  PointerRecord read_pointer(const Cursor& c) const {
     c.expect_object("a pointer slot");
     c.check_keys({"source", "index", "workspace_offset", "arg_offset", "alignment", "byte_offset"},
                  "a pointer slot");
-    PointerSlot p;
+    PointerRecord p;
     const Cursor source = c.at("source");
     const std::string name = source.as_string("a pointer source");
     if (name == "input") p.source = PointerSource::input;

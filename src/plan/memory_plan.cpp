@@ -38,9 +38,12 @@ MemoryPlan plan_memory(const Graph& g, const fuse::Partition& p, const std::vect
   }
   for (TensorId t : g.outputs()) last[root(t)] = steps;  // read after the last step
 
+  std::vector<bool> bound(nt, false);  // graph inputs and outputs: memory the caller binds
+  for (TensorId t : g.inputs()) bound[t] = true;
+  for (TensorId t : g.outputs()) bound[t] = true;
   MemoryPlan plan;
   for (size_t t = 0; t < nt; ++t) {
-    if (first[t] < 0 || g.tensor(static_cast<TensorId>(t)).is_input) continue;
+    if (first[t] < 0 || bound[t]) continue;
     if (t < aliases.size() && aliases[t] >= 0) continue;
     BufferAssignment b;
     b.tensor = static_cast<TensorId>(t);

@@ -1,7 +1,7 @@
 // The arena memory plan: every tensor stored between steps gets an offset in one arena, and two
 // tensors share bytes only when their lifetimes (from the step that writes them to the last step
-// that reads them) do not overlap. Graph outputs live to the end; graph inputs are not in the
-// arena (callers bind them).
+// that reads them) do not overlap. Graph inputs and outputs are not in the arena: callers bind
+// their memory.
 #pragma once
 
 #include <cstdint>

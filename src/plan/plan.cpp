@@ -7,23 +7,6 @@
 
 namespace sinter::plan {
 
-std::string_view to_string(PointerSource s) {
-  switch (s) {
-    case PointerSource::input: return "input";
-    case PointerSource::output: return "output";
-    case PointerSource::workspace: return "workspace";
-  }
-  return "?";
-}
-
-std::string_view to_string(BlobKind k) {
-  switch (k) {
-    case BlobKind::cubin: return "cubin";
-    case BlobKind::vendor_config: return "vendor-config";
-  }
-  return "?";
-}
-
 fuse::Partition plan_partition(const Plan& plan) { return fuse::partition_graph(plan.graph, plan.fusion); }
 
 std::string blob_key(std::span<const char> bytes) {
@@ -43,6 +26,21 @@ std::string add_blob(Plan& plan, BlobKind kind, std::span<const char> bytes) {
                                          " and added again as a " + std::string(to_string(kind)));
   }
   return key;
+}
+
+std::string PlanBlobs::put(BlobKind kind, std::span<const char> bytes) {
+  if (!plan_) throw Error(ErrorCode::internal, "PlanBlobs::put on a read-only plan");
+  return add_blob(*plan_, kind, bytes);
+}
+
+std::span<const char> PlanBlobs::get(const std::string& key, BlobKind kind) const {
+  auto it = const_plan_->blobs.find(key);
+  if (it == const_plan_->blobs.end()) throw Error(ErrorCode::corrupt_bundle, "blob " + key + " is not in the plan");
+  if (it->second.kind != kind) {
+    throw Error(ErrorCode::corrupt_bundle, "blob " + key + " is a " + std::string(to_string(it->second.kind)) +
+                                               ", expected a " + std::string(to_string(kind)));
+  }
+  return it->second.bytes;
 }
 
 uint64_t device_bytes(const Plan& plan) {

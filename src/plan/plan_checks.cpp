@@ -7,9 +7,7 @@
 
 #include <cuda.h>
 
-#include "engines/cublaslt/matmul_pattern.hpp"
-#include "engines/cudnn/engine_configs.hpp"
-#include "engines/jit/sm90_operands.hpp"  // tensor_map_data_type
+#include "engines/registry.hpp"
 
 #include "plan/bundle_format.hpp"
 
@@ -30,8 +28,6 @@ std::string names(const std::vector<std::string>& v) {
   for (size_t i = 0; i < v.size() && i < 8; ++i) s += (i ? ", " : "") + v[i];
   return s + (v.size() > 8 ? ", ... (" + std::to_string(v.size()) + ")]" : "]");
 }
-
-bool is_contiguous(const TensorInfo& t) { return t.strides == contiguous_strides(t.dims); }
 
 class Checker {
  public:
@@ -86,47 +82,24 @@ class Checker {
     compare(recorded.inputs, actual.inputs, "inputs");
     compare(recorded.outputs, actual.outputs, "outputs");
 
-    const bool has_config = !s.config.empty();
-    if (s.engine == kJitEngine) {
-      if (s.kernels.empty()) fail(who + ": a jit step needs at least one kernel");
-      if (has_config) fail(who + ": a jit step has kernels, not a vendor config");
-      for (size_t k = 0; k < s.kernels.size(); ++k) check_kernel(who + ", kernel " + std::to_string(k), s, r, s.kernels[k]);
-      check_outputs_written(who, s, r);
-    } else if (s.engine == kCublasLtEngine) {
-      if (!s.kernels.empty()) fail(who + ": a cublaslt step has a config, not kernels");
-      if (!has_config) fail(who + ": a cublaslt step needs its algorithm config (\"config\")");
-      const cublaslt::MatchResult m = cublaslt::match_matmul(g_, r);
-      if (!m.pattern) fail(who + ": cuBLASLt cannot run region " + std::to_string(i) + ": " + m.reason);
-      const Blob& b = blob(who, s.config, BlobKind::vendor_config);
-      if (b.bytes.size() != kCublasLtConfigBytes) {
-        fail(who + ": a cuBLASLt config (cublasLtMatmulAlgo_t) has " + std::to_string(kCublasLtConfigBytes) +
-             " bytes, blob " + s.config + " has " + std::to_string(b.bytes.size()));
-      }
-    } else if (s.engine == kCudnnEngine) {
-      if (!s.kernels.empty()) fail(who + ": a cudnn step has a config, not kernels");
-      if (!has_config) fail(who + ": a cudnn step needs its engine config (\"config\")");
-      if (r.kind != fuse::RegionKind::sdpa && r.kind != fuse::RegionKind::conv && r.kind != fuse::RegionKind::matmul &&
-          r.kind != fuse::RegionKind::rowwise) {
-        fail(who + ": cuDNN does not lower " + std::string(to_string(r.kind)) + " regions");
-      }
-      const Blob& b = blob(who, s.config, BlobKind::vendor_config);
-      std::string why;
-      if (!cudnn::parse_saved_config(std::string_view(b.bytes.data(), b.bytes.size()), &why)) {
-        fail(who + ": blob " + s.config + ": " + why);
-      }
-    } else if (s.engine == kAliasEngine) {
-      if (!s.kernels.empty() || has_config || s.workspace_bytes != 0) {
-        fail(who + ": an alias step launches nothing: no kernels, config or workspace");
-      }
-      if (r.kind != fuse::RegionKind::alias) fail(who + ": only alias regions (reshapes, unit-axis permutes) can share memory");
+    const Engine* engine = find_engine(s.engine);
+    if (!engine) fail(who + ": unknown engine \"" + s.engine + "\"; known engines: " + registered_engine_names());
+    for (size_t k = 0; k < s.saved.kernels.size(); ++k) {
+      check_kernel(who + ", kernel " + std::to_string(k), s, r, s.saved.kernels[k]);
+    }
+    if (!s.saved.kernels.empty()) check_outputs_written(who, s, r);
+    const UsedBlobs blobs(*this);
+    std::string why;
+    try {
+      why = engine->check_saved_step(g_, r, s.saved, blobs);
+    } catch (const Error& e) {
+      why = e.message();
+    }
+    if (!why.empty()) fail(who + ": " + why);
+    if (engine->output_shares_input()) {
+      if (s.workspace_bytes != 0) fail(who + ": a step that shares its input's memory launches nothing and has no workspace");
       const Node& n = g_.node(r.anchor);
-      if (!is_contiguous(g_.tensor(n.inputs[0]))) {
-        fail(who + ": '" + g_.tensor(n.outputs[0]).name + "' cannot share the memory of '" +
-             g_.tensor(n.inputs[0]).name + "', which is not contiguous");
-      }
       alias_of_[n.outputs[0]] = n.inputs[0];
-    } else {
-      fail(who + ": unknown engine \"" + s.engine + "\"; known engines: jit, cublaslt, cudnn, alias");
     }
 
     if (s.workspace_bytes == 0) {
@@ -140,6 +113,21 @@ class Checker {
     }
     workspace_end_ = s.workspace_offset + s.workspace_bytes;
   }
+
+  // The plan's blobs as the engines' checks read them; every blob read is marked used.
+  class UsedBlobs : public BlobStore {
+   public:
+    explicit UsedBlobs(Checker& c) : c_(c) {}
+    std::string put(BlobKind, std::span<const char>) override {
+      throw Error(ErrorCode::internal, "a plan check may not add blobs");
+    }
+    std::span<const char> get(const std::string& key, BlobKind kind) const override {
+      return c_.blob("the step", key, kind).bytes;
+    }
+
+   private:
+    Checker& c_;
+  };
 
   const Blob& blob(const std::string& who, const std::string& key, BlobKind kind) {
     auto it = plan_.blobs.find(key);
@@ -156,8 +144,8 @@ class Checker {
   // bundle whose kernels write none of an output would run and leave it unwritten.
   void check_outputs_written(const std::string& who, const Step& s, const fuse::Region& r) {
     std::vector<bool> written(r.outputs.size(), false);
-    for (const KernelRecord& k : s.kernels) {
-      for (const PointerSlot& p : k.pointers) {
+    for (const KernelRecord& k : s.saved.kernels) {
+      for (const PointerRecord& p : k.pointers) {
         if (p.source == PointerSource::output && static_cast<size_t>(p.index) < written.size()) written[p.index] = true;
       }
       for (const TensorMapRecord& t : k.tensor_maps) {
@@ -196,7 +184,7 @@ class Checker {
     }
     std::set<uint64_t> taken;
     for (size_t j = 0; j < k.pointers.size(); ++j) {
-      const PointerSlot& p = k.pointers[j];
+      const PointerRecord& p = k.pointers[j];
       const std::string slot = who + ", pointer slot " + std::to_string(j);
       if (p.arg_offset % 8 != 0 || p.arg_offset + 8 > k.args.size()) {
         fail(slot + ": the 8-byte pointer at argument offset " + std::to_string(p.arg_offset) +
@@ -252,7 +240,7 @@ class Checker {
       fail(where + ": the 128-byte map at argument offset " + std::to_string(t.arg_offset) +
            " must be 64-aligned and inside the " + std::to_string(k.args.size()) + " argument bytes");
     }
-    for (const PointerSlot& p : k.pointers) {
+    for (const PointerRecord& p : k.pointers) {
       if (p.arg_offset + 8 > t.arg_offset && p.arg_offset < t.arg_offset + 128) {
         fail(where + ": overlaps the pointer slot at argument offset " + std::to_string(p.arg_offset));
       }
@@ -275,7 +263,7 @@ class Checker {
            " is not a tensor of the region");
     }
     const DType dt = g_.tensor(list[t.index]).dtype;
-    if (t.data_type != jit::tensor_map_data_type(dt)) {
+    if (t.data_type != tensor_map_record_type(dt)) {
       fail(where + ": its data type does not match the tensor's " + std::string(to_string(dt)));
     }
     for (int i = 0; i < 2; ++i) {

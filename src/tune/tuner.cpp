@@ -12,22 +12,6 @@
 
 namespace sinter::tune {
 
-std::string_view to_string(TuneMode m) {
-  switch (m) {
-    case TuneMode::heuristic: return "heuristic";
-    case TuneMode::fast: return "fast";
-    case TuneMode::exhaustive: return "exhaustive";
-  }
-  return "?";
-}
-
-std::optional<TuneMode> parse_tune_mode(std::string_view s) {
-  for (TuneMode m : {TuneMode::heuristic, TuneMode::fast, TuneMode::exhaustive}) {
-    if (to_string(m) == s) return m;
-  }
-  return std::nullopt;
-}
-
 namespace {
 
 // Device buffers for one region's inputs (several copies when they would sit in L2, so that
@@ -146,47 +130,62 @@ CandidateTime time_candidate(const Graph& g, const fuse::Region& r, const Engine
 
 }  // namespace
 
-TuneReport tune(const Graph& g, const fuse::Partition& p, const std::vector<const Engine*>& engines,
-                EngineContext& ctx, TimingCache* cache, const DeviceKey& device,
-                const TuneOptions& o) {
+std::vector<RegionCandidates> gather_candidates(const Graph& g, const fuse::Partition& p,
+                                               std::span<const Engine* const> engines, const EngineContext& ctx,
+                                               const TuneOptions& o) {
+  std::vector<RegionCandidates> out;
+  for (const fuse::Region& r : p.regions) {
+    RegionCandidates rc;
+    rc.region = r.id;
+    for (const Engine* e : engines) {
+      const Support s = e->supports(g, r, ctx);
+      if (!s.ok) {
+        rc.refusals.push_back({std::string(e->name()), s.reason});
+        continue;
+      }
+      std::vector<Candidate> cands = e->candidates(g, r, ctx);
+      if (cands.empty()) {
+        rc.refusals.push_back({std::string(e->name()), "it offered no candidate for this region"});
+        continue;
+      }
+      // an output that can share its input's memory runs nothing: nothing to time or beat
+      if (e->output_shares_input()) {
+        rc.list.assign(1, {e, cands.front()});
+        break;
+      }
+      const size_t keep = o.mode == TuneMode::exhaustive ? cands.size()
+                          : o.mode == TuneMode::fast     ? std::min<size_t>(cands.size(), o.top_k)
+                                                         : 1;
+      if (o.mode == TuneMode::heuristic && (o.candidate >= 0 || !o.config.empty())) {
+        for (const Candidate& c : cands) {
+          if (o.config.empty() ? c.index == o.candidate : c.config == o.config) rc.list.push_back({e, c});
+        }
+      }
+      for (size_t i = 0; i < keep; ++i) rc.list.push_back({e, cands[i]});
+      if (o.mode == TuneMode::heuristic) break;
+    }
+    if (rc.list.empty()) {
+      std::string why;
+      for (const auto& [e, reason] : rc.refusals) why += (why.empty() ? "" : "; ") + e + ": " + reason;
+      throw Error(ErrorCode::unsupported, "region " + std::to_string(r.id) + " (" + std::string(to_string(r.kind)) +
+                                              "): no engine supports it: " + why);
+    }
+    out.push_back(std::move(rc));
+  }
+  return out;
+}
+
+TuneReport tune(const Graph& g, const fuse::Partition& p, const std::vector<RegionCandidates>& candidates,
+                EngineContext& ctx, TimingCache* cache, const DeviceKey& device, const TuneOptions& o) {
   TuneReport report;
   std::unique_ptr<cuda::Stream> stream;
   const int nregions = static_cast<int>(p.regions.size());
-  for (const fuse::Region& r : p.regions) {
+  for (const RegionCandidates& rc : candidates) {
+    const fuse::Region& r = p.regions.at(rc.region);
     Choice choice;
     choice.region = r.id;
-    if (r.kind == fuse::RegionKind::alias && g.tensor(g.node(r.anchor).inputs[0]).strides ==
-                                                 contiguous_strides(g.tensor(g.node(r.anchor).inputs[0]).dims)) {
-      report.choices.push_back(std::move(choice));
-      continue;
-    }
-    // Every supported engine's candidates, in preference order.
-    std::vector<std::pair<const Engine*, Candidate>> all;
-    std::string refusals;
-    for (const Engine* e : engines) {
-      const Support s = e->supports(g, r);
-      if (!s.ok) {
-        refusals += std::string(refusals.empty() ? "" : "; ") + std::string(e->name()) + ": " + s.reason;
-        continue;
-      }
-      auto cands = e->candidates(g, r, ctx);
-      const size_t keep = o.mode == TuneMode::exhaustive ? cands.size()
-                          : o.mode == TuneMode::fast     ? std::min<size_t>(cands.size(), o.top_k)
-                                                         : std::min<size_t>(cands.size(), 1);
-      if (o.mode == TuneMode::heuristic && (o.candidate >= 0 || !o.config.empty())) {
-        for (const Candidate& c : cands) {
-          if (o.config.empty() ? c.index == o.candidate : c.config == o.config) all.push_back({e, c});
-        }
-      }
-      for (size_t i = 0; i < keep; ++i) all.push_back({e, cands[i]});
-      if (o.mode == TuneMode::heuristic && !all.empty()) break;
-    }
-    if (all.empty()) {
-      throw Error(ErrorCode::unsupported, "region " + std::to_string(r.id) + " (" +
-                                              std::string(to_string(r.kind)) +
-                                              "): no engine supports it: " + refusals);
-    }
-    if (o.mode == TuneMode::heuristic) {
+    const std::vector<std::pair<const Engine*, Candidate>>& all = rc.list;
+    if (o.mode == TuneMode::heuristic || all.front().first->output_shares_input()) {
       choice.engine = all.front().first;
       choice.candidate = all.front().second;
       report.choices.push_back(std::move(choice));

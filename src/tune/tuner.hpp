@@ -3,9 +3,11 @@
 // remembered in a TimingCache so a second build of the same graph times nothing.
 #pragma once
 
+#include "sinter/compile.hpp"
 #include "sinter/host_tensor.hpp"
 
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,9 +16,7 @@
 
 namespace sinter::tune {
 
-enum class TuneMode { heuristic, fast, exhaustive };
-std::string_view to_string(TuneMode m);
-std::optional<TuneMode> parse_tune_mode(std::string_view s);
+using TuneMode = sinter::TuneMode;  // sinter/compile.hpp
 
 struct TuneOptions {
   TuneMode mode = TuneMode::heuristic;
@@ -37,14 +37,14 @@ struct TuneOptions {
   // error bound; one that disagrees is skipped with the figures. A wrong kernel must never win
   // on speed. Costs a copy of the outputs to the host per candidate.
   bool check_outputs = true;
-  // Called after each candidate: (regions done, regions, candidates done in this region,
+  // Called after each timed candidate: (region, regions, candidates done in this region,
   // candidates in this region, best so far or "").
   std::function<void(int, int, int, int, const std::string&)> progress;
 };
 
 struct Choice {
   int region = 0;
-  const Engine* engine = nullptr;  // null for aliases (no kernel)
+  const Engine* engine = nullptr;
   Candidate candidate;
   double median_ms = -1;  // < 0: not timed (heuristic mode, or from the engine's ranking)
   bool from_cache = false;
@@ -65,10 +65,23 @@ std::string output_disagreement(const Graph& g, const std::vector<TensorId>& ten
                                 const std::vector<HostTensor>& got, const std::vector<HostTensor>& want,
                                 const std::string& want_name);
 
-// `engines` in preference order (ties in time go to the earlier engine, then the lower index).
-// `cache` may be null. Timing needs a GPU; heuristic mode does not time.
-TuneReport tune(const Graph& g, const fuse::Partition& p, const std::vector<const Engine*>& engines,
-                EngineContext& ctx, TimingCache* cache, const DeviceKey& device,
-                const TuneOptions& options);
+// The candidates tuning considers for each region, in the engines' preference order: heuristic
+// mode the first supporting engine's best-ranked (after the forced one, TuneOptions::candidate or
+// ::config, where it has it); fast mode each supporting engine's top_k; exhaustive mode all. An
+// engine whose output shares its input's memory, where it supports a region, is its only
+// candidate. Error(unsupported) naming the region and each engine's reason where none supports it.
+struct RegionCandidates {
+  int region = 0;
+  std::vector<std::pair<const Engine*, Candidate>> list;
+  std::vector<std::pair<std::string, std::string>> refusals;  // (engine, why) of the engines before
+};
+std::vector<RegionCandidates> gather_candidates(const Graph& g, const fuse::Partition& p,
+                                               std::span<const Engine* const> engines, const EngineContext& ctx,
+                                               const TuneOptions& options);
+
+// One choice per region: the first candidate in heuristic mode (and where there is one), else the
+// fastest timed (ties to the earlier). `cache` may be null. Timing needs a GPU.
+TuneReport tune(const Graph& g, const fuse::Partition& p, const std::vector<RegionCandidates>& candidates,
+                EngineContext& ctx, TimingCache* cache, const DeviceKey& device, const TuneOptions& options);
 
 }  // namespace sinter::tune

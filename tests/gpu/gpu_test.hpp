@@ -30,4 +30,10 @@ class GpuTest : public ::testing::Test {
   cuda::DeviceProperties properties_;
 };
 
+// For tests that compile kernels themselves: memory only, so tests never depend on disk state.
+inline cuda::KernelCache& shared_cache() {
+  static cuda::KernelCache cache("");
+  return cache;
+}
+
 }  // namespace sinter::testing

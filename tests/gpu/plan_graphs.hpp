@@ -1,7 +1,7 @@
 // Graphs the plan tests and bench_plan share.
 #pragma once
 
-#include "fuse/region.hpp"
+#include "sinter/compile.hpp"
 #include "sinter/graph.hpp"
 
 namespace sinter::testing {
@@ -17,10 +17,6 @@ inline Graph pointwise_chain(int ops, int64_t elements) {
   return g;
 }
 
-inline fuse::FusionOptions no_fusion() {
-  fuse::FusionOptions f;
-  f.fuse_epilogues = f.fuse_prologues = f.fuse_reductions = f.fuse_pointwise = f.fuse_layout_chains = false;
-  return f;
-}
+inline FusionOptions no_fusion() { return FusionOptions::none(); }
 
 }  // namespace sinter::testing

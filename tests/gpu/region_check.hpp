@@ -7,8 +7,8 @@
 #include <optional>
 #include <random>
 
-#include "exec/stream_executor.hpp"
 #include "gpu/gpu_test.hpp"
+#include "gpu/test_plan.hpp"
 #include "sinter/reference.hpp"
 
 namespace sinter::testing {
@@ -44,17 +44,12 @@ inline OutputError output_error(const Graph& g, TensorId id, const TensorMap& in
   return e;
 }
 
-inline cuda::KernelCache& shared_cache() {
-  static cuda::KernelCache cache("");  // memory only: tests must not depend on disk state
-  return cache;
-}
-
 class GpuRegions : public GpuTest {
  protected:
-  // Runs `g` through the StreamExecutor and the CPU reference and compares every output.
+  // Compiles and runs `g` (test_plan.hpp) and the CPU reference and compares every output.
   // `bound_scale` loosens the bound for outputs that amplify rounding (long f32 sums);
   // `adjust` may overwrite some of the random inputs (special values such as -inf).
-  void check(Graph g, double bound_scale = 1.0, ExecutorOptions opts = {},
+  void check(Graph g, double bound_scale = 1.0, CompileOptions opts = {},
              const std::function<void(TensorMap&)>& adjust = nullptr) {
     g.validate();
     const uint64_t seed = fresh_seed();
@@ -62,7 +57,7 @@ class GpuRegions : public GpuTest {
     TensorMap inputs = random_inputs(g, seed);
     if (adjust) adjust(inputs);
     const TensorMap want = run_reference(g, inputs);
-    StreamExecutor ex(g, shared_cache(), opts);
+    TestPlan ex(g, opts);
     const TensorMap got = ex.run(inputs);
     std::optional<TensorMap> fused_want;
     for (TensorId id : g.outputs()) {
@@ -76,9 +71,9 @@ class GpuRegions : public GpuTest {
     }
   }
 
-  // Runs an already prepared executor `runs` more times on fresh inputs and compares each with
+  // Runs an already compiled plan `runs` more times on fresh inputs and compares each with
   // the reference: workspace counters and exit accumulators must reset between launches.
-  void check_reruns(StreamExecutor& ex, const Graph& g, double bound_scale = 1.0, int runs = 2) {
+  void check_reruns(TestPlan& ex, const Graph& g, double bound_scale = 1.0, int runs = 2) {
     for (int run = 0; run < runs; ++run) {
       const uint64_t seed = fresh_seed();
       SCOPED_TRACE("rerun " + std::to_string(run) + ", seed " + std::to_string(seed));

@@ -9,15 +9,15 @@ namespace {
 class GpuCublasLt : public GpuRegions {
  protected:
   void check_on_cublaslt(Graph g, double scale = 1.0) {
-    ExecutorOptions opts;
-    opts.engine = "cublaslt";
+    CompileOptions opts;
+    opts.engines = {"cublaslt"};
     g.validate();
     {
-      StreamExecutor ex(g, shared_cache(), opts);
+      TestPlan ex(g, opts);
       bool used = false;
-      for (const StepInfo& s : ex.steps()) {
+      for (const StepDescription& s : ex.steps()) {
         if (s.engine == "cublaslt") used = true;
-        std::printf("  step %d %s [%s] %s\n", s.region, s.kind.c_str(), s.engine.c_str(), s.description.c_str());
+        std::printf("  step %d %s [%s] %s\n", s.index, s.kind.c_str(), s.engine.c_str(), s.description.c_str());
       }
       EXPECT_TRUE(used) << "no step ran on cuBLASLt";
     }

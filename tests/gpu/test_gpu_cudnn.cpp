@@ -4,6 +4,7 @@
 // shapes, strides, padding and dilation; matmul with that chain; layernorm and rmsnorm. Every step must really run on
 // cuDNN.
 #include "engines/cudnn/cudnn_engine.hpp"
+#include "cuda/buffer.hpp"
 #include "engines/cudnn/cudnn_library.hpp"
 #include "gpu/region_check.hpp"
 
@@ -30,15 +31,15 @@ class GpuCudnn : public GpuRegions {
   }
 
   void check_on_cudnn(Graph g, double scale = 1.0) {
-    ExecutorOptions opts;
-    opts.engine = "cudnn";
+    CompileOptions opts;
+    opts.engines = {"cudnn"};
     g.validate();
     {
-      StreamExecutor ex(g, shared_cache(), opts);
+      TestPlan ex(g, opts);
       bool used = false;
-      for (const StepInfo& s : ex.steps()) {
+      for (const StepDescription& s : ex.steps()) {
         if (s.engine == "cudnn") used = true;
-        std::printf("  step %d %s [%s] %s\n", s.region, s.kind.c_str(), s.engine.c_str(), s.description.c_str());
+        std::printf("  step %d %s [%s] %s\n", s.index, s.kind.c_str(), s.engine.c_str(), s.description.c_str());
       }
       EXPECT_TRUE(used) << "no step ran on cuDNN (the reason is on stderr above); " << log_command();
     }

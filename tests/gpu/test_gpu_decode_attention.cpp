@@ -59,9 +59,9 @@ Graph decode_sdpa(const Case& c) {
 
 class GpuDecodeAttention : public GpuRegions {
  protected:
-  void expect_decode_step(const StreamExecutor& ex, const std::string& name) {
+  void expect_decode_step(const TestPlan& ex, const std::string& name) {
     bool found = false;
-    for (const StepInfo& s : ex.steps()) {
+    for (const StepDescription& s : ex.steps()) {
       if (s.kind != "sdpa") continue;
       found = true;
       std::printf("  %s: %s\n", name.c_str(), s.description.c_str());
@@ -72,12 +72,12 @@ class GpuDecodeAttention : public GpuRegions {
 
   // check() on the jit engine's candidate 0, then the same executor twice on fresh inputs.
   void check_decode(Graph g, double bound_scale = 1.0) {
-    ExecutorOptions opts;
-    opts.engine = "jit";
-    opts.tuning.candidate = 0;
+    CompileOptions opts;
+    opts.engines = {"jit"};
+    opts.candidate = 0;
     const Graph copy = g;
     check(std::move(g), bound_scale, opts);
-    StreamExecutor ex(copy, shared_cache(), opts);
+    TestPlan ex(copy, opts);
     expect_decode_step(ex, copy.name());
     check_reruns(ex, copy, bound_scale);
   }

@@ -52,18 +52,18 @@ class GpuDecodeGemm : public GpuRegions {
     return out;
   }
 
-  ExecutorOptions forced(const std::string& config) {
-    ExecutorOptions opts;
-    opts.engine = "jit";
-    opts.tuning.config = config;
+  CompileOptions forced(const std::string& config) {
+    CompileOptions opts;
+    opts.engines = {"jit"};
+    opts.candidate_config = config;
     return opts;
   }
 
   // words: more that the matmul step's description must hold (the settings a test forces)
-  void expect_decode_step(const StreamExecutor& ex, const std::string& name, const std::string& tile,
+  void expect_decode_step(const TestPlan& ex, const std::string& name, const std::string& tile,
                           const std::vector<std::string>& words = {}) {
     bool found = false;
-    for (const StepInfo& s : ex.steps()) {
+    for (const StepDescription& s : ex.steps()) {
       if (s.kind != "matmul") continue;
       found = true;
       std::printf("  %s: %s\n", name.c_str(), s.description.c_str());
@@ -83,9 +83,9 @@ class GpuDecodeGemm : public GpuRegions {
 
   void check_candidate(const Graph& copy, const std::string& candidate, const std::string& tile, double bound_scale,
                        const std::vector<std::string>& words = {}) {
-    const ExecutorOptions opts = forced(candidate);
+    const CompileOptions opts = forced(candidate);
     check(Graph(copy), bound_scale, opts);
-    StreamExecutor ex(copy, shared_cache(), opts);
+    TestPlan ex(copy, opts);
     expect_decode_step(ex, copy.name(), tile, words);
     check_reruns(ex, copy, bound_scale);
   }

@@ -52,8 +52,8 @@ class GpuHopperGemm : public GpuRegions {
     g.output(y, "y");
     g.output(g.amax(y), "amax");
     check_every_candidate(g, 2.0);
-    StreamExecutor ex(g, shared_cache(), {});
-    for (const StepInfo& s : ex.steps()) {
+    TestPlan ex(g);
+    for (const StepDescription& s : ex.steps()) {
       if (s.kind == "matmul" && s.engine == "jit") {
         EXPECT_NE(s.description.find("batch-folded"), std::string::npos) << s.description;
       }
@@ -63,8 +63,8 @@ class GpuHopperGemm : public GpuRegions {
   // Checks `g` on the jit engine and that its matmul step ran on the Hopper kernel (or, with
   // `expect_sm90` false, on the generic tile with the fallback reported).
   void check_on(Graph g, bool expect_sm90, double bound_scale = 1.0) {
-    ExecutorOptions opts;
-    opts.engine = "jit";
+    CompileOptions opts;
+    opts.engines = {"jit"};
     // Force the tile under test: for M <= 16 the decode tile would be the default.
     const fuse::Partition p = fuse::partition_graph(g);
     for (const fuse::Region& r : p.regions) {
@@ -72,13 +72,13 @@ class GpuHopperGemm : public GpuRegions {
       const jit::MatmulTile tile = expect_sm90 ? jit::MatmulTile::sm90_ctile : jit::MatmulTile::generic;
       const int index = jit::matmul_config_index(g, r, properties_, tile);
       ASSERT_GE(index, 0) << g.name();
-      opts.tuning.config = jit::config_text(jit::matmul_configs(g, r, properties_).at(index));
+      opts.candidate_config = jit::config_text(jit::matmul_configs(g, r, properties_).at(index));
     }
     const Graph copy = g;
     check(std::move(g), bound_scale, opts);
-    StreamExecutor ex(copy, shared_cache(), opts);
+    TestPlan ex(copy, opts);
     bool found = false;
-    for (const StepInfo& s : ex.steps()) {
+    for (const StepDescription& s : ex.steps()) {
       if (s.kind != "matmul") continue;
       found = true;
       std::printf("  %s: %s\n", copy.name().c_str(), s.description.c_str());
@@ -116,12 +116,12 @@ class GpuHopperGemm : public GpuRegions {
           want.find("coop(") != std::string::npos && !(tall && placement)) {
         EXPECT_NE(want.find(coop_word), std::string::npos) << want;
       }
-      ExecutorOptions opts;
-      opts.engine = "jit";
-      opts.tuning.config = jit::config_text(v);
+      CompileOptions opts;
+      opts.engines = {"jit"};
+      opts.candidate_config = jit::config_text(v);
       check(g, bound_scale, opts);
-      StreamExecutor ex(g, shared_cache(), opts);
-      for (const StepInfo& s : ex.steps()) {
+      TestPlan ex(g, opts);
+      for (const StepDescription& s : ex.steps()) {
         if (s.kind != "matmul") continue;
         std::printf("  %s candidate %s: %s\n", g.name().c_str(), jit::config_text(v).c_str(), s.description.c_str());
         EXPECT_EQ(s.description.rfind(want, 0), 0u) << s.description;
@@ -194,12 +194,12 @@ TEST_F(GpuHopperGemm, GpcOrderCoversEveryItemOnce) {
     } else {
       g.output(y, "y");
     }
-    ExecutorOptions opts;
-    opts.engine = "jit";
+    CompileOptions opts;
+    opts.engines = {"jit"};
     check(g, fused_epilogue ? 2.0 : 1.0, opts);
-    StreamExecutor ex(g, shared_cache(), opts);
+    TestPlan ex(g, opts);
     int matmuls = 0;
-    for (const StepInfo& s : ex.steps()) {
+    for (const StepDescription& s : ex.steps()) {
       if (s.kind != "matmul") continue;
       ++matmuls;
       std::printf("  %s: %s\n", g.name().c_str(), s.description.c_str());
@@ -508,10 +508,10 @@ TEST_F(GpuHopperGemm, EveryCandidateAmaxOfPackedWords) {
         if (!std::isnan(c.bias_all)) bias.set(j, c.bias_all);
       }
       if (c.expect_nan || !std::isnan(c.bias_col_700)) bias.set(700, c.bias_col_700);
-      ExecutorOptions opts;
-      opts.engine = "jit";
-      opts.tuning.config = jit::config_text(v);
-      StreamExecutor ex(g, shared_cache(), opts);
+      CompileOptions opts;
+      opts.engines = {"jit"};
+      opts.candidate_config = jit::config_text(v);
+      TestPlan ex(g, opts);
       const TensorMap got = ex.run(inputs);
       const TensorMap want = run_reference(g, inputs);
       const double amax = got.at("amax").get(0), want_amax = want.at("amax").get(0);

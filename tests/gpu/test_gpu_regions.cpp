@@ -17,7 +17,7 @@
 #include "cuda/stream.hpp"
 #include "cuda/kernel_cache.hpp"
 #include "example_graphs.hpp"
-#include "exec/stream_executor.hpp"
+#include "cuda/buffer.hpp"
 #include "gpu/gpu_test.hpp"
 #include "engines/jit/codegen.hpp"
 #include "gpu/region_check.hpp"
@@ -99,7 +99,7 @@ TEST_F(GpuRegions, GeluIsAccurateElementByElement) {
   HostTensor xs(DType::f32, {n});
   const std::vector<float> sweep = gelu_sweep(n, 13.0);
   for (int64_t i = 0; i < n; ++i) xs.set(i, sweep[static_cast<size_t>(i)]);
-  StreamExecutor ex(g, shared_cache());
+  TestPlan ex(g);
   const TensorMap got = ex.run({{"x", xs}});
   const HostTensor& y = got.at("y");
   double worst[3] = {0, 0, 0};  // |x| <= 3, <= 6, <= 9
@@ -302,8 +302,8 @@ TEST_F(GpuRegions, ExampleGraphs) {
 }
 
 TEST_F(GpuRegions, ExampleGraphsUnfused) {
-  ExecutorOptions opts;
-  opts.fusion = fuse::FusionOptions{false, false, false, false, false};
+  CompileOptions opts;
+  opts.fusion = FusionOptions::none();
   for (const auto& ex : examples::all_examples()) check(ex.build(), 1.0, opts);
 }
 
@@ -314,9 +314,9 @@ TEST_F(GpuRegions, ExampleGraphsUnfused) {
 TEST_F(GpuRegions, RowwiseCandidatesEachCorrect) {
   for (const jit::RowwiseConfig& config : jit::all_rowwise_configs()) {
     SCOPED_TRACE("config " + jit::config_text(config));
-    ExecutorOptions opts;
-    opts.engine = "jit";
-    opts.tuning.config = jit::config_text(config);
+    CompileOptions opts;
+    opts.engines = {"jit"};
+    opts.candidate_config = jit::config_text(config);
     for (auto shape : {Dims{5, 8192}, Dims{3, 1000}, Dims{7, 24}, Dims{2, 3, 2048}, Dims{1, 1}}) {
       SCOPED_TRACE("shape " + dims_to_string(shape));
       const Dims row{shape.back()};
@@ -355,9 +355,9 @@ TEST_F(GpuRegions, RowwiseCandidatesEdgeCases) {
   const double inf = std::numeric_limits<double>::infinity();
   for (const jit::RowwiseConfig& config : jit::all_rowwise_configs()) {
     SCOPED_TRACE("config " + jit::config_text(config));
-    ExecutorOptions opts;
-    opts.engine = "jit";
-    opts.tuning.config = jit::config_text(config);
+    CompileOptions opts;
+    opts.engines = {"jit"};
+    opts.candidate_config = jit::config_text(config);
     for (auto shape : {Dims{3, 40000}, Dims{2, 70000}}) {  // 80 and 140 KB rows: no ring fits
       SCOPED_TRACE("shape " + dims_to_string(shape));
       Graph g("add_ln_long");
@@ -424,9 +424,9 @@ TEST_F(GpuRegions, RowwiseCandidatesEdgeCases) {
 TEST_F(GpuRegions, PointwiseCandidatesEachCorrect) {
   for (const jit::PointwiseConfig& config : jit::all_pointwise_configs()) {
     SCOPED_TRACE("config " + jit::config_text(config));
-    ExecutorOptions opts;
-    opts.engine = "jit";
-    opts.tuning.config = jit::config_text(config);
+    CompileOptions opts;
+    opts.engines = {"jit"};
+    opts.candidate_config = jit::config_text(config);
     for (auto shape : {Dims{33, 1024}, Dims{7, 1001}, Dims{1, 1}, Dims{1000, 8}, Dims{2999, 4104}}) {
       SCOPED_TRACE("shape " + dims_to_string(shape));
       Graph g("pw_chain10");
@@ -452,7 +452,7 @@ TEST_F(GpuRegions, PointwiseCandidatesEachCorrect) {
                      0.0625),
                "y");
       {
-        StreamExecutor ex(g, shared_cache(), opts);
+        TestPlan ex(g, opts);
         ASSERT_EQ(ex.steps().size(), 1u);
         const bool flat = ex.steps()[0].description.find(" flat") != std::string::npos;
         EXPECT_EQ(flat, config.flat) << ex.steps()[0].description;
@@ -516,9 +516,9 @@ TEST_F(GpuRegions, RowwiseWarpCombine) {
   const double inf = std::numeric_limits<double>::infinity();
   for (const jit::RowwiseConfig& config : jit::all_rowwise_configs()) {
     SCOPED_TRACE("config " + jit::config_text(config));
-    ExecutorOptions opts;
-    opts.engine = "jit";
-    opts.tuning.config = jit::config_text(config);
+    CompileOptions opts;
+    opts.engines = {"jit"};
+    opts.candidate_config = jit::config_text(config);
     for (auto shape : {Dims{5, 8192}, Dims{3, 1000}, Dims{7, 24}, Dims{1, 1}}) {
       SCOPED_TRACE("shape " + dims_to_string(shape));
       const Dims row{shape.back()};
@@ -527,8 +527,8 @@ TEST_F(GpuRegions, RowwiseWarpCombine) {
       auto s = ln.add(x, ln.input("res", DType::bf16, shape));
       ln.output(ln.layernorm(s, ln.input("w", DType::bf16, row), ln.input("b", DType::bf16, row)), "y");
       {
-        StreamExecutor ex(ln, shared_cache(), opts);
-        for (const StepInfo& st : ex.steps()) {
+        TestPlan ex(ln, opts);
+        for (const StepDescription& st : ex.steps()) {
           if (st.kind == "rowwise") {
             EXPECT_EQ(st.description.find("warp-combine") != std::string::npos, form == "warp") << st.description;
             EXPECT_EQ(st.description.find("pairwise-combine") != std::string::npos, form == "pairwise")

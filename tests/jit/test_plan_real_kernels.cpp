@@ -5,13 +5,14 @@
 // record gives back the spec a runner launches: the same launch shape and argument bytes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "cuda/kernel_cache.hpp"
 #include "engines/jit/codegen.hpp"
 #include "example_graphs.hpp"
 #include "plan/bundle.hpp"
-#include "plan/kernel_record.hpp"
+#include "engines/jit/saved_kernels.hpp"
 #include "plan/memory_plan.hpp"
 
 using namespace sinter;
@@ -27,10 +28,14 @@ cuda::DeviceProperties fake_h200() {
   return p;
 }
 
-bool is_contiguous(const TensorInfo& t) { return t.strides == contiguous_strides(t.dims); }
+// What the alias engine takes: a reshape of a contiguous tensor that is not a graph output.
+bool shares_memory(const Graph& g, const Node& n) {
+  const TensorInfo& in = g.tensor(n.inputs[0]);
+  return in.strides == contiguous_strides(in.dims) &&
+         std::find(g.outputs().begin(), g.outputs().end(), n.outputs[0]) == g.outputs().end();
+}
 
-// What build_plan does from a StreamExecutor, with the jit engine only and NVRTC instead of a
-// GPU: (spec, record) pairs per kernel, for comparison after the round trip.
+// What compile assembles, with the jit engine only and NVRTC instead of a GPU: (spec, record) pairs per kernel, for comparison after the round trip.
 plan::Plan jit_plan(const Graph& g, cuda::KernelCache& cache, std::vector<jit::KernelSpec>& specs) {
   plan::Plan p;
   p.producer = "sinter jit test";
@@ -44,13 +49,15 @@ plan::Plan jit_plan(const Graph& g, cuda::KernelCache& cache, std::vector<jit::K
     s.region = r.id;
     s.kind = r.kind;
     const Node& anchor = g.node(r.anchor >= 0 ? r.anchor : r.nodes().front());
-    if (r.kind == fuse::RegionKind::alias && is_contiguous(g.tensor(anchor.inputs[0]))) {
-      s.engine = std::string(plan::kAliasEngine);
+    if (r.kind == fuse::RegionKind::alias && shares_memory(g, anchor)) {
+      s.engine = "alias";
+      s.config = "alias";
       alias[anchor.outputs[0]] = anchor.inputs[0];
       p.steps.push_back(std::move(s));
       continue;
     }
-    s.engine = std::string(plan::kJitEngine);
+    s.engine = "jit";
+    s.config = jit::config_text(jit::region_configs(g, r, fake_h200()).at(0));
     jit::RegionKernels rk = jit::build_region(g, r, fake_h200());
     if (rk.workspace_bytes) {
       s.workspace_offset = workspace = (workspace + 255) / 256 * 256;
@@ -64,7 +71,7 @@ plan::Plan jit_plan(const Graph& g, cuda::KernelCache& cache, std::vector<jit::K
       req.source = k.source;
       req.options.arch = "sm_90a";
       const auto bin = cache.get_binary(req);
-      s.kernels.push_back(plan::add_kernel_record(p, k, bin->cubin, cuda::to_hex(bin->key)));
+      s.saved.kernels.push_back(jit::to_kernel_record(k, plan::add_blob(p, BlobKind::cubin, bin->cubin), cuda::to_hex(bin->key)));
       s.description += k.description + "; ";
       specs.push_back(std::move(k));
     }
@@ -88,9 +95,9 @@ TEST(PlanRealKernels, ExamplesRoundTripWithCompiledKernels) {
     const plan::Plan q = plan::load_plan_bundle(bytes, ex.file);
     size_t n = 0;
     for (const plan::Step& s : q.steps) {
-      for (const plan::KernelRecord& k : s.kernels) {
+      for (const KernelRecord& k : s.saved.kernels) {
         ASSERT_LT(n, specs.size());
-        const jit::KernelSpec back = plan::to_kernel_spec(k);
+        const jit::KernelSpec back = jit::to_kernel_spec(k);
         const jit::KernelSpec& want = specs[n++];
         EXPECT_EQ(back.entry, want.entry);
         EXPECT_EQ(back.launch.grid.x, want.launch.grid.x);

@@ -46,19 +46,21 @@ inline plan::Plan make_fixture_plan(int chain = 3, const std::string& name = "pl
     s.region = r.id;
     s.kind = r.kind;
     if (r.kind == fuse::RegionKind::matmul) {
-      s.engine = std::string(plan::kCublasLtEngine);
+      s.engine = "cublaslt";
+      s.config = "algo 6 tile 20 stages 8 splitK 1 ws 1 KiB";
       s.description = "cublaslt [none] algo 6";
       std::string algo(64, '\0');
       for (int i = 0; i < 64; ++i) algo[i] = static_cast<char>(i * 7 + 1);
-      s.config = plan::add_blob(p, plan::BlobKind::vendor_config, algo);
-      s.config_description = "algo 6 tile 20 stages 8 splitK 1 ws 1 KiB";
+      s.saved.config_blob = plan::add_blob(p, BlobKind::vendor_config, algo);
+      s.saved.config_description = "algo 6 tile 20 stages 8 splitK 1 ws 1 KiB";
       s.workspace_offset = workspace;
       s.workspace_bytes = 1024;
       workspace += 1024;
     } else {
-      s.engine = std::string(plan::kJitEngine);
+      s.engine = "jit";
+      s.config = "pointwise unroll=4 stream=0 pipelined=0 flat=1";
       s.description = "pointwise vec4";
-      plan::KernelRecord k;
+      KernelRecord k;
       k.entry = "sinter_region";
       k.description = "pointwise vec4 block256";
       k.grid = {4, 1, 1};
@@ -66,13 +68,13 @@ inline plan::Plan make_fixture_plan(int chain = 3, const std::string& name = "pl
       k.args.assign(24, 0);
       k.args[16] = 0x00;  // element count 1024 at offset 16 (little-endian)
       k.args[17] = 0x04;
-      k.pointers.push_back({plan::PointerSource::input, 0, 0, 0, 16, 0});
-      k.pointers.push_back({plan::PointerSource::output, 0, 0, 8, 16, 0});
+      k.pointers.push_back({PointerSource::input, 0, 0, 0, 16, 0});
+      k.pointers.push_back({PointerSource::output, 0, 0, 8, 16, 0});
       // Two distinct "cubins" shared by alternate steps: content addressing stores each once.
       const std::string cubin = std::string("\x7f" "ELF fake cubin ") + std::string(to_string(p.graph.node(r.nodes().front()).op));
-      k.cubin = plan::add_blob(p, plan::BlobKind::cubin, cubin);
+      k.cubin = plan::add_blob(p, BlobKind::cubin, cubin);
       k.cache_key = std::string(64, 'c');
-      s.kernels.push_back(std::move(k));
+      s.saved.kernels.push_back(std::move(k));
     }
     p.steps.push_back(std::move(s));
   }

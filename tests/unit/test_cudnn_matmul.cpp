@@ -75,9 +75,11 @@ TEST(CudnnMatmul, ReasonsForRefusal) {
       if (r.kind == fuse::RegionKind::matmul) mm = &r;
     }
     ASSERT_NE(mm, nullptr);
-    const Support s = cudnn::CudnnEngine(4, /*lower_secondary=*/false).supports(g, *mm);
+    cuda::KernelCache cache("");
+    const EngineContext unnamed{cache, cuda::assumed_h200()};  // auto: cuDNN not named
+    const Support s = cudnn::CudnnEngine().supports(g, *mm, unnamed);
     EXPECT_FALSE(s.ok);
-    EXPECT_NE(s.reason.find("only when it is forced"), std::string::npos) << s.reason;
+    EXPECT_NE(s.reason.find("only when it is named"), std::string::npos) << s.reason;
   }
 }
 

@@ -74,11 +74,13 @@ TEST(CudnnNorm, ReasonsForRefusal) {
     // auto keeps norms on our kernels: the engine built that way says so
     auto f = partitioned(norm_graph(false, true));
     if (!cudnn::library().loaded) GTEST_SKIP() << cudnn::library().reason;
-    const cudnn::CudnnEngine auto_engine(4, /*lower_secondary=*/false);
-    const Support s = auto_engine.supports(f->g, *f->rowwise);
+    cuda::KernelCache cache("");
+    const EngineContext unnamed{cache, cuda::assumed_h200()};
+    const EngineContext named{cache, cuda::assumed_h200(), {"cudnn"}};
+    const Support s = cudnn::CudnnEngine().supports(f->g, *f->rowwise, unnamed);
     EXPECT_FALSE(s.ok);
-    EXPECT_NE(s.reason.find("only when it is forced"), std::string::npos) << s.reason;
-    EXPECT_TRUE(cudnn::CudnnEngine().supports(f->g, *f->rowwise).ok);
+    EXPECT_NE(s.reason.find("only when it is named"), std::string::npos) << s.reason;
+    EXPECT_TRUE(cudnn::CudnnEngine().supports(f->g, *f->rowwise, named).ok);
   }
 }
 

@@ -1,4 +1,4 @@
-// Plan bundles (docs/plan-bundle.md): round trip, deterministic bytes, atomic save, and every
+// plan::Plan bundles (docs/plan-bundle.md): round trip, deterministic bytes, atomic save, and every
 // class of damage rejected as Error(corrupt_bundle) with a message that says what is wrong.
 #include <cuda.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/bundle_format.hpp"
-#include "plan/kernel_record.hpp"
+#include "engines/jit/saved_kernels.hpp"
 #include "plan_fixture.hpp"
 #include "sinter/json.hpp"
 
@@ -51,7 +51,7 @@ std::vector<char> edited(const std::vector<char>& bytes, const std::function<voi
   return frame_plan_bundle(m.dump(2) + "\n", area);
 }
 
-bool same_plan(const Plan& a, const Plan& b) {
+bool same_plan(const plan::Plan& a, const plan::Plan& b) {
   return a.producer == b.producer && save_graph_json(a.graph) == save_graph_json(b.graph) &&
          a.target == b.target && a.memory.arena_bytes == b.memory.arena_bytes &&
          a.memory.buffers.size() == b.memory.buffers.size() && a.workspace == b.workspace &&
@@ -61,11 +61,11 @@ bool same_plan(const Plan& a, const Plan& b) {
 }  // namespace
 
 TEST(PlanBundle, RoundTripKeepsEveryField) {
-  const Plan p = test::make_fixture_plan();
+  const plan::Plan p = test::make_fixture_plan();
   ASSERT_EQ(p.steps.size(), 4u);
   EXPECT_EQ(p.blobs.size(), 3u);  // relu and exp cubins (one shared by two steps), one config
   const std::vector<char> bytes = plan_bundle_bytes(p);
-  const Plan q = load_plan_bundle(bytes, "t.plan");
+  const plan::Plan q = load_plan_bundle(bytes, "t.plan");
   EXPECT_TRUE(same_plan(p, q));
   for (size_t b = 0; b < p.memory.buffers.size(); ++b) {
     EXPECT_EQ(p.memory.buffers[b].tensor, q.memory.buffers[b].tensor);
@@ -89,7 +89,7 @@ TEST(PlanBundle, SaveIsAtomicAndLoadsBack) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("sinter-plan-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "m.plan").string();
-  const Plan p = test::make_fixture_plan();
+  const plan::Plan p = test::make_fixture_plan();
   save_plan_bundle(p, path);
   save_plan_bundle(p, path);  // replacing an existing bundle
   EXPECT_TRUE(same_plan(p, load_plan_bundle(path)));
@@ -146,12 +146,12 @@ TEST(PlanBundle, WrongMagicAndVersion) {
   EXPECT_TRUE(contains(rejection(std::vector<char>{'{', '}'}), "not a Sinter plan bundle"));
   std::vector<char> newer = bytes;
   bundle_detail::put_le(newer.data() + bundle_detail::kVersionAt, kBundleVersion + 1, 4);
-  EXPECT_TRUE(contains(rejection(newer), "format version 3 is newer than this build reads (2)"));
+  EXPECT_TRUE(contains(rejection(newer), "format version 4 is newer than this build reads (3)"));
   newer.resize(20);  // a newer file says so even when its layout is unknown (truncated here)
   EXPECT_TRUE(contains(rejection(newer), "newer"));
   std::vector<char> older = bytes;
   bundle_detail::put_le(older.data() + bundle_detail::kVersionAt, kBundleVersion - 1, 4);
-  EXPECT_TRUE(contains(rejection(older), "format version 1 was written by an older Sinter"));
+  EXPECT_TRUE(contains(rejection(older), "format version 2 was written by an older Sinter"));
   std::vector<char> zero = bytes;
   bundle_detail::put_le(zero.data() + bundle_detail::kVersionAt, 0, 4);
   EXPECT_TRUE(contains(rejection(zero), "version 0"));
@@ -176,7 +176,7 @@ TEST(PlanBundle, WrongGraphIsCorrupt) {
 }
 
 TEST(PlanBundle, WrongArchIsCorrupt) {
-  const Plan p = test::make_fixture_plan();
+  const plan::Plan p = test::make_fixture_plan();
   cuda::DeviceProperties a100;
   a100.name = "NVIDIA A100-SXM4-80GB";
   a100.arch = "sm_80";
@@ -211,7 +211,7 @@ TEST(PlanBundle, SemanticDamageIsNamed) {
       {"but the region has 1", [](auto& m) { m["steps"][1]["kernels"][0]["pointers"][0]["index"] = 1; }},
       {"is not in the bundle", [](auto& m) { m["steps"][1]["kernels"][0]["cubin"] = std::string(64, 'a'); }},
       {"not used by any step", [](auto& m) { m["steps"][2]["kernels"][0]["cubin"] = m["steps"][1]["kernels"][0]["cubin"]; }},
-      {"needs its algorithm config", [](auto& m) { m["steps"][0].erase("config"); m["steps"][0].erase("config_description"); }},
+      {"needs its algorithm config", [](auto& m) { m["steps"][0].erase("config_blob"); m["steps"][0].erase("config_description"); }},
       {"expected an integer", [](auto& m) { m["steps"][1]["kernels"][0]["grid"][1] = 0; }},
       {"has no buffer", [](auto& m) { m["memory"]["buffers"].erase(size_t{0}); }},
       {"the workspace area", [](auto& m) { m["workspace"]["bytes"] = 4096; }},
@@ -232,8 +232,8 @@ TEST(PlanBundle, SemanticDamageIsNamed) {
 }
 
 TEST(PlanBundle, WriterRefusesPlansTheLoaderWouldReject) {
-  Plan p = test::make_fixture_plan();
-  p.steps[1].kernels[0].pointers[0].arg_offset = 64;
+  plan::Plan p = test::make_fixture_plan();
+  p.steps[1].saved.kernels[0].pointers[0].arg_offset = 64;
   try {
     (void)plan_bundle_bytes(p);
     ADD_FAILURE() << "a broken plan was written";
@@ -248,8 +248,8 @@ TEST(PlanBundle, WriterRefusesPlansTheLoaderWouldReject) {
 // tensor, overlaps a pointer or names a wrong type is refused by name.
 TEST(PlanBundle, TensorMapsRoundTripAndAreChecked) {
   auto with_map = [](const std::function<void(TensorMapRecord&)>& edit) {
-    Plan p = test::make_fixture_plan(3, "plan_fixture", DType::bf16);
-    KernelRecord& k = p.steps[1].kernels[0];  // a pointwise step over [64, 16] bf16: 2048 bytes
+    plan::Plan p = test::make_fixture_plan(3, "plan_fixture", DType::bf16);
+    KernelRecord& k = p.steps[1].saved.kernels[0];  // a pointwise step over [64, 16] bf16: 2048 bytes
     k.args.resize(256, 0);
     TensorMapRecord t;
     t.source = PointerSource::input;
@@ -263,11 +263,11 @@ TEST(PlanBundle, TensorMapsRoundTripAndAreChecked) {
     k.tensor_maps.push_back(t);
     return p;
   };
-  const Plan p = with_map([](TensorMapRecord&) {});
-  const Plan q = load_plan_bundle(plan_bundle_bytes(p), "t.plan");
-  ASSERT_EQ(q.steps[1].kernels[0].tensor_maps.size(), 1u);
-  EXPECT_EQ(q.steps[1].kernels[0].tensor_maps[0], p.steps[1].kernels[0].tensor_maps[0]);
-  const sinter::jit::KernelSpec spec = to_kernel_spec(q.steps[1].kernels[0]);
+  const plan::Plan p = with_map([](TensorMapRecord&) {});
+  const plan::Plan q = load_plan_bundle(plan_bundle_bytes(p), "t.plan");
+  ASSERT_EQ(q.steps[1].saved.kernels[0].tensor_maps.size(), 1u);
+  EXPECT_EQ(q.steps[1].saved.kernels[0].tensor_maps[0], p.steps[1].saved.kernels[0].tensor_maps[0]);
+  const sinter::jit::KernelSpec spec = jit::to_kernel_spec(q.steps[1].saved.kernels[0]);
   ASSERT_EQ(spec.tensor_maps.size(), 1u);
   EXPECT_EQ(spec.tensor_maps[0].arg_offset, 128u);
   EXPECT_EQ(spec.tensor_maps[0].dims[1], 64u);
@@ -300,7 +300,7 @@ TEST(PlanBundle, TensorMapsRoundTripAndAreChecked) {
     }
   }
   // bytes under a map that are not zero (an address) are refused at load, too
-  Plan dirty = with_map([](TensorMapRecord&) {});
+  plan::Plan dirty = with_map([](TensorMapRecord&) {});
   const std::vector<char> bytes = plan_bundle_bytes(dirty);
   const std::string m = rejection(edited(bytes, [](auto& j) {
     std::string args = j["steps"][1]["kernels"][0]["args"];
@@ -315,13 +315,14 @@ TEST(PlanBundle, TensorMapsRoundTripAndAreChecked) {
 // is refused by name.
 TEST(PlanBundle, CudnnStepsCarryTheirEngineConfig) {
   auto with_cudnn_step = [](const std::string& config_text) {
-    Plan p = test::make_fixture_plan();
-    const std::string old_blob = p.steps[0].config;  // the fixture's matmul step: a kind cuDNN lowers
+    plan::Plan p = test::make_fixture_plan();
+    const std::string old_blob = p.steps[0].saved.config_blob;  // the fixture's matmul step: a kind cuDNN lowers
     Step& mm = p.steps[0];
-    mm.engine = std::string(kCudnnEngine);
+    mm.engine = "cudnn";
+    mm.config = "eng 3 knobs {24=7} [heur A] ws 0 KiB";
     mm.description = "cudnn 9.14.0 matmul [f32] eng 3";
-    mm.config = add_blob(p, BlobKind::vendor_config, config_text);
-    mm.config_description = "eng 3 knobs {24=7} [heur A] ws 0 KiB";
+    mm.saved.config_blob = add_blob(p, BlobKind::vendor_config, config_text);
+    mm.saved.config_description = "eng 3 knobs {24=7} [heur A] ws 0 KiB";
     p.blobs.erase(old_blob);  // the cuBLASLt algo is no longer used by any step
     return p;
   };
@@ -329,10 +330,10 @@ TEST(PlanBundle, CudnnStepsCarryTheirEngineConfig) {
                                  std::string("sinter.cudnn.engine_config 2\nengine 3\nknob 24 7\nplan_json 9\n{\"a\":\n1}\n"),
                                  "sinter.cudnn.engine_config 3\nengine 3\nknob 24 7\ngraph " + std::string(64, 'e') +
                                      "\nplan_json 9\n{\"a\":\n1}\n"}) {
-    const Plan p = with_cudnn_step(text);
-    const Plan q = load_plan_bundle(plan_bundle_bytes(p), "t.plan");
+    const plan::Plan p = with_cudnn_step(text);
+    const plan::Plan q = load_plan_bundle(plan_bundle_bytes(p), "t.plan");
     EXPECT_EQ(q.steps[0].engine, "cudnn");
-    EXPECT_EQ(q.blobs.at(q.steps[0].config).bytes, p.blobs.at(p.steps[0].config).bytes);
+    EXPECT_EQ(q.blobs.at(q.steps[0].saved.config_blob).bytes, p.blobs.at(p.steps[0].saved.config_blob).bytes);
   }
   try {
     (void)plan_bundle_bytes(with_cudnn_step("sinter.cudnn.engine_config 2\nengine 3\nplan_json 20\n{}"));

@@ -1,36 +1,43 @@
-// sinter build FILE -o PLAN: prepare (and tune) every region of a graph on the GPU and save the
-// plan as one bundle (docs/plan-bundle.md) that `run`, `inspect` and `bench` load with no
-// compilation.
+// sinter build FILE -o PLAN: compile (and tune) a graph on the GPU and save the plan as one bundle
+// (docs/plan-bundle.md) that `run`, `inspect` and `bench` load with no compilation.
 #include <cstdio>
+#include <filesystem>
 
 #include "commands.hpp"
 #include "format.hpp"
-#include "plan/bundle.hpp"
-#include "plan_source.hpp"
-#include "sinter/error.hpp"
-#include "sinter/json.hpp"
+#include "session.hpp"
 
 namespace sinter::cli {
 
-int cmd_build(const BuildOptions& o) {
+int cmd_build(const Common& c, const BuildOptions& o) {
   if (is_plan_bundle_file(o.file)) {
     throw Error(ErrorCode::invalid_argument, "'" + o.file + "' is already a plan bundle; build takes a graph file (.json)");
   }
-  const Graph g = load_graph_file(o.file);
-  const PlanSource src = build_plan_for_graph(g, {o.tune, o.engine, o.no_fusion});
-  plan::save_plan_bundle(src.plan, o.output);
-  const std::vector<char> bytes = plan::plan_bundle_bytes(src.plan);
-  size_t kernels = 0;
-  for (const plan::Step& s : src.plan.steps) kernels += s.kernels.size();
-  std::printf("graph '%s': %zu steps, %zu kernels, %zu blobs; built in %s on %s\n%s", g.name().c_str(),
-              src.plan.steps.size(), kernels, src.plan.blobs.size(), human_ms(src.load_ms).c_str(),
-              src.plan.target.device.c_str(), src.report.c_str());
-  for (const plan::Step& s : src.plan.steps) {
-    std::printf("   step %-3d %-9s [%s] %s\n", s.region, std::string(fuse::to_string(s.kind)).c_str(), s.engine.c_str(),
-                s.description.c_str());
+  const LoadedPlan built = plan_from_file(c, o.file, {o.tune, o.engine, o.no_fusion});
+  built.plan.save(o.output);
+  const PlanDescription d = built.plan.describe();
+  if (o.json) {
+    std::printf("%s\n", to_json(d).c_str());
+    return kOk;
   }
-  std::printf("wrote %s (%s)\n", o.output.c_str(), human_bytes(double(bytes.size())).c_str());
-  return 0;
+  size_t kernels = 0;
+  for (const StepDescription& s : d.steps) kernels += s.kernels.size();
+  std::printf("graph '%s': %zu steps, %zu kernels, %zu blobs; built in %s on %s\n", d.graph.c_str(), d.steps.size(),
+              kernels, d.blobs, human_ms(built.ms).c_str(), d.device.c_str());
+  if (d.compile) {
+    std::printf("   %s\n", d.compile->kernel_cache.c_str());
+    if (d.compile->candidates_timed > 0 || d.compile->timing_cache_hits > 0) {
+      std::printf("   tuning (%s): %d candidates timed, %d regions from the timing cache (%s)%s\n", o.tune.c_str(),
+                  d.compile->candidates_timed, d.compile->timing_cache_hits, d.compile->timing_cache.c_str(),
+                  d.compile->candidates_timed == 0 ? ": zero timings, every choice came from the timing cache" : "");
+    }
+  }
+  for (const StepDescription& s : d.steps) {
+    std::printf("   step %-3d %-9s [%s] %s\n", s.index, s.kind.c_str(), s.engine.c_str(), s.description.c_str());
+    if (!s.fallback.empty()) std::printf("            fallback: %s\n", s.fallback.c_str());
+  }
+  std::printf("wrote %s (%s)\n", o.output.c_str(), human_bytes(double(std::filesystem::file_size(o.output))).c_str());
+  return kOk;
 }
 
 }  // namespace sinter::cli

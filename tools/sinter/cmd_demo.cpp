@@ -1,26 +1,60 @@
-// sinter demo: the main job. Runs every example graph end to end on whatever this machine has:
-// on a GPU, fused and compiled, compared with the CPU reference; without one, the CPU path.
+// sinter demo: the main job. Runs every example graph end to end on whatever this machine has: on
+// a GPU compiled into a plan, saved, loaded with no compilation, run on a stream and replayed as a
+// CUDA graph, each result compared with the CPU reference; without a GPU, the CPU path.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 
-#include <unistd.h>
-
 #include "commands.hpp"
-#include "cuda/device.hpp"
 #include "format.hpp"
-#include "gpu_run.hpp"
-#include "plan/bundle.hpp"
-#include "plan_source.hpp"
-#include "plan_timing.hpp"
-#include "sinter/error.hpp"
-#include "sinter/json.hpp"
-#include "sinter/reference.hpp"
+#include "session.hpp"
 
 namespace sinter::cli {
+namespace {
 
-int cmd_demo(const DemoOptions& o) {
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Compile, run, save, load, replay: throws when a result disagrees with the reference.
+TensorMap run_on_gpu(const Common& c, const Graph& g, const TensorMap& inputs, const TensorMap& ref) {
+  namespace fs = std::filesystem;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Plan plan = compile(g, compile_options(c, {}));
+  const double compile_ms = ms_since(t0);
+  PlanSession stream(plan, c, ExecMode::stream);
+  const TensorMap outputs = stream.run(inputs);
+  const Percentiles p = percentiles(stream.time(20, 3));
+  const PlanDescription d = plan.describe();
+  std::printf("   gpu: %zu steps compiled in %s, %s (median of 20); %s\n", d.steps.size(), human_ms(compile_ms).c_str(),
+              human_ms(p.p50).c_str(), d.compile ? d.compile->kernel_cache.c_str() : "");
+  for (const StepDescription& s : d.steps) {
+    std::printf("     step %d %s [%s] %s\n", s.index, s.kind.c_str(), s.engine.c_str(), s.description.c_str());
+  }
+  if (!print_comparison(g, outputs, ref)) throw Error(ErrorCode::internal, "the GPU result differs from the CPU reference");
+  // The shipping path: the plan saved, loaded (checked, no compilation) and replayed as a CUDA graph.
+  const fs::path bundle = fs::temp_directory_path() / ("sinter_demo_" + std::to_string(::getpid()) + ".plan");
+  plan.save(bundle.string());
+  const auto l0 = std::chrono::steady_clock::now();
+  const Plan loaded = Plan::load(bundle.string());
+  PlanSession graph(loaded, c, ExecMode::graph);
+  const TensorMap replayed = graph.run(inputs);
+  const double first_ms = ms_since(l0);
+  std::printf("   plan: saved (%s), loaded with 0 compilations and replayed as a CUDA graph: load to first result %s\n",
+              human_bytes(double(fs::file_size(bundle))).c_str(), human_ms(first_ms).c_str());
+  fs::remove(bundle);
+  if (!print_comparison(g, replayed, ref)) {
+    throw Error(ErrorCode::internal, "the replayed plan differs from the CPU reference");
+  }
+  return outputs;
+}
+
+}  // namespace
+
+int cmd_demo(const Common& c, const DemoOptions& o) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(o.examples_dir)) {
     throw Error(ErrorCode::io, "examples folder '" + o.examples_dir + "' " +
@@ -32,14 +66,12 @@ int cmd_demo(const DemoOptions& o) {
   }
   std::sort(files.begin(), files.end());
   if (files.empty()) throw Error(ErrorCode::io, "no .json graphs in '" + o.examples_dir + "'");
-
-  const cuda::GpuAvailability& gpu = cuda::gpu_availability();
+  const GpuAvailability gpu = gpu_availability();
   if (gpu.available) {
-    std::printf("GPU found: running each example fused on the GPU and checking it against the CPU "
-                "reference.\n\n");
+    std::printf("GPU found (%s): compiling each example into a plan, running it and checking it against the CPU "
+                "reference.\n\n", device_info(c.device).description.c_str());
   } else {
-    std::printf("No GPU on this machine (%s): running the CPU reference path.\n\n",
-                gpu.reason.c_str());
+    std::printf("No GPU on this machine (%s): running the CPU reference path.\n\n", gpu.reason.c_str());
   }
   int failures = 0;
   for (const fs::path& file : files) {
@@ -47,9 +79,8 @@ int cmd_demo(const DemoOptions& o) {
     try {
       const Graph g = load_graph_file(file.string());
       const GraphCost cost = graph_cost(g);
-      std::printf("   graph '%s': %zu nodes, %s, minimum traffic %s\n", g.name().c_str(),
-                  g.nodes().size(), human_flops(cost.flops).c_str(),
-                  human_bytes(cost.min_bytes).c_str());
+      std::printf("   graph '%s': %zu nodes, %s, minimum traffic %s\n", g.name().c_str(), g.nodes().size(),
+                  human_flops(cost.flops).c_str(), human_bytes(cost.min_bytes).c_str());
       // The file format must reproduce the graph exactly.
       const std::string text = save_graph_json(g);
       if (save_graph_json(load_graph_json(text, file.string())) != text) {
@@ -58,45 +89,15 @@ int cmd_demo(const DemoOptions& o) {
       const TensorMap inputs = random_inputs(g, o.seed);
       const auto t0 = std::chrono::steady_clock::now();
       const TensorMap ref = run_reference(g, inputs);
-      const double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      std::printf("   cpu reference: %s\n", human_ms(ms).c_str());
-      const TensorMap* outputs = &ref;
-      GpuRunReport rep;
-      if (gpu.available) {
-        rep = run_on_gpu(g, inputs, 20);
-        outputs = &rep.outputs;
-        std::printf("   %s\n   gpu: %d steps, %s (median of 20); %s\n%s", rep.device.c_str(),
-                    rep.regions, human_ms(rep.median_ms).c_str(), rep.cache_stats.c_str(),
-                    rep.plan.c_str());
-        if (!print_comparison(g, rep.outputs, ref)) {
-          throw Error(ErrorCode::internal, "the GPU result differs from the CPU reference");
-        }
-        // The shipping path: build the plan, save it, load it (checked, no compilation) and
-        // replay it as a CUDA graph.
-        const fs::path bundle = fs::temp_directory_path() / ("sinter_demo_" + std::to_string(::getpid()) + ".plan");
-        plan::save_plan_bundle(build_plan_for_graph(g, {}).plan, bundle.string());
-        const auto l0 = std::chrono::steady_clock::now();
-        PlanRunner runner(plan::load_plan_bundle(bundle.string()), "graph");
-        const TensorMap replayed = runner.run(inputs);
-        const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - l0).count();
-        std::printf("   plan: built, saved (%s), loaded with 0 compilations and replayed as a CUDA graph "
-                    "(%zu nodes): load to first result %s\n",
-                    human_bytes(double(fs::file_size(bundle))).c_str(), runner.graph()->node_count(),
-                    human_ms(first_ms).c_str());
-        fs::remove(bundle);
-        if (!print_comparison(g, replayed, ref)) {
-          throw Error(ErrorCode::internal, "the replayed plan differs from the CPU reference");
-        }
-      }
+      std::printf("   cpu reference: %s\n", human_ms(ms_since(t0)).c_str());
+      const TensorMap outputs = gpu.available ? run_on_gpu(c, g, inputs, ref) : ref;
       for (TensorId id : g.outputs()) {
         const TensorInfo& info = g.tensor(id);
-        const TensorStats s = tensor_stats(outputs->at(info.name));
-        if (s.nan_count) {
+        if (tensor_stats(outputs.at(info.name)).nan_count) {
           throw Error(ErrorCode::internal, "output '" + info.name + "' has NaN values");
         }
         std::printf("   %-14s %-22s %s\n", info.name.c_str(), type_string(info).c_str(),
-                    stats_string(outputs->at(info.name)).c_str());
+                    stats_string(outputs.at(info.name)).c_str());
       }
       std::printf("   ok\n");
     } catch (const Error& e) {
@@ -108,7 +109,7 @@ int cmd_demo(const DemoOptions& o) {
     }
   }
   std::printf("\n%zu example(s), %d failed\n", files.size(), failures);
-  return failures == 0 ? 0 : 1;
+  return failures == 0 ? kOk : kDisagrees;
 }
 
 }  // namespace sinter::cli

@@ -1,79 +1,94 @@
-// sinter run FILE: seeded random inputs; on the GPU (compared with the CPU reference) or on the
-// CPU reference alone; output statistics, optionally the outputs as .npy files.
+// sinter run FILE: a graph (or a plan bundle) on seeded random inputs or .npy files; on the GPU
+// (compiled, or loaded with no compilation, and compared with the CPU reference) or on the CPU
+// reference alone; output statistics, optionally the outputs as .npy files.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "commands.hpp"
-#include "cuda/device.hpp"
 #include "format.hpp"
-#include "gpu_run.hpp"
 #include "npy.hpp"
-#include "plan_source.hpp"
-#include "sinter/error.hpp"
-#include "sinter/json.hpp"
-#include "sinter/reference.hpp"
+#include "session.hpp"
 
 namespace sinter::cli {
+namespace {
 
-int cmd_run(const RunOptions& o) {
-  if (o.device != "auto" && o.device != "cpu" && o.device != "gpu") {
-    throw Error(ErrorCode::invalid_argument,
-                "--device must be auto, cpu or gpu; found '" + o.device + "'");
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void save_outputs(const Graph& g, const TensorMap& outputs, const std::string& folder) {
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  if (ec) throw Error(ErrorCode::io, "cannot create folder '" + folder + "': " + ec.message());
+  for (TensorId id : g.outputs()) {
+    const std::string& name = g.tensor(id).name;
+    const std::string path = folder + "/" + npy_file_name(name);
+    write_npy(outputs.at(name), path);
+    std::printf("wrote %s\n", path.c_str());
   }
-  if (!o.executor.empty() || is_plan_bundle_file(o.file)) {
-    if (o.device == "cpu") throw Error(ErrorCode::invalid_argument, "a plan runs on the GPU; --device cpu takes a graph file without --executor");
-    RunOptions with = o;
-    if (with.executor.empty()) with.executor = "stream";
-    return cmd_run_plan(with);
+}
+
+void print_steps(const PlanDescription& d) {
+  for (const StepDescription& s : d.steps) {
+    std::printf("     step %d %s [%s] %s", s.index, s.kind.c_str(), s.engine.c_str(), s.description.c_str());
+    if (s.tuned_ms >= 0) std::printf(" (%.4f ms%s)", s.tuned_ms, s.from_timing_cache ? ", timing cache" : "");
+    std::printf("\n");
+    if (!s.fallback.empty()) std::printf("       fallback: %s\n", s.fallback.c_str());
   }
-  const Graph g = load_graph_file(o.file);
-  const cuda::GpuAvailability& gpu = cuda::gpu_availability();
-  if (o.device == "gpu" && !gpu.available) {
-    throw Error(ErrorCode::unsupported, "--device gpu: " + gpu.reason);
+}
+
+}  // namespace
+
+int cmd_run(const Common& c, const RunOptions& o) {
+  const bool bundle = is_plan_bundle_file(o.file);
+  if (bundle && o.on == "cpu") {
+    throw Error(ErrorCode::invalid_argument, "a plan bundle runs on the GPU; --on cpu takes a graph file");
   }
-  const bool on_gpu = o.device == "gpu" || (o.device == "auto" && gpu.available);
-  std::printf("graph '%s': %zu nodes; inputs: seeded random (seed %llu): floats uniform in [-1, 1) (weights in "
-              "+-1/sqrt(fan-in)), integers in [-8, 8], bools fair coin flips\n",
-              g.name().c_str(), g.nodes().size(), static_cast<unsigned long long>(o.seed));
-  const TensorMap inputs = random_inputs(g, o.seed);
+  const bool on_gpu = bundle || o.on == "gpu" || (o.on == "auto" && gpu_availability().available);
+  if (on_gpu) require_gpu(bundle ? "running a plan" : "--on gpu");
   const auto t0 = std::chrono::steady_clock::now();
+  std::optional<LoadedPlan> loaded;
+  if (on_gpu) loaded = plan_from_file(c, o.file, {o.tune, o.engine, false});
+  const Graph g = loaded ? loaded->plan.graph() : load_graph_file(o.file);
+  std::printf("graph '%s': %zu nodes; inputs: %s\n", g.name().c_str(), g.nodes().size(),
+              o.load_inputs.empty()
+                  ? ("seeded random (seed " + std::to_string(o.seed) +
+                     "): floats uniform in [-1, 1) (weights in +-1/sqrt(fan-in)), integers in [-8, 8], bools fair coin flips")
+                        .c_str()
+                  : ("from " + o.load_inputs).c_str());
+  const TensorMap inputs = load_or_random_inputs(g, o.load_inputs, o.seed);
+  const auto r0 = std::chrono::steady_clock::now();
   const TensorMap ref = run_reference(g, inputs);
-  const double ref_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  const TensorMap* outputs = &ref;
-  GpuRunReport rep;
+  const double ref_ms = ms_since(r0);
+  TensorMap gpu_outputs;
   bool ok = true;
   if (on_gpu) {
-    rep = run_on_gpu(g, inputs, o.iters, o.engine, o.tune);
-    outputs = &rep.outputs;
-    std::printf("device: %s\n   %d steps:\n%s   %s\n   gpu time %s (median of %d runs); cpu reference %s\n",
-                rep.device.c_str(), rep.regions, rep.plan.c_str(), rep.cache_stats.c_str(),
-                human_ms(rep.median_ms).c_str(), o.iters, human_ms(ref_ms).c_str());
-    if (!rep.tuning.empty()) std::printf("   tuning: %s\n", rep.tuning.c_str());
-    ok = print_comparison(g, rep.outputs, ref);
+    const PlanDescription d = loaded->plan.describe();
+    PlanSession session(loaded->plan, c, o.executor == "graph" ? ExecMode::graph : ExecMode::stream);
+    gpu_outputs = session.run(inputs);
+    const double first_ms = ms_since(t0);
+    std::printf("device: %s\n   plan %s: %zu steps, %s executor\n", device_info(c.device).description.c_str(),
+                loaded->from_bundle ? ("loaded from " + o.file + ", 0 compilations").c_str() : "compiled now",
+                d.steps.size(), o.executor.c_str());
+    print_steps(d);
+    if (d.compile) std::printf("   %s\n", d.compile->kernel_cache.c_str());
+    for (const std::string& n : session.runner().load_notes()) std::printf("   note: %s\n", n.c_str());
+    const Percentiles p = percentiles(session.time(o.iters, 5));
+    std::printf("   load or compile to first result %s; gpu time %s (median of %d runs); cpu reference %s\n",
+                human_ms(first_ms).c_str(), human_ms(p.p50).c_str(), o.iters, human_ms(ref_ms).c_str());
+    ok = print_comparison(g, gpu_outputs, ref);
   } else {
     std::printf("device: cpu (reference executor, float64 accumulation), %s\n", human_ms(ref_ms).c_str());
   }
+  const TensorMap& outputs = on_gpu ? gpu_outputs : ref;
   for (TensorId id : g.outputs()) {
     const TensorInfo& info = g.tensor(id);
-    std::printf("   %-14s %-22s %s\n", info.name.c_str(), type_string(info).c_str(),
-                stats_string(outputs->at(info.name)).c_str());
+    std::printf("   %-14s %-22s %s\n", info.name.c_str(), type_string(info).c_str(), stats_string(outputs.at(info.name)).c_str());
   }
-  if (!o.save_outputs.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.save_outputs, ec);
-    if (ec) {
-      throw Error(ErrorCode::io, "cannot create folder '" + o.save_outputs + "': " + ec.message());
-    }
-    for (TensorId id : g.outputs()) {
-      const std::string& name = g.tensor(id).name;
-      const std::string path = o.save_outputs + "/" + npy_file_name(name);
-      write_npy(outputs->at(name), path);
-      std::printf("wrote %s\n", path.c_str());
-    }
-  }
-  return ok ? 0 : 2;
+  if (!o.save_outputs.empty()) save_outputs(g, outputs, o.save_outputs);
+  return ok ? kOk : kDisagrees;
 }
 
 }  // namespace sinter::cli

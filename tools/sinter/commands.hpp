@@ -1,5 +1,5 @@
-// The subcommands of the `sinter` tool. Each takes its parsed options and returns the exit code;
-// errors are thrown as sinter::Error and reported by main().
+// The subcommands of the `sinter` tool. Each takes its parsed options and returns the exit code
+// (exit_codes below); errors are thrown as sinter::Error and mapped by main().
 #pragma once
 
 #include <cstdint>
@@ -7,24 +7,42 @@
 
 namespace sinter::cli {
 
+// The exit codes `sinter --help` documents.
+enum ExitCode : int {
+  kOk = 0,
+  kInvalidInput = 1,   // a bad graph, bundle, file or option value; no GPU where one is needed
+  kUsage = 2,          // the command line does not parse
+  kDisagrees = 3,      // the GPU's results disagree with the CPU reference
+  kInternal = 4,       // a bug in Sinter
+};
+
+// Options every command takes.
+struct Common {
+  int verbosity = 1;          // 0 quiet (-q), 1 normal, 2 verbose (-v): each pass's time, engine remarks
+  int device = 0;             // --device N
+  std::string timing_cache;   // --timing-cache FILE ("" the default file)
+  bool no_timing_cache = false;
+};
+
 struct CheckOptions {
   std::string file;
   bool quiet = false;  // only the one-line verdict
+  bool json = false;
 };
-int cmd_check(const CheckOptions& o);
+int cmd_check(const Common& c, const CheckOptions& o);
 
 struct RunOptions {
   std::string file;
   uint64_t seed = 1;
-  std::string device = "auto";  // auto | cpu | gpu
+  std::string load_inputs;      // folder of NAME.npy files, empty: seeded random inputs
+  std::string on = "auto";      // auto | cpu | gpu
   std::string save_outputs;     // folder for NAME.npy files, empty: none
   int iters = 20;               // timed GPU runs
-  std::string engine = "auto";  // auto | jit | cublaslt | cudnn
-  std::string tune = "heuristic";  // heuristic | fast | exhaustive
-  std::string executor;            // "": the StreamExecutor on a graph; stream | graph: through a plan
+  std::string engine = "auto";  // auto, or one engine to prefer (the jit engine takes what it cannot)
+  std::string tune = "heuristic";
+  std::string executor = "stream";  // stream | graph
 };
-int cmd_run(const RunOptions& o);
-int cmd_run_plan(const RunOptions& o);  // a bundle, or any file with --executor
+int cmd_run(const Common& c, const RunOptions& o);
 
 struct BuildOptions {
   std::string file;
@@ -32,13 +50,15 @@ struct BuildOptions {
   std::string tune = "heuristic";
   std::string engine = "auto";
   bool no_fusion = false;
+  bool json = false;
 };
-int cmd_build(const BuildOptions& o);
+int cmd_build(const Common& c, const BuildOptions& o);
 
 struct InspectOptions {
   std::string file;
+  bool json = false;
 };
-int cmd_inspect(const InspectOptions& o);
+int cmd_inspect(const Common& c, const InspectOptions& o);
 
 struct BenchOptions {
   std::string file;
@@ -50,27 +70,29 @@ struct BenchOptions {
   uint64_t seed = 1;
   bool json = false;
 };
-int cmd_bench(const BenchOptions& o);
+int cmd_bench(const Common& c, const BenchOptions& o);
 
 struct ExplainOptions {
   std::string file;
   bool no_fusion = false;  // one region per node, to see the unfused plan
   // When set: the jit engine's generated CUDA source of every region is written there
-  // (region<N>_v<candidate>_<k>.cu), for an assumed H200 (sm_90a, 132 SMs) at the graph's shapes.
+  // (region<N>_v<candidate>_<k>.cu), for this GPU or an assumed H200.
   std::string kernels_dir;
+  bool json = false;
 };
-int cmd_explain(const ExplainOptions& o);
+int cmd_explain(const Common& c, const ExplainOptions& o);
 
 struct EnginesOptions {
   std::string file;
   int max_candidates = 8;  // per vendor engine
+  bool json = false;
 };
-int cmd_engines(const EnginesOptions& o);
+int cmd_engines(const Common& c, const EnginesOptions& o);
 
 struct DemoOptions {
   std::string examples_dir;
   uint64_t seed = 1;
 };
-int cmd_demo(const DemoOptions& o);
+int cmd_demo(const Common& c, const DemoOptions& o);
 
 }  // namespace sinter::cli

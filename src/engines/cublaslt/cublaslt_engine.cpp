@@ -198,22 +198,23 @@ std::string cublaslt_version() {
   return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
 }
 
-Support CublasLtEngine::supports(const Graph& g, const fuse::Region& r) const {
+Support CublasLtEngine::supports(const Graph& g, const fuse::Region& r, const EngineContext&) const {
   const MatchResult m = match_matmul(g, r);
   return m.pattern ? Support::yes() : Support::no(m.reason);
 }
 
 std::vector<Candidate> CublasLtEngine::candidates(const Graph& g, const fuse::Region& r,
-                                                  const EngineContext&) const {
+                                                  const EngineContext& ctx) const {
   const MatchResult m = match_matmul(g, r);
   if (!m.pattern) return {};
   const Problem problem(*m.pattern);
   std::vector<Candidate> out;
   int i = 0;
-  const auto results = problem.heuristics(max_candidates_);
+  const auto results = problem.heuristics(ctx.max_vendor_candidates);
   if (results.empty()) {
-    std::fprintf(stderr, "sinter: cublaslt offers no candidate for region %d: its heuristic returned no algorithm "
-                         "for [%s] (cuBLASLt %s)\n", r.id, m.pattern->epilogue_name.c_str(), cublaslt_version().c_str());
+    ctx.say(LogSeverity::warning, "cublaslt offers no candidate for region " + std::to_string(r.id) +
+                                      ": its heuristic returned no algorithm for [" + m.pattern->epilogue_name +
+                                      "] (cuBLASLt " + cublaslt_version() + ")");
   }
   for (const auto& h : results) {
     out.push_back({std::string(name()), i++, describe_algo(h.algo, h.workspaceSize),
@@ -223,13 +224,13 @@ std::vector<Candidate> CublasLtEngine::candidates(const Graph& g, const fuse::Re
 }
 
 std::unique_ptr<PreparedStep> CublasLtEngine::prepare(const Graph& g, const fuse::Region& r,
-                                                      const Candidate& c, EngineContext&) const {
+                                                      const Candidate& c, EngineContext& ctx) const {
   const MatchResult m = match_matmul(g, r);
   if (!m.pattern) throw Error(ErrorCode::unsupported, "cublaslt: " + m.reason);
   const Problem probe(*m.pattern);
   // The candidate is its config (the algo's fields): the heuristic's list is searched for it, so
   // a config remembered by a timing cache names the same algo even if the ranking moved.
-  const auto results = probe.heuristics(std::max(max_candidates_, c.index + 1));
+  const auto results = probe.heuristics(std::max(ctx.max_vendor_candidates, c.index + 1));
   const auto found = std::find_if(results.begin(), results.end(), [&](const cublasLtMatmulHeuristicResult_t& h) {
     return describe_algo(h.algo, h.workspaceSize) == c.config;
   });
@@ -243,15 +244,36 @@ std::unique_ptr<PreparedStep> CublasLtEngine::prepare(const Graph& g, const fuse
                                             describe_algo(h.algo, h.workspaceSize));
 }
 
-std::optional<std::vector<char>> algo_config(const PreparedStep& step) {
+SavedStep CublasLtEngine::save_step(const PreparedStep& step, BlobStore& blobs) const {
   const auto* s = dynamic_cast<const CublasLtStep*>(&step);
-  if (!s) return std::nullopt;
+  if (!s) throw Error(ErrorCode::internal, "cublaslt engine: save_step of another engine's step");
   const char* bytes = reinterpret_cast<const char*>(&s->algo());
-  return std::vector<char>(bytes, bytes + sizeof(cublasLtMatmulAlgo_t));
+  SavedStep saved;
+  saved.config_blob = blobs.put(BlobKind::vendor_config, std::span<const char>(bytes, sizeof(cublasLtMatmulAlgo_t)));
+  saved.config_description = s->describe();
+  return saved;
 }
 
-std::unique_ptr<PreparedStep> load_cublaslt_step(const Graph& g, const fuse::Region& r,
-                                                 std::span<const char> config, size_t workspace) {
+std::string CublasLtEngine::check_saved_step(const Graph& g, const fuse::Region& r, const SavedStep& saved,
+                                             const BlobStore& blobs) const {
+  if (!saved.kernels.empty()) return "a cublaslt step has a config, not kernels";
+  if (saved.config_blob.empty()) return "a cublaslt step needs its algorithm config (\"config_blob\")";
+  const MatchResult m = match_matmul(g, r);
+  if (!m.pattern) return "cuBLASLt cannot run region " + std::to_string(r.id) + ": " + m.reason;
+  const std::span<const char> config = blobs.get(saved.config_blob, BlobKind::vendor_config);
+  if (config.size() != sizeof(cublasLtMatmulAlgo_t)) {
+    return "a cuBLASLt config (cublasLtMatmulAlgo_t) has " + std::to_string(sizeof(cublasLtMatmulAlgo_t)) +
+           " bytes, blob " + saved.config_blob + " has " + std::to_string(config.size());
+  }
+  return "";
+}
+
+std::unique_ptr<PreparedStep> CublasLtEngine::load_step(const Graph& g, const fuse::Region& r, const SavedStep& saved,
+                                                        const BlobStore& blobs, size_t workspace,
+                                                        LoadContext& ctx) const {
+  const std::span<const char> config = blobs.get(saved.config_blob, BlobKind::vendor_config);
+  ctx.note = "cuBLASLt algo rebuilt from the plan's config (" + saved.config_description +
+             "), checked with cublasLtMatmulAlgoCheck";
   const MatchResult m = match_matmul(g, r);
   if (!m.pattern) throw Error(ErrorCode::unsupported, "cublaslt, region " + std::to_string(r.id) + ": " + m.reason);
   if (config.size() != sizeof(cublasLtMatmulAlgo_t)) {

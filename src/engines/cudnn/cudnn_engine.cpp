@@ -1,6 +1,7 @@
 #include "engines/cudnn/cudnn_engine.hpp"
 
 #include <cstdio>
+#include <mutex>
 #include <cstdlib>
 #include <functional>
 #include <optional>
@@ -82,7 +83,7 @@ Match match_region(const Graph& g, const fuse::Region& r, bool lower_secondary) 
     MatmulLoweringMatch m = match_matmul_lowering(g, r);
     if (!m.pattern) return {std::nullopt, m.reason};
     if (!lower_secondary) {
-      return {std::nullopt, "matmuls go to cuDNN only when it is forced (--engine cudnn); auto "
+      return {std::nullopt, "matmuls go to cuDNN only when it is named (CompileOptions::engines, --engine cudnn); auto "
                             "leaves them to cuBLASLt and jit"};
     }
     const MatmulLoweringPattern p = *m.pattern;
@@ -101,7 +102,7 @@ Match match_region(const Graph& g, const fuse::Region& r, bool lower_secondary) 
     NormMatch m = match_norm(g, r);
     if (!m.pattern) return {std::nullopt, m.reason};
     if (!lower_secondary) {
-      return {std::nullopt, "norms go to cuDNN only when it is forced (--engine cudnn); auto keeps "
+      return {std::nullopt, "norms go to cuDNN only when it is named (CompileOptions::engines, --engine cudnn); auto keeps "
                             "them on our row-wise kernels"};
     }
     const NormPattern p = *m.pattern;
@@ -139,6 +140,11 @@ std::string candidate_text(const Lowering& l, const std::string& config) {
   return "cudnn " + version_string() + " " + l.what + " " + config;
 }
 
+std::mutex& launch_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 class CudnnStep : public PreparedStep {
  public:
   CudnnStep(Lowering l, std::unique_ptr<OperationGraph> graph, PlannedConfig config)
@@ -148,7 +154,6 @@ class CudnnStep : public PreparedStep {
 
   void launch(const Binding& bind, cudaStream_t stream) override {
     const Library& lib = library();
-    SINTER_CUDNN_CHECK(lib.SetStream(handle(), stream));
     std::vector<int64_t> uids;
     std::vector<void*> ptrs;
     for (const Lowering::Operand& o : l_.operands) {
@@ -179,7 +184,13 @@ class CudnnStep : public PreparedStep {
                                          cudaGetErrorString(z));
       }
     }
-    SINTER_CUDNN_CHECK(lib.BackendExecute(handle(), config_.plan->get(), pack_->get()));
+    {
+      // One handle serves the process, and its stream is state: runners of one plan may launch
+      // from several threads, so setting the stream and enqueueing happen under one lock.
+      std::lock_guard lock(launch_mutex());
+      SINTER_CUDNN_CHECK(lib.SetStream(handle(), stream));
+      SINTER_CUDNN_CHECK(lib.BackendExecute(handle(), config_.plan->get(), pack_->get()));
+    }
     // cuDNN does not promise to leave its workspace zeroed; the executor's contract wants zero
     // after each launch (our exit reductions share the workspace and rely on it).
     if (config_.workspace > 0) {
@@ -211,29 +222,33 @@ std::unique_ptr<OperationGraph> build_graph(const Lowering& l) {
 
 std::string cudnn_version() { return version_string(); }
 
-Support CudnnEngine::supports(const Graph& g, const fuse::Region& r) const {
-  const Match m = match(g, r, lower_secondary_);
+// Matmuls and norms, where cuDNN is not expected to beat the other engines, are lowered only when
+// the user named cuDNN.
+bool lower_secondary(const EngineContext& ctx) { return ctx.named("cudnn"); }
+
+Support CudnnEngine::supports(const Graph& g, const fuse::Region& r, const EngineContext& ctx) const {
+  const Match m = match(g, r, lower_secondary(ctx));
   return m.lowering ? Support::yes() : Support::no(m.reason);
 }
 
 std::vector<Candidate> CudnnEngine::candidates(const Graph& g, const fuse::Region& r,
-                                               const EngineContext&) const {
-  const Match m = match(g, r, lower_secondary_);
+                                               const EngineContext& ctx) const {
+  const Match m = match(g, r, lower_secondary(ctx));
   if (!m.lowering) return {};
   std::unique_ptr<OperationGraph> graph;
   ConfigList list;
   try {
     graph = build_graph(*m.lowering);
-    list = plan_configs(*graph->graph, handle(), max_candidates_);
+    list = plan_configs(*graph->graph, handle(), ctx.max_vendor_candidates);
   } catch (const Error& e) {
     // The pattern matcher cannot foresee every limit of the loaded cuDNN; a refusal here leaves
     // the region to the next engine, and is said aloud rather than hidden.
-    std::fprintf(stderr, "sinter: cudnn offers no candidate for region %d: %s\n", r.id, e.what());
+    ctx.say(LogSeverity::warning, "cudnn offers no candidate for region " + std::to_string(r.id) + ": " + e.message());
     return {};
   }
   if (list.configs.empty()) {
-    std::fprintf(stderr, "sinter: cudnn offers no candidate for region %d: %s\n", r.id,
-                 no_config_reason(m.lowering->what, graph->recipe, list).c_str());
+    ctx.say(LogSeverity::warning, "cudnn offers no candidate for region " + std::to_string(r.id) + ": " +
+                                      no_config_reason(m.lowering->what, graph->recipe, list));
   }
   std::vector<Candidate> out;
   int i = 0;
@@ -244,8 +259,8 @@ std::vector<Candidate> CudnnEngine::candidates(const Graph& g, const fuse::Regio
 }
 
 std::unique_ptr<PreparedStep> CudnnEngine::prepare(const Graph& g, const fuse::Region& r,
-                                                   const Candidate& c, EngineContext&) const {
-  const Match m = match(g, r, lower_secondary_);
+                                                   const Candidate& c, EngineContext& ctx) const {
+  const Match m = match(g, r, lower_secondary(ctx));
   if (!m.lowering) throw Error(ErrorCode::unsupported, "cudnn: " + m.reason);
   auto graph = build_graph(*m.lowering);
   // Configs come in a deterministic order, so the first index + 1 planned are those listed;
@@ -263,23 +278,38 @@ std::unique_ptr<PreparedStep> CudnnEngine::prepare(const Graph& g, const fuse::R
                                      std::move(list.configs[static_cast<size_t>(c.index)]));
 }
 
-bool CudnnEngine::steps_can_be_saved() const {
-  const char* v = std::getenv("SINTER_PLAN_CUDNN");  // read each time: a test may set it
-  return !(v && std::string(v) == "0");
-}
-
-std::optional<std::vector<char>> engine_config(const PreparedStep& step) {
+SavedStep CudnnEngine::save_step(const PreparedStep& step, BlobStore& blobs) const {
   const auto* s = dynamic_cast<const CudnnStep*>(&step);
-  if (!s) return std::nullopt;
-  SavedConfig saved = saved_config_of(*s->config().config);  // read only when a plan is saved
-  saved.plan_json = plan_json_of(*s->config().plan);
-  if (!saved.plan_json.empty()) saved.graph_digest = cuda::to_hex(cuda::sha256(s->lowering().signature));
-  const std::string text = to_text(saved);
-  return std::vector<char>(text.begin(), text.end());
+  if (!s) throw Error(ErrorCode::internal, "cudnn engine: save_step of another engine's step");
+  SavedConfig config = saved_config_of(*s->config().config);  // read only when a plan is saved
+  config.plan_json = plan_json_of(*s->config().plan);
+  if (!config.plan_json.empty()) config.graph_digest = cuda::to_hex(cuda::sha256(s->lowering().signature));
+  const std::string text = to_text(config);
+  SavedStep saved;
+  saved.config_blob = blobs.put(BlobKind::vendor_config, text);
+  saved.config_description = s->describe();
+  return saved;
 }
 
-std::unique_ptr<PreparedStep> load_cudnn_step(const Graph& g, const fuse::Region& r, std::span<const char> config,
-                                              size_t workspace) {
+std::string CudnnEngine::check_saved_step(const Graph&, const fuse::Region& r, const SavedStep& saved,
+                                          const BlobStore& blobs) const {
+  if (!saved.kernels.empty()) return "a cudnn step has a config, not kernels";
+  if (saved.config_blob.empty()) return "a cudnn step needs its engine config (\"config_blob\")";
+  if (r.kind != fuse::RegionKind::sdpa && r.kind != fuse::RegionKind::conv && r.kind != fuse::RegionKind::matmul &&
+      r.kind != fuse::RegionKind::rowwise) {
+    return "cuDNN does not lower " + std::string(to_string(r.kind)) + " regions";
+  }
+  const std::span<const char> config = blobs.get(saved.config_blob, BlobKind::vendor_config);
+  std::string why;
+  if (!parse_saved_config(std::string_view(config.data(), config.size()), &why)) {
+    return "blob " + saved.config_blob + ": " + why;
+  }
+  return "";
+}
+
+std::unique_ptr<PreparedStep> CudnnEngine::load_step(const Graph& g, const fuse::Region& r, const SavedStep& saved_step,
+                                                     const BlobStore& blobs, size_t workspace, LoadContext&) const {
+  const std::span<const char> config = blobs.get(saved_step.config_blob, BlobKind::vendor_config);
   const std::string who = "cudnn, region " + std::to_string(r.id);
   std::string why;
   const std::optional<SavedConfig> saved = parse_saved_config(std::string_view(config.data(), config.size()), &why);

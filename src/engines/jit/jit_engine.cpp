@@ -14,6 +14,7 @@
 #include "common/trace_abi.h"
 #include "engines/jit/codegen.hpp"
 #include "engines/jit/gpc_order.hpp"
+#include "engines/jit/saved_kernels.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter::jit {
@@ -161,7 +162,7 @@ int64_t balanced_grid(int64_t work, int64_t resident) {
 }
 }  // namespace
 
-Support JitEngine::supports(const Graph& g, const fuse::Region& r) const {
+Support JitEngine::supports(const Graph& g, const fuse::Region& r, const EngineContext&) const {
   for (const fuse::ExitReduce& e : r.reductions) {
     const TensorInfo& out = g.tensor(g.node(e.node).outputs[0]);
     if (!is_float(out.dtype)) {
@@ -174,7 +175,7 @@ Support JitEngine::supports(const Graph& g, const fuse::Region& r) const {
 
 std::vector<Candidate> JitEngine::candidates(const Graph& g, const fuse::Region& r,
                                              const EngineContext& ctx) const {
-  if (!supports(g, r).ok) return {};
+  if (!supports(g, r, ctx).ok) return {};
   std::vector<Candidate> out;
   for (const auto& [config, rk] : distinct_configs(g, r, ctx.device)) {
     std::string desc;
@@ -186,7 +187,7 @@ std::vector<Candidate> JitEngine::candidates(const Graph& g, const fuse::Region&
 
 std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Region& r,
                                                  const Candidate& c, EngineContext& ctx) const {
-  const Support s = supports(g, r);
+  const Support s = supports(g, r, ctx);
   if (!s.ok) throw Error(ErrorCode::unsupported, "jit engine, region " + std::to_string(r.id) + ": " + s.reason);
   RegionKernels rk = build_region(g, r, ctx.device, parse_kernel_config(c.config));
   std::vector<JitStep::Loaded> loaded;
@@ -258,29 +259,50 @@ std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Reg
   return std::make_unique<JitStep>(std::move(loaded), rk.workspace_bytes);
 }
 
-std::vector<CompiledKernel> compiled_kernels(const PreparedStep& step) {
-  std::vector<CompiledKernel> out;
-  const auto* s = dynamic_cast<const JitStep*>(&step);
-  if (!s) return out;
-  for (const JitStep::Loaded& k : s->kernels()) {
-    if (!k.binary) throw Error(ErrorCode::internal, "jit step '" + k.spec.description + "' has no cubin to export");
-    out.push_back({&k.spec, std::span<const char>(k.binary->cubin), cuda::to_hex(k.binary->key)});
+std::vector<Engine::GeneratedSource> JitEngine::generated_sources(const Graph& g, const fuse::Region& r,
+                                                                 const EngineContext& ctx) const {
+  std::vector<GeneratedSource> out;
+  if (!supports(g, r, ctx).ok) return out;
+  int candidate = 0;
+  for (const auto& [config, rk] : distinct_configs(g, r, ctx.device)) {
+    for (const KernelSpec& k : rk.kernels) out.push_back({candidate, config_text(config), k.description, k.source});
+    ++candidate;
   }
   return out;
 }
 
-std::unique_ptr<PreparedStep> load_jit_step(std::vector<KernelSpec> specs,
-                                            std::vector<std::shared_ptr<const cuda::Library>> libraries,
-                                            size_t workspace_bytes, int device) {
-  if (specs.size() != libraries.size()) throw Error(ErrorCode::internal, "load_jit_step: one library per kernel");
+SavedStep JitEngine::save_step(const PreparedStep& step, BlobStore& blobs) const {
+  const auto* s = dynamic_cast<const JitStep*>(&step);
+  if (!s) throw Error(ErrorCode::internal, "jit engine: save_step of another engine's step");
+  SavedStep saved;
+  for (const JitStep::Loaded& k : s->kernels()) {
+    if (!k.binary) throw Error(ErrorCode::internal, "jit step '" + k.spec.description + "' has no cubin to save");
+    const std::string key = blobs.put(BlobKind::cubin, k.binary->cubin);
+    saved.kernels.push_back(to_kernel_record(k.spec, key, cuda::to_hex(k.binary->key)));
+  }
+  return saved;
+}
+
+std::string JitEngine::check_saved_step(const Graph&, const fuse::Region&, const SavedStep& saved,
+                                        const BlobStore&) const {
+  if (saved.kernels.empty()) return "a jit step needs at least one kernel";
+  if (!saved.config_blob.empty()) return "a jit step has kernels, not a vendor config";
+  return "";
+}
+
+std::unique_ptr<PreparedStep> JitEngine::load_step(const Graph&, const fuse::Region&, const SavedStep& saved,
+                                                   const BlobStore& blobs, size_t workspace_bytes,
+                                                   LoadContext& ctx) const {
   std::vector<JitStep::Loaded> loaded;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    std::shared_ptr<const cuda::Library> lib = std::move(libraries[i]);
-    cuda::Kernel kernel = lib->get_kernel(specs[i].entry);
-    if (specs[i].launch.dynamic_shared_memory > 0) {  // see prepare: static smem counts too
-      lib->allow_dynamic_shared_memory(kernel, static_cast<int>(specs[i].launch.dynamic_shared_memory), device);
+  for (const KernelRecord& record : saved.kernels) {
+    KernelSpec spec = to_kernel_spec(record);
+    // straight from the plan's bytes: no KernelCache, so no way to compile
+    std::shared_ptr<const cuda::Library> lib = ctx.libraries.get(record.cubin, blobs.get(record.cubin, BlobKind::cubin));
+    cuda::Kernel kernel = lib->get_kernel(spec.entry);
+    if (spec.launch.dynamic_shared_memory > 0) {  // see prepare: static smem counts too
+      lib->allow_dynamic_shared_memory(kernel, static_cast<int>(spec.launch.dynamic_shared_memory), ctx.device);
     }
-    loaded.push_back({std::move(specs[i]), std::move(lib), kernel, nullptr});
+    loaded.push_back({std::move(spec), std::move(lib), kernel, nullptr});
   }
   return std::make_unique<JitStep>(std::move(loaded), workspace_bytes);
 }

@@ -1,26 +1,26 @@
-#include "plan/kernel_record.hpp"
+#include "engines/jit/saved_kernels.hpp"
 
 #include <cstring>
 
 #include "sinter/error.hpp"
 
-namespace sinter::plan {
+namespace sinter::jit {
 namespace {
 
-PointerSource to_plan(jit::PointerSlot::Source s) {
+PointerSource to_plan(PointerSlot::Source s) {
   switch (s) {
-    case jit::PointerSlot::Source::input: return PointerSource::input;
-    case jit::PointerSlot::Source::output: return PointerSource::output;
-    case jit::PointerSlot::Source::workspace: return PointerSource::workspace;
+    case PointerSlot::Source::input: return PointerSource::input;
+    case PointerSlot::Source::output: return PointerSource::output;
+    case PointerSlot::Source::workspace: return PointerSource::workspace;
   }
   throw Error(ErrorCode::internal, "kernel record: unknown pointer source");
 }
 
-jit::PointerSlot::Source to_jit(PointerSource s) {
+PointerSlot::Source to_jit(PointerSource s) {
   switch (s) {
-    case PointerSource::input: return jit::PointerSlot::Source::input;
-    case PointerSource::output: return jit::PointerSlot::Source::output;
-    case PointerSource::workspace: return jit::PointerSlot::Source::workspace;
+    case PointerSource::input: return PointerSlot::Source::input;
+    case PointerSource::output: return PointerSlot::Source::output;
+    case PointerSource::workspace: return PointerSlot::Source::workspace;
   }
   throw Error(ErrorCode::internal, "kernel record: unknown pointer source");
 }
@@ -30,8 +30,7 @@ dim3 from_dim3(const Dim3& d) { return dim3(d[0], d[1], d[2]); }
 
 }  // namespace
 
-KernelRecord add_kernel_record(Plan& plan, const jit::KernelSpec& spec, std::span<const char> cubin,
-                               std::string cache_key) {
+KernelRecord to_kernel_record(const KernelSpec& spec, std::string cubin_key, std::string cache_key) {
   KernelRecord r;
   r.entry = spec.entry;
   r.description = spec.description;
@@ -50,7 +49,7 @@ KernelRecord add_kernel_record(Plan& plan, const jit::KernelSpec& spec, std::spa
   r.persistent_fill = spec.persistent_fill;
   const auto* bytes = static_cast<const uint8_t*>(spec.args.data());
   r.args.assign(bytes, bytes + spec.args.size());
-  for (const jit::PointerSlot& p : spec.pointers) {
+  for (const PointerSlot& p : spec.pointers) {
     if (p.arg_offset > r.args.size() || r.args.size() - p.arg_offset < sizeof(void*)) {
       throw Error(ErrorCode::internal, "kernel '" + spec.description + "': a pointer slot at " +
                                            std::to_string(p.arg_offset) + " is outside its " +
@@ -61,7 +60,7 @@ KernelRecord add_kernel_record(Plan& plan, const jit::KernelSpec& spec, std::spa
     r.pointers.push_back({to_plan(p.source), p.index, p.workspace_offset, p.arg_offset,
                           static_cast<uint32_t>(p.alignment), p.byte_offset});
   }
-  for (const jit::TensorMapSlot& t : spec.tensor_maps) {
+  for (const TensorMapSlot& t : spec.tensor_maps) {
     if (t.arg_offset > r.args.size() || r.args.size() - t.arg_offset < 128) {
       throw Error(ErrorCode::internal, "kernel '" + spec.description + "': a tensor map at " +
                                            std::to_string(t.arg_offset) + " is outside its " +
@@ -73,13 +72,13 @@ KernelRecord add_kernel_record(Plan& plan, const jit::KernelSpec& spec, std::spa
                              {t.dims[0], t.dims[1], t.dims[2]}, {t.strides[0], t.strides[1]},
                              {t.box[0], t.box[1], t.box[2]}});
   }
-  r.cubin = add_blob(plan, BlobKind::cubin, cubin);
+  r.cubin = std::move(cubin_key);
   r.cache_key = std::move(cache_key);
   return r;
 }
 
-jit::KernelSpec to_kernel_spec(const KernelRecord& r) {
-  jit::KernelSpec spec;
+KernelSpec to_kernel_spec(const KernelRecord& r) {
+  KernelSpec spec;
   spec.entry = r.entry;
   spec.source.clear();
   spec.description = r.description;
@@ -94,13 +93,13 @@ jit::KernelSpec to_kernel_spec(const KernelRecord& r) {
   // ArgPacker only appends typed fields; one-byte fields have alignment 1, so appending the bytes
   // one at a time reproduces the struct exactly.
   for (uint8_t b : r.args) spec.args.add(b);
-  for (const PointerSlot& p : r.pointers) {
+  for (const PointerRecord& p : r.pointers) {
     spec.pointers.push_back({to_jit(p.source), p.index, static_cast<size_t>(p.workspace_offset),
                              static_cast<size_t>(p.arg_offset), static_cast<int>(p.alignment),
                              p.byte_offset});
   }
   for (const TensorMapRecord& t : r.tensor_maps) {
-    jit::TensorMapSlot m;
+    TensorMapSlot m;
     m.source = to_jit(t.source);
     m.index = t.index;
     m.byte_offset = t.byte_offset;
@@ -114,4 +113,4 @@ jit::KernelSpec to_kernel_spec(const KernelRecord& r) {
   return spec;
 }
 
-}  // namespace sinter::plan
+}  // namespace sinter::jit

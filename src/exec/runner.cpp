@@ -1,0 +1,338 @@
+// The one runtime: a Plan run on bound device memory, step by step on a stream or replayed as a
+// CUDA graph (sinter/runner.hpp). Loading rebuilds each step from its record through its engine
+// (no compilation); enqueueing launches the steps with pointers resolved once per binding.
+#include "sinter/runner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <map>
+
+#include "cuda/buffer.hpp"
+#include "cuda/check.hpp"
+#include "cuda/device.hpp"
+#include "cuda/stream.hpp"
+#include "cuda/timing.hpp"
+#include "engines/registry.hpp"
+#include "plan/memory_plan.hpp"
+#include "plan/plan_state.hpp"
+#include "sinter/error.hpp"
+
+namespace sinter {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Owns a cudaGraph_t for one scope.
+struct GraphHolder {
+  cudaGraph_t g = nullptr;
+  ~GraphHolder() {
+    if (g) cudaGraphDestroy(g);
+  }
+};
+
+// Why `address` cannot hold a tensor on `device`, or "".
+std::string device_memory_problem(const void* address, int device) {
+  if (reinterpret_cast<uintptr_t>(address) % plan::kArenaAlignment != 0) {
+    return "is not " + std::to_string(plan::kArenaAlignment) + "-byte aligned, as the plan's kernels assume";
+  }
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, address) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "is not memory CUDA knows";
+  }
+  if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) {
+    return a.type == cudaMemoryTypeHost ? "is host memory, not device memory" : "is not device memory";
+  }
+  if (a.type == cudaMemoryTypeDevice && a.device != device) {
+    return "is memory of GPU " + std::to_string(a.device) + "; this runner runs on GPU " + std::to_string(device);
+  }
+  return "";
+}
+
+}  // namespace
+
+struct Runner::State {
+  Plan handle;  // keeps the plan's state alive
+  const plan::Plan& data;
+  fuse::Partition partition;
+  int device;
+  ExecMode mode;
+  std::vector<std::unique_ptr<PreparedStep>> steps;
+  std::vector<std::string> notes;
+  cuda::DeviceBuffer owned;  // the plan's memory when the caller gave none
+  char* memory = nullptr;
+  std::map<std::string, TensorId> bindable;  // graph inputs and outputs by name
+  std::vector<TensorId> alias_of;            // by tensor id, -1: none
+  std::vector<const void*> bound;            // by tensor id
+  std::vector<Binding> bindings;             // by step, resolved from `bound`
+  bool stale = true;                         // `bound` changed since `bindings` were resolved
+  bool workspace_zeroed = false;
+  cuda::Stream capture_stream{cudaStreamNonBlocking};
+  cudaGraphExec_t exec = nullptr;
+  bool graph_stale = true;
+  RunnerStats stats;
+
+  State(const Plan& p, const RunnerOptions& o);
+  ~State() {
+    if (exec) cudaGraphExecDestroy(exec);
+  }
+  void load_steps();
+  void resolve();
+  cudaGraph_t capture();
+  void launch_graph(cudaStream_t stream);
+  const char* workspace() const { return memory + data.workspace.offset; }
+};
+
+Runner::State::State(const Plan& p, const RunnerOptions& o)
+    : handle(p), data(p.state().data), device(o.device), mode(o.mode) {
+  const auto start = std::chrono::steady_clock::now();
+  cuda::DeviceGuard guard(device);
+  const cuda::DeviceProperties dev = cuda::device_properties(device);
+  if (std::string note = plan::check_plan_target(data, dev); !note.empty()) notes.push_back(note);
+  partition = plan::plan_partition(data);
+  load_steps();
+  const uint64_t need = plan::device_bytes(data);
+  if (o.workspace) {
+    if (o.workspace_bytes < need) {
+      throw Error(ErrorCode::invalid_argument, "runner: the workspace given has " + std::to_string(o.workspace_bytes) +
+                                                   " bytes; the plan needs " + std::to_string(need));
+    }
+    if (const std::string why = device_memory_problem(o.workspace, device); !why.empty()) {
+      throw Error(ErrorCode::invalid_argument, "runner: the workspace given " + why);
+    }
+    memory = static_cast<char*>(o.workspace);
+  } else {
+    owned = cuda::DeviceBuffer(need);
+    memory = static_cast<char*>(owned.data());
+  }
+  const Graph& g = data.graph;
+  for (TensorId t : g.inputs()) bindable.emplace(g.tensor(t).name, t);
+  for (TensorId t : g.outputs()) bindable.emplace(g.tensor(t).name, t);
+  bound.assign(g.tensors().size(), nullptr);
+  alias_of.assign(g.tensors().size(), -1);
+  for (size_t i = 0; i < data.steps.size(); ++i) {
+    if (find_engine(data.steps[i].engine)->output_shares_input()) {
+      const Node& n = g.node(partition.regions.at(data.steps[i].region).anchor);
+      alias_of[n.outputs[0]] = n.inputs[0];
+    }
+  }
+  stats.load_ms = ms_since(start);
+  for (const std::string& n : notes) {
+    if (o.on_log) o.on_log(LogSeverity::info, n);
+  }
+}
+
+void Runner::State::load_steps() {
+  const Graph& g = data.graph;
+  const plan::PlanBlobs blobs(data);
+  auto who = [&](size_t i) {
+    const plan::Step& s = data.steps[i];
+    return "plan step " + std::to_string(i) + " (" + s.engine + ", " + s.description + ")";
+  };
+  auto load = [&](size_t i, std::string& note) {
+    const plan::Step& s = data.steps[i];
+    try {
+      LoadContext ctx{device, handle.state().libraries, ""};
+      auto step = find_engine(s.engine)->load_step(g, partition.regions.at(s.region), s.saved, blobs,
+                                                   s.workspace_bytes, ctx);
+      note = ctx.note.empty() ? "" : "step " + std::to_string(i) + ": " + ctx.note;
+      return step;
+    } catch (const Error& e) {
+      throw Error(e.code(), who(i) + ": " + e.message());
+    }
+  };
+  // Engines whose steps load slowly (cuDNN deserializes plans) load on one worker thread, one step
+  // at a time, while this thread loads the others.
+  std::vector<size_t> slow;
+  for (size_t i = 0; i < data.steps.size(); ++i) {
+    if (find_engine(data.steps[i].engine)->loads_slowly()) slow.push_back(i);
+  }
+  steps.resize(data.steps.size());
+  std::vector<std::string> step_notes(data.steps.size());
+  std::future<void> worker;
+  if (!slow.empty()) {
+    worker = std::async(std::launch::async, [&, slow] {
+      // A plain set, not a guard: the thread is new, and restoring device 0 on exit would create
+      // a context there when this plan runs on another GPU.
+      cuda::set_device(device);
+      for (size_t i : slow) steps[i] = load(i, step_notes[i]);
+    });
+  }
+  try {
+    for (size_t i = 0; i < data.steps.size(); ++i) {
+      if (std::find(slow.begin(), slow.end(), i) == slow.end()) steps[i] = load(i, step_notes[i]);
+    }
+  } catch (...) {
+    if (worker.valid()) worker.wait();  // the worker reads this state
+    throw;
+  }
+  if (worker.valid()) worker.get();  // rethrows the worker's error
+  for (std::string& n : step_notes) {
+    if (!n.empty()) notes.push_back(std::move(n));
+  }
+}
+
+void Runner::State::resolve() {
+  const Graph& g = data.graph;
+  std::string missing;
+  for (const auto& [name, t] : bindable) {
+    if (!bound[t]) missing += (missing.empty() ? "'" : ", '") + name + "'";
+  }
+  if (!missing.empty()) {
+    throw Error(ErrorCode::invalid_state, "runner: enqueue before every graph input and output is bound; unbound: " + missing +
+                                              " (Runner::set_tensor_address)");
+  }
+  std::vector<const void*> pointer_of(g.tensors().size(), nullptr);
+  for (const plan::BufferAssignment& b : data.memory.buffers) pointer_of[b.tensor] = memory + b.offset;
+  for (size_t t = 0; t < bound.size(); ++t) {
+    if (bound[t]) pointer_of[t] = bound[t];
+  }
+  // Aliases resolve to their root's memory (a chain of reshapes included).
+  for (size_t t = 0; t < pointer_of.size(); ++t) {
+    TensorId root = static_cast<TensorId>(t);
+    while (alias_of[root] >= 0) root = alias_of[root];
+    if (root != static_cast<TensorId>(t)) pointer_of[t] = pointer_of[root];
+  }
+  bindings.assign(data.steps.size(), Binding{});
+  for (size_t i = 0; i < data.steps.size(); ++i) {
+    const fuse::Region& r = partition.regions[data.steps[i].region];
+    Binding& b = bindings[i];
+    for (TensorId t : r.inputs) b.inputs.push_back(pointer_of[t]);
+    for (TensorId t : r.outputs) b.outputs.push_back(const_cast<void*>(pointer_of[t]));
+    b.workspace = memory + data.workspace.offset + data.steps[i].workspace_offset;
+  }
+  stale = false;
+  graph_stale = true;
+}
+
+cudaGraph_t Runner::State::capture() {
+  // Thread-local mode: other threads' CUDA calls are not forbidden while this one captures.
+  SINTER_CUDA_CHECK(cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    for (size_t i = 0; i < steps.size(); ++i) steps[i]->launch(bindings[i], capture_stream);
+  } catch (...) {
+    cudaGraph_t broken = nullptr;
+    cudaStreamEndCapture(capture_stream, &broken);  // leaves the stream usable
+    if (broken) cudaGraphDestroy(broken);
+    throw;
+  }
+  cudaGraph_t g = nullptr;
+  SINTER_CUDA_CHECK(cudaStreamEndCapture(capture_stream, &g));
+  ++stats.captures;
+  return g;
+}
+
+void Runner::State::launch_graph(cudaStream_t stream) {
+  if (!exec || graph_stale) {
+    GraphHolder g{capture()};
+    bool updated = false;
+    if (exec) {
+      cudaGraphExecUpdateResultInfo info{};
+      updated = cudaGraphExecUpdate(exec, g.g, &info) == cudaSuccess;
+      if (updated) {
+        ++stats.updates;
+      } else {
+        // The driver cannot update some node in place: instantiate again, and count it.
+        (void)cudaGetLastError();
+        ++stats.refused_updates;
+        SINTER_CUDA_CHECK(cudaGraphExecDestroy(exec));
+        exec = nullptr;
+      }
+    }
+    if (!updated) {
+      SINTER_CUDA_CHECK(cudaGraphInstantiate(&exec, g.g, 0));
+      ++stats.instantiations;
+    }
+    graph_stale = false;
+  }
+  SINTER_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+}
+
+Runner::Runner(const Plan& plan, const RunnerOptions& options) : state_(std::make_unique<State>(plan, options)) {}
+Runner::~Runner() = default;
+Runner::Runner(Runner&&) noexcept = default;
+Runner& Runner::operator=(Runner&&) noexcept = default;
+
+const Plan& Runner::plan() const { return state_->handle; }
+
+void Runner::set_tensor_address(const std::string& name, const void* address) {
+  State& s = *state_;
+  const Graph& g = s.data.graph;
+  auto it = s.bindable.find(name);
+  if (it == s.bindable.end()) {
+    for (size_t t = 0; t < g.tensors().size(); ++t) {
+      if (g.tensor(static_cast<TensorId>(t)).name == name) {
+        throw Error(ErrorCode::invalid_argument, "runner: '" + name +
+                                                     "' is an intermediate tensor of the graph; only graph inputs and "
+                                                     "outputs are bound");
+      }
+    }
+    throw Error(ErrorCode::invalid_argument, "runner: the graph '" + g.name() + "' has no tensor '" + name + "'");
+  }
+  if (!address) throw Error(ErrorCode::invalid_argument, "runner: a null address for '" + name + "'");
+  if (s.bound[it->second] == address) return;
+  {
+    cuda::DeviceGuard guard(s.device);
+    if (const std::string why = device_memory_problem(address, s.device); !why.empty()) {
+      throw Error(ErrorCode::invalid_argument, "runner: the address for '" + name + "' " + why);
+    }
+  }
+  s.bound[it->second] = address;
+  s.stale = true;
+}
+
+const void* Runner::tensor_address(const std::string& name) const {
+  auto it = state_->bindable.find(name);
+  return it == state_->bindable.end() ? nullptr : state_->bound[it->second];
+}
+
+void Runner::enqueue(cudaStream_t stream) {
+  State& s = *state_;
+  cuda::DeviceGuard guard(s.device);
+  if (s.stale) s.resolve();
+  if (!s.workspace_zeroed) {
+    // Step workspaces start zeroed; the steps keep them so.
+    if (s.data.workspace.bytes > 0) {
+      SINTER_CUDA_CHECK(cudaMemsetAsync(s.memory + s.data.workspace.offset, 0, s.data.workspace.bytes, stream));
+    }
+    s.workspace_zeroed = true;
+  }
+  if (s.mode == ExecMode::graph) {
+    s.launch_graph(stream);
+  } else {
+    for (size_t i = 0; i < s.steps.size(); ++i) s.steps[i]->launch(s.bindings[i], stream);
+  }
+  ++s.stats.enqueues;
+}
+
+RunnerStats Runner::stats() const { return state_->stats; }
+
+const std::vector<std::string>& Runner::load_notes() const { return state_->notes; }
+
+void Runner::poison_intermediates(cudaStream_t stream) {
+  State& s = *state_;
+  cuda::DeviceGuard guard(s.device);
+  for (const plan::BufferAssignment& b : s.data.memory.buffers) {
+    SINTER_CUDA_CHECK(cudaMemsetAsync(s.memory + b.offset, 0xFF, b.bytes, stream));
+  }
+}
+
+std::vector<float> Runner::time_steps(cudaStream_t stream, int iters) {
+  State& s = *state_;
+  cuda::DeviceGuard guard(s.device);
+  if (s.stale) s.resolve();
+  enqueue(stream);  // zeroes the workspaces once, warms every step up
+  std::vector<float> out;
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    std::vector<float> t = cuda::time_calls(stream, std::max(iters, 1), [&] { s.steps[i]->launch(s.bindings[i], stream); });
+    std::sort(t.begin(), t.end());
+    out.push_back(t[t.size() / 2]);
+  }
+  return out;
+}
+
+}  // namespace sinter

@@ -1,0 +1,150 @@
+// The public runtime (sinter/runner.hpp) on the GPU: binding by name and its errors, graph mode
+// rebinding by update, caller-owned workspace, several runners of one plan on several threads, and
+// a plan for another architecture refused. Results are compared with the CPU reference.
+#include <cuda_runtime_api.h>
+
+#include <thread>
+
+#include "example_graphs.hpp"
+#include "gpu/plan_graphs.hpp"
+#include "gpu/region_check.hpp"
+#include "plan/plan_state.hpp"
+
+namespace sinter::testing {
+namespace {
+
+// The error code and message of `f`, or a failure when it does not throw.
+template <class F>
+std::pair<ErrorCode, std::string> error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return {e.code(), e.message()};
+  }
+  ADD_FAILURE() << "no error";
+  return {ErrorCode::internal, ""};
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+void expect_close(const Graph& g, const TensorMap& inputs, const TensorMap& got) {
+  const TensorMap want = run_reference(g, inputs);
+  for (TensorId id : g.outputs()) {
+    const std::string& name = g.tensor(id).name;
+    const double err = relative_l2_error(got.at(name), want.at(name)), bound = relative_l2_bound(g, id);
+    std::printf("  %-28s rel L2 %.3g (bound %.3g)\n", (g.name() + "." + name).c_str(), err, bound);
+    EXPECT_LE(err, bound) << name;
+  }
+}
+
+TEST_F(GpuRegions, RunnerBindingErrorsNameWhatIsWrong) {
+  const Graph g = examples::mlp_layer();
+  const Plan plan = compile(g, with_test_cache({}));
+  Runner runner(plan);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  auto [code, message] = error_of([&] { runner.enqueue(s); });
+  EXPECT_EQ(code, ErrorCode::invalid_state);
+  EXPECT_TRUE(contains(message, "unbound: ")) << message;
+  for (TensorId t : g.inputs()) EXPECT_TRUE(contains(message, "'" + g.tensor(t).name + "'")) << message;
+  DeviceTensors io(plan);
+  std::tie(code, message) = error_of([&] { runner.set_tensor_address("no_such_tensor", io.address("x")); });
+  EXPECT_EQ(code, ErrorCode::invalid_argument);
+  EXPECT_TRUE(contains(message, "has no tensor 'no_such_tensor'")) << message;
+  std::tie(code, message) = error_of([&] { runner.set_tensor_address("x", static_cast<char*>(io.address("x")) + 16); });
+  EXPECT_TRUE(contains(message, "not 256-byte aligned")) << message;
+  std::vector<char> host(1 << 16);
+  std::tie(code, message) = error_of([&] { runner.set_tensor_address("x", host.data() + (256 - reinterpret_cast<uintptr_t>(host.data()) % 256)); });
+  EXPECT_TRUE(contains(message, "is not memory CUDA knows") || contains(message, "host memory")) << message;
+  std::tie(code, message) = error_of([&] { runner.set_tensor_address("x", nullptr); });
+  EXPECT_TRUE(contains(message, "null address")) << message;
+  // an intermediate: the MLP's matmul output feeds its epilogue inside one kernel, so take the
+  // transformer block, whose regions store intermediates
+  const Graph tb = examples::transformer_block();
+  const Plan tb_plan = compile(tb, with_test_cache({}));
+  Runner tb_runner(tb_plan);
+  const std::string intermediate = tb_plan.describe().steps.front().outputs.front();
+  std::tie(code, message) = error_of([&] { tb_runner.set_tensor_address(intermediate, io.address("x")); });
+  EXPECT_TRUE(contains(message, "is an intermediate tensor")) << message;
+  cudaStreamDestroy(s);
+}
+
+TEST_F(GpuRegions, GraphModeRebindsByUpdate) {
+  for (const Graph& g : {examples::transformer_block(), pointwise_chain(20, 1000)}) {
+    SCOPED_TRACE(g.name());
+    CompileOptions o;
+    if (g.name().rfind("pointwise_chain", 0) == 0) o.fusion = no_fusion();
+    const Plan plan = compile(g, with_test_cache(o));
+    TestPlan run(plan, ExecMode::graph);
+    const TensorMap first = random_inputs(g, fresh_seed());
+    expect_close(g, first, run.run(first));
+    // New memory for every input and output: rebind, replay.
+    DeviceTensors other(plan);
+    const TensorMap second = random_inputs(g, fresh_seed());
+    other.upload(second, run.stream());
+    other.poison_outputs(run.stream());
+    other.bind(run.runner());
+    run.runner().enqueue(run.stream());
+    expect_close(g, second, other.download(run.stream()));
+    const RunnerStats st = run.runner().stats();
+    EXPECT_EQ(st.instantiations, 1) << "rebinding must update the graph, not instantiate it again";
+    EXPECT_EQ(st.updates, 1);
+    EXPECT_EQ(st.refused_updates, 0);
+    EXPECT_EQ(st.captures, 2);
+  }
+}
+
+TEST_F(GpuRegions, CallerOwnedWorkspace) {
+  const Graph g = examples::transformer_block();
+  const Plan plan = compile(g, with_test_cache({}));
+  const uint64_t need = plan.describe().memory.device_bytes;
+  void* memory = nullptr;
+  ASSERT_EQ(cudaMalloc(&memory, need), cudaSuccess);
+  const auto [code, message] = error_of([&] { Runner(plan, RunnerOptions{ExecMode::stream, memory, need - 256}); });
+  EXPECT_EQ(code, ErrorCode::invalid_argument);
+  EXPECT_TRUE(contains(message, "the plan needs " + std::to_string(need))) << message;
+  {
+    Runner runner(plan, RunnerOptions{ExecMode::stream, memory, need});
+    DeviceTensors io(plan);
+    cudaStream_t s = nullptr;
+    ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(memory, 0xAB, need, s), cudaSuccess);  // not zero: the runner zeroes what must be
+    const TensorMap inputs = random_inputs(g, fresh_seed());
+    io.upload(inputs, s);
+    io.bind(runner);
+    runner.enqueue(s);
+    expect_close(g, inputs, io.download(s));
+    cudaStreamDestroy(s);
+  }
+  cudaFree(memory);
+}
+
+TEST_F(GpuRegions, RunnersShareOnePlanAcrossThreads) {
+  const Graph g = examples::llama_decode_layer();
+  const Plan plan = compile(g, with_test_cache({}));
+  const TensorMap inputs_a = random_inputs(g, fresh_seed()), inputs_b = random_inputs(g, fresh_seed());
+  TensorMap got_a, got_b;
+  auto work = [&plan](const TensorMap& inputs, TensorMap& got) {
+    cudaSetDevice(0);
+    TestPlan run(plan);
+    for (int i = 0; i < 20; ++i) got = run.run(inputs);
+  };
+  std::thread a(work, std::cref(inputs_a), std::ref(got_a)), b(work, std::cref(inputs_b), std::ref(got_b));
+  a.join();
+  b.join();
+  expect_close(g, inputs_a, got_a);
+  expect_close(g, inputs_b, got_b);
+}
+
+TEST_F(GpuRegions, PlanForAnotherArchitectureIsRefused) {
+  const Plan plan = compile(examples::mlp_layer(), with_test_cache({}));
+  auto state = std::make_shared<Plan::State>();
+  state->data = plan.state().data;
+  state->data.target.arch = properties_.arch == "sm_80" ? "sm_90a" : "sm_80";
+  const auto [code, message] = error_of([&] { Runner(Plan(state)); });
+  EXPECT_EQ(code, ErrorCode::corrupt_bundle);
+  EXPECT_TRUE(contains(message, "build the plan again on this GPU")) << message;
+}
+
+}  // namespace
+}  // namespace sinter::testing

@@ -1,0 +1,72 @@
+// What several commands share: the log and progress printing the verbosity asks for, building a
+// plan from a graph (or loading a bundle), running a plan once on host inputs, timing it, and
+// comparing outputs with the CPU reference. Everything goes through the public API.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "sinter/sinter.hpp"
+
+namespace sinter::cli {
+
+// Prints the library's log lines to stderr: warnings and errors always (but under -q), info and
+// debug under -v.
+LogCallback stderr_log(const Common& c);
+
+struct BuildChoices {
+  std::string tune = "heuristic";
+  std::string engine = "auto";
+  bool no_fusion = false;
+};
+CompileOptions compile_options(const Common& c, const BuildChoices& b);
+
+// A bundle (by its first bytes) or a graph file.
+bool is_plan_bundle_file(const std::string& path);
+
+struct LoadedPlan {
+  Plan plan;
+  bool from_bundle = false;
+  double ms = 0;  // reading and checking the bundle, or compiling the graph
+};
+// A bundle is loaded (no compilation); a graph file is compiled with `b`.
+LoadedPlan plan_from_file(const Common& c, const std::string& path, const BuildChoices& b);
+
+// Throws Error(unsupported) with the reason when there is no GPU.
+void require_gpu(const char* what);
+
+// A runner of `plan` with device memory for its inputs and outputs, on its own stream.
+class PlanSession {
+ public:
+  PlanSession(const Plan& plan, const Common& c, ExecMode mode);
+  ~PlanSession();
+  // Uploads, poisons outputs and intermediates, enqueues once, downloads.
+  TensorMap run(const TensorMap& inputs);
+  // Milliseconds of each of `iters` enqueues (after `warmup`), CUDA events around each.
+  std::vector<float> time(int iters, int warmup);
+  Runner& runner() { return runner_; }
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  Runner runner_;
+  DeviceTensors io_;
+  cudaStream_t stream_ = nullptr;
+};
+
+// One line per output: its relative L2 error against the reference and the bound; true when
+// every output is within its bound.
+bool print_comparison(const Graph& g, const TensorMap& got, const TensorMap& ref);
+
+// The inputs: NAME.npy files from `folder` when given (each checked against the graph's input),
+// else seeded random ones.
+TensorMap load_or_random_inputs(const Graph& g, const std::string& folder, uint64_t seed);
+
+struct Percentiles {
+  double min = 0, p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;
+};
+Percentiles percentiles(std::vector<float> ms);
+
+}  // namespace sinter::cli
