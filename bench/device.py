@@ -43,6 +43,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import traceback
 from datetime import datetime, timezone
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
@@ -1109,6 +1110,14 @@ def main(argv):
             except Skip as e:
                 run.say(f"   skipped: {e}")
                 run.skipped(str(e))
+            except (Stop, KeyboardInterrupt):
+                raise
+            except Exception as e:  # noqa: BLE001 (a bug or a surprise in one step must not cost the others)
+                run.say(f"   step failed in the driver: {type(e).__name__}: {e}")
+                if not opts.dry_run:
+                    with open(run.raw_path(f"driver_error_{name}.txt"), "w") as f:
+                        traceback.print_exc(file=f)
+                    run.step_result("driver", [sys.argv[0], name], f"{type(e).__name__}", 0, 0, "")
             run.pack()
     except (Stop, KeyboardInterrupt) as e:
         for p in run.current or []:
