@@ -658,15 +658,16 @@ Edit the generator, not this file.
 
 - Timing: CUDA events around each call, the calls enqueued back to back and the host waiting once
   (as Triton's `do_bench`), after warm-up calls; the median of many calls (Sinter:
-  `cuda::time_calls`; PyTorch: `bench/torch_timing.py`, the same method). Runs before session 9
-  (2026-12-04) waited after every call (the `synced` method: a few microseconds more per call).
+  `cuda::time_calls`; PyTorch: `bench/torch_timing.py`, the same method). The log's runs up to
+  session 9 (S4 to S9 below) waited after every call instead (the `synced` method: each interval
+  also holds the host's launch latency, a few microseconds).
 - Side by side: a ratio is always of two numbers measured in the same call (and, for cuBLASLt,
   in the same process); ratios are time ratios, ours over theirs: below 1, Sinter is faster.
 - L2: hot unless a column says cold, that is the inputs of the previous call may still sit in L2
   (60 MB on the H200); cold: L2 overwritten before each timed launch.
-- Clocks: as the card runs them (no clock locking; Nsight Compute runs use `--clock-control
-  none`); dense GEMMs run at the 700 W power cap, where the SM clock varies by several percent
-  between runs, hence the alternated rounds.
+- Clocks: as the card runs them (`bench/device.py` locks nothing; its Nsight Compute steps pass
+  `--clock-control none`); dense GEMMs run at the 700 W power cap, where the SM clock varies by
+  several percent between runs, hence the alternated rounds.
 - H100 and H200 figures are not comparable with each other (the H200's memory is faster); each
   row names its GPU.
 
