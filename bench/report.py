@@ -501,6 +501,11 @@ def run_from_meta(meta, records):
     gpu = meta.get("gpu") or "unknown GPU"
     if gpu == "unknown GPU":  # no nvidia-smi: the programs name the device too
         gpu = next((r.get("device") or r.get("gpu") for r in records if r.get("device") or r.get("gpu")), gpu)
+    elif str(meta.get("gpu_detail", "")).startswith(gpu):
+        gpu = meta["gpu_detail"]  # with the driver, power limit, max SM clock, memory
+    cudnn = next((r.get("version") for r in records if r.get("case") == "cudnn_library" and r.get("version")), None)
+    if cudnn and cudnn != "none":
+        gpu += f", cuDNN {cudnn}"
     return {"date": meta.get("date", "unknown date"), "time": meta.get("time", ""), "gpu": gpu,
             "commit": meta.get("commit", "unknown"), "torch": torch_v or "",
             "source": "bench/device.py " + meta.get("steps", "") + (" (quick)" if meta.get("quick") else ""),
