@@ -1,8 +1,11 @@
 """One picture of where Sinter stands: for every benchmark case, the speed of Sinter relative to
-the fastest baseline in the input files (PyTorch eager / torch.compile / cuBLASLt / PyTorch's
-cuDNN; bench/device_all.sh measures them in the same run as Sinter), as horizontal bars around 1.0 (right of the line: Sinter faster). Reads the JSON lines
-that the benchmark programs and the PyTorch scripts print; writes an SVG (no plotting library
-needed on the GPU machine).
+the fastest baseline (PyTorch eager / torch.compile / cuBLASLt / PyTorch's cuDNN, measured in the
+same run as Sinter), as horizontal bars around 1.0 (right of the line: Sinter faster). Written
+as SVG by hand: no plotting library needed on the GPU machine.
+
+bench/report.py draws docs/benchmarks.svg with svg() from the current results. On its own, this
+reads the JSON lines that the benchmark programs and the PyTorch scripts print (for instance the
+raw files of a bench/device.py run) and compares whatever cases they share:
 
     python3 bench/plot.py OUT.svg FILE.jsonl [FILE.jsonl ...]
 """
@@ -49,7 +52,7 @@ def rows(by):
     return out
 
 
-def svg(data, title):
+def svg(data, title, footnote="1.0 = as fast as the fastest baseline in the input files"):
     bar_h, gap, left, width = 18, 6, 260, 420
     top = 40
     height = top + len(data) * (bar_h + gap) + 40
@@ -67,8 +70,7 @@ def svg(data, title):
     one = x_of(1.0)
     parts.append(f'<line x1="{one:.1f}" y1="{top - 6}" x2="{one:.1f}" y2="{height - 30}" stroke="#000" '
                  'stroke-dasharray="4,3"/>')
-    parts.append(f'<text x="{one:.1f}" y="{height - 14}" text-anchor="middle">1.0 = as fast as the fastest '
-                 'baseline in the input files</text>')
+    parts.append(f'<text x="{one:.1f}" y="{height - 14}" text-anchor="middle">{html.escape(footnote)}</text>')
     parts.append("</svg>")
     return "\n".join(parts)
 

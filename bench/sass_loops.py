@@ -10,7 +10,7 @@ besides the tensor cores' work (session 25: ~85 -> ~47 a k-block took 4096^3 fro
   bench/sass_loops.py dir [other_dir]
 
 With two folders, kernels of the same file name are compared side by side (before, after).
-Needs cuobjdump and nvdisasm on PATH (see bench/sass_report.sh).
+Needs cuobjdump and nvdisasm on PATH (CUDA's bin/; bench/device.py's `sass` step runs this on its dump).
 """
 import os
 import re

@@ -1,7 +1,7 @@
 """PyTorch baselines for the example graphs (examples/example_graphs.cpp, examples/*.json): the same
 shapes, dtypes and math as transformer_block, conv_block, mlp_layer and llama_decode_layer, each
 timed eagerly, through torch.compile (default mode) and as a replayed CUDA graph of the eager
-function, so bench/suite.sh can put them next to Sinter's stream and graph executors.
+function, so bench/device.py's blocks step can put them next to Sinter's stream and graph executors.
 
 The graphs store matmul weights [in, out], so `x @ w` here; conv_block is NHWC with KRSC weights,
 which is PyTorch's channels_last layout (a [N, C, H, W] tensor with NHWC strides, weights
@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch_timing import cuda_graph_of, median_ms
 
 QUICK = "--quick" in sys.argv
-ITERS = 50 if QUICK else 200  # as bench/suite.sh's `sinter bench --iters`
+ITERS = 50 if QUICK else 200  # as the blocks step's `sinter bench --iters` (bench/device.py)
 WARMUP = 20                   # as `sinter bench`'s default --warmup
 DEV, BF = "cuda", torch.bfloat16
 

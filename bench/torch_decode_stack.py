@@ -2,13 +2,17 @@
 examples::llama_decode_stack(): 16 Llama-style layers (rmsnorm, QKV projections, half-split rope,
 the new key/value appended to a KV cache of 1024 positions, GQA attention 32/8 heads of 64 with
 Sq=1, output projection + residual, rmsnorm, SwiGLU MLP + residual), a final rmsnorm, batch 1, bf16.
-Weights are stored [in, out] as in the Sinter graph. Measures one decode step eagerly and replayed
-as a CUDA graph (CUDA events, warm-up, median). Prints one JSON object per line.
+Weights are stored [in, out] as in the Sinter graph. Measures one decode step eagerly, replayed
+as a CUDA graph, and through torch.compile (default mode; compiled before the timed calls, last,
+so that a failure or a timeout there costs only that number); CUDA events, warm-up, median.
+Prints a versions line, then one JSON object per measurement ({"case", "engine", "ms", ...}, or
+"error" where one could not be measured).
 
-    python3 bench/torch_decode_stack.py [--quick]
+    python3 bench/torch_decode_stack.py [--quick] [--no-compile]
 """
 import json
 import sys
+import time
 
 import torch
 from torch_timing import cuda_graph_of, median_ms as _median_ms
@@ -78,12 +82,26 @@ def main():
             caches.append((k, v))
         return rmsnorm(h, final_norm), caches
 
-    with torch.no_grad():
-        eager = median_ms(step)
-        replay = median_ms(cuda_graph_of(step))
-    for engine, ms in (("torch-eager", eager), ("torch-cuda-graph", replay)):
+    def emit(engine, ms, **extra):
         print(json.dumps({"case": "llama_decode_stack", "engine": engine, "ms": round(ms, 4),
-                          "bytes": nbytes, "tbps": round(nbytes / (ms * 1e-3) / 1e12, 3)}), flush=True)
+                          "bytes": nbytes, "tbps": round(nbytes / (ms * 1e-3) / 1e12, 3), **extra}), flush=True)
+
+    print(json.dumps({"case": "torch_versions", "torch": torch.__version__, "gpu": torch.cuda.get_device_name()}),
+          flush=True)
+    with torch.no_grad():
+        emit("torch-eager", median_ms(step))
+        emit("torch-cuda-graph", median_ms(cuda_graph_of(step)))
+        if "--no-compile" in sys.argv:
+            return
+        try:
+            t0 = time.perf_counter()
+            compiled = torch.compile(step)
+            compiled()  # compiles here, outside the timed calls
+            torch.cuda.synchronize()
+            emit("torch-compile", median_ms(compiled), compile_s=round(time.perf_counter() - t0, 1))
+        except Exception as e:  # noqa: BLE001 (no compiler toolchain, a graph break that fails: say so)
+            print(json.dumps({"case": "llama_decode_stack", "engine": "torch-compile",
+                              "error": f"{type(e).__name__}: {e}"[:300]}), flush=True)
 
 
 if __name__ == "__main__":
