@@ -54,8 +54,9 @@ struct CompileOptions {
   TuneMode tuning = TuneMode::heuristic;
   int top_k = 3;  // fast mode
   // The engines regions may run on, in preference order (engine_names() lists them); empty: all
-  // of them, in Sinter's order. A region none of the named engines supports runs on the jit
-  // engine, which supports every region, and the plan says why (StepDescription::fallback).
+  // of them, in Sinter's order. Reshapes that share memory ("alias") stay allowed, and a region
+  // none of the named engines supports runs on the jit engine, which supports every region; the
+  // plan says why (StepDescription::fallback).
   std::vector<std::string> engines;
   // Per step: candidates needing more workspace are skipped.
   size_t workspace_limit = size_t{256} << 20;

@@ -32,14 +32,22 @@ void check_options(const CompileOptions& o) {
   bad_option("unknown tuning mode");
 }
 
+// Every engine, or: the engines whose steps run nothing (they cost nothing to allow), the named
+// ones in their order, then those that run any region (the fallback where no named one can).
 std::vector<const Engine*> allowed_engines(const std::vector<std::string>& named) {
   std::span<const Engine* const> all = registered_engines();
   if (named.empty()) return {all.begin(), all.end()};
-  std::vector<const Engine*> out{find_engine("alias")};
-  for (const std::string& n : named) {
-    if (n != "alias") out.push_back(find_engine(n));
+  std::vector<const Engine*> out;
+  auto add = [&](const Engine* e) {
+    if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
+  };
+  for (const Engine* e : all) {
+    if (e->output_shares_input()) add(e);
   }
-  if (std::find(named.begin(), named.end(), "jit") == named.end()) out.push_back(find_engine("jit"));
+  for (const std::string& n : named) add(find_engine(n));
+  for (const Engine* e : all) {
+    if (e->runs_any_region()) add(e);
+  }
   return out;
 }
 

@@ -66,14 +66,6 @@ cudaFuncAttributes Kernel::attributes() const {
   return result;
 }
 
-bool programmatic_launch_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("SINTER_PDL");
-    return !(v && std::string(v) == "0");
-  }();
-  return enabled;
-}
-
 void Kernel::launch(const LaunchConfig& config, void** args) const {
   cudaLaunchAttribute attributes[3];
   unsigned int count = 0;
@@ -89,7 +81,7 @@ void Kernel::launch(const LaunchConfig& config, void** args) const {
     attributes[count].val.cooperative = 1;
     ++count;
   }
-  if (config.programmatic && !config.cooperative && programmatic_launch_enabled()) {
+  if (config.programmatic && !config.cooperative) {
     attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attributes[count].val.programmaticStreamSerializationAllowed = 1;
     ++count;

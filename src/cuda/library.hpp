@@ -26,12 +26,9 @@ struct LaunchConfig {
   // Every block resident at once (the megakernel's persistent grid); check occupancy first.
   bool cooperative = false;
   // Programmatic dependent launch (sm_90+): the kernel may be scheduled before its predecessor on
-  // the stream ends; it must wait for it itself (kernels/common/pdl.cuh). Ignored when
-  // SINTER_PDL=0 is set in the environment.
+  // the stream ends; it must wait for it itself (kernels/common/pdl.cuh).
   bool programmatic = false;
 };
-// Whether programmatic launches are enabled (SINTER_PDL unset or not "0"); read once.
-bool programmatic_launch_enabled();
 
 class Kernel {
  public:

@@ -1,23 +1,13 @@
 #include "cuda/timing.hpp"
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 
 #include "cuda/event.hpp"
 
 namespace sinter::cuda {
 
-TimingMode timing_mode() {
-  const char* v = std::getenv("SINTER_TIMING");
-  if (v && std::string(v) == "synced") return TimingMode::synced;
-  if (v && std::string(v) == "back_to_back") return TimingMode::back_to_back;
-  return TimingMode::queued;
-}
-
 std::vector<float> time_calls(cudaStream_t stream, int iters, const std::function<void()>& call,
-                              const std::function<void()>& before_each) {
-  const TimingMode mode = timing_mode();
+                              const std::function<void()>& before_each, TimingMode mode) {
   const bool synced = mode == TimingMode::synced;
   const int per_interval = mode == TimingMode::back_to_back && !before_each ? kBackToBackCalls : 1;
   std::vector<Event> start(static_cast<size_t>(std::max(iters, 0)));

@@ -13,9 +13,9 @@ enum class TimingMode {
   // runs call i, the host has already enqueued call i + 1, so no interval holds the host's
   // launch latency.
   queued,
-  // The host waits for each call before enqueuing the next (Sinter's method before session 9):
-  // with the GPU idle, a call's start event records at once and its kernel arrives after the
-  // host has prepared the launch, a few microseconds later, inside the interval.
+  // The host waits for each call before enqueuing the next: with the GPU idle, a call's start
+  // event records at once and its kernel arrives after the host has prepared the launch, a few
+  // microseconds later, inside the interval (host launch latency included).
   synced,
   // kBackToBackCalls calls between two events, the interval divided by their number: kernels
   // that follow one another with nothing between them, as in a model's step (a programmatic
@@ -26,14 +26,10 @@ enum class TimingMode {
 };
 constexpr int kBackToBackCalls = 10;
 
-// SINTER_TIMING=synced selects the old method, SINTER_TIMING=back_to_back the back-to-back one
-// (to compare them in one process); otherwise queued. Read at each call.
-TimingMode timing_mode();
-
 // The time of each of `iters` calls of `call` on `stream`, in milliseconds, each between two
-// events. `before_each` (optional) runs before each call's start event, outside its interval:
-// an L2 flush. The host waits for the last call before returning.
+// events, by `mode`. `before_each` (optional) runs before each call's start event, outside its
+// interval: an L2 flush. The host waits for the last call before returning.
 std::vector<float> time_calls(cudaStream_t stream, int iters, const std::function<void()>& call,
-                              const std::function<void()>& before_each = {});
+                              const std::function<void()>& before_each = {}, TimingMode mode = TimingMode::queued);
 
 }  // namespace sinter::cuda

@@ -100,6 +100,9 @@ class Engine {
   virtual std::unique_ptr<PreparedStep> load_step(const Graph& g, const fuse::Region& r, const SavedStep& saved,
                                                   const BlobStore& blobs, size_t workspace_bytes,
                                                   LoadContext& ctx) const = 0;
+  // Whether this engine supports every region (our code generators do): where no engine the user
+  // named supports a region, such an engine runs it.
+  virtual bool runs_any_region() const { return false; }
   // Whether candidates() works from the device properties alone, with no GPU (our code generators
   // need only the architecture and the SM count; vendor heuristics need the GPU itself).
   virtual bool candidates_without_gpu() const { return false; }

@@ -74,37 +74,34 @@ TEST_F(GpuDeviceTest, TimeCallsQueuedSyncedAndBackToBack) {
   // ~10 us at any H200 bandwidth, so a time of 0 would mean the events missed the call
   Stream stream;
   DeviceBuffer buffer(64 << 20);
-  for (const char* mode : {"queued", "synced"}) {
-    ::setenv("SINTER_TIMING", mode, 1);
+  for (TimingMode mode : {TimingMode::queued, TimingMode::synced}) {
     int calls = 0, flushes = 0;
     const std::vector<float> ms = time_calls(
         stream.get(), 7,
         [&] {
           buffer.memset_async(static_cast<int>(calls++), stream);
         },
-        [&] { ++flushes; });
-    ASSERT_EQ(ms.size(), 7u) << mode;
-    EXPECT_EQ(calls, 7) << mode;
-    EXPECT_EQ(flushes, 7) << mode;
-    for (float t : ms) EXPECT_GT(t, 0.005f) << mode;
-    EXPECT_TRUE(stream.query()) << mode;  // the host waited for the last call
+        [&] { ++flushes; }, mode);
+    ASSERT_EQ(ms.size(), 7u) << int(mode);
+    EXPECT_EQ(calls, 7) << int(mode);
+    EXPECT_EQ(flushes, 7) << int(mode);
+    for (float t : ms) EXPECT_GT(t, 0.005f) << int(mode);
+    EXPECT_TRUE(stream.query()) << int(mode);  // the host waited for the last call
   }
   // back to back: kBackToBackCalls calls per interval, each time the interval's share; with a
   // flush before each call, one call per interval
-  ::setenv("SINTER_TIMING", "back_to_back", 1);
-  EXPECT_EQ(timing_mode(), TimingMode::back_to_back);
   int calls = 0, flushes = 0;
-  std::vector<float> ms = time_calls(stream.get(), 7, [&] { buffer.memset_async(static_cast<int>(calls++), stream); });
+  std::vector<float> ms =
+      time_calls(stream.get(), 7, [&] { buffer.memset_async(static_cast<int>(calls++), stream); }, {}, TimingMode::back_to_back);
   ASSERT_EQ(ms.size(), 7u);
   EXPECT_EQ(calls, 7 * kBackToBackCalls);
   for (float t : ms) EXPECT_GT(t, 0.005f);
   calls = 0;
-  ms = time_calls(stream.get(), 7, [&] { buffer.memset_async(static_cast<int>(calls++), stream); }, [&] { ++flushes; });
+  ms = time_calls(stream.get(), 7, [&] { buffer.memset_async(static_cast<int>(calls++), stream); }, [&] { ++flushes; },
+                  TimingMode::back_to_back);
   EXPECT_EQ(calls, 7);
   EXPECT_EQ(flushes, 7);
   EXPECT_TRUE(stream.query());
-  ::unsetenv("SINTER_TIMING");
-  EXPECT_EQ(timing_mode(), TimingMode::queued);
 }
 
 TEST_F(GpuDeviceTest, RuntimeCheckNamesTheCall) {

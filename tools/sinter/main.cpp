@@ -15,9 +15,7 @@ const CLI::Validator kUnsigned(
 
 std::vector<std::string> engine_choices() {
   std::vector<std::string> out{"auto"};
-  for (const std::string& e : sinter::engine_names()) {
-    if (e != "alias") out.push_back(e);  // reshapes share memory whatever is asked
-  }
+  for (const std::string& e : sinter::engine_names()) out.push_back(e);
   return out;
 }
 

@@ -23,6 +23,7 @@ class JitEngine : public Engine {
   std::vector<GeneratedSource> generated_sources(const Graph& g, const fuse::Region& r,
                                                  const EngineContext& ctx) const override;
   bool candidates_without_gpu() const override { return true; }
+  bool runs_any_region() const override { return true; }
 };
 
 }  // namespace sinter::jit
