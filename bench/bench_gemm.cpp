@@ -1,17 +1,18 @@
-// GEMM benchmarks of the JIT engine's Hopper kernel (issue 4) against cuBLASLt, both measured in
-// this process on the same inputs (StreamExecutor::time_ms: CUDA events, warm-up, median):
+// GEMM benchmarks of the JIT engine's Hopper kernel against cuBLASLt, both measured in this
+// process on the same inputs (bench_plan_timing.hpp: a compiled plan's enqueues timed with CUDA
+// events after a warm-up, the median):
 //   gemm_4096, gemm_8192           bf16 [M, K] x [K, N] with B k-contiguous (an [N, K] weight)
 //   gemm_bias_gelu_amax_4096       our fused epilogue vs bare cuBLASLt (target <= 1.05x)
-//   (these three also print one line per Hopper candidate, forced: "candidate": its number)
+//   (these three also print one line per Hopper candidate, forced: "candidate": its config text)
 //   gemm_4096_kn, gemm_bias_gelu_amax_4096_kn   the same with a row-major [K, N] weight (B read
 //                                  n-contiguous), vs cuBLASLt on that layout; the bare one per
 //                                  Hopper candidate too
 //   decode_m{1,8,16}               x [M, 4096] x a 4096x14336 weight: weight bytes per second
-//   decode_m{1,8,16}[_kn]_{ffma,mma}  the same on each jit decode GEMV candidate (forced: the
-//                                  ffma tile for M <= 4, the mma tile), with the [N, K]
-//                                  weight and with a row-major [K, N] one, vs cuBLASLt on the
-//                                  [N, K] weight; `of_peak` is the weight bandwidth over 4.27 TB/s
-//                                  (the target is >= 0.85)
+//   decode_m{1,8,16}[_kn]_{tma_rows,tma,ffma,mma}  the same on each jit decode tile offered
+//                                  (forced: the TMA tiles, the ffma tile for M <= 4, the mma
+//                                  tile), with the [N, K] weight and with a row-major [K, N] one,
+//                                  vs cuBLASLt on the [N, K] weight; `of_peak` is the weight
+//                                  bandwidth over 4.27 TB/s (the target is >= 0.85)
 //   llama_{qo,kv,gate_silu,down_residual}[_kn]   the Llama decode stack's M = 1 matmuls
 //                                  (weights 2048x2048, 512x2048, 8192x2048 with silu (gate; up's
 //                                  mul epilogue reads one more vector),
@@ -39,14 +40,11 @@
 //     residual [M, N] added) against cuBLASLt's own residual (C with beta 1), named
 //     gemm_MxNxK[_EPILOGUE], each Hopper candidate forced too: how the ratio moves with the tiles
 //     per SM (the last wave's fill), with K (per-tile costs), and with each part of the epilogue
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <iterator>
 #include <optional>
 #include <sstream>
@@ -55,22 +53,22 @@
 #include <utility>
 #include <vector>
 
+#include "bench_plan_timing.hpp"
 #include "cuda/device.hpp"
-#include "cuda/kernel_cache.hpp"
 #include "engines/jit/codegen.hpp"
-#include "cuda/buffer.hpp"
 #include "fuse/region.hpp"
-#include "sinter/reference.hpp"
+#include "sinter/sinter.hpp"
 
 using namespace sinter;
+using bench::BenchPlan;
 
 namespace {
 
 // bf16 (or `in`) [M, K] x an [N, K] weight seen as [K, N], or a row-major [K, N] one, with the
-// bias + GELU + amax epilogue if asked. fp8 operands (issue 4's stretch goal) give a bf16 result,
+// bias + GELU + amax epilogue if asked. fp8 operands give a bf16 result,
 // against cuBLASLt's fp8 GEMM on the [N, K] layout (TN, the one it takes for fp8).
 // `epilogue`: none (""), or the fused case's parts for --shapes: "bias", "bias_gelu", "bias_amax", and
-// "fused" (bias + GELU + amax, the issue's case); or "residual" (+ a [M, N] tensor, which
+// "fused" (bias + GELU + amax, the headline case); or "residual" (+ a [M, N] tensor, which
 // cuBLASLt fuses too); kEpilogues lists them.
 constexpr const char* kEpilogues[] = {"", "bias", "bias_gelu", "bias_amax", "fused", "residual"};
 bool known_epilogue(const std::string& e) {
@@ -102,10 +100,19 @@ Graph gemm(const std::string& name, int64_t m, int64_t n, int64_t k, const std::
   return g;
 }
 
-std::string steps_of(const StreamExecutor& ex) {
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    if (static_cast<unsigned char>(ch) >= 0x20) out += ch;
+  }
+  return out;
+}
+
+std::string steps_of(const BenchPlan& p) {
   std::string s;
-  for (const StepInfo& i : ex.steps()) {
-    std::string d = i.engine + ": " + i.description;
+  for (const StepDescription& i : p.steps()) {
+    std::string d = bench::step_text(i);
     for (char& c : d) c = c == '"' ? '\'' : c;
     s += (s.empty() ? "" : " | ") + d;
   }
@@ -118,8 +125,8 @@ struct Timed {
   TensorMap out;
 };
 
-// --cold-l2: every timed launch starts with the L2 overwritten (StreamExecutor::time_ms), as in a
-// model that streams each weight once per step; without it, weights under ~60 MB stay in L2.
+// --cold-l2: every timed launch starts with the L2 overwritten (bench::L2Flush), as in a model
+// that streams each weight once per step; without it, weights under ~60 MB stay in L2.
 bool g_cold_l2 = false;
 // --cases: the case names to run (empty: all); --no-candidates: no forced-candidate lines.
 std::vector<std::string> g_cases;
@@ -130,44 +137,50 @@ double g_soak_s = 0.0;
 // --soak-engine NAME: which side soaks, "jit" (ours, the default) or "cublaslt" (the comparison
 // graph through cuBLASLt): the clock each holds under the power cap, in separate runs
 std::string g_soak_engine = "jit";
-// --soak-candidate CONFIG: ours soaks the jit candidate of that config text (see the candidate lines) instead of the default
+// --soak-candidate CONFIG: ours soaks the jit candidate of that config text (see the candidate
+// lines) instead of the default
 std::string g_soak_candidate;  // a jit config text
 bool wanted(const std::string& name) {
   return g_cases.empty() || std::find(g_cases.begin(), g_cases.end(), name) != g_cases.end();
 }
 
-ExecutorOptions options(const std::string& engine, const std::string& config = "") {
-  ExecutorOptions opts;
-  opts.engine = engine;
-  opts.tuning.config = config;
-  return opts;
+// The kernel cache folder of this run (made fresh, removed at exit).
+std::string g_kernel_cache;
+
+// Heuristic compile on `engine` (the regions it refuses fall back to jit, and the step says so),
+// with the jit candidate whose config text is `config` forced where given.
+CompileOptions options(const std::string& engine, const std::string& config = "") {
+  CompileOptions o;
+  o.engines = {engine};
+  o.candidate_config = config;
+  o.kernel_cache_dir = g_kernel_cache;
+  return o;
 }
 
-// ex run once on `in` (its output kept), then timed
-Timed timed(StreamExecutor& ex, int iters, const TensorMap& in) {
+// p run once on `in` (its output kept), then timed
+Timed timed(BenchPlan& p, int iters, const TensorMap& in) {
   Timed t;
-  t.out = ex.run(in);
-  t.ms = ex.time_ms(iters, 10, g_cold_l2);
-  t.kernels = steps_of(ex);
+  t.out = p.run(in);
+  t.ms = p.time_ms(iters, 10, g_cold_l2);
+  t.kernels = steps_of(p);
   return t;
 }
-Timed timed(const Graph& g, const std::string& engine, cuda::KernelCache& cache, int iters, const TensorMap& in,
-            const std::string& config = "") {
-  StreamExecutor ex(g, cache, options(engine, config));
-  return timed(ex, iters, in);
+Timed timed(const Graph& g, const std::string& engine, int iters, const TensorMap& in, const std::string& config = "") {
+  BenchPlan p(g, options(engine, config));
+  return timed(p, iters, in);
 }
 
 // Ours and cuBLASLt alternated: `rounds` rounds of 10 timed calls each (after 3 warm-up calls),
-// ours then theirs in every round. Under the H200's power cap the clock drifts by several percent
-// over seconds (session 14: one config 1.385 and 1.506 ms at 8192^3 in one process), so one
-// measurement of each side apart can land on different clocks; the ratio within a round cannot.
+// ours then theirs in every round. Under a power cap the clock drifts by several percent over
+// seconds, so one measurement of each side apart can land on different clocks; the ratio within
+// a round cannot.
 struct Alternated {
   double sinter_ms, cublaslt_ms;         // medians of the rounds' times
   double ratio, ratio_min, ratio_max;    // median, min, max of the rounds' ratios
   int rounds;
 };
-// s and c: executors that have run once
-Alternated alternated(StreamExecutor& s, StreamExecutor& c, int rounds) {
+// s and c: plans that have run once
+Alternated alternated(BenchPlan& s, BenchPlan& c, int rounds) {
   std::vector<double> st, ct, r;
   for (int i = 0; i < rounds; ++i) {
     st.push_back(s.time_ms(10, 3, g_cold_l2));
@@ -196,7 +209,7 @@ std::vector<std::string> hopper_candidates(const Graph& g, const cuda::DevicePro
 }
 
 void run_case(const std::string& name, const Graph& ours, const Graph& theirs, double flops, double bytes,
-              cuda::KernelCache& cache, int iters, bool each_candidate = false) {
+              int iters, bool each_candidate = false) {
   if (!wanted(name)) return;
   const TensorMap in = random_inputs(ours, 7);
   TensorMap in_theirs;
@@ -204,8 +217,8 @@ void run_case(const std::string& name, const Graph& ours, const Graph& theirs, d
     const std::string& n = theirs.tensor(id).name;
     in_theirs.emplace(n, in.at(n));
   }
-  // one executor a side for the single measurement, the alternated rounds and a soak
-  StreamExecutor s_ex(ours, cache, options("jit")), c_ex(theirs, cache, options("cublaslt"));
+  // one plan a side for the single measurement, the alternated rounds and a soak
+  BenchPlan s_ex(ours, options("jit")), c_ex(theirs, options("cublaslt"));
   const Timed s = timed(s_ex, iters, in);
   const Timed c = timed(c_ex, iters, in_theirs);
   const double diff = relative_l2_error(s.out.at("y"), c.out.at("y"));
@@ -220,13 +233,13 @@ void run_case(const std::string& name, const Graph& ours, const Graph& theirs, d
               s.kernels.c_str(), c.kernels.c_str());
   std::fflush(stdout);
   if (g_soak_s > 0.0) {
-    // cuBLASLt's or our default executor from above, or one for a forced candidate
-    std::optional<StreamExecutor> forced;
+    // cuBLASLt's or our default plan from above, or one for a forced candidate
+    std::optional<BenchPlan> forced;
     if (g_soak_engine == "jit" && !g_soak_candidate.empty()) {
-      forced.emplace(ours, cache, options("jit", g_soak_candidate));
+      forced.emplace(ours, options("jit", g_soak_candidate));
       forced->run(in);
     }
-    StreamExecutor& ex = forced ? *forced : g_soak_engine == "cublaslt" ? c_ex : s_ex;
+    BenchPlan& ex = forced ? *forced : g_soak_engine == "cublaslt" ? c_ex : s_ex;
     std::vector<double> chunks;
     const auto start = std::chrono::steady_clock::now();
     while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < g_soak_s) {
@@ -243,7 +256,7 @@ void run_case(const std::string& name, const Graph& ours, const Graph& theirs, d
   if (!each_candidate || !g_candidates) return;
   // every Hopper config forced, against the cuBLASLt time above: which one should be the default
   for (const std::string& v : hopper_candidates(ours, cuda::device_properties(0))) {
-    const Timed f = timed(ours, "jit", cache, iters, in, v);
+    const Timed f = timed(ours, "jit", iters, in, v);
     std::printf("{\"case\": \"%s\", \"candidate\": \"%s\", \"sinter_ms\": %.5f, \"cublaslt_ms\": %.5f, "
                 "\"ratio\": %.3f, \"sinter_tflops\": %.1f, \"rel_l2_vs_cublaslt\": %.3g, \"sinter_kernels\": \"%s\"}\n",
                 name.c_str(), v.c_str(), f.ms, c.ms, f.ms / c.ms, flops / (f.ms * 1e9),
@@ -252,7 +265,7 @@ void run_case(const std::string& name, const Graph& ours, const Graph& theirs, d
   }
 }
 
-// The decode tiles offered for g's matmul region, as (name, jit candidate number).
+// The decode tiles offered for g's matmul region, as (name, jit config text).
 std::vector<std::pair<std::string, std::string>> decode_candidates(const Graph& g, const cuda::DeviceProperties& dev) {
   std::vector<std::pair<std::string, std::string>> out;
   const fuse::Partition p = fuse::partition_graph(g);
@@ -277,8 +290,7 @@ std::vector<std::pair<std::string, std::string>> decode_candidates(const Graph& 
 // Each decode tile on `ours` (either weight layout, maybe with an epilogue) against cuBLASLt on
 // the bare [N, K]-weight matmul `theirs`, on the same logical values (a row-major [K, N] weight is
 // copied from the [N, K] view). One line per candidate: `<name>_<tile>`.
-void run_decode_gemv(const std::string& name, const Graph& ours, const Graph& theirs, double bytes,
-                     cuda::KernelCache& cache, int iters) {
+void run_decode_gemv(const std::string& name, const Graph& ours, const Graph& theirs, double bytes, int iters) {
   if (!wanted(name)) return;
   const TensorMap in = random_inputs(ours, 7);
   TensorMap in_theirs;
@@ -294,9 +306,9 @@ void run_decode_gemv(const std::string& name, const Graph& ours, const Graph& th
     for (int64_t i = 0; i < src.numel(); ++i) dst.set(i, src.get(i));
     in_theirs.emplace(t.name, std::move(dst));
   }
-  const Timed c = timed(theirs, "cublaslt", cache, iters, in_theirs);
+  const Timed c = timed(theirs, "cublaslt", iters, in_theirs);
   for (const auto& [tile, candidate] : decode_candidates(ours, cuda::device_properties(0))) {
-    const Timed s = timed(ours, "jit", cache, iters, in, candidate);
+    const Timed s = timed(ours, "jit", iters, in, candidate);
     const double diff = relative_l2_error(s.out.at("y"), c.out.at("y"));
     const double tbps = bytes / (s.ms * 1e9);
     std::printf("{\"case\": \"%s_%s\", \"sinter_ms\": %.5f, \"cublaslt_ms\": %.5f, \"ratio\": %.3f, "
@@ -372,94 +384,97 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc) {
       std::stringstream list(argv[++i]);
       for (std::string c; std::getline(list, c, ',');) g_cases.push_back(c);
+    } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::printf("usage: sinter_bench_gemm [--quick] [--decode] [--cold-l2] [--cases NAME,...] [--no-candidates]\n"
+                  "                         [--shapes MxNxK[:EPILOGUE],...] [--soak SECONDS] [--soak-engine jit|cublaslt]\n"
+                  "                         [--soak-candidate CONFIG]   (needs a GPU)\n"
+                  "  EPILOGUE: bias, bias_gelu, bias_amax, fused, residual; CONFIG: a jit config text, as the\n"
+                  "  candidate lines print it. One JSON object per line on stdout.\n");
+      return 0;
     } else {
       std::fprintf(stderr, "sinter_bench_gemm: unknown argument '%s' (expected --quick, --decode, --cold-l2, "
-                           "--cases LIST, --shapes MxNxK[:EPILOGUE],..., --no-candidates, --soak SECONDS, --soak-engine jit|cublaslt, --soak-candidate N)\n", argv[i]);
+                           "--cases LIST, --shapes MxNxK[:EPILOGUE],..., --no-candidates, --soak SECONDS, --soak-engine jit|cublaslt, --soak-candidate CONFIG, --help)\n", argv[i]);
       return 2;
     }
   }
-  const cuda::GpuAvailability& gpu = cuda::gpu_availability();
-  if (!gpu.available) {
-    std::fprintf(stderr, "sinter_bench_gemm: no GPU: %s\n", gpu.reason.c_str());
-    return 1;
-  }
-  // 30 even when quick: at 10 the same kernel's median moved by up to 10% within one call
-  // (session 9), and a 4096^3 launch costs 0.2 ms
-  const int iters = quick ? 30 : 100;
-  std::printf("{\"case\": \"settings\", \"l2\": \"%s\", \"iters\": %d}\n", g_cold_l2 ? "cold" : "hot", iters);
-  const std::filesystem::path cache_dir =
-      std::filesystem::temp_directory_path() / ("sinter_bench_gemm_cache_" + std::to_string(::getpid()));
-  cuda::KernelCache cache(cache_dir);
-  for (const Shape& sh : shapes) {
-    const std::string dims = std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k);
-    const Graph bare = gemm("gemm_" + dims, sh.m, sh.n, sh.k, "");
-    const std::string name = bare.name() + (sh.epilogue.empty() ? "" : "_" + sh.epilogue);
-    // every Hopper candidate too, fused or not: ping-pong and coop trade places with the epilogue;
-    // a residual against cuBLASLt's fused one, the rest against its bare GEMM
-    const Graph ours = sh.epilogue.empty() ? bare : gemm(name, sh.m, sh.n, sh.k, sh.epilogue);
-    run_case(name, ours, sh.epilogue == "residual" ? ours : bare, 2.0 * sh.m * sh.n * sh.k, 2.0 * sh.n * sh.k, cache,
-             iters, true);
-  }
-  if (!shapes.empty()) {
-    std::filesystem::remove_all(cache_dir);
-    return 0;
-  }
-  for (int64_t s : {int64_t{4096}, int64_t{8192}}) {
-    if (decode_only) break;
-    const Graph g = gemm("gemm_" + std::to_string(s), s, s, s, "");
-    run_case(g.name(), g, g, 2.0 * s * s * s, 2.0 * s * s, cache, iters, true);
-  }
-  if (!decode_only) {
-    const int64_t s = 4096;
-    run_case("gemm_bias_gelu_amax_4096", gemm("gemm_bias_gelu_amax_4096", s, s, s, "fused"),
-             gemm("gemm_4096", s, s, s, ""), 2.0 * s * s * s, 2.0 * s * s, cache, iters, true);
-    // the same epilogue at half and twice the size: what the fused kernel pays over bare cuBLASLt
-    // as a function of the tiles per SM (~2, ~8, ~31 of 64x256) separates a per-kernel cost (the
-    // last epilogue, which nothing hides) from a per-tile one
-    for (int64_t e : {int64_t{2048}, int64_t{8192}}) {
-      const std::string n = "gemm_bias_gelu_amax_" + std::to_string(e);
-      run_case(n, gemm(n, e, e, e, "fused"), gemm("gemm_" + std::to_string(e), e, e, e, ""), 2.0 * e * e * e,
-               2.0 * e * e, cache, iters);
+  if (!bench::have_gpu("sinter_bench_gemm")) return 1;
+  try {
+    // 30 even when quick: at 10 the same kernel's median moves by up to 10% within one call, and a
+    // 4096^3 launch costs 0.2 ms
+    const int iters = quick ? 30 : 100;
+    std::printf("{\"case\": \"settings\", \"l2\": \"%s\", \"iters\": %d}\n", g_cold_l2 ? "cold" : "hot", iters);
+    const bench::ScratchDir cache_dir("sinter_bench_gemm_cache_");
+    g_kernel_cache = cache_dir.str();
+    for (const Shape& sh : shapes) {
+      const std::string dims = std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k);
+      const Graph bare = gemm("gemm_" + dims, sh.m, sh.n, sh.k, "");
+      const std::string name = bare.name() + (sh.epilogue.empty() ? "" : "_" + sh.epilogue);
+      // every Hopper candidate too, fused or not: ping-pong and coop trade places with the epilogue;
+      // a residual against cuBLASLt's fused one, the rest against its bare GEMM
+      const Graph ours = sh.epilogue.empty() ? bare : gemm(name, sh.m, sh.n, sh.k, sh.epilogue);
+      run_case(name, ours, sh.epilogue == "residual" ? ours : bare, 2.0 * sh.m * sh.n * sh.k, 2.0 * sh.n * sh.k,
+               iters, true);
     }
-    // (K stays at 4096: past it the fp8 wgmma path declines, its accumulation being below f32)
-    for (int64_t e : {int64_t{4096}, int64_t{8192}}) {
-      const Graph f8 = gemm("gemm_fp8_e4m3_" + std::to_string(e), e, e, 4096, "", true, DType::fp8_e4m3);
-      try {
-        run_case(f8.name(), f8, f8, 2.0 * e * e * 4096, 1.0 * e * 4096, cache, iters, e == 4096);
-      } catch (const std::exception& ex) {
-        std::printf("{\"case\": \"%s\", \"error\": \"%s\"}\n", f8.name().c_str(), ex.what());
+    if (!shapes.empty()) return 0;
+    for (int64_t s : {int64_t{4096}, int64_t{8192}}) {
+      if (decode_only) break;
+      const Graph g = gemm("gemm_" + std::to_string(s), s, s, s, "");
+      run_case(g.name(), g, g, 2.0 * s * s * s, 2.0 * s * s, iters, true);
+    }
+    if (!decode_only) {
+      const int64_t s = 4096;
+      run_case("gemm_bias_gelu_amax_4096", gemm("gemm_bias_gelu_amax_4096", s, s, s, "fused"),
+               gemm("gemm_4096", s, s, s, ""), 2.0 * s * s * s, 2.0 * s * s, iters, true);
+      // the same epilogue at half and twice the size: what the fused kernel pays over bare cuBLASLt
+      // as a function of the tiles per SM (~2, ~8, ~31 of 64x256) separates a per-kernel cost (the
+      // last epilogue, which nothing hides) from a per-tile one
+      for (int64_t e : {int64_t{2048}, int64_t{8192}}) {
+        const std::string n = "gemm_bias_gelu_amax_" + std::to_string(e);
+        run_case(n, gemm(n, e, e, e, "fused"), gemm("gemm_" + std::to_string(e), e, e, e, ""), 2.0 * e * e * e,
+                 2.0 * e * e, iters);
+      }
+      // (K stays at 4096: past it the fp8 wgmma path declines, its accumulation being below f32)
+      for (int64_t e : {int64_t{4096}, int64_t{8192}}) {
+        const Graph f8 = gemm("gemm_fp8_e4m3_" + std::to_string(e), e, e, 4096, "", true, DType::fp8_e4m3);
+        try {
+          run_case(f8.name(), f8, f8, 2.0 * e * e * 4096, 1.0 * e * 4096, iters, e == 4096);
+        } catch (const std::exception& ex) {
+          std::printf("{\"case\": \"%s\", \"error\": \"%s\"}\n", f8.name().c_str(), json_escape(ex.what()).c_str());
+        }
+      }
+      // a row-major [K, N] weight (read MN-major, wgmma transposing B), against cuBLASLt on the same
+      const Graph kn = gemm("gemm_4096_kn", s, s, s, "", false);
+      run_case(kn.name(), kn, kn, 2.0 * s * s * s, 2.0 * s * s, iters, true);
+      run_case("gemm_bias_gelu_amax_4096_kn", gemm("gemm_bias_gelu_amax_4096_kn", s, s, s, "fused", false), kn,
+               2.0 * s * s * s, 2.0 * s * s, iters);
+    }
+    for (int64_t m : {int64_t{1}, int64_t{8}, int64_t{16}}) {
+      const int64_t k = 4096, n = 14336;
+      const Graph g = gemm("decode_m" + std::to_string(m), m, n, k, "");
+      run_case(g.name(), g, g, 2.0 * m * n * k, 2.0 * n * k, iters);
+      run_decode_gemv(g.name(), g, g, 2.0 * n * k, iters);
+      run_decode_gemv(g.name() + "_kn", gemm(g.name() + "_kn", m, n, k, "", false), g, 2.0 * n * k, iters);
+    }
+    struct Stack {
+      const char* name;
+      int64_t n, k;
+      const char* epilogue;
+    };
+    for (const Stack& c : {Stack{"llama_qo", 2048, 2048, ""}, Stack{"llama_kv", 512, 2048, ""},
+                           Stack{"llama_gate_silu", 8192, 2048, "silu"},
+                           Stack{"llama_down_residual", 2048, 8192, "residual"}}) {
+      const Graph bare = decode_stack_matmul(std::string(c.name) + "_bare", c.n, c.k, "");
+      const double bytes = 2.0 * c.n * c.k;
+      for (bool k_major : {true, false}) {
+        const std::string name = std::string(c.name) + (k_major ? "" : "_kn");
+        const Graph ours = decode_stack_matmul(name, c.n, c.k, c.epilogue, k_major);
+        if (k_major) run_case(name + "_default", ours, bare, 2.0 * c.n * c.k, bytes, iters);
+        run_decode_gemv(name, ours, bare, bytes, iters);
       }
     }
-    // a row-major [K, N] weight (read MN-major, wgmma transposing B), against cuBLASLt on the same
-    const Graph kn = gemm("gemm_4096_kn", s, s, s, "", false);
-    run_case(kn.name(), kn, kn, 2.0 * s * s * s, 2.0 * s * s, cache, iters, true);
-    run_case("gemm_bias_gelu_amax_4096_kn", gemm("gemm_bias_gelu_amax_4096_kn", s, s, s, "fused", false), kn,
-             2.0 * s * s * s, 2.0 * s * s, cache, iters);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sinter_bench_gemm: %s\n", e.what());
+    return 1;
   }
-  for (int64_t m : {int64_t{1}, int64_t{8}, int64_t{16}}) {
-    const int64_t k = 4096, n = 14336;
-    const Graph g = gemm("decode_m" + std::to_string(m), m, n, k, "");
-    run_case(g.name(), g, g, 2.0 * m * n * k, 2.0 * n * k, cache, iters);
-    run_decode_gemv(g.name(), g, g, 2.0 * n * k, cache, iters);
-    run_decode_gemv(g.name() + "_kn", gemm(g.name() + "_kn", m, n, k, "", false), g, 2.0 * n * k, cache, iters);
-  }
-  struct Stack {
-    const char* name;
-    int64_t n, k;
-    const char* epilogue;
-  };
-  for (const Stack& c : {Stack{"llama_qo", 2048, 2048, ""}, Stack{"llama_kv", 512, 2048, ""},
-                         Stack{"llama_gate_silu", 8192, 2048, "silu"},
-                         Stack{"llama_down_residual", 2048, 8192, "residual"}}) {
-    const Graph bare = decode_stack_matmul(std::string(c.name) + "_bare", c.n, c.k, "");
-    const double bytes = 2.0 * c.n * c.k;
-    for (bool k_major : {true, false}) {
-      const std::string name = std::string(c.name) + (k_major ? "" : "_kn");
-      const Graph ours = decode_stack_matmul(name, c.n, c.k, c.epilogue, k_major);
-      if (k_major) run_case(name + "_default", ours, bare, 2.0 * c.n * c.k, bytes, cache, iters);
-      run_decode_gemv(name, ours, bare, bytes, cache, iters);
-    }
-  }
-  std::filesystem::remove_all(cache_dir);
-  return 0;
 }

@@ -1,30 +1,26 @@
-// Memory-bound benchmarks of the JIT engine (issue: GPU path): residual add + layernorm/rmsnorm,
-// softmax, a 10-op pointwise chain with two broadcast operands; the cross-shape kernel cache
-// (0 compilations at a new shape) and one cold compile. Prints one JSON object per line for
-// bench/report.py, which puts them beside PyTorch measured in the same run.
+// Memory-bound benchmarks of the JIT engine: residual add + layernorm/rmsnorm, softmax, a 10-op
+// pointwise chain with two broadcast operands; the cross-shape kernel cache (0 compilations at a
+// new shape) and one cold compile. Each graph is compiled through the public API
+// (bench_plan_timing.hpp) and timed as the median of CUDA-event-timed enqueues. Prints one JSON
+// object per line for bench/report.py, which puts them beside PyTorch measured in the same run.
 //
 //   sinter_bench_memory [--quick] [--cases NAME,NAME,...]
 //     --cases: only these (add_layernorm, add_layernorm+sum, add_rmsnorm, add_rmsnorm+sum,
 //     softmax, pointwise_chain10, copy), for a device call short of time
 //   sinter_bench_memory --save-graphs DIR   (writes the benchmark graphs as JSON, no GPU needed)
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
-#include "cuda/buffer.hpp"
-#include "cuda/check.hpp"
-#include "cuda/device.hpp"
-#include "cuda/kernel_cache.hpp"
-#include "cuda/timing.hpp"
-#include "cuda/buffer.hpp"
-#include "sinter/json.hpp"
-#include "sinter/reference.hpp"
+#include "bench_plan_timing.hpp"
+#include "sinter/sinter.hpp"
 
 using namespace sinter;
+using bench::BenchPlan;
 
 namespace {
 
@@ -83,15 +79,21 @@ Graph copy_region(int64_t rows, int64_t cols) {
 }
 
 // Median milliseconds of a device-to-device cudaMemcpy of `bytes` (read + written: 2 * bytes),
-// timed as our kernels are (cuda::time_calls, after 3 untimed copies).
+// timed as our plans are (bench::time_calls, after 3 untimed copies).
 double memcpy_ms(size_t bytes, int iters) {
-  cuda::DeviceBuffer a(bytes), b(bytes);
-  SINTER_CUDA_CHECK(cudaMemset(a.data(), 1, bytes));
-  auto copy = [&] { SINTER_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice, nullptr)); };
+  void* a = nullptr;
+  void* b = nullptr;
+  bench::check_cuda(cudaMalloc(&a, bytes), "cudaMalloc");
+  bench::check_cuda(cudaMalloc(&b, bytes), "cudaMalloc");
+  bench::check_cuda(cudaMemset(a, 1, bytes), "cudaMemset");
+  auto copy = [&] {
+    bench::check_cuda(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync");
+  };
   for (int i = 0; i < 3; ++i) copy();
-  std::vector<float> ms = cuda::time_calls(nullptr, iters, copy);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  const double ms = bench::median(bench::time_calls(nullptr, iters, copy));
+  cudaFree(a);
+  cudaFree(b);
+  return ms;
 }
 
 void report(const char* name, const Graph& g, double ms, const std::string& extra = "") {
@@ -101,43 +103,76 @@ void report(const char* name, const Graph& g, double ms, const std::string& extr
   std::fflush(stdout);
 }
 
+// What the kernel caches did over every compile of the run (each compile() opens the cache
+// folder anew: kernels compiled by an earlier compile are disk hits).
+struct CacheTally {
+  int plans = 0, compiles = 0, hits = 0;
+  double nvrtc_ms = 0;
+  void add(const PlanDescription& d) {
+    if (!d.compile) return;
+    ++plans;
+    compiles += d.compile->kernels_compiled;
+    hits += d.compile->kernel_cache_hits;
+    nvrtc_ms += d.compile->nvrtc_ms;
+  }
+  std::string text() const {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "kernel cache over %d compiles: %d hits (memory and disk), %d compiles (%.1f ms)",
+                  plans, hits, compiles, nvrtc_ms);
+    return buf;
+  }
+};
+
 // Median milliseconds of the whole graph on fresh random inputs (correctness of these regions is
 // the GPU tests' job, at shapes the CPU reference can check).
 // `inputs`: generated once per case and shared by its runs (filling 2^28 elements on the host
 // takes seconds, and the device call has a time limit).
-double timed(Graph g, cuda::KernelCache& cache, int iters, const TensorMap& inputs) {
-  StreamExecutor ex(std::move(g), cache);
-  ex.set_inputs(inputs);
-  return ex.time_ms(iters, 3);
+double timed(const Graph& g, const CompileOptions& options, int iters, const TensorMap& inputs, CacheTally& tally) {
+  BenchPlan p(g, options);
+  tally.add(p.description());
+  p.upload(inputs);
+  return p.time_ms(iters, 3);
 }
 
 // Times every candidate of every region (exhaustive tuning) and prints one line per candidate,
 // so the table shows what the heuristic default leaves on the table; returns the tuned graph's
-// median time.
-double tuned(const char* name, Graph g, cuda::KernelCache& cache, int iters, const TensorMap& inputs) {
-  ExecutorOptions opts;
-  opts.tuning.mode = tune::TuneMode::exhaustive;
-  opts.tuning.repeats = iters;
+// median time. A candidate's number is its rank in its engine's list (exhaustive tuning times
+// each engine's candidates in rank order).
+double tuned(const char* name, const Graph& g, CompileOptions options, int iters, const TensorMap& inputs,
+             CacheTally& tally) {
+  options.tuning = TuneMode::exhaustive;
+  options.timing_repeats = iters;
   // Every candidate's correctness is the GPU tests' job (GpuRegions.RowwiseCandidatesEachCorrect);
   // comparing 256 MB outputs on the host per candidate would cost the benchmark minutes.
-  opts.tuning.check_outputs = false;
-  StreamExecutor ex(std::move(g), cache, opts);
-  for (const tune::Choice& c : ex.tune_report().choices) {
-    for (const tune::CandidateTime& t : c.tried) {
+  options.check_outputs = false;
+  BenchPlan p(g, options);
+  tally.add(p.description());
+  for (const StepDescription& s : p.steps()) {
+    std::map<std::string, int> rank;  // by engine
+    for (const CandidateTiming& t : s.tried) {
+      const int index = rank[t.engine]++;
       std::printf("{\"case\": \"%s\", \"engine\": \"sinter-candidate\", \"region\": %d, "
                   "\"candidate\": \"%s %d: %s\", \"ms\": %.5f%s}\n",
-                  name, c.region, t.engine.c_str(), t.index, t.description.c_str(), t.median_ms,
+                  name, s.index, t.engine.c_str(), index, t.description.c_str(), t.median_ms,
                   t.skipped.empty() ? "" : (", \"skipped\": \"" + t.skipped + "\"").c_str());
     }
   }
-  ex.set_inputs(inputs);
-  return ex.time_ms(iters, 3);
+  p.upload(inputs);
+  return p.time_ms(iters, 3);
 }
 
 // The short runs at new shapes and the cold compile need their own inputs.
-double timed(Graph g, cuda::KernelCache& cache, int iters) {
-  const TensorMap inputs = random_inputs(g, 11);
-  return timed(std::move(g), cache, iters, inputs);
+double timed(const Graph& g, const CompileOptions& options, int iters, CacheTally& tally) {
+  return timed(g, options, iters, random_inputs(g, 11), tally);
+}
+
+void usage(std::FILE* to) {
+  std::fprintf(to,
+               "usage: sinter_bench_memory [--quick] [--cases LIST]   (needs a GPU)\n"
+               "       sinter_bench_memory --save-graphs DIR        (the benchmark graphs as JSON, no GPU needed)\n"
+               "  --quick        10 timed runs per case instead of 50\n"
+               "  --cases LIST   only these, comma-separated: add_layernorm, add_layernorm+sum, add_rmsnorm,\n"
+               "                 add_rmsnorm+sum, softmax, pointwise_chain10, copy\n");
 }
 
 }  // namespace
@@ -161,6 +196,9 @@ int main(int argc, char** argv) {
       quick = true;
     } else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc) {
       cases = "," + std::string(argv[++i]) + ",";
+    } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 0;
     } else {
       std::fprintf(stderr, "sinter_bench_memory: unknown argument '%s' (expected --quick, --cases LIST, "
                            "--save-graphs DIR)\n", argv[i]);
@@ -168,83 +206,85 @@ int main(int argc, char** argv) {
     }
   }
   auto wanted = [&](const std::string& name) { return cases.empty() || cases.find("," + name + ",") != std::string::npos; };
-  const cuda::GpuAvailability& gpu = cuda::gpu_availability();
-  if (!gpu.available) {
-    std::fprintf(stderr, "sinter_bench_memory: no GPU: %s\n", gpu.reason.c_str());
+  if (!bench::have_gpu("sinter_bench_memory")) return 1;
+  try {
+    const int iters = quick ? 10 : 50;
+    const bench::ScratchDir cache_dir("sinter_bench_cache_");
+    CompileOptions options;
+    options.kernel_cache_dir = cache_dir.str();
+    CacheTally tally;
+    const int64_t rows = 16384, cols = 8192;
+
+    // The norms first (a time-limited device call keeps what ran), the +sum forms last.
+    auto norm_case = [&](bool rms, bool store_sum) {
+      const std::string name = std::string(rms ? "add_rmsnorm" : "add_layernorm") + (store_sum ? "+sum" : "");
+      if (!wanted(name)) return;
+      const Graph g = add_norm(rows, cols, rms, store_sum);
+      const TensorMap inputs = random_inputs(g, 11);
+      report(name.c_str(), g, timed(g, options, iters, inputs, tally));
+      report((name + "/tuned").c_str(), g, tuned(name.c_str(), g, options, iters, inputs, tally));
+    };
+    norm_case(false, false);
+    norm_case(true, false);
+    if (wanted("softmax")) {
+      const Graph g = softmax(rows, cols);
+      const TensorMap inputs = random_inputs(g, 11);
+      report("softmax", g, timed(g, options, iters, inputs, tally));
+      report("softmax/tuned", g, tuned("softmax", g, options, iters, inputs, tally));
+    }
+    if (wanted("pointwise_chain10")) {
+      const Graph g = chain(16384, 16384);  // 2^28 elements
+      const TensorMap inputs = random_inputs(g, 11);
+      report("pointwise_chain10", g, timed(g, options, iters, inputs, tally));
+      report("pointwise_chain10/tuned", g, tuned("pointwise_chain10", g, options, iters, inputs, tally));
+    }
+    if (wanted("copy")) {
+      // Diagnostics: our pointwise kernel style as a plain copy, and cudaMemcpy, at the chain's size.
+      const Graph g = copy_region(16384, 16384);
+      const TensorMap inputs = random_inputs(g, 11);
+      report("copy_pointwise", g, timed(g, options, iters, inputs, tally));
+      report("copy_pointwise/tuned", g, tuned("copy_pointwise", g, options, iters, inputs, tally));
+      const size_t bytes = size_t{16384} * 16384 * 2;
+      const double ms = memcpy_ms(bytes, iters);
+      std::printf("{\"case\": \"copy_cudaMemcpy\", \"engine\": \"cuda\", \"ms\": %.5f, \"bytes\": %.0f, "
+                  "\"tbps\": %.4f}\n", ms, 2.0 * bytes, 2.0 * bytes / (ms * 1e-3) / 1e12);
+    }
+    norm_case(false, true);
+    norm_case(true, true);
+    // The same regions at new shapes: the kernel cache must serve them with no compilation (only
+    // meaningful when every case ran first).
+    if (cases.empty()) {
+      CacheTally new_shapes;
+      timed(add_norm(4096, 8192, false, true), options, 2, new_shapes);
+      timed(chain(3000, 5000), options, 2, new_shapes);
+      timed(softmax(1000, 8192), options, 2, new_shapes);
+      std::printf("{\"case\": \"new_shape_compilations\", \"engine\": \"sinter\", \"value\": %d}\n",
+                  new_shapes.compiles);
+      tally.plans += new_shapes.plans;
+      tally.compiles += new_shapes.compiles;
+      tally.hits += new_shapes.hits;
+      tally.nvrtc_ms += new_shapes.nvrtc_ms;
+    }
+    // One cold compile: a fresh, empty kernel cache folder, a region never compiled in this
+    // process. Timed from the graph to a plan ready to run: compile() and the Runner's
+    // construction (loading its kernels, allocating its memory).
+    {
+      const bench::ScratchDir cold_dir("sinter_bench_cold_cache_");
+      CompileOptions cold;
+      cold.kernel_cache_dir = cold_dir.str();
+      const Graph g = add_norm(64, 8192, true, true);
+      const auto t0 = std::chrono::steady_clock::now();
+      const Plan plan = compile(g, cold);
+      const Runner runner(plan);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const PlanDescription d = plan.describe();
+      std::printf("{\"case\": \"cold_compile_add_rmsnorm\", \"engine\": \"sinter\", \"ms\": %.1f, "
+                  "\"nvrtc_ms\": %.1f}\n", ms, d.compile ? d.compile->nvrtc_ms : 0.0);
+    }
+    std::printf("{\"case\": \"kernel_cache\", \"engine\": \"sinter\", \"stats\": \"%s\"}\n", tally.text().c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sinter_bench_memory: %s\n", e.what());
     return 1;
   }
-  const int iters = quick ? 10 : 50;
-  const std::filesystem::path cache_dir =
-      std::filesystem::temp_directory_path() / ("sinter_bench_cache_" + std::to_string(::getpid()));
-  cuda::KernelCache cache(cache_dir);
-  const int64_t rows = 16384, cols = 8192;
-
-  // The issue's targets first (a time-limited device call keeps what ran), the +sum forms last.
-  auto norm_case = [&](bool rms, bool store_sum) {
-    const std::string name = std::string(rms ? "add_rmsnorm" : "add_layernorm") + (store_sum ? "+sum" : "");
-    if (!wanted(name)) return;
-    Graph g = add_norm(rows, cols, rms, store_sum);
-    const Graph copy = g;
-    const TensorMap inputs = random_inputs(g, 11);
-    report(name.c_str(), copy, timed(Graph(g), cache, iters, inputs));
-    report((name + "/tuned").c_str(), copy, tuned(name.c_str(), std::move(g), cache, iters, inputs));
-  };
-  norm_case(false, false);
-  norm_case(true, false);
-  if (wanted("softmax")) {
-    Graph g = softmax(rows, cols);
-    const Graph copy = g;
-    const TensorMap inputs = random_inputs(g, 11);
-    report("softmax", copy, timed(Graph(g), cache, iters, inputs));
-    report("softmax/tuned", copy, tuned("softmax", std::move(g), cache, iters, inputs));
-  }
-  if (wanted("pointwise_chain10")) {
-    Graph g = chain(16384, 16384);  // 2^28 elements
-    const Graph copy = g;
-    const TensorMap inputs = random_inputs(g, 11);
-    report("pointwise_chain10", copy, timed(Graph(g), cache, iters, inputs));
-    report("pointwise_chain10/tuned", copy, tuned("pointwise_chain10", std::move(g), cache, iters, inputs));
-  }
-  if (wanted("copy")) {
-    // Diagnostics: our pointwise kernel style as a plain copy, and cudaMemcpy, at the chain's size.
-    Graph g = copy_region(16384, 16384);
-    const Graph copy = g;
-    const TensorMap inputs = random_inputs(g, 11);
-    report("copy_pointwise", copy, timed(Graph(g), cache, iters, inputs));
-    report("copy_pointwise/tuned", copy, tuned("copy_pointwise", std::move(g), cache, iters, inputs));
-    const size_t bytes = size_t{16384} * 16384 * 2;
-    const double ms = memcpy_ms(bytes, iters);
-    std::printf("{\"case\": \"copy_cudaMemcpy\", \"engine\": \"cuda\", \"ms\": %.5f, \"bytes\": %.0f, "
-                "\"tbps\": %.4f}\n", ms, 2.0 * bytes, 2.0 * bytes / (ms * 1e-3) / 1e12);
-  }
-  norm_case(false, true);
-  norm_case(true, true);
-  // The same regions at new shapes: the kernel cache must serve them with no compilation (only
-  // meaningful when every case ran first).
-  if (cases.empty()) {
-    const auto before = cache.stats().misses;
-    Graph a = add_norm(4096, 8192, false, true);
-    Graph b = chain(3000, 5000);
-    Graph c = softmax(1000, 8192);
-    timed(std::move(a), cache, 2);
-    timed(std::move(b), cache, 2);
-    timed(std::move(c), cache, 2);
-    const auto compiles = cache.stats().misses - before;
-    std::printf("{\"case\": \"new_shape_compilations\", \"engine\": \"sinter\", \"value\": %llu}\n",
-                static_cast<unsigned long long>(compiles));
-  }
-  // One cold compile: a fresh memory-only cache, a region never compiled in this process.
-  {
-    cuda::KernelCache cold("");
-    Graph g = add_norm(64, 8192, true, true);
-    const auto t0 = std::chrono::steady_clock::now();
-    StreamExecutor ex(std::move(g), cold);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("{\"case\": \"cold_compile_add_rmsnorm\", \"engine\": \"sinter\", \"ms\": %.1f, "
-                "\"nvrtc_ms\": %.1f}\n", ms, cold.stats().compile_ms);
-  }
-  std::printf("{\"case\": \"kernel_cache\", \"engine\": \"sinter\", \"stats\": \"%s\"}\n",
-              cuda::to_string(cache.stats()).c_str());
-  std::filesystem::remove_all(cache_dir);
-  return 0;
 }

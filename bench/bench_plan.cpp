@@ -1,18 +1,27 @@
-// Plan benchmarks (issue 6), on GPU 0:
+// Plan benchmarks, on GPU 0, through the public API: compile() or Plan::load(), then Runners in
+// stream mode ("stream executor": the steps launched one by one) and graph mode ("graph
+// executor": one CUDA graph replay).
 //   1. launch cost: a chain of 200 dependent pointwise ops over 1024 f32 values, unfused, so
-//      launch overhead dominates; microseconds per op through the stream executor (one launch per
-//      op) and the graph executor (one graph replay). Acceptance: graph <= 1.3 us per op.
-//   2. load to first result of the transformer-block example from a saved bundle: read + check
-//      the bundle, load the steps (cubins, cuBLASLt configs), copy inputs, run, copy outputs.
-//      Measured in a process whose CUDA context already exists. Acceptance: <= 10 ms.
-//   3. rebinding new input/output pointers in a graph executor: cudaGraphExecUpdate from a fresh
-//      recording versus capturing and instantiating again.
+//      launch overhead dominates; microseconds per op through a stream-mode runner (one launch
+//      per op) and a graph-mode runner. Acceptance: graph <= 1.3 us per op.
+//   2. load to first result of the transformer-block example from a saved bundle: Plan::load
+//      (read + check the bundle), a Runner and device memory for the inputs and outputs (the
+//      steps loaded: cubins, cuBLASLt and cuDNN configs), copy inputs, run, copy outputs.
+//      Measured in a process whose CUDA context and stream already exist. Acceptance: <= 10 ms.
+//   3. rebinding new input/output pointers in a graph-mode runner: set_tensor_address of every
+//      input and output, then one enqueue (capture, cudaGraphExecUpdate, launch), against the
+//      first enqueue of a fresh graph-mode runner (capture, cudaGraphInstantiate, launch).
 //   4. the Llama-style decode stack (16 layers, d 2048, ffn 8192, GQA 32/8, cache 1024, batch 1,
-//      ~1.98 GB of bf16 weights and cache): build, save, load, run, checked against the CPU
-//      reference; one decode step through the stream and graph executors. bench/torch_decode_stack.py
+//      ~1.98 GB of bf16 weights and cache): compile, save, load, run, checked against the CPU
+//      reference; one decode step through stream- and graph-mode runners. bench/torch_decode_stack.py
 //      times the same model in PyTorch (eager and CUDA graph) for the same run.
 // Every run's outputs are checked against the CPU reference once; a mismatch fails the program.
+//
 //   sinter_bench_plan [--runs N] [--tuned] [--chain-only]
+//     --runs N: medians of N (at least 3; 21 by default); --tuned: also compile the decode stack
+//     with fast tuning (minutes: every distinct region timed); --chain-only: part 1 alone
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,29 +31,21 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
-#include "cuda/device.hpp"
-#include "cuda/event.hpp"
-#include "cuda/kernel_cache.hpp"
+#include "bench_plan_timing.hpp"
 #include "cuda/sha256.hpp"
 #include "example_graphs.hpp"
 #include "gpu/plan_graphs.hpp"
-#include "plan/bundle.hpp"
-#include "tune/timing_cache.hpp"
-#include "sinter/error.hpp"
-#include "sinter/reference.hpp"
+#include "sinter/sinter.hpp"
 
 using namespace sinter;
+using bench::BenchPlan;
+using bench::median;
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 double wall_ms(const std::function<void()>& f) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -65,32 +66,58 @@ bool matches(const Graph& g, const TensorMap& inputs, const TensorMap& got, cons
   return ok;
 }
 
-plan::Plan make_plan(const Graph& g, const fuse::FusionOptions& fusion, cuda::KernelCache& cache,
-                     tune::TimingCache* timings = nullptr) {
-  ExecutorOptions opts;
-  opts.fusion = fusion;
-  opts.for_plan = true;
-  if (timings) {  // tuned: the top candidates of every engine timed per region (identical layers hit the cache)
-    opts.tuning.mode = tune::TuneMode::fast;
-    opts.timing_cache = timings;
+// Heuristic compile, or with `timing_cache` fast tuning (the top candidates of every engine timed
+// per region; identical layers find the first one's timing in the cache).
+Plan make_plan(const Graph& g, const FusionOptions& fusion, const std::string& kernel_cache,
+               const std::string& timing_cache = "") {
+  CompileOptions o;
+  o.fusion = fusion;
+  o.kernel_cache_dir = kernel_cache;
+  if (!timing_cache.empty()) {
+    o.tuning = TuneMode::fast;
+    o.timing_cache = timing_cache;
   }
-  StreamExecutor ex(g, cache, opts);
-  return build_plan(ex, "sinter_bench_plan");
+  return compile(g, o);
 }
 
 // Milliseconds of `batch` back-to-back runs between two events; the median of `runs` batches.
 double batch_ms(cudaStream_t s, int batch, int runs, const std::function<void()>& launch) {
-  cuda::Event start, stop;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  bench::check_cuda(cudaEventCreate(&start), "cudaEventCreate");
+  bench::check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
   for (int i = 0; i < 3; ++i) launch();
   std::vector<double> t;
   for (int r = 0; r < runs; ++r) {
-    start.record(s);
+    bench::check_cuda(cudaEventRecord(start, s), "cudaEventRecord");
     for (int i = 0; i < batch; ++i) launch();
-    stop.record(s);
-    stop.synchronize();
-    t.push_back(cuda::elapsed_ms(start, stop));
+    bench::check_cuda(cudaEventRecord(stop, s), "cudaEventRecord");
+    bench::check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    bench::check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    t.push_back(ms);
   }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
   return median(t);
+}
+
+// A graph-mode runner of `plan` on `io`'s buffers.
+std::unique_ptr<Runner> graph_runner(const Plan& plan, const DeviceTensors& io) {
+  auto r = std::make_unique<Runner>(plan, RunnerOptions{ExecMode::graph, nullptr, 0, 0, {}});
+  io.bind(*r);
+  return r;
+}
+
+std::string temp_file(const std::string& stem) {
+  return (std::filesystem::temp_directory_path() / (stem + std::to_string(::getpid()) + ".plan")).string();
+}
+
+void usage(std::FILE* to) {
+  std::fprintf(to,
+               "usage: sinter_bench_plan [--runs N] [--tuned] [--chain-only]   (needs a GPU)\n"
+               "  --runs N       medians of N runs (at least 3, default 21)\n"
+               "  --tuned        also compile the decode stack with fast tuning (minutes)\n"
+               "  --chain-only   only part 1, the launch cost of a 200-op chain\n");
 }
 
 }  // namespace
@@ -100,38 +127,49 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int runs = 21;
   bool tuned = false;
-  bool chain_only = false;  // only part 1 (to compare launch settings, e.g. SINTER_PDL=0)  // also build the decode stack with --tune fast (minutes: every distinct region timed)
+  bool chain_only = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = std::max(3, std::atoi(argv[++i]));
-    if (std::strcmp(argv[i], "--tuned") == 0) tuned = true;
-    if (std::strcmp(argv[i], "--chain-only") == 0) chain_only = true;
-  }
-  try {
-    const cuda::GpuAvailability& gpu = cuda::gpu_availability();
-    if (!gpu.available) {
-      std::printf("sinter_bench_plan: no GPU (%s); nothing measured\n", gpu.reason.c_str());
+    if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
+      runs = std::max(3, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--tuned") == 0) {
+      tuned = true;
+    } else if (std::strcmp(argv[i], "--chain-only") == 0) {
+      chain_only = true;
+    } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
       return 0;
+    } else {
+      std::fprintf(stderr, "sinter_bench_plan: unknown argument '%s'\n", argv[i]);
+      usage(stderr);
+      return 2;
     }
-    cuda::set_device(0);
-    std::printf("device: %s\n", cuda::describe(cuda::device_properties(0)).c_str());
-    cuda::KernelCache cache("");  // memory only: build-time compiles do not touch the disk cache
+  }
+  if (!bench::have_gpu("sinter_bench_plan")) return 1;
+  try {
+    bench::check_cuda(cudaSetDevice(0), "cudaSetDevice");
+    std::printf("device: %s\n", device_info(0).description.c_str());
+    // Compiled kernels go to a folder of this run: build times do not depend on the user's cache.
+    const bench::ScratchDir kernels("sinter_bench_plan_kernels_");
     bool ok = true;
 
     // 1. Launch cost of a 200-op unfused chain.
     const int ops = 200;
     const Graph chain = testing::pointwise_chain(ops, 1024);
-    PlanExecutor chain_ex(make_plan(chain, testing::no_fusion(), cache));
+    const Plan chain_plan = make_plan(chain, testing::no_fusion(), kernels.str());
+    BenchPlan chain_ex(chain_plan);
     const TensorMap chain_in = random_inputs(chain, 7);
     ok &= matches(chain, chain_in, chain_ex.run(chain_in), "stream");
-    GraphExecutor chain_graph(chain_ex);
-    chain_ex.poison();
-    chain_graph.replay();
-    ok &= matches(chain, chain_in, chain_ex.outputs(), "graph");
+    const std::unique_ptr<Runner> chain_graph = graph_runner(chain_plan, chain_ex.io());
+    chain_ex.io().poison_outputs(chain_ex.stream());
+    chain_graph->poison_intermediates(chain_ex.stream());
+    chain_graph->enqueue(chain_ex.stream());
+    ok &= matches(chain, chain_in, chain_ex.io().download(chain_ex.stream()), "graph");
+    const size_t chain_nodes = bench::captured_graph_nodes(chain_plan, chain_ex.io(), chain_ex.stream());
     const int batch = 20;
-    const double stream_ms = batch_ms(chain_ex.stream(), batch, runs, [&] { chain_ex.launch(); });
-    const double graph_ms = batch_ms(chain_ex.stream(), batch, runs, [&] { chain_graph.replay(); });
+    const double stream_ms = batch_ms(chain_ex.stream(), batch, runs, [&] { chain_ex.enqueue(); });
+    const double graph_ms = batch_ms(chain_ex.stream(), batch, runs, [&] { chain_graph->enqueue(chain_ex.stream()); });
     std::printf("1. %d dependent pointwise ops x 1024 f32, unfused (%zu graph nodes), %d back-to-back runs, median of %d:\n",
-                ops, chain_graph.node_count(), batch, runs);
+                ops, chain_nodes, batch, runs);
     std::printf("   stream executor  %.3f us/op  (%.1f us per run)\n", stream_ms * 1e3 / (batch * ops), stream_ms * 1e3 / batch);
     std::printf("   graph executor   %.3f us/op  (%.1f us per run)   acceptance <= 1.3 us/op: %s\n",
                 graph_ms * 1e3 / (batch * ops), graph_ms * 1e3 / batch, graph_ms * 1e3 / (batch * ops) <= 1.3 ? "met" : "NOT met");
@@ -142,39 +180,44 @@ int main(int argc, char** argv) {
     }
     // 2. Transformer block: load to first result from a bundle.
     const Graph block = examples::transformer_block();
-    const std::string file = (std::filesystem::temp_directory_path() / ("sinter_bench_plan_" + std::to_string(::getpid()) + ".plan")).string();
-    plan::save_plan_bundle(make_plan(block, {}, cache), file);
+    const std::string file = temp_file("sinter_bench_plan_");
+    make_plan(block, {}, kernels.str()).save(file);
     const TensorMap block_in = random_inputs(block, 11);
-    const cuda::KernelCacheStats before = cache.stats();
+    const bench::Stream stream;  // an application's stream exists before it loads a plan
     std::vector<double> load_ms;
-    // Where the time goes, phase by phase: the work of ex.run timed in parts, whose sum is the
-    // load-to-first-result time (the poison fill of run() is done untimed; it is a test aid).
-    std::vector<double> read_ms, steps_ms, upload_ms, gpu_ms, download_ms;
+    // Where the time goes, phase by phase; their sum is the load-to-first-result time (the poison
+    // fill before the run is done untimed; it is a test aid).
+    std::vector<double> read_ms, steps_ms, runner_ms, upload_ms, gpu_ms, download_ms;
     std::vector<std::string> notes;  // of the last load: how each vendor step was rebuilt, in how long
     TensorMap first;
     for (int r = 0; r < std::min(runs, 11); ++r) {
-      plan::Plan loaded;
-      read_ms.push_back(wall_ms([&] { loaded = plan::load_plan_bundle(file); }));
-      std::unique_ptr<PlanExecutor> ex;
-      steps_ms.push_back(wall_ms([&] { ex = std::make_unique<PlanExecutor>(std::move(loaded)); }));
-      upload_ms.push_back(wall_ms([&] { ex->set_inputs(block_in); cudaStreamSynchronize(ex->stream()); }));
-      ex->poison();  // untimed: so an output the plan fails to write cannot pass the check below
-      cudaStreamSynchronize(ex->stream());
-      gpu_ms.push_back(wall_ms([&] { ex->launch(); cudaStreamSynchronize(ex->stream()); }));
-      download_ms.push_back(wall_ms([&] { first = ex->outputs(); }));
-      notes = ex->load_notes();
+      std::optional<Plan> loaded;
+      read_ms.push_back(wall_ms([&] { loaded.emplace(Plan::load(file)); }));
+      std::unique_ptr<Runner> runner;
+      std::unique_ptr<DeviceTensors> io;
+      steps_ms.push_back(wall_ms([&] {
+        runner = std::make_unique<Runner>(*loaded);
+        io = std::make_unique<DeviceTensors>(*loaded);
+        io->bind(*runner);
+      }));
+      runner_ms.push_back(runner->stats().load_ms);
+      upload_ms.push_back(wall_ms([&] { io->upload(block_in, stream); stream.synchronize(); }));
+      io->poison_outputs(stream);  // untimed: so an output the plan fails to write cannot pass the check below
+      runner->poison_intermediates(stream);
+      stream.synchronize();
+      gpu_ms.push_back(wall_ms([&] { runner->enqueue(stream); stream.synchronize(); }));
+      download_ms.push_back(wall_ms([&] { first = io->download(stream); }));
+      notes = runner->load_notes();
       load_ms.push_back(read_ms.back() + steps_ms.back() + upload_ms.back() + gpu_ms.back() + download_ms.back());
     }
-    const cuda::KernelCacheStats after = cache.stats();
-    const bool no_compiles = after.misses == before.misses && after.memory_hits == before.memory_hits && after.disk_hits == before.disk_hits;
-    ok &= matches(block, block_in, first, "loaded") && no_compiles;
-    std::printf("2. transformer block, bundle %s (%ju bytes): load to first result first %.2f ms, median %.2f ms of %zu; "
-                "kernel cache requests during loads: %s   acceptance <= 10 ms: %s\n",
+    ok &= matches(block, block_in, first, "loaded");
+    std::printf("2. transformer block, bundle %s (%ju bytes): load to first result first %.2f ms, median %.2f ms of %zu   "
+                "acceptance <= 10 ms: %s\n",
                 file.c_str(), static_cast<uintmax_t>(std::filesystem::file_size(file)), load_ms.front(), median(load_ms),
-                load_ms.size(), no_compiles ? "none (0 compilations)" : "SOME", median(load_ms) <= 10 ? "met" : "NOT met");
-    std::printf("   phases (medians): bundle read + checked %.2f ms, steps loaded %.2f ms, inputs uploaded %.2f ms, "
-                "launch + run %.2f ms, outputs copied back %.2f ms\n",
-                median(read_ms), median(steps_ms), median(upload_ms), median(gpu_ms), median(download_ms));
+                load_ms.size(), median(load_ms) <= 10 ? "met" : "NOT met");
+    std::printf("   phases (medians): bundle read + checked %.2f ms, steps loaded + memory allocated %.2f ms (the Runner "
+                "%.2f ms of it), inputs uploaded %.2f ms, launch + run %.2f ms, outputs copied back %.2f ms\n",
+                median(read_ms), median(steps_ms), median(runner_ms), median(upload_ms), median(gpu_ms), median(download_ms));
     for (const std::string& n : notes) std::printf("   last load: %s\n", n.c_str());
     {
       // Inside "bundle read + checked": the file read alone, one SHA-256 pass over all of it (the
@@ -185,136 +228,140 @@ int main(int argc, char** argv) {
         file_ms.push_back(wall_ms([&] {
           std::FILE* f = std::fopen(file.c_str(), "rb");
           bytes.resize(std::filesystem::file_size(file));
-          if (!f || std::fread(bytes.data(), 1, bytes.size(), f) != bytes.size()) throw Error(ErrorCode::io, "read " + file);
-          std::fclose(f);
+          const bool read = f && std::fread(bytes.data(), 1, bytes.size(), f) == bytes.size();
+          if (f) std::fclose(f);
+          if (!read) throw Error(ErrorCode::io, "read " + file);
         }));
         hash_ms.push_back(wall_ms([&] { (void)cuda::sha256(bytes.data(), bytes.size()); }));
-        parse_ms.push_back(wall_ms([&] { (void)plan::load_plan_bundle(bytes, file); }));
+        parse_ms.push_back(wall_ms([&] { (void)Plan::from_bytes(bytes, file); }));
       }
       std::printf("   bundle read + checked, in parts (medians): file read %.2f ms, SHA-256 of all bytes %.2f ms "
                   "(SHA extensions: %s), parse + checks from memory %.2f ms\n",
                   median(file_ms), median(hash_ms), cuda::sha256_uses_cpu_extensions() ? "yes" : "no", median(parse_ms));
-      // Inside "launch + run": each step's first launch on a fresh load, synchronized one by one
-      // (lazy module loading and vendor first-call costs land here).
-      plan::Plan loaded = plan::load_plan_bundle(file);
-      PlanExecutor ex(std::move(loaded));
-      ex.set_inputs(block_in);
-      cudaStreamSynchronize(ex.stream());
-      std::string line = "   first launch per step (ms, synchronized):";
-      for (size_t i = 0; i < ex.plan().steps.size(); ++i) {
-        const double ms = wall_ms([&] { ex.launch_step(i, ex.stream()); cudaStreamSynchronize(ex.stream()); });
-        char buf[96];
-        std::snprintf(buf, sizeof buf, " %zu:%s %.3f", i, ex.plan().steps[i].engine.c_str(), ms);
-        line += buf;
-      }
-      const double again = wall_ms([&] { ex.launch(); cudaStreamSynchronize(ex.stream()); });
-      std::printf("%s; the whole plan again %.3f ms\n", line.c_str(), again);
+      // Inside "launch + run": the first enqueue of a fresh load, synchronized (lazy module loading
+      // and vendor first-call costs land here), then the whole plan again.
+      const Plan loaded = Plan::load(file);
+      Runner runner(loaded);
+      DeviceTensors io(loaded);
+      io.bind(runner);
+      io.upload(block_in, stream);
+      stream.synchronize();
+      const double first_ms = wall_ms([&] { runner.enqueue(stream); stream.synchronize(); });
+      const double again = wall_ms([&] { runner.enqueue(stream); stream.synchronize(); });
+      std::printf("   first enqueue of a fresh load %.3f ms (synchronized); the whole plan again %.3f ms\n", first_ms,
+                  again);
     }
     std::filesystem::remove(file);
 
     // 3. Rebinding: exec update versus capture + instantiate, for both graphs.
-    for (PlanExecutor* ex : {&chain_ex, static_cast<PlanExecutor*>(nullptr)}) {
-      std::unique_ptr<PlanExecutor> owned;
-      if (!ex) {
-        owned = std::make_unique<PlanExecutor>(make_plan(block, {}, cache));
-        ex = owned.get();
-      }
-      const Graph& g = ex->graph();
-      ex->set_inputs(g.name() == chain.name() ? chain_in : block_in);
-      GraphExecutor graph(*ex);
-      // Two sets of pointers: the executor's own, and fresh buffers holding the same inputs.
-      const std::vector<const void*> own_in = ex->input_pointers();
-      const std::vector<void*> own_out = ex->output_pointers();
-      std::vector<cuda::DeviceBuffer> bufs;
-      std::vector<const void*> new_in;
-      std::vector<void*> new_out;
-      for (size_t i = 0; i < own_in.size(); ++i) {
-        const size_t bytes = plan::storage_bytes(g.tensor(g.inputs()[i]));
-        bufs.emplace_back(bytes);
-        cudaMemcpy(bufs.back().data(), own_in[i], bytes, cudaMemcpyDeviceToDevice);
-        new_in.push_back(bufs.back().data());
-      }
-      for (size_t i = 0; i < own_out.size(); ++i) {
-        bufs.emplace_back(plan::storage_bytes(g.tensor(g.outputs()[i])));
-        new_out.push_back(bufs.back().data());
-      }
-      cudaDeviceSynchronize();  // the copies ran on the legacy stream; the executor's does not wait for it
+    for (const Plan& plan : {chain_plan, make_plan(block, {}, kernels.str())}) {
+      const Graph& g = plan.graph();
+      const TensorMap& in = g.name() == chain.name() ? chain_in : block_in;
+      // Two sets of buffers holding the same inputs.
+      DeviceTensors own(plan), other(plan);
+      own.upload(in, stream);
+      other.upload(in, stream);
+      const std::unique_ptr<Runner> graph = graph_runner(plan, own);
+      graph->enqueue(stream);  // the first capture + instantiate
+      stream.synchronize();
+      const size_t nodes = bench::captured_graph_nodes(plan, own, stream);
       std::vector<double> update, recapture;
       for (int r = 0; r < runs; ++r) {
-        update.push_back(wall_ms([&] { r % 2 ? graph.rebind(own_in, own_out) : graph.rebind(new_in, new_out); }));
-        recapture.push_back(wall_ms([&] { graph.recapture(); }));
+        DeviceTensors& next = r % 2 ? own : other;
+        update.push_back(wall_ms([&] {
+          next.bind(*graph);
+          graph->enqueue(stream);
+        }));
+        stream.synchronize();
+        const std::unique_ptr<Runner> fresh = graph_runner(plan, own);
+        recapture.push_back(wall_ms([&] { fresh->enqueue(stream); }));
+        stream.synchronize();
       }
-      std::printf("3. rebind %-22s (%zu nodes): exec update %.1f us, capture + instantiate %.1f us (medians of %d); "
-                  "updates refused: %d\n",
-                  g.name().c_str(), graph.node_count(), median(update) * 1e3, median(recapture) * 1e3, runs,
-                  graph.stats().refused_updates);
-      ok &= graph.stats().refused_updates == 0;
+      const RunnerStats st = graph->stats();
+      std::printf("3. rebind %-22s (%zu nodes): exec update %.1f us, capture + instantiate %.1f us (medians of %d; "
+                  "exec update: set_tensor_address of every input and output to other buffers, then one enqueue "
+                  "(capture, cudaGraphExecUpdate, launch); capture + instantiate: a fresh graph-mode runner's first "
+                  "enqueue (capture, cudaGraphInstantiate, launch)); updates %d, updates refused: %d\n",
+                  g.name().c_str(), nodes, median(update) * 1e3, median(recapture) * 1e3, runs, st.updates,
+                  st.refused_updates);
+      ok &= st.refused_updates == 0 && st.updates == runs;
     }
-    // 4. The decode stack: build, save, load, run, then one decode step per executor.
+    // 4. The decode stack: build, save, load, run, then one decode step per execution mode.
     {
       const Graph stack = examples::llama_decode_stack();
-      const std::string sfile = (std::filesystem::temp_directory_path() /
-                                 ("sinter_bench_stack_" + std::to_string(::getpid()) + ".plan")).string();
-      const double build_ms = wall_ms([&] { plan::save_plan_bundle(make_plan(stack, {}, cache), sfile); });
-      PlanExecutor sx(plan::load_plan_bundle(sfile));
+      const std::string sfile = temp_file("sinter_bench_stack_");
+      const double build_ms = wall_ms([&] { make_plan(stack, {}, kernels.str()).save(sfile); });
+      BenchPlan sx(Plan::load(sfile));
       const TensorMap in = random_inputs(stack, 13);
       const TensorMap out = sx.run(in);
       const bool stack_ok = matches(stack, in, out, "stack");
       ok &= stack_ok;
-      GraphExecutor sg(sx);
-      const double stream_ms = batch_ms(sx.stream(), 1, runs, [&] { sx.launch(); });
-      const double graph_ms = batch_ms(sx.stream(), 1, runs, [&] { sg.replay(); });
+      const std::unique_ptr<Runner> sg = graph_runner(sx.plan(), sx.io());
+      const double stream_ms = batch_ms(sx.stream(), 1, runs, [&] { sx.enqueue(); });
+      const double graph_ms = batch_ms(sx.stream(), 1, runs, [&] { sg->enqueue(sx.stream()); });
+      const size_t nodes = bench::captured_graph_nodes(sx.plan(), sx.io(), sx.stream());
       const double gb = graph_cost(stack).min_bytes / 1e9;
       std::printf("4. llama decode stack (16 layers, d2048, ff8192, GQA 32/8, cache 1024; %.2f GB read per step, "
                   "%zu steps, %zu graph nodes): build + save %.0f ms, bundle %ju bytes, outputs %s; one decode step: "
                   "stream executor %.3f ms, graph executor %.3f ms (%.2f TB/s) (medians of %d)\n",
-                  gb, sx.plan().steps.size(), sg.node_count(), build_ms,
+                  gb, sx.steps().size(), nodes, build_ms,
                   static_cast<uintmax_t>(std::filesystem::file_size(sfile)), stack_ok ? "correct" : "WRONG",
                   stream_ms, graph_ms, gb / graph_ms, runs);
-      // Where a decode step's time goes: every step launched alone (PlanExecutor::time_steps;
-      // the few microseconds of event overhead per step are in these numbers), summed by kernel.
+      // Where a decode step's time goes: every step launched alone (Runner::time_steps; the few
+      // microseconds of event overhead per step are in these numbers), summed by kernel.
       std::map<std::string, std::pair<int, double>> by_kind;
       double sum_ms = 0;
-      const std::vector<float> step_ms = sx.time_steps(9);
+      const std::vector<float> step_ms = sx.step_ms(9);
       const size_t steps = step_ms.size();
       const size_t per_layer = steps / 16;
       for (size_t i = 0; i < steps; ++i) {
-        const plan::Step& st = sx.plan().steps[i];
+        const StepDescription& st = sx.steps()[i];
         const double ms = step_ms[i];
         sum_ms += ms;
-        const std::string key = std::string(fuse::to_string(st.kind)) + " [" + st.engine + "] " + st.description.substr(0, 70);
+        const std::string key = st.kind + " [" + st.engine + "] " + st.description.substr(0, 70);
         by_kind[key].first += 1;
         by_kind[key].second += ms;
-        if (i < per_layer + 1) std::printf("   step %-3zu %-9s [%-8s] %8.4f ms  %s\n", i, std::string(fuse::to_string(st.kind)).c_str(),
-                                           st.engine.c_str(), ms, st.description.c_str());
+        if (i < per_layer + 1) {
+          std::printf("   step %-3zu %-9s [%-8s] %8.4f ms  %s\n", i, st.kind.c_str(), st.engine.c_str(), ms,
+                      st.description.c_str());
+        }
       }
       std::printf("   sum of steps launched alone %.3f ms; by kernel:\n", sum_ms);
       for (const auto& [k, v] : by_kind) std::printf("   %4d x  %8.4f ms total  %s\n", v.first, v.second, k.c_str());
       std::filesystem::remove(sfile);
-      // The same stack built with --tune fast: what timing the candidates buys over the heuristic.
+      // The same stack built with fast tuning: what timing the candidates buys over the heuristic.
       if (!tuned) {
         std::printf("4b. (the tuned build of the stack: run with --tuned)\n");
       } else {
-        tune::TimingCache timings;
-        plan::Plan tuned_plan;
-        const double tune_ms = wall_ms([&] { tuned_plan = make_plan(stack, {}, cache, &timings); });
-        PlanExecutor tx(std::move(tuned_plan));
+        // A timing cache of this run's own, empty at the start.
+        const bench::ScratchDir timing_dir("sinter_bench_plan_timing_");
+        std::optional<Plan> tuned_plan;
+        const double tune_ms = wall_ms([&] {
+          tuned_plan.emplace(make_plan(stack, {}, kernels.str(), (timing_dir.path() / "timing.json").string()));
+        });
+        BenchPlan tx(*tuned_plan);
         const bool tuned_ok = matches(stack, in, tx.run(in), "tuned");
         ok &= tuned_ok;
-        GraphExecutor tg(tx);
-        const double tuned_graph_ms = batch_ms(tx.stream(), 1, runs, [&] { tg.replay(); });
+        const std::unique_ptr<Runner> tg = graph_runner(tx.plan(), tx.io());
+        const double tuned_graph_ms = batch_ms(tx.stream(), 1, runs, [&] { tg->enqueue(tx.stream()); });
         std::map<std::string, int> engines;
-        for (const plan::Step& st : tx.plan().steps) engines[st.engine] += 1;
+        // The cache's entries: one per region timed here (a region whose twin was timed before it
+        // in this compile found that timing in the cache).
+        int entries = 0;
+        for (const StepDescription& st : tx.steps()) {
+          engines[st.engine] += 1;
+          entries += !st.from_timing_cache && !st.tried.empty();
+        }
         std::string mix;
         for (const auto& [e, c] : engines) mix += (mix.empty() ? "" : ", ") + e + " " + std::to_string(c);
-        std::printf("4b. the stack tuned (fast, %zu timing entries, build %.0f ms): outputs %s; graph executor %.3f ms "
+        std::printf("4b. the stack tuned (fast, %d timing entries, build %.0f ms): outputs %s; graph executor %.3f ms "
                     "(%.2f TB/s); steps by engine: %s\n",
-                    timings.size(), tune_ms, tuned_ok ? "correct" : "WRONG", tuned_graph_ms, gb / tuned_graph_ms, mix.c_str());
+                    entries, tune_ms, tuned_ok ? "correct" : "WRONG", tuned_graph_ms, gb / tuned_graph_ms, mix.c_str());
       }
     }
     std::printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
     return ok ? 0 : 1;
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     std::fprintf(stderr, "sinter_bench_plan: %s\n", e.what());
     return 1;
   }

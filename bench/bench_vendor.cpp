@@ -1,19 +1,20 @@
-// Vendor-engine benchmarks (issue 5): sdpa through cuDNN's fused flash attention (D128 causal
-// and not, D64, decode with GQA 32/8) and the conv3x3 + bias + relu of the issue's target, each
-// forced onto cuDNN (a region it refuses falls back to jit, and the step says why) and on our
-// own kernels (jit). One JSON object per
-// line, beside bench/torch_vendor_baselines.py measured in the same run.
+// Vendor-engine benchmarks: sdpa through cuDNN's fused flash attention (D128 causal and not,
+// D64, decode with GQA 32/8), a conv3x3 + bias + relu, and a matmul with cuBLASLt's bias + GELU
+// epilogue, each compiled with the vendor engine named (a region it refuses falls back to jit,
+// and the step says why) and on our own kernels (jit), then timed as the median of
+// CUDA-event-timed enqueues (bench_plan_timing.hpp). One JSON object per line, beside
+// bench/torch_vendor_baselines.py measured in the same run.
 //
 //   sinter_bench_vendor [--quick] [--only=A,B]   (--only: the cases whose name contains A or B)
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
-#include "cuda/device.hpp"
-#include "cuda/kernel_cache.hpp"
+#include "bench_plan_timing.hpp"
 #include "engines/cudnn/cudnn_library.hpp"
-#include "cuda/buffer.hpp"
-#include "sinter/reference.hpp"
+#include "engines/jit/kernel_config.hpp"
+#include "sinter/sinter.hpp"
 
 using namespace sinter;
 
@@ -81,25 +82,28 @@ std::string json_escape(const std::string& s) {
   return out;
 }
 
-// Times `g` on `engine`; prints one line. Errors (an engine that refuses) become a line too.
-// `candidate` >= 0 forces that candidate of the engine; `label` names the line's engine.
+// The kernel cache folder of this run (made fresh, removed at exit).
+std::string g_kernel_cache;
+
+// Times `g` compiled with `engine` named; prints one line. Errors (an engine that refuses) become
+// a line too. `config` (a jit config text) forces that candidate; `label` names the line's engine.
 void run_case(const std::string& name, const Graph& g, const std::string& engine, double flops,
-              double bytes, cuda::KernelCache& cache, int iters, int candidate = -1,
-              const std::string& label = "") {
+              double bytes, int iters, const std::string& config = "", const std::string& label = "") {
   const std::string shown = label.empty() ? engine : label;
   try {
-    ExecutorOptions opts;
-    opts.engine = engine;
-    opts.tuning.candidate = candidate;
-    StreamExecutor ex(g, cache, opts);
+    CompileOptions opts;
+    opts.engines = {engine};
+    opts.candidate_config = config;
+    opts.kernel_cache_dir = g_kernel_cache;
+    bench::BenchPlan p(g, opts);
     std::string desc;
     std::string used;
-    for (const StepInfo& s : ex.steps()) {
-      desc += (desc.empty() ? "" : " | ") + s.description;
+    for (const StepDescription& s : p.steps()) {
+      desc += (desc.empty() ? "" : " | ") + bench::step_description(s);
       used += (used.empty() ? "" : "+") + s.engine;
     }
-    ex.set_inputs(random_inputs(ex.graph(), 7));
-    const double ms = ex.time_ms(iters, 5);
+    p.upload(random_inputs(g, 7));
+    const double ms = p.time_ms(iters, 5);
     std::printf("{\"case\": \"%s\", \"engine\": \"sinter-%s\", \"steps_on\": \"%s\", \"ms\": %.5f, "
                 "\"tflops\": %.2f, \"tbps\": %.3f, \"step\": \"%s\"}\n",
                 name.c_str(), shown.c_str(), used.c_str(), ms, flops / (ms * 1e-3) / 1e12,
@@ -123,8 +127,14 @@ int main(int argc, char** argv) {
       quick = true;
     } else if (std::strncmp(argv[i], "--only=", 7) == 0) {
       only = argv[i] + 7;
+    } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::printf("usage: sinter_bench_vendor [--quick] [--only=A,B,...]   (needs a GPU)\n"
+                  "  --quick    fewer timed runs\n"
+                  "  --only=    only the cases whose name contains one of the comma-separated parts\n"
+                  "One JSON object per line on stdout.\n");
+      return 0;
     } else {
-      std::fprintf(stderr, "sinter_bench_vendor: unknown argument '%s' (want --quick, --only=SUBSTRING)\n", argv[i]);
+      std::fprintf(stderr, "sinter_bench_vendor: unknown argument '%s' (want --quick, --only=SUBSTRING, --help)\n", argv[i]);
       return 2;
     }
   }
@@ -139,54 +149,58 @@ int main(int argc, char** argv) {
     }
     return false;
   };
-  const cuda::GpuAvailability& gpu = cuda::gpu_availability();
-  if (!gpu.available) {
-    std::fprintf(stderr, "sinter_bench_vendor: no GPU: %s\n", gpu.reason.c_str());
+  if (!bench::have_gpu("sinter_bench_vendor")) return 1;
+  try {
+    const cudnn::Library& lib = cudnn::library();
+    std::printf("{\"case\": \"cudnn_library\", \"version\": \"%s\", \"path\": \"%s\", \"reason\": \"%s\"}\n",
+                cudnn::version_string().c_str(), lib.path.c_str(), json_escape(lib.reason).c_str());
+    const int iters = quick ? 10 : 50;
+    const bench::ScratchDir cache_dir("sinter_bench_vendor_cache_");
+    g_kernel_cache = cache_dir.str();
+    const SdpaCase sdpa_cases[] = {
+        {"sdpa_d128", 4, 32, 32, 4096, 4096, 128, CausalMask::none},
+        {"sdpa_d128_causal", 4, 32, 32, 4096, 4096, 128, CausalMask::top_left},
+        {"sdpa_d64", 4, 32, 32, 4096, 4096, 64, CausalMask::none},
+        {"sdpa_d64_causal", 4, 32, 32, 4096, 4096, 64, CausalMask::top_left},
+        {"sdpa_decode_gqa", 32, 32, 8, 1, 4096, 128, CausalMask::none},
+        // one layer of the Llama decode stack (examples/example_graphs.cpp): batch 1, KV cache 1024
+        // + the new token; bottom-right causal at Sq = 1 sees every key
+        {"sdpa_decode_b1_skv1025", 1, 32, 8, 1, 1025, 128, CausalMask::bottom_right},
+    };
+    for (const SdpaCase& c : sdpa_cases) {
+      if (!wanted(c.name)) continue;
+      const Graph g = sdpa_graph(c);
+      run_case(c.name, g, "cudnn", sdpa_flops(c), sdpa_bytes(c), iters);
+      if (c.sq > 16) {
+        run_case(c.name, g, "jit", sdpa_flops(c), sdpa_bytes(c), quick ? 3 : 10);
+        continue;
+      }
+      // decode: the flash-decode kernels and the flash-simple tile side by side, each forced
+      const std::string decode = jit::config_text(jit::SdpaConfig{jit::SdpaKernel::decode});
+      const std::string simple = jit::config_text(jit::SdpaConfig{jit::SdpaKernel::simple});
+      run_case(c.name, g, "jit", sdpa_flops(c), sdpa_bytes(c), iters, decode, "jit-flash-decode");
+      run_case(c.name, g, "jit", sdpa_flops(c), sdpa_bytes(c), quick ? 3 : 10, simple, "jit-flash-simple");
+    }
+    if (wanted("conv3x3_bias_relu")) {
+      const int64_t n = 32, c = 256, hw = 56, k = 256;
+      const Graph g = conv_graph(n, c, hw, k);
+      const double flops = 2.0 * n * hw * hw * k * c * 9;
+      const double bytes = 2.0 * (n * hw * hw * c + k * 9 * c + n * hw * hw * k);
+      run_case("conv3x3_bias_relu", g, "cudnn", flops, bytes, iters);
+      run_case("conv3x3_bias_relu", g, "jit", flops, bytes, iters);
+    }
+    if (wanted("matmul_bias_gelu_4096")) {
+      // the cuBLASLt GELU_BIAS epilogue against our own fused kernel and the bare matmul
+      const int64_t s = 4096;
+      const double flops = 2.0 * s * s * s, bytes = 2.0 * 3 * s * s;
+      run_case("matmul_bias_gelu_4096", matmul_bias_gelu_graph(s, true), "cublaslt", flops, bytes, iters);
+      run_case("matmul_bias_gelu_4096", matmul_bias_gelu_graph(s, true), "jit", flops, bytes, iters);
+      run_case("matmul_bias_gelu_4096", matmul_bias_gelu_graph(s, false), "cublaslt", flops, bytes, iters, "",
+               "cublaslt-bare-matmul");
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sinter_bench_vendor: %s\n", e.what());
     return 1;
   }
-  const cudnn::Library& lib = cudnn::library();
-  std::printf("{\"case\": \"cudnn_library\", \"version\": \"%s\", \"path\": \"%s\", \"reason\": \"%s\"}\n",
-              cudnn::version_string().c_str(), lib.path.c_str(), json_escape(lib.reason).c_str());
-  const int iters = quick ? 10 : 50;
-  cuda::KernelCache cache("");
-  const SdpaCase sdpa_cases[] = {
-      {"sdpa_d128", 4, 32, 32, 4096, 4096, 128, CausalMask::none},
-      {"sdpa_d128_causal", 4, 32, 32, 4096, 4096, 128, CausalMask::top_left},
-      {"sdpa_d64", 4, 32, 32, 4096, 4096, 64, CausalMask::none},
-      {"sdpa_d64_causal", 4, 32, 32, 4096, 4096, 64, CausalMask::top_left},
-      {"sdpa_decode_gqa", 32, 32, 8, 1, 4096, 128, CausalMask::none},
-      // one layer of the Llama decode stack (examples/example_graphs.cpp): batch 1, KV cache 1024
-      // + the new token; bottom-right causal at Sq = 1 sees every key
-      {"sdpa_decode_b1_skv1025", 1, 32, 8, 1, 1025, 128, CausalMask::bottom_right},
-  };
-  for (const SdpaCase& c : sdpa_cases) {
-    if (!wanted(c.name)) continue;
-    const Graph g = sdpa_graph(c);
-    run_case(c.name, g, "cudnn", sdpa_flops(c), sdpa_bytes(c), cache, iters);
-    if (c.sq > 16) {
-      run_case(c.name, g, "jit", sdpa_flops(c), sdpa_bytes(c), cache, quick ? 3 : 10);
-      continue;
-    }
-    // decode: the flash-decode kernels (jit candidate 0) and flash-simple (candidate 1) side by side
-    run_case(c.name, g, "jit", sdpa_flops(c), sdpa_bytes(c), cache, iters, 0, "jit-flash-decode");
-    run_case(c.name, g, "jit", sdpa_flops(c), sdpa_bytes(c), cache, quick ? 3 : 10, 1, "jit-flash-simple");
-  }
-  if (wanted("conv3x3_bias_relu")) {
-    const int64_t n = 32, c = 256, hw = 56, k = 256;
-    const Graph g = conv_graph(n, c, hw, k);
-    const double flops = 2.0 * n * hw * hw * k * c * 9;
-    const double bytes = 2.0 * (n * hw * hw * c + k * 9 * c + n * hw * hw * k);
-    run_case("conv3x3_bias_relu", g, "cudnn", flops, bytes, cache, iters);
-    run_case("conv3x3_bias_relu", g, "jit", flops, bytes, cache, iters);
-  }
-  if (wanted("matmul_bias_gelu_4096")) {
-    // issue 5: the cuBLASLt GELU_BIAS epilogue against our own fused kernel and the bare matmul
-    const int64_t s = 4096;
-    const double flops = 2.0 * s * s * s, bytes = 2.0 * 3 * s * s;
-    run_case("matmul_bias_gelu_4096", matmul_bias_gelu_graph(s, true), "cublaslt", flops, bytes, cache, iters);
-    run_case("matmul_bias_gelu_4096", matmul_bias_gelu_graph(s, true), "jit", flops, bytes, cache, iters);
-    run_case("matmul_bias_gelu_4096", matmul_bias_gelu_graph(s, false), "cublaslt", flops, bytes, cache, iters,
-             -1, "cublaslt-bare-matmul");
-  }
-  return 0;
 }
