@@ -3,8 +3,8 @@
 //
 // Why: the L2 request coalescer (Hopper's LRC, between the crossbar and the L2 slices) merges
 // identical reads that arrive within a few hundred cycles from SMs of one GPC, and hardly at all
-// from SMs of different GPCs (bench/experiments/l2_coalesce_window_probe.cu, docs/benchmarks.md
-// session 31). A GEMM whose co-located units read the same operand rows at the same k-block reads
+// from SMs of different GPCs (bench/experiments/l2_coalesce_window_probe.cu; measurements in
+// docs/benchmark-log.md). A GEMM whose co-located units read the same operand rows at the same k-block reads
 // fewer sectors from L2 and runs faster (src/engines/jit/gpc_order.hpp). PTX has no GPC
 // register, so this measures it (bench/experiments/gpc_map_probe.cu is the standalone probe):
 //   1. the CTAs of one cluster always share a GPC: clusters of 8, 7, ..., 2 CTAs, as many as fit,

@@ -23,7 +23,7 @@ bool is_permutation(const SinterUnitOrder& o, int units) {
 }
 
 // Each cluster's GPC for a 128-CTA launch of 2-CTA clusters on an H100 80GB HBM3
-// (bench/experiments/gpc_map_probe.cu, session 31, the same on 5 launches): four lone TPCs
+// (bench/experiments/gpc_map_probe.cu, the same on 5 launches): four lone TPCs
 // (GPCs 8-11), then round robin over GPCs 0-7 until GPC 0's four TPCs are full, then over 1-7.
 std::vector<int> h100_pairs() {
   std::vector<int> g = {8, 9, 10, 11};

@@ -217,7 +217,7 @@ TEST(PlanBundle, SemanticDamageIsNamed) {
       {"the workspace area", [](auto& m) { m["workspace"]["bytes"] = 4096; }},
       {"unknown", [](auto& m) { m["surprise"] = 1; }},
       {"checksum mismatch", [](auto& m) { m["blobs"][0]["key"] = std::string(64, 'b'); }},
-      // (session 19's review) a kernel given none of its region's outputs would run and leave
+      // a kernel given none of its region's outputs would run and leave
       // the output unwritten; more dynamic shared memory than the architecture has fails at launch
       {"none of its kernels is given output", [](auto& m) { m["steps"][1]["kernels"][0]["pointers"][1]["source"] = "input"; }},
       {"bytes of dynamic shared memory; a block on sm_90a takes at most 232448",
