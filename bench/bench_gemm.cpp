@@ -100,15 +100,6 @@ Graph gemm(const std::string& name, int64_t m, int64_t n, int64_t k, const std::
   return g;
 }
 
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    if (static_cast<unsigned char>(ch) >= 0x20) out += ch;
-  }
-  return out;
-}
-
 std::string steps_of(const BenchPlan& p) {
   std::string s;
   for (const StepDescription& i : p.steps()) {
@@ -439,7 +430,7 @@ int main(int argc, char** argv) {
         try {
           run_case(f8.name(), f8, f8, 2.0 * e * e * 4096, 1.0 * e * 4096, iters, e == 4096);
         } catch (const std::exception& ex) {
-          std::printf("{\"case\": \"%s\", \"error\": \"%s\"}\n", f8.name().c_str(), json_escape(ex.what()).c_str());
+          std::printf("{\"case\": \"%s\", \"error\": \"%s\"}\n", f8.name().c_str(), bench::json_escape(ex.what()).c_str());
         }
       }
       // a row-major [K, N] weight (read MN-major, wgmma transposing B), against cuBLASLt on the same

@@ -107,6 +107,16 @@ inline std::vector<float> time_calls(cudaStream_t stream, int iters, const std::
   return ms;
 }
 
+// `s` inside a JSON string: quotes and backslashes escaped, control characters dropped.
+inline std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    if (static_cast<unsigned char>(ch) >= 0x20) out += ch;
+  }
+  return out;
+}
+
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];

@@ -73,15 +73,6 @@ Graph matmul_bias_gelu_graph(int64_t s, bool fused) {
   return g;
 }
 
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    if (static_cast<unsigned char>(ch) >= 0x20) out += ch;
-  }
-  return out;
-}
-
 // The kernel cache folder of this run (made fresh, removed at exit).
 std::string g_kernel_cache;
 
@@ -107,10 +98,10 @@ void run_case(const std::string& name, const Graph& g, const std::string& engine
     std::printf("{\"case\": \"%s\", \"engine\": \"sinter-%s\", \"steps_on\": \"%s\", \"ms\": %.5f, "
                 "\"tflops\": %.2f, \"tbps\": %.3f, \"step\": \"%s\"}\n",
                 name.c_str(), shown.c_str(), used.c_str(), ms, flops / (ms * 1e-3) / 1e12,
-                bytes / (ms * 1e-3) / 1e12, json_escape(desc).c_str());
+                bytes / (ms * 1e-3) / 1e12, bench::json_escape(desc).c_str());
   } catch (const std::exception& e) {
     std::printf("{\"case\": \"%s\", \"engine\": \"sinter-%s\", \"error\": \"%s\"}\n", name.c_str(),
-                shown.c_str(), json_escape(e.what()).c_str());
+                shown.c_str(), bench::json_escape(e.what()).c_str());
   }
   std::fflush(stdout);
 }
@@ -153,7 +144,7 @@ int main(int argc, char** argv) {
   try {
     const cudnn::Library& lib = cudnn::library();
     std::printf("{\"case\": \"cudnn_library\", \"version\": \"%s\", \"path\": \"%s\", \"reason\": \"%s\"}\n",
-                cudnn::version_string().c_str(), lib.path.c_str(), json_escape(lib.reason).c_str());
+                cudnn::version_string().c_str(), lib.path.c_str(), bench::json_escape(lib.reason).c_str());
     const int iters = quick ? 10 : 50;
     const bench::ScratchDir cache_dir("sinter_bench_vendor_cache_");
     g_kernel_cache = cache_dir.str();

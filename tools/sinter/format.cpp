@@ -98,19 +98,5 @@ void print_graph_summary(const Graph& g, bool detailed) {
               static_cast<unsigned long long>(structural_hash(g, true)));
 }
 
-std::string printable(const std::string& text) {
-  std::string out;
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f) {
-      char code[8];
-      std::snprintf(code, sizeof code, "\\x%02x", static_cast<unsigned>(c));
-      out += code;
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
 
 }  // namespace sinter::cli

@@ -13,9 +13,6 @@ std::string human_bytes(double bytes);   // "9.44 MB"
 std::string human_ms(double ms);         // "12.3 ms" / "850 us"
 std::string type_string(const TensorInfo& t);  // "bf16 [128, 1024]"
 std::string stats_string(const HostTensor& t);  // "min -1.2 max 3.4 mean 0.01 l2 55.1"
-// Text from a file (a bundle's producer, device, descriptions) made safe for a terminal: control
-// characters (an escape sequence would drive it) written as \xNN.
-std::string printable(const std::string& text);
 // The graph summary that `sinter check` prints.
 void print_graph_summary(const Graph& g, bool detailed);
 
