@@ -136,6 +136,29 @@ TEST_F(GpuRegions, RunnersShareOnePlanAcrossThreads) {
   expect_close(g, inputs_b, got_b);
 }
 
+// A region the named engine cannot run goes to the jit engine, and the plan says why.
+TEST_F(GpuRegions, FallbacksAreRecorded) {
+  const Graph g = examples::transformer_block();
+  CompileOptions o;
+  o.engines = {"cublaslt"};
+  const Plan plan = compile(g, with_test_cache(o));
+  int fallbacks = 0, on_cublaslt = 0;
+  for (const StepDescription& s : plan.describe().steps) {
+    if (s.engine == "cublaslt") {
+      ++on_cublaslt;
+      EXPECT_EQ(s.fallback, "") << s.description;
+    } else if (s.engine == "jit") {
+      ++fallbacks;
+      EXPECT_EQ(s.fallback.rfind("cublaslt: ", 0), 0u) << s.kind << ": '" << s.fallback << "'";
+    }
+  }
+  EXPECT_GT(on_cublaslt, 0);
+  EXPECT_GT(fallbacks, 0);
+  TestPlan run(plan);
+  const TensorMap inputs = random_inputs(g, fresh_seed());
+  expect_close(g, inputs, run.run(inputs));
+}
+
 TEST_F(GpuRegions, PlanForAnotherArchitectureIsRefused) {
   const Plan plan = compile(examples::mlp_layer(), with_test_cache({}));
   auto state = std::make_shared<Plan::State>();
