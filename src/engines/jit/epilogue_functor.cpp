@@ -42,7 +42,6 @@ std::string row_epilogue(const AnchorEpilogue& epi, const std::string& name) {
     << "      const i64 col = cc;\n"
     << epi.element("v[c]", "      ") << "    }\n"
     << "  }\n"
-    << "  __device__ __forceinline__ void finish() {}\n"
     << "};\n";
   return s.str();
 }

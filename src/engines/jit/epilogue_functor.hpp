@@ -28,7 +28,6 @@ std::string gemm_tile_epilogue(const AnchorEpilogue& epi, const GemmTileScope& s
 //   explicit Epilogue(const Args& a);
 //   template <int kN> void row(i64 grow, const float (&v)[kN], i64 cols);
 //       matrix row `grow`: lane l holds columns l + 32 c in v[c], those below `cols` valid
-//   void finish();  (nothing: no exits)
 std::string row_epilogue(const AnchorEpilogue& epi, const std::string& name = "Epilogue");
 
 }  // namespace sinter::jit
