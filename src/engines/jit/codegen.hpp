@@ -63,10 +63,11 @@ int sm90_direct_smem_bytes(const Sm90DirectConfig& c, int store_stage_bytes = 0)
 std::string sm90_direct_name(const Sm90DirectConfig& c, int k_block = 64);
 RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                                        const Sm90DirectConfig& c);
-// Why the decode GEMV tile cannot run this region ("" when it can), and the tile itself.
+// Why the mma decode GEMV tile (M <= 16, either weight layout; codegen_decode_gemv.cpp <->
+// kernels/gemm/decode_gemv.cuh) cannot run this region ("" when it can), and the tile itself.
 std::string decode_gemv_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-// The same for the ffma decode tile (M <= 4, [N, K] weight).
+// The same for the ffma decode tile (M <= 4, either weight layout; kernels/gemm/decode_gemv_ffma.cuh).
 std::string decode_ffma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_matmul_decode_ffma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 
