@@ -206,7 +206,6 @@ struct Args {
                     "__launch_bounds__(kGemmThreads, 2) k(const __grid_constant__ Args a) "
                     "{ conv_kernel<Cfg, Epilogue>(a); }",
                     !plain);  // FilterLoader's per-element index math spills under 128 registers
-
   }
 }
 
