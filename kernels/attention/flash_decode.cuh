@@ -14,9 +14,16 @@
 // Combine kernel (decode_combine_row): one warp per output row rescales and sums the partials.
 // Masked scores are -inf; a partial that saw no visible key has m = -inf, l = 0, o = 0, and a
 // row with no visible key at all gets o = 0 and stats -inf (never exp(-inf - -inf)).
+//
+// The kernels are flash_decode_split_kernel<Cfg>(args) and flash_decode_combine_kernel<Cfg,
+// Epilogue>(args), Cfg a struct of static constexpr fields (named at each), Epilogue the
+// region's row functor (engines/jit/epilogue_functor.hpp). Their tile functions:
+// flash_decode_split_tile (one warp's key split of one unit) and flash_decode_combine_tile (one
+// output row).
 #pragma once
 
 #include "attention/sdpa_abi.h"
+#include "common/pdl.cuh"
 #include "common/types.cuh"
 
 constexpr int kDecodeAttnWarps = 4, kDecodeAttnThreads = 32 * kDecodeAttnWarps;
@@ -260,4 +267,62 @@ __device__ __forceinline__ void decode_combine_row(const float* part_ml, const f
 #pragma unroll
   for (int c = 0; c < kDV / 32; ++c) o[c] *= inv;
   if (stats != nullptr && lane == 0) stats[grow] = none ? dattn_neg_inf() : mx + logf(lsum);
+}
+
+// The split kernel's config (the generated Cfg): T, BiasT (the storage types of q, k, v and of
+// the bias), kBias, kCausal (as decode_split_warp's), kR (query rows per warp), kD, kDV (D and
+// Dv rounded up to powers of two >= 32), kTK (keys per tile), kVecQ, kVecK, kVecV (16-byte loads).
+// Args: the generated argument struct, with shape, chunk (keys per split), row_blocks,
+// cta_splits (CTAs per unit), nsplit (splits per unit), q, k, v, bias (with kBias), and the
+// workspace's part_ml and part_o.
+
+// The tile function: split `split` (keys [split x chunk, + chunk)) of `unit` on the calling warp;
+// ps: the warp's kR x kTK floats of shared memory.
+template <class Cfg, class Args>
+__device__ __forceinline__ void flash_decode_split_tile(const Args& a, i64 unit, int split, float* ps) {
+  const i64 lo = split * a.chunk;
+  const typename Cfg::BiasT* bias = nullptr;
+  if constexpr (Cfg::kBias != 0) bias = a.bias;
+  decode_split_warp<typename Cfg::T, typename Cfg::BiasT, Cfg::kBias, Cfg::kCausal, Cfg::kR, Cfg::kD, Cfg::kDV,
+                    Cfg::kTK, Cfg::kVecQ, Cfg::kVecK, Cfg::kVecV>(a.shape, a.q, a.k, a.v, bias, unit, a.row_blocks, lo,
+                                                                  lo + a.chunk, split, a.nsplit, a.part_ml, a.part_o, ps);
+}
+
+// The split kernel: CTA = (unit, kDecodeAttnWarps consecutive splits), a warp each.
+// out: partials [B*H*Sq, nsplit] of (m, l) and o[kDV]
+template <class Cfg, class Args>
+__device__ __forceinline__ void flash_decode_split_kernel(const Args& a) {
+  sinter_kernel_begin();
+  __shared__ float ps_[kDecodeAttnWarps][Cfg::kR * Cfg::kTK];  // each warp's p values of one tile
+  const int warp = threadIdx.x >> 5;
+  const i64 unit = blockIdx.x / a.cta_splits;
+  const int split = static_cast<int>(blockIdx.x - unit * a.cta_splits) * kDecodeAttnWarps + warp;
+  flash_decode_split_tile<Cfg>(a, unit, split, ps_[warp]);
+}
+
+// The combine kernel's config: kDV (as the split kernel's) and kStats (the stats are stored).
+// Args: shape, nsplit, the workspace's part_ml and part_o, stats (with kStats), and the
+// epilogue's fields.
+
+// The tile function: output row `grow` (= (b * H + h) * Sq + i) on the calling warp, merged and
+// handed to `epi`.
+template <class Cfg, class Epi, class Args>
+__device__ __forceinline__ void flash_decode_combine_tile(const Args& a, Epi& epi, i64 grow) {
+  float* stats = nullptr;
+  if constexpr (Cfg::kStats) stats = a.stats;
+  float o[Cfg::kDV / 32];
+  decode_combine_row<Cfg::kDV>(a.part_ml, a.part_o, a.nsplit, grow, stats, o);
+  epi.row(grow, o, a.shape.dv);
+}
+
+// The combine kernel: one warp per output row.
+// o: [B, H, Sq, Dv] = [B*H*Sq, Dv] through the epilogue
+template <class Cfg, class Epi, class Args>
+__device__ __forceinline__ void flash_decode_combine_kernel(const Args& a) {
+  sinter_kernel_begin();
+  const SinterSdpaShape& s = a.shape;
+  const i64 grow = static_cast<i64>(blockIdx.x) * kDecodeAttnWarps + (threadIdx.x >> 5);
+  if (grow >= s.batch * s.heads * s.sq) return;  // a whole warp
+  Epi epi(a);
+  flash_decode_combine_tile<Cfg>(a, epi, grow);
 }

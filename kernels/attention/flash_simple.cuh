@@ -7,9 +7,15 @@
 //   P @ V:  lane owns output columns lane + 32 c (c < kNV), P read back from shared memory.
 // Masked scores are -inf; a row whose visible keys are all masked has max -inf and is kept at
 // o = 0 (never exp(-inf - -inf)); its stats are -inf.
+//
+// The kernel is flash_simple_kernel<Cfg, Epilogue>(args), Cfg a struct of static constexpr
+// fields (at flash_simple_tile), Epilogue the region's row functor
+// (engines/jit/epilogue_functor.hpp); its tile function, flash_simple_tile, computes one block
+// of query rows of one (batch, head).
 #pragma once
 
 #include "attention/sdpa_abi.h"
+#include "common/pdl.cuh"
 #include "common/types.cuh"
 
 constexpr int kSdpaWarps = 4, kSdpaThreads = 32 * kSdpaWarps, kSdpaKeys = 32;
@@ -170,5 +176,48 @@ __device__ __forceinline__ void flash_attend(const SinterSdpaShape& s, const T* 
     if (stats != nullptr && lane == 0 && i < s.sq) {
       stats[(b * s.heads + h) * s.sq + i] = none ? -__int_as_float(0x7f800000) : m[r] + logf(lsum);
     }
+  }
+}
+
+// The config (the generated Cfg): T, BiasT (the storage types of q, k, v and of the bias), kBias,
+// kCausal (as flash_attend's), kRW (query rows per warp), kNV (output columns per lane / 32: Dv
+// rounded up to a power of two >= 32, over 32), kStats (the stats are stored).
+// Args: the generated argument struct, with shape, q, k, v, bias (with kBias), stats (with
+// kStats) and the epilogue's fields.
+
+// The tile function: tile = (b * H + h) x query blocks + block, the blocks visited last-first so
+// that under a causal mask the costliest start first. smem: sdpa_smem_floats(kRW, kNV, ld) floats.
+template <class Cfg, class Epi, class Args>
+__device__ __forceinline__ void flash_simple_tile(const Args& a, Epi& epi, i64 tile, float* smem) {
+  constexpr int kRW = Cfg::kRW, kNV = Cfg::kNV, kBQ = kSdpaWarps * kRW;
+  const SinterSdpaShape& s = a.shape;
+  const i64 qblocks = (s.sq + kBQ - 1) / kBQ;
+  const i64 bh = tile / qblocks, q0 = (qblocks - 1 - tile % qblocks) * kBQ;
+  const i64 b = bh / s.heads, h = bh % s.heads;
+  const typename Cfg::BiasT* bias = nullptr;
+  if constexpr (Cfg::kBias != 0) bias = a.bias;
+  float* stats = nullptr;
+  if constexpr (Cfg::kStats) stats = a.stats;
+  float o[kRW][kNV];
+  flash_attend<typename Cfg::T, typename Cfg::BiasT, Cfg::kBias, Cfg::kCausal, kRW, kNV>(s, a.q, a.k, a.v, bias, stats, b,
+                                                                                        h, q0, smem, o);
+  const int warp_ = threadIdx.x >> 5;
+#pragma unroll
+  for (int r = 0; r < kRW; ++r) {
+    const i64 i = q0 + warp_ * kRW + r;
+    if (i < s.sq) epi.row(bh * s.sq + i, o[r], s.dv);
+  }
+}
+
+// The kernel: a grid-stride loop over the tiles.
+// o: [B, H, Sq, Dv] = [B*H*Sq, Dv] through the epilogue; one tile = kSdpaWarps x kRW query rows
+template <class Cfg, class Epi, class Args>
+__device__ __forceinline__ void flash_simple_kernel(const Args& a) {
+  sinter_kernel_begin();
+  extern __shared__ float4 flash_simple_smem[];  // float4: the tiles are read as float4
+  Epi epi(a);
+  const i64 tiles = a.shape.batch * a.shape.heads * ((a.shape.sq + kSdpaWarps * Cfg::kRW - 1) / (kSdpaWarps * Cfg::kRW));
+  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+    flash_simple_tile<Cfg>(a, epi, t, reinterpret_cast<float*>(flash_simple_smem));
   }
 }

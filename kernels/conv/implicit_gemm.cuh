@@ -3,9 +3,14 @@
 // with m = (n_img, p, q) an output pixel, kd = (r, s, c) a filter tap and channel (the filter's
 // own memory order), A the im2col view of x (zero in the padding) and B the group's filters.
 // Nothing is materialized: the loaders below compute each element's address on the fly.
+//
+// The kernel is conv_kernel<Cfg, Epilogue>(args), Cfg a struct of static constexpr fields (at
+// conv_tile), Epilogue the region's functor (engines/jit/epilogue_functor.hpp); its tile
+// function, conv_tile, computes one 128-pixel x 128-channel output tile of one group.
 #pragma once
 
 #include "common/index.cuh"
+#include "common/pdl.cuh"
 #include "conv/conv_abi.h"
 #include "gemm/simt_gemm.cuh"
 
@@ -92,3 +97,54 @@ struct FilterLoader : TileRegs<T, kRows, kBK, kThreads, true, 1> {
     }
   }
 };
+
+// The config (the generated Cfg): TX, TW (the storage types of x and the filters), kFfma (the
+// f32 FFMA main loop, else mma.sync with kBf16 or f16 fragments), kXVec (x read kXVec channels at
+// a time: Im2colLoader's kVec), kWPlain (the filters are a plain matrix [K, R*S*C/groups]: read by
+// StridedLoader, kWVec elements at a time along k; else element by element by FilterLoader).
+// Args: the generated argument struct, with shape, x, w and the epilogue's fields.
+
+// The tile function: tile = (group x pixel tiles + pixel tile) x channel tiles + channel tile;
+// its C tile goes through `epi`. Every thread of the CTA calls it; smem: kGemmSmemBytes.
+template <class Cfg, class Epi, class Args>
+__device__ __forceinline__ void conv_tile(const Args& a, Epi& epi, i64 tile, char* smem) {
+  constexpr int kBK = Cfg::kFfma ? kGemmBKFfma : kGemmBKMma;
+  typedef Im2colLoader<typename Cfg::TX, kGemmBM, kBK, kGemmThreads, Cfg::kXVec> LoaderA;
+  const SinterConvShape& s = a.shape;
+  const i64 tiles_n = (s.kg + kGemmBN - 1) / kGemmBN, tiles_m = (s.m + kGemmBM - 1) / kGemmBM;
+  const i64 nt = tile % tiles_n, rest = tile / tiles_n;
+  const i64 mt = rest % tiles_m, gi = rest / tiles_m;
+  const int m0 = static_cast<int>(mt * kGemmBM), n0 = static_cast<int>(nt * kGemmBN);
+  LoaderA la(s, a.x + gi * s.cg * s.x_stride[3], m0);
+  auto mainloop = [&](auto& lb) {
+    if constexpr (Cfg::kFfma) {
+      gemm_ffma_mainloop(la, lb, static_cast<int>(s.kdim), smem);
+    } else {
+      gemm_mma_mainloop<Cfg::kBf16>(la, lb, static_cast<int>(s.kdim), smem);
+    }
+  };
+  if constexpr (Cfg::kWPlain) {
+    StridedLoader<typename Cfg::TW, kGemmBN, kBK, kGemmThreads, true, Cfg::kWVec> lb(
+        a.w + (gi * s.kg + n0) * s.w_stride[0], s.w_stride[0], 1, static_cast<int>(s.kg - n0), static_cast<int>(s.kdim));
+    mainloop(lb);
+  } else {
+    FilterLoader<typename Cfg::TW, kGemmBN, kBK, kGemmThreads> lb(s, a.w + (gi * s.kg + n0) * s.w_stride[0],
+                                                                   static_cast<int>(s.kg - n0));
+    mainloop(lb);
+  }
+  epi.tile(smem, static_cast<i64>(m0), min(kGemmBM, static_cast<int>(s.m - m0)), gi * s.kg + n0,
+           min(kGemmBN, static_cast<int>(s.kg - n0)));
+  __syncthreads();  // the next tile's operand stages overwrite the C tile
+}
+
+// The kernel: a grid-stride loop over the tiles.
+// out: [N, P, Q, K] = [M, K] through the epilogue; x NHWC; w KRSC
+template <class Cfg, class Epi, class Args>
+__device__ __forceinline__ void conv_kernel(const Args& a) {
+  sinter_kernel_begin();
+  extern __shared__ float4 conv_smem[];  // float4: 16-byte aligned stages
+  Epi epi(a);
+  const i64 tiles = a.shape.groups * ((a.shape.m + kGemmBM - 1) / kGemmBM) * ((a.shape.kg + kGemmBN - 1) / kGemmBN);
+  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) conv_tile<Cfg>(a, epi, t, reinterpret_cast<char*>(conv_smem));
+  epi.finish();
+}

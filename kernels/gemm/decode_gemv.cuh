@@ -12,9 +12,16 @@
 //  - A CTA owns kDecodeBN output columns and one k-chunk; its warps split both, then reduce over
 //    k in shared memory. Chunks (split-K) fill the GPU when N alone gives too few CTAs; they
 //    meet through the workspace in decode_splitk_combine (decode_splitk.cuh).
+//
+// The kernel is decode_gemv_kernel<Tile, Epilogue>(args) with Tile = DecodeGemv<Cfg> (or
+// DecodeFfma<Cfg>, decode_gemv_ffma.cuh), Cfg a struct of the static constexpr fields DecodeGemv
+// names, Epilogue the region's functor (engines/jit/epilogue_functor.hpp); its tile function,
+// decode_gemv_item, computes one CTA's work item: a k chunk of one column tile of one batch.
 #pragma once
 
 #include "common/abi.h"
+#include "common/index.cuh"
+#include "common/pdl.cuh"
 #include "common/types.cuh"
 #include "gemm/decode_splitk.cuh"
 #include "gemm/gemm_abi.h"
@@ -219,4 +226,59 @@ __device__ __forceinline__ bool decode_gemv_tile(const u16* x, const u16* w, con
   }
   return decode_splitk_combine<kDecodeThreads, kMTile * kDecodeBN, kDecodeBN>(
       ctile, rows, part + slot * splits * (kMTile * kDecodeBN), split, splits, counts + slot);
+}
+
+// The config (the generated Cfg): kBf16 (bf16 operands, else f16), kKMajor (W is [N, K], else
+// [K, N]), kMTile (x rows: 8 or 16), kWVec and kXVec (8: W's and x's rows are read as 16-byte
+// vectors, 1: element by element; the host checked strides and alignment).
+template <class Cfg>
+struct DecodeGemv {
+  static constexpr int kThreads = kDecodeThreads, kBN = kDecodeBN, kLdC = kDecodeLdC;
+  static constexpr int kXBytes = DecodeSmem<Cfg::kKMajor, Cfg::kMTile>::kXBytes;
+  static constexpr int kBytes = DecodeSmem<Cfg::kKMajor, Cfg::kMTile>::kBytes;
+  static_assert(Cfg::kWVec == 1 || Cfg::kWVec == 8, "W: elements or 16-byte vectors");
+  static_assert(Cfg::kXVec == 1 || Cfg::kXVec == 8, "x: elements or 16-byte vectors");
+  __device__ __forceinline__ static bool tile(const u16* x, const u16* w, const SinterGemmShape& s, int n0, int k_lo,
+                                              int k_hi, i64 slot, int split, int splits, float* part,
+                                              unsigned int* counts, char* smem, float* ctile) {
+    return decode_gemv_tile<Cfg::kKMajor, Cfg::kMTile, Cfg::kWVec, Cfg::kXVec, Cfg::kBf16>(
+        x, w, s, n0, k_lo, k_hi, slot, split, splits, part, counts, smem, ctile);
+  }
+};
+
+// The tile function: work item `item` = (batch, column tile, k chunk), chunk-minor, of a
+// Tile::kBN-column tile; the full sum of a column tile (the last of its chunks to arrive, with
+// split-K) goes through `epi`. Every thread of the CTA calls it.
+// Args: the generated argument struct, with shape (the GEMM's sizes and strides), splits and chunk
+// (the k chunks of a column tile and their length), x, w (the operands), part and counts (the
+// split-K partials and a counter per column tile in the workspace: decode_splitk_combine).
+template <class Tile, class Epi, class Args>
+__device__ __forceinline__ void decode_gemv_item(char* smem, const Args& a, Epi& epi, i64 item) {
+  const SinterGemmShape& s = a.shape;
+  const i64 tiles_n = (s.n + Tile::kBN - 1) / Tile::kBN;
+  const i64 slot = item / a.splits;
+  const int split = static_cast<int>(item - slot * a.splits);
+  const i64 bi = slot / tiles_n;
+  const int n0 = static_cast<int>(slot - bi * tiles_n) * Tile::kBN;
+  const int k_lo = split * a.chunk;
+  const int k_hi = min(static_cast<int>(s.k), k_lo + a.chunk);
+  float* ctile = reinterpret_cast<float*>(smem + Tile::kXBytes);
+  const bool full = Tile::tile(a.x + offset_of<false>(s.batch, s.a_batch, bi), a.w + offset_of<false>(s.batch, s.b_batch, bi),
+                               s, n0, k_lo, k_hi, slot, split, a.splits, a.part, a.counts, smem, ctile);
+  if (full) {
+    epi.tile(reinterpret_cast<const char*>(ctile), bi * s.m, static_cast<int>(s.m), static_cast<i64>(n0),
+             min(Tile::kBN, static_cast<int>(s.n - n0)));
+  }
+}
+
+// The kernel: one work item per CTA (a grid of batches x column tiles x splits CTAs of
+// Tile::kThreads threads, Tile::kBytes of dynamic shared memory).
+// out: y [batches, M, N] through the epilogue; x [batches, M, K]; W [batches, N, K] or [K, N]
+template <class Tile, class Epi, class Args>
+__device__ __forceinline__ void decode_gemv_kernel(const Args& a) {
+  sinter_kernel_begin();
+  extern __shared__ float4 decode_gemv_smem[];  // float4: 16-byte aligned x rows
+  Epi epi(a);
+  decode_gemv_item<Tile>(reinterpret_cast<char*>(decode_gemv_smem), a, epi, blockIdx.x);
+  epi.finish();
 }

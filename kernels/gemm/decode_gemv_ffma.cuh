@@ -265,3 +265,26 @@ __device__ __forceinline__ bool decode_ffma_kn_tile(const u16* x, const u16* w, 
   return decode_splitk_combine<kFfmaThreads, kMTile * kFfmaKnBN, kFfmaKnBN>(
       ctile, rows, part + slot * splits * (kMTile * kFfmaKnBN), split, splits, counts + slot);
 }
+
+// The config (the generated Cfg): kBf16, kKMajor (decode_ffma_tile for an [N, K] weight, else
+// decode_ffma_kn_tile), kMTile (x rows: 1, 2 or 4), kDepth (W steps in flight per lane), kWVec,
+// kXVec (as DecodeGemv's). The kernel is decode_gemv_kernel<DecodeFfma<Cfg>, Epilogue>.
+template <class Cfg>
+struct DecodeFfma {
+  static constexpr int kThreads = kFfmaThreads;
+  static constexpr int kBN = Cfg::kKMajor ? kFfmaBN : kFfmaKnBN;
+  static constexpr int kLdC = Cfg::kKMajor ? kFfmaLdC : kFfmaKnLdC;
+  static constexpr int kXBytes = Cfg::kKMajor ? FfmaSmem<Cfg::kMTile>::kXBytes : FfmaKnSmem<Cfg::kMTile>::kXBytes;
+  static constexpr int kBytes = Cfg::kKMajor ? FfmaSmem<Cfg::kMTile>::kBytes : FfmaKnSmem<Cfg::kMTile>::kBytes;
+  __device__ __forceinline__ static bool tile(const u16* x, const u16* w, const SinterGemmShape& s, int n0, int k_lo,
+                                              int k_hi, i64 slot, int split, int splits, float* part,
+                                              unsigned int* counts, char* smem, float* ctile) {
+    if constexpr (Cfg::kKMajor) {
+      return decode_ffma_tile<Cfg::kMTile, Cfg::kDepth, Cfg::kWVec, Cfg::kXVec, Cfg::kBf16>(
+          x, w, s, n0, k_lo, k_hi, slot, split, splits, part, counts, smem, ctile);
+    } else {
+      return decode_ffma_kn_tile<Cfg::kMTile, Cfg::kDepth, Cfg::kWVec, Cfg::kXVec, Cfg::kBf16>(
+          x, w, s, n0, k_lo, k_hi, slot, split, splits, part, counts, smem, ctile);
+    }
+  }
+};

@@ -5,44 +5,41 @@
 //  - One CTA per SM, persistent. The work is a flat list of k steps over tiles of W rows
 //    (tile-major), cut into contiguous ranges, one per CTA (DecodeTmaWork), so that every SM
 //    streams about the same bytes: either equal ranges of kBN-row tiles ("stream-K"), or whole
-//    tiles of about N / SMs rows each (no tile split, nothing to combine; the default wherever
-//    an SM gets 64 rows or more). A fixed grid of 128-row tiles would leave SMs with one tile
-//    where others have two.
+//    tiles of about N / SMs rows each (no tile split, nothing to combine). A fixed grid of
+//    128-row tiles would leave SMs with one tile where others have two.
 //  - A step is kWarpBoxes x 16 KiB of W: kBN rows x kWarpBoxes x 128 / kBN boxes of 64 k
 //    (128-byte swizzle; with whole tiles the box is as high as a tile, kBN rows or fewer, and
-//    warps past its rows idle; the whole-tile cut's default is 2 x 16 KiB), plus the
-//    matching boxes of x (the M tile's rows; rows past M and k past K read as zeros), into a ring
-//    of kStages stages guarded by mbarriers. With kChunked the boxes of a step are one TMA box.
-//  - Either thread 0 issues the loads (the stream-K cut's default), so every thread of the CTA
-//    runs the math and the region's epilogue, and __syncthreads stays usable there; it refills
-//    the stage of the step before the current one, once all 8 warps have released it (an
-//    `empty` mbarrier). Or a ninth warp issues them (kProducerWarp, the whole-tile cut's
-//    default), each as soon as its stage is released, and tile_done must sync on named
-//    barrier 1 of kDecodeTmaThreads threads: a __syncthreads there would wait for the producer,
-//    which never comes.
+//    warps past its rows idle), plus the matching boxes of x (the M tile's rows; rows past M and
+//    k past K read as zeros), into a ring of kStages stages guarded by mbarriers. With kChunked
+//    the boxes of a step are one TMA box.
+//  - Either thread 0 issues the loads, so every thread of the CTA runs the math and the region's
+//    epilogue, and __syncthreads stays usable there; it refills the stage of the step before the
+//    current one, once all 8 warps have released it (an `empty` mbarrier). Or a ninth warp
+//    issues them (kProducerWarp), each as soon as its stage is released, and the tile ends sync
+//    on named barrier 1 of kDecodeTmaThreads threads: a __syncthreads there would wait for the
+//    producer, which never comes.
 //  - The math is mma.sync m16n8k16 with x as A (M padded to 8 or 16 rows) and the W box as the
 //    col-major B, both read with ldmatrix from the swizzled boxes (conflict-free: 8 rows x 16
 //    bytes land on 8 different 16-byte bank groups). Warp w owns 16 W rows of kWarpBoxes
 //    consecutive k boxes; the warps of the same rows meet in shared memory at the end of a
 //    tile, in a fixed order.
-//  - A tile whose steps span several CTAs (stream-K only) meets through the workspace (the
-//    generated kernel calls decode_splitk_combine_group, or decode_splitk_combine: the last CTA
-//    to arrive sums the partials in CTA order, deterministically, and runs the epilogue); a tile
-//    inside one CTA goes straight to the epilogue.
-// What this costs (sessions 11-12 with 16 KiB steps; session 13's are in DecodeTmaSmem's notes;
-// H200, 117 MB weight, bench/experiments/decode_read_probe.cu,
-// back to back with PDL): the ring alone streams at 4.03-4.06 TB/s, the stream-K loop with its
-// math and nothing at a tile's end at 3.85-3.89, with its tile ends 3.52 / 3.26 / 2.92 at M = 1 /
-// 8 / 16 (in line) or 3.31 / 3.25 / 3.32 (batched combine): a split tile's end (fence, atomic,
-// partial reads, all warps) stops the SM's loads. Whole tiles have one tile end, at the end:
-// 3.60 / 3.56 / 3.28. Handing the tile ends to extra warps (one, or a warpgroup of 4 that took
-// the fragments through two C slots while the 8 kept streaming) did not pay (sessions 11-12:
-// 0.0380 against 0.0366 ms at M = 8) and was removed in session 13; docs/benchmarks.md has the
-// numbers.
+//  - A tile whose steps span several CTAs (stream-K only) meets through the workspace
+//    (decode_splitk_combine_group: the last CTA to arrive sums the partials in CTA order,
+//    deterministically, and runs the epilogue); a tile inside one CTA goes straight to the
+//    epilogue.
+// A split tile's end (fence, atomic, partial reads, all warps) stops the SM's loads for a few
+// microseconds; whole tiles have one tile end, at the end, which is why that cut goes first
+// wherever an SM gets 64 rows or more (docs/benchmarks.md has the measurements).
+//
+// The kernel is decode_tma_kernel<Cfg, Epilogue>(args): Cfg a struct of the static constexpr
+// fields below, Epilogue the region's functor (engines/jit/epilogue_functor.hpp), and the
+// generated Args with the fields decode_tma_unit reads. Its tile function, decode_tma_unit, runs
+// one CTA's share of the steps ("unit") from its index.
 #pragma once
 
 #include "common/abi.h"
 #include "common/hopper.cuh"
+#include "common/pdl.cuh"
 #include "common/types.cuh"
 #include "gemm/decode_splitk.cuh"
 #include "gemm/gemm_abi.h"
@@ -52,44 +49,44 @@ constexpr int kDecodeTmaThreads = 256;
 constexpr int kDecodeTmaWarps = kDecodeTmaThreads / 32;
 constexpr int kDecodeTmaStepBytes = 16384;  // W bytes per step
 
-// kBN: W rows (output columns) per tile, 32, 64 or 128 (the generated epilogue walks a tile's
-// columns 32 at a time); a step holds kStepBoxes = kWarpBoxes x 128 / kBN boxes of 64 k.
-// kChunked: the tensor maps view W as {64 k, N rows, K / 64 chunks} (and x likewise), so a
-// step's kStepBoxes boxes of 64 k are ONE TMA box {64, kBN, kStepBoxes}: one instruction a step
-// whatever kBN, each W row read in a (128 x kStepBoxes)-byte run. It lands exactly where the
-// separate boxes do (box b at b x kWBoxBytes), so the math is the same. Needs K % 64 == 0 (a
-// chunk past K would read the next row, not zeros) and one batch (the host checks).
-// kAccChains (1, 2 or 4), kProducerWarp and kWarpBoxes: session 12's Nsight Compute run found
-// the tile's speed following the SM clock (45.5 us at 1.36 GHz against cuBLASLt's 32.8 us,
-// M = 16), so a step's SM-side path bounds it. Three ways to shorten that path (the whole-tile
-// cut's default since session 13 is kAccChains 2, kProducerWarp and kWarpBoxes 2: 3.65-3.67 TB/s
-// back to back at M = 1-16 against 3.40-3.60; SINTER_DECODE_TMA_ACC_CHAINS,
-// SINTER_DECODE_TMA_PRODUCER, SINTER_DECODE_TMA_WARP_BOXES):
-//  - kAccChains: a step's 4 16-k slices accumulate into kAccChains independent accumulators
-//    (a box's 16-k slice q into chain q % kAccChains), summed in chain order at a tile's end,
-//    instead of one chain of dependent mma per fragment;
-//  - kProducerWarp: a ninth warp issues every load, each once its stage is released, instead of
-//    thread 0 refilling a stage between its own steps (where it waits for the slowest warp while
-//    warp 0's math stalls). The 8 consumer warps then meet at a tile's end on named barrier 1
-//    (the producer takes no part); the host combines split tiles batched on that barrier.
-//  - kWarpBoxes (1, 2 or 4): each warp reads that many consecutive 64-k boxes of its rows a
-//    step, so a step is kWarpBoxes x 16 KiB of W and a CTA waits on, releases and refills a
-//    stage kWarpBoxes times less often for the same bytes. With 4 (64 KiB steps) the ring fits
-//    2 stages at M = 16 (3.22 TB/s in sinter_bench_gemm) or 3 at M <= 8 (read probe, M = 1:
-//    3.67 TB/s, as good as 2 boxes and not better).
-template <int kBN_, int kMTile_, int kStages_, bool kChunked_ = false, int kAccChains_ = 1, bool kProducerWarp_ = false,
-          int kWarpBoxes_ = 1>
-struct DecodeTmaSmem {
-  static constexpr int kBN = kBN_, kMTile = kMTile_, kStages = kStages_;
-  static constexpr int kWarpBoxes = kWarpBoxes_;
-  static_assert(kWarpBoxes == 1 || kWarpBoxes == 2 || kWarpBoxes == 4, "1, 2 or 4 k boxes per warp a step");
-  static constexpr bool kChunked = kChunked_;
-  static constexpr int kAccChains = kAccChains_;
-  static constexpr bool kProducerWarp = kProducerWarp_;
+// The config (the generated Cfg):
+//   kBf16: bf16 operands, else f16.
+//   kBN: W rows (output columns) per tile, 32, 64 or 128 (the generated epilogue walks a tile's
+//     columns 32 at a time); a step holds kStepBoxes = kWarpBoxes x 128 / kBN boxes of 64 k.
+//   kMTile: x rows, 8 or 16 (M <= 8 or <= 16).
+//   kStages: the ring's depth.
+//   kChunked: the tensor maps view W as {64 k, N rows, K / 64 chunks} (and x likewise), so a
+//     step's kStepBoxes boxes of 64 k are ONE TMA box {64, kBN, kStepBoxes}: one instruction a
+//     step whatever kBN, each W row read in a (128 x kStepBoxes)-byte run. It lands exactly where
+//     the separate boxes do (box b at b x kWBoxBytes), so the math is the same. Needs K % 64 == 0
+//     (a chunk past K would read the next row, not zeros) and one batch (the host checks).
+//   kAccChains (1, 2 or 4): a step's 4 16-k slices accumulate into kAccChains independent
+//     accumulators (a box's 16-k slice q into chain q % kAccChains), summed in chain order at a
+//     tile's end, instead of one chain of dependent mma per fragment.
+//   kProducerWarp: a ninth warp issues every load, each once its stage is released, instead of
+//     thread 0 refilling a stage between its own steps (where it waits for the slowest warp
+//     while warp 0's math stalls). The 8 consumer warps then meet at a tile's end on named
+//     barrier 1 (the producer takes no part).
+//   kWarpBoxes (1 or 2): each warp reads that many consecutive 64-k boxes of its rows a step,
+//     so a step is kWarpBoxes x 16 KiB of W and a CTA waits on, releases and refills a stage
+//     kWarpBoxes times less often for the same bytes.
+//   kWholeTiles: the whole-tile cut (no tile is split, so none is combined), else stream-K.
+// A step's SM-side path (the warps' mbarrier wait, ldmatrix and mma chain, the stage refill)
+// bounds the tile at these sizes, not DRAM: the tile's speed follows the SM clock. kAccChains,
+// kProducerWarp and kWarpBoxes each shorten that path.
+template <class Cfg>
+struct DecodeTmaLayout : Cfg {
+  using Cfg::kBN;
+  using Cfg::kMTile;
+  using Cfg::kStages;
+  using Cfg::kWarpBoxes;
+  using Cfg::kAccChains;
+  static_assert(kWarpBoxes == 1 || kWarpBoxes == 2, "1 or 2 k boxes per warp a step");
   static_assert(kAccChains == 1 || kAccChains == 2 || kAccChains == 4, "a chain per 1, 2 or 4 of a box's 16-k slices");
-  static constexpr int kThreads = kDecodeTmaThreads + (kProducerWarp ? 32 : 0);
+  static constexpr int kThreads = kDecodeTmaThreads + (Cfg::kProducerWarp ? 32 : 0);
   static_assert(kBN == 32 || kBN == 64 || kBN == 128, "16 KiB of W per warp box: 128 / kBN boxes of kBN rows");
   static_assert(kMTile == 8 || kMTile == 16, "x is one m16 mma tile, the upper 8 rows zero for M <= 8");
+  static_assert(!Cfg::kWholeTiles || (kBN == 128 && !Cfg::kChunked), "whole tiles: one box of up to 128 rows");
   static constexpr int kKBoxes = 128 / kBN;           // groups of warps a step, each on its own k boxes
   static constexpr int kStepBoxes = kKBoxes * kWarpBoxes;  // 64-k boxes per step
   static constexpr int kStepK = 64 * kStepBoxes;
@@ -117,8 +114,8 @@ struct DecodeTmaSmem {
 //    tiles / ctas), every one of them whole, so no tile is ever combined. The host makes the tiles
 //    tile_rows high (tile_rows <= kBN, the W box's height) with about as many tiles as CTAs, e.g.
 //    14336 rows over 132 SMs as 132 tiles of 109 rows: each SM streams 109 or fewer whole rows and
-//    nothing is left for a tile end but the epilogue (session 12, docs/benchmarks.md).
-// tile_rows is the W rows of a tile: S::kBN for stream-K.
+//    nothing is left for a tile end but the epilogue.
+// tile_rows is the W rows of a tile: L::kBN for stream-K.
 struct DecodeTmaWork {
   i64 total, steps_per_tile, ctas;
   i64 whole_tiles;
@@ -197,10 +194,10 @@ struct DecodeTmaCursor {
 };
 
 // A warp's C fragment of its k box (rows g, g + 8; columns 16 h + 8 nb + 2t, +1), its chains
-// summed in chain order, into the [16][S::kBN] partial `part`, and the accumulators zeroed for
+// summed in chain order, into the [16][L::kBN] partial `part`, and the accumulators zeroed for
 // the next tile.
-template <class S>
-__device__ __forceinline__ void decode_tma_store_fragment(float* part, float (&chains)[S::kAccChains][2][4], int h,
+template <class L>
+__device__ __forceinline__ void decode_tma_store_fragment(float* part, float (&chains)[L::kAccChains][2][4], int h,
                                                           int lane) {
   float acc[2][4];
 #pragma unroll
@@ -209,64 +206,63 @@ __device__ __forceinline__ void decode_tma_store_fragment(float* part, float (&c
     for (int e = 0; e < 4; ++e) {
       acc[nb][e] = chains[0][nb][e];
 #pragma unroll
-      for (int c = 1; c < S::kAccChains; ++c) acc[nb][e] += chains[c][nb][e];
+      for (int c = 1; c < L::kAccChains; ++c) acc[nb][e] += chains[c][nb][e];
 #pragma unroll
-      for (int c = 0; c < S::kAccChains; ++c) chains[c][nb][e] = 0.0f;
+      for (int c = 0; c < L::kAccChains; ++c) chains[c][nb][e] = 0.0f;
     }
   }
-  constexpr int kBN = S::kBN;
+  constexpr int kBN = L::kBN;
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int nb = 0; nb < 2; ++nb) {
     const int c = 16 * h + 8 * nb + 2 * t;
     part[g * kBN + c] = acc[nb][0];
     part[g * kBN + c + 1] = acc[nb][1];
-    if (S::kMTile == 16) {
+    if (L::kMTile == 16) {
       part[(g + 8) * kBN + c] = acc[nb][2];
       part[(g + 8) * kBN + c + 1] = acc[nb][3];
     }
   }
 }
 
-// The k boxes' [16][S::kBN] partials at `boxes`, summed in box order into `out` (may be box 0)
+// The k boxes' [16][L::kBN] partials at `boxes`, summed in box order into `out` (may be box 0)
 // by threads tid, tid + threads, ...
-template <class S>
+template <class L>
 __device__ __forceinline__ void decode_tma_sum_boxes(float* out, const float* boxes, int tid, int threads) {
-  for (int e = tid; e < S::kMTile * S::kBN; e += threads) {
+  for (int e = tid; e < L::kMTile * L::kBN; e += threads) {
     float sum = boxes[e];
 #pragma unroll
-    for (int b = 1; b < S::kKBoxes; ++b) sum += boxes[b * 16 * S::kBN + e];
+    for (int b = 1; b < L::kKBoxes; ++b) sum += boxes[b * 16 * L::kBN + e];
     out[e] = sum;
   }
 }
 
-// Runs CTA blockIdx.x's steps (S: a DecodeTmaSmem). At the end of each tile's part of them, the
-// C tile (f32, [16][S::kBN], rows < kMTile; rows past M are zero) is in `ctile` and
+// Runs CTA `unit`'s steps (L: a DecodeTmaLayout). At the end of each tile's part of them, the
+// C tile (f32, [16][L::kBN], rows < kMTile; rows past M are zero) is in `ctile` and
 // tile_done(tile, contributors, ordinal, ctile) runs: contributors is the number of CTAs that
 // share the tile, ordinal this CTA's place among them. It runs on the 8 streaming warps (all
-// S::kThreads threads, or, with a producer warp, threads 0-255 on named barrier 1); the producer
+// L::kThreads threads, or, with a producer warp, threads 0-255 on named barrier 1); the producer
 // warp returns from here before the others. The caller must not touch ctile after tile_done
 // returns until the next call (a barrier follows it here).
 // steps_per_tile and tiles_n are below 2^31 (the host checks).
-template <class S, bool kBf16, class TileDone>
+template <class L, class TileDone>
 __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap* map_x, const SinterTensorMap* map_w,
-                                               const DecodeTmaWork& wk, i64 tiles_n, TileDone&& tile_done) {
-  constexpr int kStages = S::kStages, kBN = S::kBN, kMTile = S::kMTile;
+                                               const DecodeTmaWork& wk, i64 tiles_n, i64 unit, TileDone&& tile_done) {
+  constexpr int kStages = L::kStages, kBN = L::kBN, kMTile = L::kMTile;
+  constexpr bool kBf16 = L::kBf16;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int h = warp % S::kRowGroups, kb = warp / S::kRowGroups;  // rows 16 h.., k box kb
-  u64* full = reinterpret_cast<u64*>(smem + S::kBarOffset);
+  const int h = warp % L::kRowGroups, kb = warp / L::kRowGroups;  // rows 16 h.., k box kb
+  u64* full = reinterpret_cast<u64*>(smem + L::kBarOffset);
   u64* empty = full + kStages;
-  float* ctile = reinterpret_cast<float*>(smem + S::kCOffset);
-  const i64 cta = blockIdx.x, begin = wk.begin(cta), end = wk.begin(cta + 1);
+  float* ctile = reinterpret_cast<float*>(smem + L::kCOffset);
+  const i64 cta = unit, begin = wk.begin(cta), end = wk.begin(cta + 1);
   const int steps = static_cast<int>(end - begin);  // about total / ctas
   const int spt = static_cast<int>(wk.steps_per_tile), tn = static_cast<int>(tiles_n);
-  // a step's bytes: kStepBoxes W boxes of tile_rows rows (S::kWBytes with stream-K; a box partly
+  // a step's bytes: kStepBoxes W boxes of tile_rows rows (L::kWBytes with stream-K; a box partly
   // past N or K still lands whole, zero-filled) and as many x boxes
-  const u32 stage_tx = static_cast<u32>(S::kStepBoxes * (wk.tile_rows * 128 + S::kXBoxBytes));
+  const u32 stage_tx = static_cast<u32>(L::kStepBoxes * (wk.tile_rows * 128 + L::kXBoxBytes));
   // With whole tiles every CTA reads k steps 0, 1, 2, ... in about the same lockstep, so all ask
-  // L2 for the same x box at once. Starting CTA c at step c x steps_per_tile / ctas (wrapping
-  // around) to spread that was slower, not faster (read probe, session 12: M = 1 / 8 / 16
-  // 0.0351 / 0.0353 / 0.0363 ms against 0.0328 / 0.0330 / 0.0360 in lockstep), so it was removed.
+  // L2 for the same x box at once; starting each CTA elsewhere in k was slower, not faster.
   // rows past tile_rows (whole tiles lower than the box) hold stale bytes: their warps skip the math
   const bool has_rows = 16 * h < wk.tile_rows;
 
@@ -274,20 +270,20 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
   DecodeTmaCursor load{};
   int ist = 0;
   auto issue = [&]() {
-    char* stage = smem + ist * S::kStageBytes;
+    char* stage = smem + ist * L::kStageBytes;
     mbarrier_arrive_expect_tx(&full[ist], stage_tx);
-    const int k0 = load.ks * S::kStepK, n0 = load.nt * wk.tile_rows, bi = static_cast<int>(load.bi);
-    if constexpr (S::kChunked) {
+    const int k0 = load.ks * L::kStepK, n0 = load.nt * wk.tile_rows, bi = static_cast<int>(load.bi);
+    if constexpr (L::kChunked) {
       tma_load_3d(stage, map_w, &full[ist], 0, n0, k0 / 64);
-      tma_load_3d(stage + S::kWBytes, map_x, &full[ist], 0, 0, k0 / 64);
+      tma_load_3d(stage + L::kWBytes, map_x, &full[ist], 0, 0, k0 / 64);
     } else {
 #pragma unroll
-      for (int b = 0; b < S::kStepBoxes; ++b) {
-        tma_load_3d(stage + b * S::kWBoxBytes, map_w, &full[ist], k0 + 64 * b, n0, bi);
+      for (int b = 0; b < L::kStepBoxes; ++b) {
+        tma_load_3d(stage + b * L::kWBoxBytes, map_w, &full[ist], k0 + 64 * b, n0, bi);
       }
 #pragma unroll
-      for (int b = 0; b < S::kStepBoxes; ++b) {
-        tma_load_3d(stage + S::kWBytes + b * S::kXBoxBytes, map_x, &full[ist], k0 + 64 * b, 0, bi);
+      for (int b = 0; b < L::kStepBoxes; ++b) {
+        tma_load_3d(stage + L::kWBytes + b * L::kXBoxBytes, map_x, &full[ist], k0 + 64 * b, 0, bi);
       }
     }
     load.advance(spt, tn);
@@ -301,14 +297,14 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
       mbarrier_init(&empty[i], kDecodeTmaWarps);  // one arrive per warp done reading the stage
     }
     fence_barrier_init();
-    if constexpr (!S::kProducerWarp) {
+    if constexpr (!L::kProducerWarp) {
       load.start(begin, wk.steps_per_tile, tiles_n);
       for (int i = 0; i < steps && i < kStages; ++i) issue();
     }
   }
   __syncthreads();
 
-  if constexpr (S::kProducerWarp) {
+  if constexpr (L::kProducerWarp) {
     if (threadIdx.x >= kDecodeTmaThreads) {
       // the producer warp: one thread issues every step, each once the 8 warps have released its
       // stage from the step kStages before (that release completed the stage's empty phase
@@ -326,7 +322,7 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
   // the 8 consumer warps' barrier at a tile's end: the whole CTA, or barrier 1 of their 256
   // threads when a producer warp runs beside them
   auto consumers_sync = [] {
-    if constexpr (S::kProducerWarp) {
+    if constexpr (L::kProducerWarp) {
       named_barrier_sync(1, kDecodeTmaThreads);
     } else {
       __syncthreads();
@@ -335,25 +331,25 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
 
   DecodeTmaCursor at;  // the step the warps compute
   at.start(begin, wk.steps_per_tile, tiles_n);
-  float acc[S::kAccChains][2][4] = {};
+  float acc[L::kAccChains][2][4] = {};
   int st = 0, prev = kStages - 1;
   u32 phase = 0, prev_phase = 1;  // the phase parity of stage st / of the step before
   for (int i = 0; i < steps; ++i) {
-    const u32 stage = smem_addr(smem + st * S::kStageBytes);
+    const u32 stage = smem_addr(smem + st * L::kStageBytes);
     mbarrier_wait(&full[st], phase);
     if (has_rows) {
       // warp group kb's boxes are kb x kWarpBoxes .. +kWarpBoxes - 1, consecutive in k
 #pragma unroll
-      for (int j = 0; j < S::kWarpBoxes; ++j) {
-        const int b = kb * S::kWarpBoxes + j;
-        decode_tma_step<kMTile, kBf16, S::kAccChains>(stage + b * S::kWBoxBytes, stage + S::kWBytes + b * S::kXBoxBytes,
+      for (int j = 0; j < L::kWarpBoxes; ++j) {
+        const int b = kb * L::kWarpBoxes + j;
+        decode_tma_step<kMTile, kBf16, L::kAccChains>(stage + b * L::kWBoxBytes, stage + L::kWBytes + b * L::kXBoxBytes,
                                                       h, lane, acc);
       }
     }
     __syncwarp();
     if (lane == 0) mbarrier_arrive(&empty[st]);
     // refill the previous step's stage: its readers have most likely all moved on by now
-    if (!S::kProducerWarp && threadIdx.x == 0 && i >= 1 && i - 1 + kStages < steps) {
+    if (!L::kProducerWarp && threadIdx.x == 0 && i >= 1 && i - 1 + kStages < steps) {
       mbarrier_wait(&empty[prev], prev_phase);
       issue();
     }
@@ -370,15 +366,59 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
     if (!tile_ends) continue;
     // this CTA's part of `tile` is done: the fragments straight into the C tile with one k box,
     // else per k box, summed in box order below
-    float* red = reinterpret_cast<float*>(smem + S::kRedOffset);
-    decode_tma_store_fragment<S>(S::kKBoxes == 1 ? ctile : red + kb * 16 * kBN, acc, h, lane);
+    float* red = reinterpret_cast<float*>(smem + L::kRedOffset);
+    decode_tma_store_fragment<L>(L::kKBoxes == 1 ? ctile : red + kb * 16 * kBN, acc, h, lane);
     consumers_sync();
-    if (S::kKBoxes > 1) {
-      decode_tma_sum_boxes<S>(ctile, red, threadIdx.x, kDecodeTmaThreads);
+    if (L::kKBoxes > 1) {
+      decode_tma_sum_boxes<L>(ctile, red, threadIdx.x, kDecodeTmaThreads);
       consumers_sync();
     }
     const i64 first = wk.first_cta(tile);
     tile_done(tile, static_cast<int>(wk.last_cta(tile) - first + 1), static_cast<int>(cta - first), ctile);
     consumers_sync();  // ctile is free again
   }
+}
+
+// The tile function: CTA `unit`'s share of the weight's k steps, each of its tiles ended by the
+// combine (a stream-K tile split over CTAs: the last to arrive gets the sum) and `epi` (the
+// region's epilogue functor: epi.tile over the C tile). Every thread of the CTA calls it.
+// Args: the generated argument struct, with tma_x, tma_w (the tensor maps of x and W: one box a
+// step's 64-k box of the M tile's rows and of a tile's rows, or the chunked views), shape (the
+// GEMM's sizes), total, steps_per_tile, ctas, whole_tiles, tile_rows (DecodeTmaWork), tiles_n
+// (tiles per batch), and for stream-K max_contributors, part and counts (the partials and a
+// counter per tile in the workspace: decode_splitk_combine_group).
+template <class Cfg, class Epi, class Args>
+__device__ __forceinline__ void decode_tma_unit(char* smem, const Args& a, Epi& epi, i64 unit) {
+  typedef DecodeTmaLayout<Cfg> L;
+  const SinterGemmShape& s = a.shape;
+  const DecodeTmaWork wk{a.total, a.steps_per_tile, a.ctas, a.whole_tiles, a.tile_rows};
+  [[maybe_unused]] const int rows = static_cast<int>(min(s.m, i64{L::kMTile}));
+  decode_tma_run<L>(smem, &a.tma_x, &a.tma_w, wk, a.tiles_n, unit,
+                    [&](i64 tile, [[maybe_unused]] int contributors, [[maybe_unused]] int ordinal, float* ctile) {
+    if constexpr (!L::kWholeTiles) {
+      // on the consumer warps (named barrier 1) beside a producer warp, or on the whole CTA (barrier 0)
+      if (contributors > 1 && !decode_splitk_combine_group<kDecodeTmaThreads, L::kProducerWarp ? 1 : 0, L::kMTile * L::kBN, L::kBN>(
+              ctile, rows, a.part + tile * a.max_contributors * (L::kMTile * L::kBN), ordinal,
+              contributors, a.counts + tile, threadIdx.x)) {
+        return;  // another CTA of this tile sums the partials
+      }
+    }
+    const i64 bi = tile / a.tiles_n;
+    const int n0 = static_cast<int>(tile - bi * a.tiles_n) * a.tile_rows;
+    epi.tile(reinterpret_cast<const char*>(ctile), bi * s.m, static_cast<int>(s.m), static_cast<i64>(n0),
+             min(a.tile_rows, static_cast<int>(s.n - n0)));
+  });
+}
+
+// The kernel: one CTA per unit (the grid is a.ctas CTAs of DecodeTmaLayout<Cfg>::kThreads
+// threads, DecodeTmaLayout<Cfg>::kBytes of dynamic shared memory).
+// out: y [batches, M, N] through the epilogue; x [batches, M, K]; W [batches, N, K]
+template <class Cfg, class Epi, class Args>
+__device__ __forceinline__ void decode_tma_kernel(const Args& a) {
+  sinter_kernel_begin();
+  extern __shared__ __align__(1024) char decode_tma_smem[];
+  char* smem = reinterpret_cast<char*>((reinterpret_cast<u64>(decode_tma_smem) + 1023) & ~u64{1023});
+  Epi epi(a);
+  decode_tma_unit<Cfg>(smem, a, epi, blockIdx.x);
+  epi.finish();
 }

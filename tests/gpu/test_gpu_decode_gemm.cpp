@@ -1,5 +1,6 @@
-// The decode GEMV tiles (kernels/gemm/decode_tma.cuh: TMA stream-K, M <= 16, [N, K] weights on
-// sm_90a; decode_gemv.cuh: mma, M <= 16; decode_gemv_ffma.cuh: ffma, M <= 4), each forced as the jit engine's matmul candidate, against the CPU reference: M in
+// The decode GEMV tiles (kernels/gemm/decode_tma.cuh: TMA, whole tiles or stream-K, M <= 16,
+// [N, K] weights on sm_90a; decode_gemv.cuh: mma, M <= 16; decode_gemv_ffma.cuh: ffma, M <= 4),
+// each forced as the jit engine's matmul config, against the CPU reference: M in
 // {1, 3, 8, 16}, both weight layouts ([N, K] and [K, N]), N and K odd and no tile multiples
 // (element loads) or multiples of 8 only (16-byte loads with tails),
 // split-K with a short last chunk and without split-K, bias + GELU + amax, row and column sums,
@@ -15,15 +16,16 @@
 #include "engines/jit/codegen.hpp"
 #include "fuse/region.hpp"
 #include "gpu/region_check.hpp"
-#include "jit/temp_dir.hpp"  // ScopedEnv
 
 namespace sinter::testing {
 namespace {
 
-// One mode of the per-step settings, forced through the environment (nullopt: the default).
+// One mode of the TMA tile's per-step settings (jit::DecodeTmaConfig); bn applies to stream-K.
 struct TmaStepMode {
-  const char *chains, *producer, *warp_boxes;
-  std::optional<std::string> bn, tile_end;  // stream-K only
+  int chains;
+  bool producer;
+  int warp_boxes;
+  int bn = 128;
 };
 
 Graph decode_graph(const std::string& name, DType t, int64_t m, int64_t n, int64_t k, bool k_major, bool epilogue);
@@ -98,9 +100,11 @@ class GpuDecodeGemm : public GpuRegions {
     return nullptr;
   }
 
-  // check_candidate on the TMA tile's `cut` (decode_tma or decode_tma_rows), or a failure naming
-  // g where that cut is not offered; `words` must be in the kernel's description.
-  void check_tma_cut(const Graph& g, jit::MatmulTile cut, const std::vector<std::string>& words = {}) {
+  // check_candidate on the TMA tile's `cut` (decode_tma or decode_tma_rows) with `config` (its
+  // first offered config when none), or a failure naming g where that cut is not offered;
+  // `words` must be in the kernel's description.
+  void check_tma_cut(const Graph& g, jit::MatmulTile cut, const std::vector<std::string>& words = {},
+                     std::optional<jit::DecodeTmaConfig> config = std::nullopt) {
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region* r = matmul_region(p);
     const int index = r ? jit::matmul_config_index(g, *r, properties_, cut) : -1;
@@ -109,37 +113,46 @@ class GpuDecodeGemm : public GpuRegions {
                     << (cut == jit::MatmulTile::decode_tma_rows ? "whole tiles" : "stream-K") << ") was not offered";
       return;
     }
-    check_candidate(g, jit::config_text(jit::matmul_configs(g, *r, properties_).at(index)), "tma", 1.0, words);
+    jit::MatmulConfig c = jit::matmul_configs(g, *r, properties_).at(index);
+    if (config) {
+      c.tma = *config;
+      const bool whole = cut == jit::MatmulTile::decode_tma_rows;
+      const std::string why = jit::decode_tma_unsupported(g, *r, properties_, whole, c.tma);
+      if (!why.empty()) {
+        ADD_FAILURE() << g.name() << ": " << jit::config_text(c) << " declined: " << why;
+        return;
+      }
+    }
+    check_candidate(g, jit::config_text(c), "tma", 1.0, words);
   }
 
-  // check_tma_cut on both cuts (whole tiles: only the modes without bn / tile end) under each mode.
+  // check_tma_cut on both cuts (whole tiles: only the modes with bn 128) under each mode.
   void check_tma_step_modes(std::initializer_list<TmaStepMode> modes) {
     for (const TmaStepMode& m : modes) {
-      SCOPED_TRACE(std::string("SINTER_DECODE_TMA_ACC_CHAINS=") + m.chains + " SINTER_DECODE_TMA_PRODUCER=" + m.producer +
-                   " SINTER_DECODE_TMA_WARP_BOXES=" + m.warp_boxes + " SINTER_DECODE_TMA_BN=" + m.bn.value_or("-") +
-                   " SINTER_DECODE_TMA_TILE_END=" + m.tile_end.value_or("-"));
-      const ScopedEnv chains_env("SINTER_DECODE_TMA_ACC_CHAINS", m.chains);
-      const ScopedEnv producer_env("SINTER_DECODE_TMA_PRODUCER", m.producer);
-      const ScopedEnv warp_boxes_env("SINTER_DECODE_TMA_WARP_BOXES", m.warp_boxes);
-      const ScopedEnv bn_env("SINTER_DECODE_TMA_BN", m.bn), tile_end_env("SINTER_DECODE_TMA_TILE_END", m.tile_end);
+      jit::DecodeTmaConfig c;
+      c.bn = m.bn;
+      c.warp_boxes = m.warp_boxes;
+      c.acc_chains = m.chains;
+      c.producer_warp = m.producer;
+      SCOPED_TRACE("bn " + std::to_string(m.bn) + " warp_boxes " + std::to_string(m.warp_boxes) + " chains " +
+                   std::to_string(m.chains) + " producer " + std::to_string(m.producer));
       std::vector<std::string> words;
-      if (std::string(m.chains) != "1") words.push_back(std::string(" chains") + m.chains);
-      if (std::string(m.producer) == "1") words.push_back(" producer-warp");
-      if (std::string(m.warp_boxes) != "1") words.push_back(std::string(" warp-boxes") + m.warp_boxes);
+      if (m.chains != 1) words.push_back(" chains" + std::to_string(m.chains));
+      if (m.producer) words.push_back(" producer-warp");
+      if (m.warp_boxes != 1) words.push_back(" warp-boxes" + std::to_string(m.warp_boxes));
       struct Case {
         int64_t m, n, k;
       };
-      if (!m.bn && !m.tile_end) {  // the whole-tile cut takes neither
-        for (Case c : {Case{3, 40000, 264}, Case{16, 9001, 2048}}) {
-          check_tma_cut(decode_graph("decode_tma_step", DType::bf16, c.m, c.n, c.k, true, true),
-                        jit::MatmulTile::decode_tma_rows, words);
+      if (m.bn == 128) {  // the whole-tile cut's box is at most 128 rows
+        for (Case s : {Case{3, 40000, 264}, Case{16, 9001, 2048}}) {
+          check_tma_cut(decode_graph("decode_tma_step", DType::bf16, s.m, s.n, s.k, true, true),
+                        jit::MatmulTile::decode_tma_rows, words, c);
         }
       }
-      if (m.bn) words.push_back("x" + *m.bn + " k");
-      if (m.tile_end) words.push_back(" inline-combine");
-      for (Case c : {Case{3, 40000, 264}, Case{16, 9001, 2048}, Case{5, 3000, 1088}}) {
-        check_tma_cut(decode_graph("decode_tma_step", DType::bf16, c.m, c.n, c.k, true, true),
-                      jit::MatmulTile::decode_tma, words);
+      words.push_back("x" + std::to_string(m.bn) + " k");
+      for (Case s : {Case{3, 40000, 264}, Case{16, 9001, 2048}, Case{5, 3000, 1088}}) {
+        check_tma_cut(decode_graph("decode_tma_step", DType::bf16, s.m, s.n, s.k, true, true),
+                      jit::MatmulTile::decode_tma, words, c);
       }
     }
   }
@@ -213,29 +226,31 @@ TEST_F(GpuDecodeGemm, DecodeStackShapesResidualAndManySplits) {
   }
 }
 
-// The TMA tile's other shapes (SINTER_DECODE_TMA_BN, read at every build): 32 rows x 4 boxes and
-// 64 x 2 a step -- M tails inside a fragment, K tails inside and past a box pair, a folded batch.
-TEST_F(GpuDecodeGemm, TmaShapesChunkedBoxesAndTileEnds) {
-  // bn < 128 with K % 64 == 0 and one batch runs the chunked boxes (one TMA box a step), the
-  // rest the separate boxes; split tiles combine one partial read at a time, or batched
-  // (SINTER_DECODE_TMA_TILE_END)
-  for (const char* mode : {"inline", "batched"})
-  for (const char* bn : {"32", "64", "128"}) {
-    SCOPED_TRACE(std::string("SINTER_DECODE_TMA_BN=") + bn + " SINTER_DECODE_TMA_TILE_END=" + mode);
-    const ScopedEnv bn_env("SINTER_DECODE_TMA_BN", bn), mode_env("SINTER_DECODE_TMA_TILE_END", mode);
+// The TMA tile's stream-K shapes (DecodeTmaConfig::bn): 32 rows x 4 boxes and 64 x 2 a step --
+// M tails inside a fragment, K tails inside and past a box pair, a folded batch. bn < 128 with
+// K % 64 == 0 and one batch runs the chunked boxes (one TMA box a step), the rest the separate
+// boxes; split tiles combine with float4 reads, all issued before the sums.
+TEST_F(GpuDecodeGemm, TmaShapesChunkedBoxes) {
+  for (int bn : {32, 64, 128}) {
+    SCOPED_TRACE("bn " + std::to_string(bn));
+    jit::DecodeTmaConfig c;
+    c.bn = bn;
+    c.warp_boxes = 1;
+    c.acc_chains = 1;
+    c.producer_warp = false;
     struct Case {
       DType t;
       int64_t m, n, k;
     };
-    for (Case c : {Case{DType::bf16, 1, 1000, 1064}, Case{DType::bf16, 3, 300, 200}, Case{DType::f16, 16, 129, 72},
+    for (Case s : {Case{DType::bf16, 1, 1000, 1064}, Case{DType::bf16, 3, 300, 200}, Case{DType::f16, 16, 129, 72},
                    Case{DType::bf16, 9, 2048, 4104}, Case{DType::bf16, 5, 777, 1024}, Case{DType::f16, 16, 130, 64},
                    Case{DType::bf16, 1, 3000, 4096}}) {
-      check_tma_cut(decode_graph("decode_tma", c.t, c.m, c.n, c.k, true, true), jit::MatmulTile::decode_tma);
+      check_tma_cut(decode_graph("decode_tma", s.t, s.m, s.n, s.k, true, true), jit::MatmulTile::decode_tma, {}, c);
     }
     Graph b("decode_tma_batched");
     auto y = b.matmul(b.input("a", DType::f16, {3, 4, 200}), b.input("w", DType::f16, {200, 150}, {1, 200}));
     b.output(b.add(y, b.input("res", DType::f16, {3, 4, 150})), "y");
-    check_tma_cut(b, jit::MatmulTile::decode_tma);
+    check_tma_cut(b, jit::MatmulTile::decode_tma, {}, c);
   }
 }
 
@@ -269,37 +284,23 @@ TEST_F(GpuDecodeGemm, TmaWholeTilesOddRowsManyTilesBatches) {
   check_whole_tiles(b);
 }
 
-// The per-step settings of the TMA tile (SINTER_DECODE_TMA_ACC_CHAINS: independent accumulator
-// chains; SINTER_DECODE_TMA_PRODUCER: a producer warp, the consumers on named barrier 1;
-// SINTER_DECODE_TMA_WARP_BOXES: 2 or 4 boxes of 64 k per warp a step, on a 3- or 2-stage ring)
-// on both cuts, each checked in the kernel's description:
+// The per-step settings of the TMA tile (DecodeTmaConfig: accumulator chains; a producer warp,
+// the consumers on named barrier 1; 2 boxes of 64 k per warp a step on a 3-stage ring; narrower
+// stream-K tiles) on both cuts, each checked in the kernel's description:
 //  - 40000 x 264 (3 whole tiles of 102 rows per CTA; K past the last step's boxes), 9001 x 2048
 //    (one 69-row tile per CTA, the last 31 rows; stream-K tiles split), bias + GELU + amax; with
 //    16 KiB steps on 6 stages most CTAs run more than twice the ring's steps, so the producer
 //    waits on both parities of a stage's `empty` barrier;
-//  - stream-K with narrower tiles (SINTER_DECODE_TMA_BN=64 / 32): two or four groups of warps on
-//    their own k boxes a step, summed at a tile's end, with one chunked box of 4 or 16 k boxes a
-//    step; and 3000 x 1088, whose last step's chunks run past K (zero-filled); the inline
-//    combine with 64 KiB steps.
-// The bn 64 / 32 modes and 3000 x 1088 were added in session 13 and first passed on the device in
-// session 14 (call 2). Two tests, not one: the eleven modes compile ~50 kernels, more than one
-// shard's time limit (session 14, call 1: cut at 330 s with 46 of them checked, all within
-// bounds); the halves took 138 s and 84 s.
+//  - stream-K with narrower tiles (bn 64 / 32): two or four groups of warps on their own k boxes
+//    a step, summed at a tile's end, with one chunked box of 2 to 8 k boxes a step; and 3000 x
+//    1088, whose last step's chunks run past K (zero-filled).
+// Two tests, not one: the modes compile ~50 kernels, more than one shard's time limit.
 TEST_F(GpuDecodeGemm, TmaAccChainsAndProducerWarp) {
-  check_tma_step_modes({{"2", "0", "1", {}, {}},
-                        {"4", "0", "1", {}, {}},
-                        {"1", "1", "1", {}, {}},
-                        {"4", "1", "1", {}, {}},
-                        {"1", "0", "2", {}, {}},
-                        {"2", "1", "2", {}, {}}});
+  check_tma_step_modes({{2, false, 1}, {4, false, 1}, {1, true, 1}, {4, true, 1}, {1, false, 2}, {2, true, 2}});
 }
 
-TEST_F(GpuDecodeGemm, TmaWarpBoxesNarrowTilesAndInlineCombine) {
-  check_tma_step_modes({{"4", "0", "4", {}, {}},
-                        {"1", "1", "4", {}, {}},
-                        {"1", "0", "2", "64", {}},
-                        {"2", "1", "2", "32", {}},
-                        {"2", "0", "4", "32", "inline"}});
+TEST_F(GpuDecodeGemm, TmaWarpBoxesAndNarrowTiles) {
+  check_tma_step_modes({{4, false, 2}, {1, true, 2, 64}, {1, false, 2, 64}, {2, true, 2, 32}, {1, false, 1, 32}});
 }
 
 TEST_F(GpuDecodeGemm, BatchedBroadcastWeightRowAndColumnSums) {

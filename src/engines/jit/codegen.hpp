@@ -30,9 +30,9 @@ RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::De
 // The mma.sync tile that runs any matmul region (codegen_matmul.cpp).
 RegionKernels build_matmul_generic(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_conv(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-// The flash-simple tile that runs any sdpa region (codegen_sdpa.cpp).
+// The flash-simple tile that runs any sdpa region (codegen_flash_simple.cpp).
 RegionKernels build_sdpa_simple(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-// The flash-decoding sdpa kernels (codegen_sdpa_decode.cpp) for Sq <= 16: the jit engine's sdpa
+// The flash-decoding sdpa kernels (codegen_flash_decode.cpp) for Sq <= 16: the jit engine's sdpa
 // candidate 0 where they apply, flash-simple (build_sdpa) the other. Why they cannot run a
 // region ("" when they can), and the split + combine kernels themselves.
 std::string sdpa_decode_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
@@ -63,34 +63,36 @@ int sm90_direct_smem_bytes(const Sm90DirectConfig& c, int store_stage_bytes = 0)
 std::string sm90_direct_name(const Sm90DirectConfig& c, int k_block = 64);
 RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                                        const Sm90DirectConfig& c);
-// Why the decode GEMV tile cannot run this region ("" when it can), and the tile itself.
+// Why the mma decode GEMV tile (M <= 16, either weight layout; codegen_decode_gemv.cpp <->
+// kernels/gemm/decode_gemv.cuh) cannot run this region ("" when it can), and the tile itself.
 std::string decode_gemv_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_matmul_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-// The same for the ffma decode tile (M <= 4, [N, K] weight).
+// The same for the ffma decode tile (M <= 4, either weight layout; kernels/gemm/decode_gemv_ffma.cuh).
 std::string decode_ffma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_matmul_decode_ffma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 
 // The TMA decode tile (M <= 16, [N, K] weight, sm_90a): persistent, an mbarrier ring of TMA
-// loads, mma.sync (codegen_matmul_decode_tma.cpp). whole_tiles false: stream-K over the weight's
-// k steps (split tiles combined through the workspace); true: each SM runs whole tiles of about
-// N / SMs rows (decode_tma_rows: no combine; needs 64 rows or more per SM).
+// loads, mma.sync (codegen_decode_tma.cpp <-> kernels/gemm/decode_tma.cuh). whole_tiles false:
+// stream-K over the weight's k steps (MatmulTile::decode_tma; split tiles combined through the
+// workspace); true: each SM runs whole tiles of about N / SMs rows (decode_tma_rows: no combine;
+// needs 64 rows or more per SM). `config`: the per-step settings; one the kernel has no form for
+// is declined with the reason.
 std::string decode_tma_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-                                   bool whole_tiles = false);
+                                   bool whole_tiles = false, const DecodeTmaConfig& config = {});
 RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-                                      bool whole_tiles = false);
+                                      bool whole_tiles = false, const DecodeTmaConfig& config = {});
+// The configs of one cut offered for a region, best expected first (none where it does not apply).
+std::vector<DecodeTmaConfig> decode_tma_configs(const Graph& g, const fuse::Region& r,
+                                                const cuda::DeviceProperties& dev, bool whole_tiles);
+// The decode tiles' matmul configs for a region (M <= 16), best expected first: the TMA tile's
+// cuts first for weights of 64 MiB and more, else after the mma and ffma GEMV tiles
+// (codegen_decode_tma.cpp says why).
+std::vector<MatmulConfig> decode_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 // The bytes of the weight (B) one call of the region's matmul reads: batches x N x K elements.
 int64_t decode_weight_bytes(const Graph& g, const fuse::Region& r);
 
-// The matmul candidates of a region, best measured first (matmul_tiles, codegen_matmul_sm90.cpp):
-//   - decode_tma_rows, decode_tma: for M <= 16 and an [N, K] weight of 64 MiB or more, the TMA
-//     tile, its whole-tile cut first where an SM gets 64 rows or more (4096x14336 at M = 1 / 8 /
-//     16, per launch: 0.0343 / 0.0346 / 0.0360 ms, against 0.0364 / 0.0368 / 0.0385 for the
-//     stream-K cut, session 12; with session 13's 32 KiB steps 0.0341 / 0.0338 / 0.0341, back to
-//     back 0.0320 / 0.0317 / 0.0318); for smaller weights both come after the two register
-//     tiles, which were faster there;
-//   - decode_gemv: for M <= 16, the mma GEMV tile (H200: weights streamed 1.5x faster than by the
-//     Hopper GEMM at M = 1, 8, 16; 0.0430 ms at M = 1 for 4096x14336);
-//   - decode_ffma: for M <= 4, the FFMA GEMV tile (whole 512-byte W runs per load; 0.0453 ms there);
+// The matmul candidates of a region, best measured first (codegen_matmul_sm90.cpp):
+//   - the decode tiles (decode_configs) for M <= 16;
 //   - sm90_direct / sm90_ctile: the Hopper TMA + wgmma kernels. Where 128x256 tiles fill the GPU,
 //     the direct-epilogue configs first (the CTA-pair 128x256 one measured fastest: 93-97.5% of
 //     cuBLASLt), then the C-tile kernel (80-85%); for smaller problems the C-tile kernel first;

@@ -3,7 +3,8 @@
 // [N*P*Q, K]. Per group: M = N*P*Q, N = K/groups, reduction R*S*C/groups; a tile is 128 output
 // pixels x 128 output channels of one group, one tile at a time per CTA in a persistent loop.
 //
-// Compile-time: dtypes, the epilogue, the vector width of the x reads (channels contiguous, the
+// The generated source is the kernel's Cfg, the region's epilogue functor (epilogue_functor.hpp)
+// and the instantiation of conv_kernel. Compile-time: dtypes, the epilogue, the vector width of the x reads (channels contiguous, the
 // group's channel count a multiple of it), whether the filters are contiguous over (r, s, c)
 // (then they are a plain strided matrix). Run-time: every size, stride, padding and dilation.
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "engines/jit/codegen.hpp"
 #include "engines/jit/codegen_anchor.hpp"
 #include "engines/jit/codegen_gemm.hpp"
+#include "engines/jit/epilogue_functor.hpp"
 #include "engines/jit/expr.hpp"
 #include "conv/conv_abi.h"
 #include "sinter/error.hpp"
@@ -91,46 +93,24 @@ RegionKernels build_conv(const Graph& g, const fuse::Region& r, const cuda::Devi
   w.pointer("const " + sx + "*", "x", Src::input, region_input_index(r, cv.inputs[0]), xvec * es);
   w.pointer("const " + sw + "*", "w", Src::input, region_input_index(r, cv.inputs[1]), wacc.vec * es);
   epi.declare(w);
-  const std::string args = w.finish();
-
   std::ostringstream src;
+  auto b = [](bool v) { return v ? "true" : "false"; };
   src << "// conv2d region " << r.id << " of graph '" << g.name() << "'\n"
       << kernel_includes({"conv/conv_abi.h", "conv/implicit_gemm.cuh"}) << gemm_constant_checks()
-      << "constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n"
-      << "constexpr int kBK = " << gemm_bk(path) << ";\n"
-      << "typedef Im2colLoader<" << sx << ", kGemmBM, kBK, kGemmThreads, " << xvec << "> LoaderA;\n";
-  if (w_plain) {
-    src << "typedef StridedLoader<" << sw << ", kGemmBN, kBK, kGemmThreads, true, " << wacc.vec << "> LoaderB;\n\n";
-  } else {
-    src << "typedef FilterLoader<" << sw << ", kGemmBN, kBK, kGemmThreads> LoaderB;\n\n";
-  }
-  src << args << "\n";
-  // out: [N, P, Q, K] = [M, K]; one tile = 128 pixels x 128 channels of group gi
-  src << "__device__ __forceinline__ void conv_tile(const Args& a, i64 tile, char* smem" << epi.global_params() << ") {\n"
-      << "  const SinterConvShape& s = a.shape;\n"
-      << "  const i64 tiles_n = (s.kg + kGemmBN - 1) / kGemmBN, tiles_m = (s.m + kGemmBM - 1) / kGemmBM;\n"
-      << "  const i64 nt = tile % tiles_n, rest = tile / tiles_n;\n"
-      << "  const i64 mt = rest % tiles_m, gi = rest / tiles_m;\n"
-      << "  const int m0 = static_cast<int>(mt * kGemmBM), n0 = static_cast<int>(nt * kGemmBN);\n"
-      << "  LoaderA la(s, a.x + gi * s.cg * s.x_stride[3], m0);\n";
-  if (w_plain) {
-    src << "  LoaderB lb(a.w + (gi * s.kg + n0) * s.w_stride[0], s.w_stride[0], 1, static_cast<int>(s.kg - n0),\n"
-        << "             static_cast<int>(s.kdim));\n";
-  } else {
-    src << "  LoaderB lb(s, a.w + (gi * s.kg + n0) * s.w_stride[0], static_cast<int>(s.kg - n0));\n";
-  }
-  src << "  " << gemm_mainloop_call(path, "static_cast<int>(s.kdim)") << "\n"
-      << epi.gemm_tile("static_cast<i64>(m0)", "min(kGemmBM, static_cast<int>(s.m - m0))", "gi * s.kg + n0",
-                       "min(kGemmBN, static_cast<int>(s.kg - n0))")
-      << "  __syncthreads();  // the next tile's operand stages overwrite the C tile\n}\n\n";
-  src << "extern \"C\" __global__ void __launch_bounds__(kGemmThreads, 2) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
-      << "  extern __shared__ float4 smem_[];  // float4: 16-byte aligned stages\n"
-      << epi.kernel_begin("  ")
-      << "  const i64 tiles = a.shape.groups * ((a.shape.m + kGemmBM - 1) / kGemmBM) * ((a.shape.kg + kGemmBN - 1) / kGemmBN);\n"
-      << "  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x)\n"
-      << "    conv_tile(a, t, reinterpret_cast<char*>(smem_)" << epi.global_args() << ");\n"
-      << epi.kernel_end("  ") << "}\n";
-
+      << "struct Cfg {\n"
+      << "  typedef " << sx << " TX;\n"
+      << "  typedef " << sw << " TW;\n"
+      << "  static constexpr bool kFfma = " << b(path == GemmPath::ffma) << ", kBf16 = " << b(path == GemmPath::mma_bf16)
+      << ", kWPlain = " << b(w_plain) << ";\n"
+      << "  static constexpr int kXVec = " << xvec << ", kWVec = " << wacc.vec << ";\n"
+      << "};\n"
+      << "static_assert((Cfg::kFfma ? kGemmBKFfma : kGemmBKMma) == " << gemm_bk(path)
+      << ", \"the host's k tile is stale\");\n\n"
+      << w.finish() << "\n"
+      << gemm_tile_epilogue(epi, GemmTileScope{}) << "\n"
+      << "extern \"C\" __global__ void __launch_bounds__(kGemmThreads, 2) sinter_region(const __grid_constant__ Args a) {\n"
+      << "  conv_kernel<Cfg, Epilogue>(a);\n"
+      << "}\n";
   spec.source = src.str();
   spec.description = "conv2d implicit-gemm " + gemm_path_name(path) + " 128x128x" + std::to_string(gemm_bk(path)) +
                      " x:c-" + (xvec > 1 ? "vec" + std::to_string(xvec) : std::string("scalar")) + " w:" +

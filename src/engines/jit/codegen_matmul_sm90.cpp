@@ -261,32 +261,7 @@ std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Re
 }  // namespace
 
 std::vector<MatmulConfig> matmul_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
-  std::vector<MatmulConfig> tiles;
-  // H200 (4096x14336, M = 1): the mma decode tile 0.0430 ms, the ffma one 0.0453 ms.
-  // (On 2-32 MB weights timed alone the ffma tile, and both ahead of cuBLASLt, looked faster,
-  // but those weights sat in the 60 MB L2 between repeats. Made the default on 2026-12-03, the
-  // Llama decode stack, which streams every weight from DRAM once, ran slower: 1.638 ms against
-  // 1.553 with cuBLASLt for those matmuls. Decode choices need timings with cold weights.)
-  // The TMA stream-K decode tile (session 10, H200, [N, K] weights; docs/benchmarks.md): a 117 MB
-  // weight (4096 x 14336) streamed at 3.35 TB/s with L2 hot (call 4) against 2.92-2.99 for the
-  // mma tile (calls 1, 3; M = 8: 3.08 against 2.80, M = 16: 2.82 against 2.52), and with L2 cold
-  // as fast or faster (call 3: M = 1 0.0448 ms against 0.0447, M = 16 0.0494 against 0.0537).
-  // On the Llama stack's 2-32 MB weights it was slower than both register tiles (gate 8192 x
-  // 2048: 0.0147 ms against mma 0.0123, ffma 0.0113), probably its per-CTA start and the
-  // split-tile sums, which weigh more when each SM streams little (not profiled).
-  // So it goes first for weights of 64 MiB and more (between the two measured sizes), after the
-  // register tiles below that.
-  // The whole-tile cut of the TMA tile (session 12) goes before the stream-K cut wherever it
-  // applies (64 or more weight rows per SM): it has no split tile to combine.
-  const bool tma = decode_tma_unsupported(g, r, dev).empty();
-  const bool tma_first = tma && decode_weight_bytes(g, r) >= (int64_t{64} << 20);
-  const bool tma_rows = tma && decode_tma_unsupported(g, r, dev, true).empty();
-  if (tma_first && tma_rows) tiles.push_back({MatmulTile::decode_tma_rows, {}});
-  if (tma_first) tiles.push_back({MatmulTile::decode_tma, {}});
-  if (decode_gemv_unsupported(g, r, dev).empty()) tiles.push_back({MatmulTile::decode_gemv, {}});
-  if (decode_ffma_unsupported(g, r, dev).empty()) tiles.push_back({MatmulTile::decode_ffma, {}});
-  if (tma && !tma_first) tiles.push_back({MatmulTile::decode_tma, {}});
-  if (tma_rows && !tma_first) tiles.push_back({MatmulTile::decode_tma_rows, {}});
+  std::vector<MatmulConfig> tiles = decode_configs(g, r, dev);  // M <= 16 (codegen_decode_tma.cpp)
   if (sm90_gemm_unsupported(g, r, dev, true).empty()) {
     // The direct-epilogue configs go first: on the H200 the 128x256 CTA-pair config ran 4096^3
     // in 0.1965 ms and 8192^3 in 1.418 ms, against 0.2226 and 1.627 for the C-tile kernel
@@ -314,8 +289,8 @@ int matmul_config_index(const Graph& g, const fuse::Region& r, const cuda::Devic
 RegionKernels build_matmul(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                            const MatmulConfig& v) {
   switch (v.tile) {
-    case MatmulTile::decode_tma: return build_matmul_decode_tma(g, r, dev);
-    case MatmulTile::decode_tma_rows: return build_matmul_decode_tma(g, r, dev, true);
+    case MatmulTile::decode_tma: return build_matmul_decode_tma(g, r, dev, false, v.tma);
+    case MatmulTile::decode_tma_rows: return build_matmul_decode_tma(g, r, dev, true, v.tma);
     case MatmulTile::decode_ffma: return build_matmul_decode_ffma(g, r, dev);
     case MatmulTile::decode_gemv: return build_matmul_decode(g, r, dev);
     case MatmulTile::sm90_ctile: return build_matmul_sm90(g, r, dev);

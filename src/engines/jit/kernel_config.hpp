@@ -70,13 +70,29 @@ struct Sm90DirectConfig {
   bool operator==(const Sm90DirectConfig&) const = default;
 };
 
+// The TMA decode tile's per-step settings (kernels/gemm/decode_tma.cuh, DecodeTmaLayout), both
+// cuts. The defaults are the whole-tile cut's: 32 KiB steps on a 3-stage ring, 2 accumulator
+// chains and a producer warp streamed a 117 MB weight fastest at M = 1, 8 and 16 (3.67-3.70 TB/s,
+// against 3.40-3.60 with 16 KiB steps, one chain and thread 0 issuing; docs/benchmarks.md).
+struct DecodeTmaConfig {
+  // W rows of a stream-K tile: 32, 64 or 128 (whole tiles: 128, the tallest box). Narrower tiles
+  // read a step as 4 or 2 groups of k boxes, one chunked TMA box where K % 64 == 0.
+  int bn = 128;
+  // 64-k boxes each warp reads a step: 1 (16 KiB steps, a 6-stage ring) or 2 (32 KiB, 3 stages).
+  int warp_boxes = 2;
+  int acc_chains = 2;          // independent accumulator chains a step: 1, 2 or 4
+  bool producer_warp = true;   // a ninth warp issues the loads (else thread 0, between its steps)
+  bool operator==(const DecodeTmaConfig&) const = default;
+};
+
 struct MatmulConfig {
   MatmulTile tile = MatmulTile::generic;
   Sm90DirectConfig direct;  // sm90_direct only
+  DecodeTmaConfig tma;      // decode_tma and decode_tma_rows only
   bool operator==(const MatmulConfig&) const = default;
 };
 
-// Attention (codegen_sdpa*.cpp): the flash-decoding split + combine kernels (Sq <= 16), or the
+// Attention (codegen_flash_decode.cpp, codegen_flash_simple.cpp): the flash-decoding split + combine kernels (Sq <= 16), or the
 // flash-simple tile.
 enum class SdpaKernel { decode, simple };
 struct SdpaConfig {
@@ -124,6 +140,12 @@ void fields(C& c, F&& f) {
       f("stages", c.direct.stages);
       f("ping_pong", c.direct.ping_pong);
       f("cluster", c.direct.cluster);
+    }
+    if (c.tile == MatmulTile::decode_tma || c.tile == MatmulTile::decode_tma_rows) {
+      if (c.tile == MatmulTile::decode_tma) f("bn", c.tma.bn);
+      f("warp_boxes", c.tma.warp_boxes);
+      f("chains", c.tma.acc_chains);
+      f("producer", c.tma.producer_warp);
     }
   } else if constexpr (std::is_same_v<T, SdpaConfig>) {
     f("kernel", c.kernel);

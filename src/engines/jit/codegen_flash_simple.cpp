@@ -4,7 +4,8 @@
 // one (batch, head); query blocks are visited last-first so that, under a causal mask, the
 // costliest blocks start first.
 //
-// Compile-time: dtypes, causal mode, bias kind (none, additive, keep-mask), an upper bound on Dv
+// The generated source is the kernel's Cfg, the region's epilogue functor (epilogue_functor.hpp)
+// and the instantiation of flash_simple_kernel. Compile-time: dtypes, causal mode, bias kind (none, additive, keep-mask), an upper bound on Dv
 // (a power of two >= 32, sizing the output registers), the epilogue. Run-time: every size and
 // stride, the scale, and D (the score loop runs over it; shared memory is sized from it).
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "engines/jit/codegen.hpp"
 #include "engines/jit/codegen_anchor.hpp"
+#include "engines/jit/epilogue_functor.hpp"
 #include "engines/jit/expr.hpp"
 #include "attention/sdpa_abi.h"
 #include "sinter/error.hpp"
@@ -26,6 +28,33 @@ constexpr int kWarps = 4, kKeys = 32, kRowsPerWarp = 8;
 
 int64_t smem_floats(int nv, int ld) {
   return int64_t{kWarps * kRowsPerWarp + kKeys} * ld + int64_t{kKeys} * nv * 32 + kWarps * kRowsPerWarp * kKeys;
+}
+
+// The generated source: the Cfg of flash_simple_tile, the args, the epilogue functor and the
+// instantiation of flash_simple_kernel.
+std::string simple_source(const Graph& g, const fuse::Region& r, const AnchorEpilogue& epi, const std::string& st,
+                          const std::string& sbias, int bias_mode, int causal, int nv, bool stats,
+                          const std::string& args) {
+  std::ostringstream src;
+  src << "// sdpa region " << r.id << " of graph '" << g.name() << "'\n"
+      << kernel_includes({"attention/sdpa_abi.h", "attention/flash_simple.cuh"})
+      << "struct Cfg {\n"
+      << "  typedef " << st << " T;\n"
+      << "  typedef " << sbias << " BiasT;\n"
+      << "  static constexpr int kBias = " << bias_mode << ", kCausal = " << causal << ", kRW = " << kRowsPerWarp
+      << ", kNV = " << nv << ";\n"
+      << "  static constexpr bool kStats = " << (stats ? "true" : "false") << ";\n"
+      << "};\n"
+      << "static_assert(kSdpaWarps == " << kWarps << " && kSdpaKeys == " << kKeys
+      << " && sdpa_smem_floats(Cfg::kRW, Cfg::kNV, 4) == " << smem_floats(nv, 4)
+      << " && sdpa_smem_floats(Cfg::kRW, Cfg::kNV, 12) == " << smem_floats(nv, 12)
+      << ", \"the host's sdpa constants are stale\");\n\n"
+      << args << "\n"
+      << row_epilogue(epi) << "\n"
+      << "extern \"C\" __global__ void __launch_bounds__(kSdpaThreads) sinter_region(const __grid_constant__ Args a) {\n"
+      << "  flash_simple_kernel<Cfg, Epilogue>(a);\n"
+      << "}\n";
+  return src.str();
 }
 
 }  // namespace
@@ -92,47 +121,7 @@ RegionKernels build_sdpa_simple(const Graph& g, const fuse::Region& r, const cud
   }
   if (stats_stored) w.pointer("float*", "stats", Src::output, region_output_index(r, sd.outputs[1]), 4);
   epi.declare(w);
-  const std::string args = w.finish();
-
-  std::ostringstream src;
-  src << "// sdpa region " << r.id << " of graph '" << g.name() << "'\n"
-      << kernel_includes({"attention/sdpa_abi.h", "attention/flash_simple.cuh"})
-      << "static_assert(kSdpaWarps == " << kWarps << " && kSdpaKeys == " << kKeys
-      << ", \"the host's sdpa constants are stale\");\n"
-      << "constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n"
-      << "constexpr int kRW = " << kRowsPerWarp << ", kNV = " << nv << ", kBQ = kSdpaWarps * kRW;\n"
-      << "constexpr int kBias = " << bias_mode << ", kCausal = " << causal << ";\n"
-      << "static_assert(sdpa_smem_floats(kRW, kNV, 4) == " << smem_floats(nv, 4)
-      << " && sdpa_smem_floats(kRW, kNV, 12) == " << smem_floats(nv, 12)
-      << ", \"the host sizes shared memory differently\");\n\n"
-      << args << "\n";
-  // o: [B, H, Sq, Dv] = [B*H*Sq, Dv]; one tile = kBQ query rows of one (b, h)
-  src << "__device__ __forceinline__ void sdpa_tile(const Args& a, i64 tile, float* smem) {\n"
-      << "  const SinterSdpaShape& s = a.shape;\n"
-      << "  const i64 qblocks = (s.sq + kBQ - 1) / kBQ;\n"
-      << "  const i64 bh = tile / qblocks, q0 = (qblocks - 1 - tile % qblocks) * kBQ;\n"
-      << "  const i64 b = bh / s.heads, h = bh % s.heads;\n"
-      << "  float o[kRW][kNV];\n"
-      << "  flash_attend<" << st << ", " << sbias << ", kBias, kCausal, kRW, kNV>(s, a.q, a.k, a.v, "
-      << (at.has_bias ? "a.bias" : "static_cast<const float*>(nullptr)") << ", "
-      << (stats_stored ? "a.stats" : "static_cast<float*>(nullptr)") << ", b, h, q0, smem, o);\n"
-      << "  const int warp_ = threadIdx.x >> 5, lane_ = threadIdx.x & 31;\n"
-      << "#pragma unroll\n  for (int r = 0; r < kRW; ++r) {\n"
-      << "    const i64 i = q0 + warp_ * kRW + r;\n"
-      << "    if (i < s.sq) {\n"
-      << "      const i64 grow = bh * s.sq + i;\n" << epi.row_offsets("      ")
-      << "#pragma unroll\n      for (int c = 0; c < kNV; ++c) {\n"
-      << "        const int cc = lane_ + 32 * c;\n"
-      << "        const bool valid = cc < s.dv;\n"
-      << "        const i64 col = cc;\n"
-      << epi.element("o[r][c]", "        ") << "      }\n    }\n  }\n}\n\n";
-  src << "extern \"C\" __global__ void __launch_bounds__(kSdpaThreads) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
-      << "  extern __shared__ float4 smem_[];  // float4: the tiles are read as float4\n"
-      << "  const i64 tiles = a.shape.batch * a.shape.heads * ((a.shape.sq + kBQ - 1) / kBQ);\n"
-      << "  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) sdpa_tile(a, t, reinterpret_cast<float*>(smem_));\n"
-      << "}\n";
-
-  spec.source = src.str();
+  spec.source = simple_source(g, r, epi, st, sbias, bias_mode, causal, nv, stats_stored, w.finish());
   spec.description = std::string("sdpa flash-simple ffma q32xk32 dv<=") + std::to_string(kdv) +
                      (causal == 1 ? " causal-tl" : causal == 2 ? " causal-br" : "") +
                      (bias_mode == 1 ? " bias" : bias_mode == 2 ? " mask" : "") +

@@ -1,29 +1,31 @@
 // Matmul regions with M <= 16 (decode) on the GEMV-style tiles: W streamed once with 16-byte
 // loads, x staged in shared memory, split-K through the workspace with a deterministic last-CTA
-// sum (kernels/gemm/decode_splitk.cuh), then the region's epilogue (AnchorEpilogue::gemm_tile
-// over the C tile). Two tiles, two candidates:
+// sum (kernels/gemm/decode_splitk.cuh), then the region's epilogue functor over the C tile
+// (epilogue_functor.hpp). Two tiles, two candidates:
 //  - mma (kernels/gemm/decode_gemv.cuh): M <= 16, either weight layout; mma.sync with x as the
 //    padded A operand; C tile 16 x 128.
 //  - ffma (kernels/gemm/decode_gemv_ffma.cuh): M <= 4; every warp load is a whole 512-byte run
 //    of one W row, 3 or 4 steps deep in a register ring; C tile (1, 2 or 4) x 32 for an [N, K]
 //    weight (a warp takes 4 rows of W), x 256 for a [K, N] one (lanes along n, warps split k).
 //
-// Compile-time: dtype, W's layout (k-major [N, K] or n-major [K, N] weight), whether W and x
-// allow 16-byte vectors, the M tile and the epilogue. Run-time: every size and stride, and the
-// split of K (chunk, splits), so one binary serves every decode shape of a class.
+// The generated source is the tile's Cfg, the region's epilogue functor and the instantiation of
+// decode_gemv_kernel. Compile-time: dtype, W's layout (k-major [N, K] or n-major [K, N] weight),
+// whether W and x allow 16-byte vectors, the M tile and the epilogue. Run-time: every size and
+// stride, and the split of K (chunk, splits), so one binary serves every decode shape of a class.
 #include <algorithm>
 #include <sstream>
 
 #include "engines/jit/codegen.hpp"
 #include "engines/jit/codegen_anchor.hpp"
 #include "engines/jit/codegen_gemm.hpp"
+#include "engines/jit/epilogue_functor.hpp"
 #include "gemm/gemm_abi.h"
 #include "sinter/error.hpp"
 
 namespace sinter::jit {
 namespace {
 
-// Mirrors kernels/gemm/decode_gemv.cuh; the generated source static_asserts that they agree.
+// Mirror kernels/gemm/decode_gemv.cuh; the generated source static_asserts that they agree.
 constexpr int kDecodeThreadsHost = 256, kDecodeBNHost = 128, kDecodeKIterHost = 64, kDecodeXElemsHost = 32768;
 constexpr int64_t kDecodeMaxM = 16;
 // Mirrors kernels/gemm/decode_gemv_ffma.cuh.
@@ -185,6 +187,55 @@ std::string decode_unsupported(const Graph& g, const fuse::Region& r, const cuda
   return "";
 }
 
+// The generated source: the tile's Cfg, the args, the epilogue functor and the instantiation of
+// decode_gemv_kernel.
+std::string decode_source(const Graph& g, const fuse::Region& r, const Decode& d, const TileKind& tk,
+                          const AnchorEpilogue& epi, const std::string& args) {
+  auto b = [](bool v) { return v ? "true" : "false"; };
+  GemmTileScope scope;
+  scope.threads = "Tile::kThreads";
+  scope.bn = "Tile::kBN";
+  scope.ldc = "Tile::kLdC";
+  std::ostringstream src;
+  src << "// matmul region " << r.id << " of graph '" << g.name() << "' (decode gemv " << (tk.ffma ? "ffma" : "mma")
+      << ", M <= " << (tk.ffma ? kFfmaMaxM : kDecodeMaxM) << ")\n"
+      << kernel_includes({"gemm/gemm_abi.h", tk.ffma ? "gemm/decode_gemv_ffma.cuh" : "gemm/decode_gemv.cuh"})
+      << "struct Cfg {\n"
+      << "  static constexpr bool kBf16 = " << b(d.dtype == DType::bf16) << ", kKMajor = " << b(d.k_major) << ";\n"
+      << "  static constexpr int kMTile = " << tk.m_tile << (tk.ffma ? ", kDepth = " + std::to_string(ffma_depth(tk.m_tile)) : "")
+      << ", kWVec = " << d.w_vec << ", kXVec = " << d.x_vec << ";\n"
+      << "};\n"
+      << "using Tile = " << (tk.ffma ? "DecodeFfma<Cfg>" : "DecodeGemv<Cfg>") << ";\n";
+  if (tk.ffma) {
+    src << "static_assert(kFfmaBN == " << kFfmaBNHost << " && kFfmaKIter == " << kFfmaKIterHost
+        << " && kFfmaKnBN == " << kFfmaKnBNHost << " && kFfmaKnKIter == " << kFfmaKnKIterHost
+        << " && kFfmaXElems == " << kFfmaXElemsHost << " && Tile::kBytes == " << tk.smem
+        << ", \"the host's decode ffma constants are stale\");\n\n";
+  } else {
+    src << "static_assert(kDecodeThreads == " << kDecodeThreadsHost << " && kDecodeBN == " << kDecodeBNHost
+        << " && kDecodeKIter == " << kDecodeKIterHost << " && kDecodeXElems == " << kDecodeXElemsHost
+        << " && Tile::kBytes == " << tk.smem << ", \"the host's decode GEMM constants are stale\");\n\n";
+  }
+  // the ffma tile holds a ring of W in registers: two CTAs per SM keep enough in flight
+  src << args << "\n"
+      << gemm_tile_epilogue(epi, scope) << "\n"
+      << "extern \"C\" __global__ void __launch_bounds__(Tile::kThreads" << (tk.ffma ? ", 2" : "") << ")\n"
+      << "sinter_region(const __grid_constant__ Args a) {\n"
+      << "  decode_gemv_kernel<Tile, Epilogue>(a);\n"
+      << "}\n";
+  return src.str();
+}
+
+std::string decode_description(const Decode& d, const TileKind& tk, const AnchorEpilogue& epi) {
+  const std::string dt = d.dtype == DType::bf16 ? "bf16" : "f16", m_tile = std::to_string(tk.m_tile);
+  return std::string("matmul decode gemv ") +
+         (tk.ffma ? "ffma." + dt + " m" + m_tile + "x" + std::to_string(tk.bn) + " ring" + std::to_string(ffma_depth(tk.m_tile))
+                  : "mma." + dt + " m" + m_tile + "x128") +
+         " w:" + (d.k_major ? "[N,K]" : "[K,N]") + (d.w_vec == 8 ? "-vec8" : "-scalar") +
+         " x:" + (d.x_vec == 8 ? "vec8" : "scalar") + " splitk" + std::to_string(tk.split.splits) + "x" +
+         std::to_string(tk.split.chunk) + (epi.index64() ? " idx64" : "") + epi.describe();
+}
+
 RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev, bool ffma) {
   const std::string why_not = decode_unsupported(g, r, dev, ffma);
   if (!why_not.empty()) {
@@ -197,7 +248,6 @@ RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::De
   const Split& split = tk.split;
   const TensorInfo &ta = *d.ta, &tb = *d.tb;
   const size_t ra = ta.dims.size(), rb = tb.dims.size();
-  const bool bf16 = d.dtype == DType::bf16;
 
   SinterGemmShape shape{};
   shape.m = d.m;
@@ -228,76 +278,9 @@ RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::De
   w.workspace_pointer("float*", "part", ws.part_offset, 4);
   w.workspace_pointer("unsigned int*", "counts", ws.count_offset, 4);
   epi.declare(w);
-  const std::string args = w.finish();
 
-  GemmTileScope scope;
-  scope.threads = ffma ? "kFfmaThreads" : "kDecodeThreads";
-  const bool kn = ffma && !d.k_major;  // the ffma tile's [K, N] form
-  scope.bn = kn ? "kFfmaKnBN" : ffma ? "kFfmaBN" : "kDecodeBN";
-  scope.ldc = kn ? "kFfmaKnLdC" : ffma ? "kFfmaLdC" : "kDecodeLdC";
-
-  const std::string m_tile = std::to_string(tk.m_tile), bf = bf16 ? "true" : "false";
-  const std::string vecs = std::to_string(d.w_vec) + ", " + std::to_string(d.x_vec);
-  const std::string smem_type =
-      kn     ? "FfmaKnSmem<" + m_tile + ">"
-      : ffma ? "FfmaSmem<" + m_tile + ">"
-             : std::string("DecodeSmem<") + (d.k_major ? "true" : "false") + ", " + m_tile + ">";
-  const std::string depth = std::to_string(ffma_depth(tk.m_tile));
-  const std::string tile_call =
-      kn     ? "decode_ffma_kn_tile<" + m_tile + ", " + depth + ", " + vecs + ", " + bf + ">"
-      : ffma ? "decode_ffma_tile<" + m_tile + ", " + depth + ", " + vecs + ", " + bf + ">"
-             : std::string("decode_gemv_tile<") + (d.k_major ? "true" : "false") + ", " + m_tile + ", " + vecs + ", " +
-                   bf + ">";
-  std::ostringstream src;
-  src << "// matmul region " << r.id << " of graph '" << g.name() << "' (decode gemv " << (ffma ? "ffma" : "mma")
-      << ", M <= " << (ffma ? kFfmaMaxM : kDecodeMaxM) << ")\n"
-      << kernel_includes({"gemm/gemm_abi.h", ffma ? "gemm/decode_gemv_ffma.cuh" : "gemm/decode_gemv.cuh"});
-  if (ffma) {
-    src << "static_assert(kFfmaBN == " << kFfmaBNHost << " && kFfmaKIter == " << kFfmaKIterHost
-        << " && kFfmaKnBN == " << kFfmaKnBNHost << " && kFfmaKnKIter == " << kFfmaKnKIterHost
-        << " && kFfmaXElems == " << kFfmaXElemsHost << " && " << smem_type << "::kBytes == " << tk.smem
-        << ", \"the host's decode ffma constants are stale\");\n";
-  } else {
-    src << "static_assert(kDecodeThreads == " << kDecodeThreadsHost << " && kDecodeBN == " << kDecodeBNHost
-        << " && kDecodeKIter == " << kDecodeKIterHost << " && kDecodeXElems == " << kDecodeXElemsHost << " && "
-        << smem_type << "::kBytes == " << tk.smem << ", \"the host's decode GEMM constants are stale\");\n";
-  }
-  src << "constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n\n" << args << "\n";
-  // out: [batches, M, N]; CTA = (batch, column tile, k chunk); y tile [M, bn]
-  const std::string bn = scope.bn;
-  // the ffma tile holds a 4-deep ring of W in registers: two CTAs per SM keep enough in flight
-  src << "extern \"C\" __global__ void __launch_bounds__(" << scope.threads << (ffma ? ", 2" : "")
-      << ") sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
-      << "  extern __shared__ float4 smem_[];  // float4: 16-byte aligned x rows\n"
-      << epi.kernel_begin("  ")
-      << "  const SinterGemmShape& s = a.shape;\n"
-      << "  const i64 tiles_n = (s.n + " << bn << " - 1) / " << bn << ";\n"
-      << "  const i64 cta = blockIdx.x, slot = cta / a.splits;\n"
-      << "  const int split = static_cast<int>(cta - slot * a.splits);\n"
-      << "  const i64 bi = slot / tiles_n;\n"
-      << "  const int n0 = static_cast<int>(slot - bi * tiles_n) * " << bn << ";\n"
-      << "  const int k_lo = split * a.chunk;\n"
-      << "  const int k_hi = min(static_cast<int>(s.k), k_lo + a.chunk);\n"
-      << "  char* smem_x = reinterpret_cast<char*>(smem_);\n"
-      << "  float* ctile = reinterpret_cast<float*>(smem_x + " << smem_type << "::kXBytes);\n"
-      << "  const bool full = " << tile_call << "(\n"
-      << "      a.x + offset_of<false>(s.batch, s.a_batch, bi), a.w + offset_of<false>(s.batch, s.b_batch, bi), s, n0,\n"
-      << "      k_lo, k_hi, slot, split, a.splits, a.part, a.counts, smem_x, ctile);\n"
-      << "  if (full) {\n"
-      << "    const char* smem = reinterpret_cast<const char*>(ctile);\n"
-      << epi.gemm_tile("bi * s.m", "static_cast<int>(s.m)", "static_cast<i64>(n0)",
-                       "min(" + bn + ", static_cast<int>(s.n - n0))", scope)
-      << "  }\n"
-      << epi.kernel_end("  ") << "}\n";
-
-  spec.source = src.str();
-  const std::string dt = bf16 ? "bf16" : "f16";
-  spec.description = std::string("matmul decode gemv ") +
-                     (ffma ? "ffma." + dt + " m" + m_tile + "x" + std::to_string(tk.bn) + " ring" + std::to_string(ffma_depth(tk.m_tile))
-                           : "mma." + dt + " m" + m_tile + "x128") +
-                     " w:" + (d.k_major ? "[N,K]" : "[K,N]") + (d.w_vec == 8 ? "-vec8" : "-scalar") +
-                     " x:" + (d.x_vec == 8 ? "vec8" : "scalar") + " splitk" + std::to_string(split.splits) + "x" +
-                     std::to_string(split.chunk) + (epi.index64() ? " idx64" : "") + epi.describe();
+  spec.source = decode_source(g, r, d, tk, epi, w.finish());
+  spec.description = decode_description(d, tk, epi);
   spec.launch.grid = dim3(static_cast<unsigned>(split.tiles * split.splits));
   spec.launch.block = dim3(kDecodeThreadsHost);
   spec.launch.dynamic_shared_memory = tk.smem;

@@ -4,7 +4,9 @@
 // workspace, then a combine kernel (one warp per output row) that merges them and runs the
 // region's pointwise epilogue on o, seen as the matrix [B*H*Sq, Dv], and stores the stats.
 //
-// Compile-time: dtypes, causal mode, bias kind, D and Dv rounded up to powers of two (they decide
+// The generated sources are each kernel's Cfg, the combine's epilogue functor
+// (epilogue_functor.hpp) and the instantiations of flash_decode_split_kernel and
+// flash_decode_combine_kernel. Compile-time: dtypes, causal mode, bias kind, D and Dv rounded up to powers of two (they decide
 // the lanes per K / V row), rows per warp, and whether q, k, v allow 16-byte vectors. Run-time:
 // every size and stride, the scale, and the split of the keys (chunk, splits), so one binary
 // serves every decode step of a model as its KV cache grows.
@@ -15,6 +17,7 @@
 #include "attention/sdpa_abi.h"
 #include "engines/jit/codegen.hpp"
 #include "engines/jit/codegen_anchor.hpp"
+#include "engines/jit/epilogue_functor.hpp"
 #include "engines/jit/expr.hpp"
 #include "sinter/error.hpp"
 
@@ -98,6 +101,17 @@ DecodePlan plan_decode(const Graph& g, const fuse::Region& r, const cuda::Device
   return p;
 }
 
+// The split kernel's Cfg (kernels/attention/flash_decode.cuh).
+std::string split_config(const DecodePlan& p, const std::string& st, const std::string& sbias, int bias_mode,
+                         int causal) {
+  auto b = [](bool v) { return v ? "true" : "false"; };
+  return "struct Cfg {\n  typedef " + st + " T;\n  typedef " + sbias + " BiasT;\n  static constexpr int kBias = " +
+         std::to_string(bias_mode) + ", kCausal = " + std::to_string(causal) + ", kR = " +
+         std::to_string(p.rows_per_warp) + ", kD = " + std::to_string(p.kd) + ", kDV = " + std::to_string(p.kdv) +
+         ", kTK = " + std::to_string(p.tile_keys) + ";\n  static constexpr bool kVecQ = " + b(p.vec_q) +
+         ", kVecK = " + b(p.vec_k) + ", kVecV = " + b(p.vec_v) + ";\n};\n";
+}
+
 std::string dims_text(int64_t d, int64_t dv) { return "D = " + std::to_string(d) + ", Dv = " + std::to_string(dv); }
 
 }  // namespace
@@ -157,9 +171,6 @@ RegionKernels build_sdpa_decode(const Graph& g, const fuse::Region& r, const cud
   const size_t o_offset = align256(ml_offset + partials * 2 * 4);
   const size_t workspace = o_offset + partials * static_cast<size_t>(p.kdv) * 4;
 
-  const std::string consts = std::string("constexpr int kR = ") + std::to_string(p.rows_per_warp) +
-                             ", kD = " + std::to_string(p.kd) + ", kDV = " + std::to_string(p.kdv) +
-                             ", kTK = " + std::to_string(p.tile_keys) + ";\n";
   RegionKernels rk;
   {
     KernelSpec spec;
@@ -178,25 +189,13 @@ RegionKernels build_sdpa_decode(const Graph& g, const fuse::Region& r, const cud
     }
     w.workspace_pointer("float*", "part_ml", ml_offset, 16);
     w.workspace_pointer("float*", "part_o", o_offset, 16);
-    const std::string args = w.finish();
     std::ostringstream src;
     src << "// sdpa region " << r.id << " of graph '" << g.name() << "': flash-decode split kernel\n"
-        << kernel_includes({"attention/sdpa_abi.h", "attention/flash_decode.cuh"})
-        << "static_assert(kDecodeAttnWarps == " << kWarps << ", \"the host's decode attention constants are stale\");\n"
-        << consts << "constexpr int kBias = " << bias_mode << ", kCausal = " << causal << ";\n\n"
-        << args << "\n"
-        // out: partials [B*H*Sq, nsplit] of (m, l) and o[kDV]; CTA = (unit, 4 consecutive splits)
-        << "extern \"C\" __global__ void __launch_bounds__(kDecodeAttnThreads) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
-        << "  __shared__ float ps_[kDecodeAttnWarps][kR * kTK];  // each warp's p values of one tile\n"
-        << "  const int warp = threadIdx.x >> 5;\n"
-        << "  const i64 unit = blockIdx.x / a.cta_splits;\n"
-        << "  const int split = static_cast<int>(blockIdx.x - unit * a.cta_splits) * kDecodeAttnWarps + warp;\n"
-        << "  const i64 lo = split * a.chunk;\n"
-        << "  decode_split_warp<" << st << ", " << sbias << ", kBias, kCausal, kR, kD, kDV, kTK, "
-        << (p.vec_q ? "true" : "false") << ", " << (p.vec_k ? "true" : "false") << ", "
-        << (p.vec_v ? "true" : "false") << ">(\n"
-        << "      a.shape, a.q, a.k, a.v, " << (at.has_bias ? "a.bias" : "static_cast<const float*>(nullptr)")
-        << ", unit, a.row_blocks, lo, lo + a.chunk, split, a.nsplit, a.part_ml, a.part_o, ps_[warp]);\n"
+        << kernel_includes({"attention/sdpa_abi.h", "attention/flash_decode.cuh"}) << split_config(p, st, sbias, bias_mode, causal)
+        << "static_assert(kDecodeAttnWarps == " << kWarps << ", \"the host's decode attention constants are stale\");\n\n"
+        << w.finish() << "\n"
+        << "extern \"C\" __global__ void __launch_bounds__(kDecodeAttnThreads) sinter_region(const __grid_constant__ Args a) {\n"
+        << "  flash_decode_split_kernel<Cfg>(a);\n"
         << "}\n";
     spec.source = src.str();
     spec.description = "sdpa flash-decode split r" + std::to_string(p.rows_per_warp) + " d" + std::to_string(p.kd) +
@@ -217,28 +216,17 @@ RegionKernels build_sdpa_decode(const Graph& g, const fuse::Region& r, const cud
     w.workspace_pointer("const float*", "part_o", o_offset, 16);
     if (stats_stored) w.pointer("float*", "stats", Src::output, region_output_index(r, sd.outputs[1]), 4);
     epi.declare(w);
-    const std::string args = w.finish();
     std::ostringstream src;
     src << "// sdpa region " << r.id << " of graph '" << g.name() << "': flash-decode combine + epilogue\n"
-        << kernel_includes({"attention/sdpa_abi.h", "attention/flash_decode.cuh"})
-        << "constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n"
-        << "constexpr int kDV = " << p.kdv << ";\n\n"
-        << args << "\n"
-        // o: [B, H, Sq, Dv] = [B*H*Sq, Dv]; one warp per row
-        << "extern \"C\" __global__ void __launch_bounds__(kDecodeAttnThreads) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
-        << "  const SinterSdpaShape& s = a.shape;\n"
-        << "  const i64 grow = static_cast<i64>(blockIdx.x) * kDecodeAttnWarps + (threadIdx.x >> 5);\n"
-        << "  if (grow >= s.batch * s.heads * s.sq) return;  // a whole warp\n"
-        << "  const int lane_ = threadIdx.x & 31;\n"
-        << "  float o[kDV / 32];\n"
-        << "  decode_combine_row<kDV>(a.part_ml, a.part_o, a.nsplit, grow, "
-        << (stats_stored ? "a.stats" : "static_cast<float*>(nullptr)") << ", o);\n"
-        << epi.row_offsets("  ")
-        << "#pragma unroll\n  for (int c = 0; c < kDV / 32; ++c) {\n"
-        << "    const int cc = lane_ + 32 * c;\n"
-        << "    const bool valid = cc < s.dv;\n"
-        << "    const i64 col = cc;\n"
-        << epi.element("o[c]", "    ") << "  }\n}\n";
+        << kernel_includes({"attention/sdpa_abi.h", "attention/flash_decode.cuh"}) << "struct Cfg {\n"
+        << "  static constexpr int kDV = " << p.kdv << ";\n"
+        << "  static constexpr bool kStats = " << (stats_stored ? "true" : "false") << ";\n"
+        << "};\n\n"
+        << w.finish() << "\n"
+        << row_epilogue(epi) << "\n"
+        << "extern \"C\" __global__ void __launch_bounds__(kDecodeAttnThreads) sinter_region(const __grid_constant__ Args a) {\n"
+        << "  flash_decode_combine_kernel<Cfg, Epilogue>(a);\n"
+        << "}\n";
     spec.source = src.str();
     spec.description = std::string("sdpa flash-decode combine") + (stats_stored ? " stats" : "") +
                        (epi.index64() ? " idx64" : "") + epi.describe();
