@@ -211,32 +211,6 @@ TEST(JitCodegen, RowwiseVariantsCompile) {
   }
 }
 
-// The forced row-statistics forms (SINTER_ROW_COMBINE=two-pass-guarded, =warp or =pairwise, for
-// layernorm and softmax alike, in place of the default single-barrier two passes;
-// GpuRegions.RowwiseWarpCombine runs all four on a GPU) compile for every row-wise candidate, and
-// the steps say which they use.
-TEST(JitCodegen, RowwiseWarpCombineCompiles) {
-  for (const char* combine : {"two-pass-guarded", "warp", "pairwise"}) {
-    ::setenv("SINTER_ROW_COMBINE", combine, 1);
-    Graph g(std::string("rows_") + combine);
-    auto x = g.input("x", DType::bf16, {4, 3000});
-    auto w = g.input("w", DType::bf16, {3000});
-    g.output(g.layernorm(g.add(x, g.input("r", DType::bf16, {4, 3000})), w, w), "ln");
-    g.output(g.softmax(x), "sm");
-    const std::vector<std::string> descs = compile_all(g);
-    ::unsetenv("SINTER_ROW_COMBINE");
-    ASSERT_FALSE(descs.empty());
-    for (const std::string& d : descs) {
-      if (d.find("registers") != std::string::npos &&
-          (d.find("layernorm") != std::string::npos || d.find("softmax") != std::string::npos)) {
-        EXPECT_EQ(d.find("warp-combine") != std::string::npos, std::string(combine) == "warp") << d;
-        EXPECT_EQ(d.find("pairwise-combine") != std::string::npos, std::string(combine) == "pairwise") << d;
-        EXPECT_EQ(d.find("guarded-reduce") != std::string::npos, std::string(combine) == "two-pass-guarded") << d;
-      }
-    }
-  }
-}
-
 TEST(JitCodegen, LayoutCopiesCompile) {
   Graph g("layout");
   auto x = g.input("x", DType::bf16, {3, 5, 7});

@@ -6,7 +6,6 @@
 // keeps kItems vectors of kVec elements of the anchor's input in registers, so the row is read
 // from memory once; longer rows are streamed in passes that recompute the prologue.
 #include <algorithm>
-#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -47,23 +46,21 @@ class RowwiseGen {
   //  - softmax with the two-pass statistics: one row per CTA of at most 256 threads, read
   //    straight into registers (candidate 18's kernel). 16384 x 8192 bf16, session 8, same call:
   //    0.1360 ms against 0.1548 for the bulk-ring persistent kernel that was the default and
-  //    0.1439 for flat rows of 512 threads; with the one-pass pairwise combine it took 0.1708;
+  //    0.1439 for flat rows of 512 threads;
   //  - layernorm: rows staged by the bulk ring, 2 buffers deep, which fits 3 CTAs of 512 per SM
   //    where 3 buffers fit 2 (add+layernorm, same call: 0.2040 ms against 0.2135 for 3 buffers in
   //    session 9, 0.2048 against 0.2071 in session 8; cp.async staging 0.2101 in session 6);
-  //  - softmax under a forced one-pass combine: the bulk ring 3 buffers deep (0.1534 ms against
-  //    0.1544 with cp.async staging, session 6);
   //  - every other row op unstaged (rmsnorm 0.197 ms direct against 0.220 staged; RowwiseConfig).
   void resolve_heuristic() {
     if (variant_.stage != RowStage::heuristic) return;
     const OpKind op = anchor_ ? anchor_->op : OpKind::identity;
     variant_.stage = RowStage::off;
-    if (op == OpKind::softmax && two_pass()) {
+    if (op == OpKind::softmax) {
       variant_.max_threads = 256;
       variant_.flat = true;
-    } else if (op == OpKind::layernorm || op == OpKind::softmax) {
+    } else if (op == OpKind::layernorm) {
       variant_.stage = RowStage::bulk;
-      variant_.stages = op == OpKind::layernorm ? 2 : 3;
+      variant_.stages = 2;
     }
   }
   // Whether to stage the next row (RowwiseConfig::Stage), and with the bulk ring.
@@ -71,43 +68,14 @@ class RowwiseGen {
   bool bulk() const { return variant_.stage == RowStage::bulk; }
   // Row buffers in shared memory: the bulk ring's depth, or cp.async's double buffer.
   int stages() const { return bulk() ? std::clamp(variant_.stages, 2, 4) : 2; }
-  // How layernorm's and softmax's two row statistics are reduced across the CTA when the row
-  // sits in registers. Default: two passes over the registers, each statistic a plain block
-  // reduction: softmax's max then its sum of exp(x - max), layernorm's mean then its sum of
-  // squared deviations from it, with one barrier each (block_reduce_alternating). The one-pass
-  // forms of kernels/common/row_stats.cuh reduce a (max, sum) or (n, mean, M2) summary once, but
-  // each combine step rescales or divides: the H200 profile of softmax 16384x8192 (session 8,
-  // Nsight Compute) found that kernel issue-bound (0.81 warps issued per scheduler cycle, DRAM
-  // 56% at ncu's clocks) with ~200 of its ~380 instructions per thread and row in the pairwise
-  // combine, for 16 elements. SINTER_ROW_COMBINE forces a form (read each time: tests set it):
-  // two-pass-guarded (the two passes through the guarded two-barrier block_reduce), warp or
-  // pairwise (one pass).
-  enum class RowCombine { two_pass, two_pass_guarded, warp, pairwise };
-  static RowCombine row_combine_from_env() {
-    const char* v = std::getenv("SINTER_ROW_COMBINE");
-    const std::string forced = v ? v : "";
-    if (forced == "warp") return RowCombine::warp;
-    if (forced == "pairwise") return RowCombine::pairwise;
-    if (forced == "two-pass-guarded") return RowCombine::two_pass_guarded;
-    return RowCombine::two_pass;
-  }
-  bool two_pass() const { return combine_ == RowCombine::two_pass || combine_ == RowCombine::two_pass_guarded; }
-  std::string combine_tag() const {
-    switch (combine_) {
-      case RowCombine::two_pass: return "";
-      case RowCombine::two_pass_guarded: return " guarded-reduce";
-      case RowCombine::warp: return " warp-combine";
-      case RowCombine::pairwise: return " pairwise-combine";
-    }
-    return "";
-  }
-  std::string block_combine_fn() const {
-    return combine_ == RowCombine::warp ? "block_combine_warp_first" : "block_combine";
-  }
-  // The block reduction of one two-pass statistic (`slot`: the first or second of the row; the
-  // stats block declares rowstat_).
+  // Layernorm's and softmax's two row statistics are reduced across the CTA in two passes over
+  // the registers, each statistic a plain block reduction with one barrier
+  // (block_reduce_alternating): softmax's max then its sum of exp(x - max), layernorm's mean then
+  // its sum of squared deviations from it. One-pass (max, sum) or (n, mean, M2) combines cost
+  // ~200 of softmax's ~380 instructions per thread and row and lost on the H200
+  // (docs/benchmarks.md, session 8); the guarded two-barrier reduction tied for softmax and lost
+  // for layernorm.
   std::string stat_reduce(const std::string& kind, const std::string& value, int slot) const {
-    if (combine_ == RowCombine::two_pass_guarded) return "block_reduce<" + kind + ">(" + value + ", scratch)";
     return "block_reduce_alternating<" + kind + ">(" + value + ", rowstat_[" + std::to_string(slot) + "])";
   }
   // Global accesses of data touched once: with streaming hints when the variant asks for them.
@@ -122,7 +90,6 @@ class RowwiseGen {
   const fuse::Region& r_;
   const cuda::DeviceProperties& dev_;
   RowwiseConfig variant_;
-  const RowCombine combine_ = row_combine_from_env();  // read once per build
   BodyEmitter body_;
   const Node* anchor_ = nullptr;
   int64_t rows_ = 1, cols_ = 1;
@@ -443,7 +410,7 @@ RegionKernels RowwiseGen::build() {
         case OpKind::layernorm: {
           // in registers with the two-pass statistics, the variance pass replaced x by x - mean
           const std::string centered =
-              in_registers_ && two_pass() ? x : "(" + x + " - stat0)";
+              in_registers_ ? x : "(" + x + " - stat0)";
           expr = centered + " * stat1 * l" + std::to_string(input_index(anchor_->inputs[1])) + "[j]";
           if (anchor_->inputs.size() > 2) expr += " + l" + std::to_string(input_index(anchor_->inputs[2])) + "[j]";
           break;
@@ -619,7 +586,7 @@ RegionKernels RowwiseGen::build() {
     src << "    float stat0 = 0.0f, stat1 = 1.0f;\n";
     switch (aop) {
       case OpKind::layernorm:
-        if (two_pass()) {
+        {
           // The exact two-pass variance: the row mean first, then the squared deviations from it
           // (no E[x^2] - E[x]^2 cancellation; the values are in registers, so no second read).
           // The deviations replace x in registers: the epilogue scales them (one subtraction
@@ -631,17 +598,6 @@ RegionKernels RowwiseGen::build() {
               << inv_cols << " + " << eps << "); }\n";
           break;
         }
-        // mean and variance in one block reduction: per-thread (n, mean, M2), combined by Chan.
-        src << "    { float s_ = 0.0f, n_ = 0.0f;\n"
-            << "#pragma unroll\n      for (int k = 0; k < kItems; ++k) {\n"
-               "        if ((static_cast<i64>(k) * kThreads + threadIdx.x) * kVec < a.cols) n_ += kVec;\n      }\n"
-            << over_own("s_ += x")
-            << "      const float m_ = n_ > 0.0f ? __fdividef(s_, n_) : 0.0f;\n      float q_ = 0.0f;\n"
-            << over_own("q_ += (x - m_) * (x - m_)")
-            << "      __shared__ MeanM2 stats_[32];\n"
-            << "      const MeanM2 t_ = " << block_combine_fn() << "(MeanM2{n_, m_, q_}, stats_);\n"
-            << "      stat0 = t_.mean;\n      stat1 = rsqrtf(t_.m2 * " << inv_cols << " + " << eps
-            << "); }\n";
         break;
       case OpKind::rmsnorm:
         // The guarded two-barrier block_reduce: with the single-barrier one the default rmsnorm
@@ -651,7 +607,7 @@ RegionKernels RowwiseGen::build() {
             << "      stat1 = rsqrtf(block_reduce<kReduceSum>(p_, scratch) * " << inv_cols << " + " << eps << "); }\n";
         break;
       case OpKind::softmax:
-        if (two_pass()) {
+        {
           // The row max first (max.NaN: a NaN element makes the row NaN, as in the reference),
           // then each element's exp against it, kept in registers, and the row sum. A row of
           // -inf comes out NaN (exp(-inf - -inf)), as in the reference.
@@ -662,25 +618,6 @@ RegionKernels RowwiseGen::build() {
               << "      stat0 = m_;\n      stat1 = 1.0f / " << stat_reduce("kReduceSum", "s_", 1) << "; }\n";
           break;
         }
-        // One block reduction of (max, sum of exp(x - max)): each thread exponentiates its
-        // elements once against its own max, keeps them in registers, and rescales them by
-        // exp(own max - row max) / row sum at the end. A thread whose elements are all -inf
-        // contributes an empty summary (a -inf-masked part of a row must not make NaN).
-        // fmaxf drops NaN from the max, but a NaN element still makes its exp and so the row's
-        // sum NaN, so NaN rows come out NaN as in the reference.
-        src << "    { float m_ = reduce_identity<kReduceMax>(), s_ = 0.0f;\n"
-            << over_own("m_ = fmaxf(m_, x)")
-            << "      const float mm_ = m_ == reduce_identity<kReduceMax>() ? 0.0f : m_;\n"
-            << "      const float ml_ = mm_ * 1.4426950408889634f;\n"
-            << over_own("xs[k][j] = fast_exp2(fmaf(x, 1.4426950408889634f, -ml_)); s_ += xs[k][j]")
-            << "      __shared__ MaxSum stats_[32];\n"
-            << "      const MaxSum t_ = " << block_combine_fn() << "(MaxSum{m_, s_}, stats_);\n"
-            << "      stat0 = t_.max;\n"
-            // A thread whose elements are all -inf (s_ == 0) outputs exp(-inf - max) / sum = 0
-            // wherever the row's sum is finite and nonzero: its rescale exp(0 - max) would
-            // overflow to inf for a row max below about -88 and make 0 * inf = NaN.
-            << "      stat1 = (s_ == 0.0f && t_.sum > 0.0f && t_.sum < __int_as_float(0x7f800000)) ? 0.0f\n"
-            << "            : fast_exp2((mm_ - t_.max) * 1.4426950408889634f) / t_.sum; }\n";
         break;
       default: break;
     }
@@ -766,7 +703,7 @@ RegionKernels RowwiseGen::build() {
         << ">(a.red" << m << "); }\n";
   }
   src << "}\n";
-  std::vector<std::string> includes = {"common/async_copy.cuh", "common/row_stats.cuh"};
+  std::vector<std::string> includes = {"common/async_copy.cuh"};
   if (bulk_staged) includes.push_back("common/bulk_copy.cuh");
   // The streaming helpers only where a hinted access was emitted (else the kernel is the
   // unhinted variant's, and the engine keeps one of the two).
@@ -787,7 +724,6 @@ RegionKernels RowwiseGen::build() {
                      (text.find("_stream(") != std::string::npos ? " stream-hints" : "") +
                      (std::find(resident_.begin(), resident_.end(), true) != resident_.end() ? " resident-weights" : "") +
                      (min_blocks > 0 ? " min-ctas" + std::to_string(min_blocks) : "") +
-                     (in_registers_ && (aop == OpKind::layernorm || aop == OpKind::softmax) ? combine_tag() : "") +
                      " threads" +
                      std::to_string(threads_) + " vec" + std::to_string(vec_) + " items" +
                      std::to_string(items_);
