@@ -79,9 +79,6 @@ __device__ __forceinline__ float op_gelu_bf16(float x) {
   asm("min.NaN.f32 %0, %1, 0f00000000;" : "=f"(m) : "f"(x));
   return fmaf(-a, t, x - m);
 }
-// The erf form op_gelu replaced, kept for A/B timing (SINTER_GELU=erff, read by the expression
-// generator at each build).
-__device__ __forceinline__ float op_gelu_erff(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 __device__ __forceinline__ float op_gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
 }
