@@ -95,7 +95,7 @@ __device__ __forceinline__ bool row_vector_in_row(const Args& a, int k) {
   }
 }
 
-// f(k, x) for each element x of this thread's vectors of a register-resident row.
+// f(x) for each element x (by reference) of this thread's vectors of a register-resident row.
 template <class Cfg, class Args, class F>
 __device__ __forceinline__ void for_own_elements(const Args& a, float (&xs)[Cfg::kItems][Cfg::kVec], F&& f) {
 #pragma unroll
