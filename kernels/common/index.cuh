@@ -53,7 +53,7 @@ __device__ __forceinline__ i64 offset_of(const SinterIterShape& s, const SinterS
 // kernel's index class says every operand offset is below 2^31 (AnchorEpilogue's kIndex64 false).
 // A 64-bit multiply-add an element (two registers an address) ran the partial-tile epilogue of
 // the 128x256 Hopper GEMM short of registers: with a residual + bias + GELU + amax it spilled
-// 248 bytes even once full tiles read the residual as pairs (ptxas, session 19); 0 with this.
+// 248 bytes even once full tiles read the residual as pairs (ptxas); 0 with this.
 template <bool kIndex64>
 __device__ __forceinline__ i64 operand_offset(i64 row_offset, i64 col, i64 col_stride) {
   if constexpr (kIndex64) {

@@ -13,8 +13,8 @@
 // exp2 on the SFU that is 19 SASS instructions, where 0.5 x (1 + erff(x / sqrt 2)) takes ~29
 // (two polynomials whose coefficients erff selects per element): in a matmul epilogue those are
 // time the tensor cores wait (H200, 4096^3 bf16 + bias + GELU + amax on the coop kernel: 0.2012
-// ms with the erf form, 0.1917 with this one, session 16). Accuracy in f32 against the exact
-// value, measured on the H200 (GpuRegions.GeluIsAccurateElementByElement): 6.1e-7 relative for
+// ms with the erf form, 0.1917 with this one). Accuracy in f32 against the exact value, measured
+// on the H200 (GpuRegions.GeluIsAccurateElementByElement): 6.1e-7 relative for
 // |x| <= 3, 1.9e-6 to 6, 3.3e-6 to 9 (f32 rounding of a^2 / 2 dominates), where 1 + erff(x /
 // sqrt 2) loses the tail below x ~ -2 to cancellation (2e-5 relative at x = -3). a is clamped
 // to 20, where T is 0: x = +inf gives +inf, -inf gives NaN (as the erf form: -inf * 0), NaN
@@ -40,7 +40,7 @@ __device__ __forceinline__ float op_gelu(float x) {
 // negative tail's relative accuracy (no 1 - Phi cancellation). Relative error in the f32
 // model: 5.4e-5 for |x| <= 9 (at most 0.11 of an f16 ulp, 0.014 of a bf16 one), 2.7e-4 to 11, 1.4e-3
 // beyond (where |gelu| < 3e-27). H200, 4096^3 bf16 + bias + GELU + amax in the coop kernel's
-// epilogue (session 18): 1.078x cuBLASLt's bare GEMM against 1.100 with op_gelu;
+// epilogue: 1.078x cuBLASLt's bare GEMM against 1.100 with op_gelu;
 // at a = 13.2, q = -130.8 and ex2.ftz gives 0 (a is clamped there): x >= 13.2 gives x and x <=
 // -13.2 gives 0 (the exact value is below 1e-38). Special values as op_gelu: +inf gives +inf,
 // -inf NaN (relu's x - min(x, 0) is -inf + inf there), NaN NaN (min.NaN).
@@ -79,9 +79,6 @@ __device__ __forceinline__ float op_gelu_bf16(float x) {
   asm("min.NaN.f32 %0, %1, 0f00000000;" : "=f"(m) : "f"(x));
   return fmaf(-a, t, x - m);
 }
-// The erf form op_gelu replaced, kept for A/B timing (SINTER_GELU=erff, read by the expression
-// generator at each build).
-__device__ __forceinline__ float op_gelu_erff(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 __device__ __forceinline__ float op_gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
 }

@@ -462,8 +462,8 @@ TEST_F(GpuRegions, PointwiseCandidatesEachCorrect) {
   }
 }
 
-// Layernorm of rows with a large common offset (mean far from 0, small spread): the one-pass
-// statistics must not lose the variance to cancellation.
+// Layernorm of rows with a large common offset (mean far from 0, small spread): the statistics
+// must not lose the variance to cancellation.
 TEST_F(GpuRegions, LayerNormLargeOffsetRows) {
   Graph g("ln_offset");
   auto x = g.input("x", DType::f32, {6, 4096});
@@ -496,73 +496,6 @@ TEST_F(GpuRegions, SoftmaxMaskedRows) {
       }
     });
   }
-}
-
-// Layernorm and softmax rows reduced in each form (codegen_rowwise.cpp, RowCombine): the default
-// two passes of single-barrier block reductions, the same through the guarded block_reduce
-// (SINTER_ROW_COMBINE=two-pass-guarded), and the one-pass combines of kernels/common/row_stats.cuh
-// forced by SINTER_ROW_COMBINE=warp and =pairwise, on every row-wise candidate: odd row lengths,
-// one element, -inf-masked parts of rows (a thread or a whole warp holding only -inf must add
-// nothing), and layernorm rows whose mean dwarfs their spread (no cancellation in the variance).
-TEST_F(GpuRegions, RowwiseWarpCombine) {
-  for (const char* combine : {"two-pass", "two-pass-guarded", "warp", "pairwise"}) {
-  SCOPED_TRACE(std::string("SINTER_ROW_COMBINE=") + combine);
-  const std::string form = combine;
-  if (form == "two-pass") {
-    ::unsetenv("SINTER_ROW_COMBINE");
-  } else {
-    ::setenv("SINTER_ROW_COMBINE", combine, 1);
-  }
-  const double inf = std::numeric_limits<double>::infinity();
-  for (const jit::RowwiseConfig& config : jit::all_rowwise_configs()) {
-    SCOPED_TRACE("config " + jit::config_text(config));
-    CompileOptions opts;
-    opts.engines = {"jit"};
-    opts.candidate_config = jit::config_text(config);
-    for (auto shape : {Dims{5, 8192}, Dims{3, 1000}, Dims{7, 24}, Dims{1, 1}}) {
-      SCOPED_TRACE("shape " + dims_to_string(shape));
-      const Dims row{shape.back()};
-      Graph ln("add_ln_warp");
-      auto x = ln.input("x", DType::bf16, shape);
-      auto s = ln.add(x, ln.input("res", DType::bf16, shape));
-      ln.output(ln.layernorm(s, ln.input("w", DType::bf16, row), ln.input("b", DType::bf16, row)), "y");
-      {
-        TestPlan ex(ln, opts);
-        for (const StepDescription& st : ex.steps()) {
-          if (st.kind == "rowwise") {
-            EXPECT_EQ(st.description.find("warp-combine") != std::string::npos, form == "warp") << st.description;
-            EXPECT_EQ(st.description.find("pairwise-combine") != std::string::npos, form == "pairwise")
-                << st.description;
-            EXPECT_EQ(st.description.find("guarded-reduce") != std::string::npos, form == "two-pass-guarded")
-                << st.description;
-          }
-        }
-      }
-      check(std::move(ln), 1.0, opts);
-      Graph sm("softmax_warp");
-      sm.output(sm.softmax(sm.mul(sm.input("x", DType::bf16, shape), 8.0)), "y");
-      check(std::move(sm), 1.0, opts);
-    }
-    for (int64_t cols : {int64_t{8192}, int64_t{3000}, int64_t{64}}) {
-      Graph g("softmax_masked_warp");
-      g.output(g.softmax(g.add(g.input("x", DType::f32, {5, cols}), g.input("mask", DType::f32, {5, cols}))), "y");
-      check(std::move(g), 1.0, opts, [cols, inf](TensorMap& in) {
-        HostTensor& m = in.at("mask");
-        for (int64_t c = 0; c < cols; ++c) {
-          m.set(0 * cols + c, c < cols / 2 ? -inf : 0.0);   // first half masked: whole warps of -inf
-          m.set(1 * cols + c, c % 3 == 0 ? 0.0 : -inf);     // most masked, spread out
-          m.set(2 * cols + c, c == cols - 1 ? 0.0 : -inf);  // one element left
-          m.set(3 * cols + c, 0.0);
-          m.set(4 * cols + c, c < cols / 2 ? -inf : -200.0);  // masked threads' rescale would overflow
-        }
-      });
-    }
-    Graph off("ln_offset_warp");
-    off.output(off.layernorm(off.add(off.input("x", DType::f32, {6, 4096}), 1000.0), off.input("w", DType::f32, {4096})), "y");
-    check(std::move(off), 10.0, opts);  // as LayerNormLargeOffsetRows
-  }
-  }
-  ::unsetenv("SINTER_ROW_COMBINE");
 }
 
 }  // namespace

@@ -130,6 +130,30 @@ TEST(JitCodegen, BenchmarkChainCompiles) {
   EXPECT_NE(descs[0].find("[full,strided,splat]"), std::string::npos) << descs[0];
 }
 
+// The same chain ending in an amax exit reduction (a persistent grid: every CTA ends with atomics).
+TEST(JitCodegen, BenchmarkChainWithAmaxCompiles) {
+  Graph g("pointwise_chain10_amax");
+  auto x = g.input("x", DType::bf16, {16384, 16384});
+  auto h = g.mul(g.add(x, g.input("bias", DType::bf16, {16384})), g.input("scale", DType::bf16, {16384, 1}));
+  h = g.max(g.abs(g.sub(g.min(g.square(g.relu(g.add(g.mul(h, 0.5), 1.0))), 4.0), 0.25)), 0.0625);
+  g.output(h, "y");
+  g.output(g.amax(h), "amax");
+  const auto descs = compile_all(g);
+  ASSERT_FALSE(descs.empty());
+  for (const std::string& d : descs) EXPECT_EQ(d.find(" flat"), std::string::npos) << d;
+}
+
+// Standalone reductions of each strategy: row sums, column sums, a global amax.
+TEST(JitCodegen, StandaloneReductionsCompile) {
+  Graph g("reductions");
+  auto x = g.input("x", DType::bf16, {4096, 8192});
+  g.output(g.sum(x, {-1}), "rows");
+  g.output(g.sum(x, {0}), "cols");
+  g.output(g.amax(x), "amax");
+  const auto descs = compile_all(g);
+  EXPECT_EQ(descs.size(), 3u);
+}
+
 // The issue-3 benchmark's row-wise regions (sinter_bench_memory add_layernorm, add_rmsnorm,
 // softmax: 16384 x 8192 bf16), every candidate; with SINTER_DUMP_CUBIN_DIR, their SASS can be
 // read without a GPU.
@@ -154,7 +178,7 @@ TEST(JitCodegen, BenchmarkRowsCompile) {
 
 TEST(JitCodegen, RowwiseVariantsCompile) {
   for (int64_t cols : {8192, 1000, 100000}) {
-    Graph g("rows");
+    Graph g("rows_" + std::to_string(cols));
     auto x = g.input("x", DType::bf16, {4, cols});
     auto r = g.input("r", DType::bf16, {4, cols});
     auto w = g.input("w", DType::bf16, {cols});
@@ -178,38 +202,12 @@ TEST(JitCodegen, RowwiseVariantsCompile) {
     EXPECT_TRUE(any("stream-hints")) << cols;
   }
   for (bool inter : {false, true}) {
-    Graph g("rope");
+    Graph g(inter ? "rope_interleaved" : "rope");
     auto x = g.input("x", DType::bf16, {2, 3, 5, 64});
     auto c = g.input("c", DType::f32, {5, 16});
     auto sn = g.input("s", DType::f32, {5, 16});
     g.output(g.rope(g.mul(x, 2.0), c, sn, inter), "y");
     compile_all(g);
-  }
-}
-
-// The forced row-statistics forms (SINTER_ROW_COMBINE=two-pass-guarded, =warp or =pairwise, for
-// layernorm and softmax alike, in place of the default single-barrier two passes;
-// GpuRegions.RowwiseWarpCombine runs all four on a GPU) compile for every row-wise candidate, and
-// the steps say which they use.
-TEST(JitCodegen, RowwiseWarpCombineCompiles) {
-  for (const char* combine : {"two-pass-guarded", "warp", "pairwise"}) {
-    ::setenv("SINTER_ROW_COMBINE", combine, 1);
-    Graph g(std::string("rows_") + combine);
-    auto x = g.input("x", DType::bf16, {4, 3000});
-    auto w = g.input("w", DType::bf16, {3000});
-    g.output(g.layernorm(g.add(x, g.input("r", DType::bf16, {4, 3000})), w, w), "ln");
-    g.output(g.softmax(x), "sm");
-    const std::vector<std::string> descs = compile_all(g);
-    ::unsetenv("SINTER_ROW_COMBINE");
-    ASSERT_FALSE(descs.empty());
-    for (const std::string& d : descs) {
-      if (d.find("registers") != std::string::npos &&
-          (d.find("layernorm") != std::string::npos || d.find("softmax") != std::string::npos)) {
-        EXPECT_EQ(d.find("warp-combine") != std::string::npos, std::string(combine) == "warp") << d;
-        EXPECT_EQ(d.find("pairwise-combine") != std::string::npos, std::string(combine) == "pairwise") << d;
-        EXPECT_EQ(d.find("guarded-reduce") != std::string::npos, std::string(combine) == "two-pass-guarded") << d;
-      }
-    }
   }
 }
 

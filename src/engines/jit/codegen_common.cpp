@@ -19,7 +19,7 @@ std::string BodyEmitter::constants() const {
   std::string s;
   for (NodeId c : r_.constants) {
     const Node& n = g_.node(c);
-    s += "  " + emit_pointwise(g_, n, {}, "v" + std::to_string(n.outputs[0])) + "\n";
+    s += "  " + emit_pointwise(g_, n, {}, "v" + std::to_string(n.outputs[0]), options_) + "\n";
   }
   return s;
 }
@@ -36,7 +36,7 @@ std::string BodyEmitter::emit(const std::vector<NodeId>& nodes) {
     for (TensorId t : nd.inputs) in.push_back(name_of(t));
     const TensorId out = nd.outputs[0];
     const std::string name = "v" + std::to_string(out);
-    s += "    " + emit_pointwise(g_, nd, in, name) + "  // " + nd.name + "\n";
+    s += "    " + emit_pointwise(g_, nd, in, name, options_) + "  // " + nd.name + "\n";
     names_[out] = name;
   }
   return s;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cuda/device.hpp"
+#include "engines/jit/expr.hpp"
 #include "engines/jit/kernel_spec.hpp"
 #include "fuse/region.hpp"
 
@@ -18,7 +19,7 @@ namespace sinter::jit {
 // outputs become v<tensor id>. Constants of the region are emitted first.
 class BodyEmitter {
  public:
-  BodyEmitter(const Graph& g, const fuse::Region& r) : g_(g), r_(r) {}
+  BodyEmitter(const Graph& g, const fuse::Region& r, ExprOptions options = {}) : g_(g), r_(r), options_(options) {}
   // The caller's name for a tensor that is not computed by `nodes` (a region input, the anchor's
   // output, a value computed in an earlier stage).
   void bind(TensorId t, std::string name) { names_[t] = std::move(name); }
@@ -29,6 +30,7 @@ class BodyEmitter {
  private:
   const Graph& g_;
   const fuse::Region& r_;
+  ExprOptions options_;
   std::map<TensorId, std::string> names_;
 };
 

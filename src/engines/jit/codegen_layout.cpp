@@ -1,6 +1,7 @@
 // Layout regions: permute, slice, concat (one copy per input), reshapes that cannot alias (their
 // input is a strided view) and layout chains (slice/reshape/permute runs ending in a copy, read
-// through one composed view) become strided copies (kernels/layout/copy.cuh).
+// through one composed view) become strided copies: kernels/layout/layout.cuh's CopyKernel over
+// the parts' word type and structures; this file computes the parts, their word size and grid.
 #include <algorithm>
 #include <sstream>
 
@@ -13,7 +14,7 @@
 namespace sinter::jit {
 namespace {
 
-constexpr int64_t kCopyTile = 1024;  // kernels/layout/copy.cuh's kCopyTile: elements (words) per tile
+constexpr int64_t kCopyTile = 1024;  // kernels/layout/layout.cuh's kCopyTile: elements (words) per tile
 // Parts per copy kernel: each part's CopyArgs is ~320 bytes of kernel parameters; 8 stay well
 // under the 4 KB classic parameter limit. Longer concats launch several kernels.
 constexpr size_t kMaxCopyParts = 8;
@@ -52,7 +53,8 @@ int64_t copy_word_elements(const std::vector<CollapsedShape>& parts, const std::
 }
 
 // One kernel for all parts (a concat's inputs): tiles of the parts in order, grid-stride.
-KernelSpec copy_kernel(DType dtype, const std::vector<CopyPart>& raw, const std::string& what) {
+KernelSpec copy_kernel(DType dtype, const std::vector<CopyPart>& raw, const std::string& what,
+                       const cuda::DeviceProperties& dev) {
   using Src = PointerSlot::Source;
   const int64_t es = dtype_size(dtype);
   std::vector<CollapsedShape> parts;
@@ -62,30 +64,22 @@ KernelSpec copy_kernel(DType dtype, const std::vector<CopyPart>& raw, const std:
   const std::string t = word_bytes == 16 ? "uint4" : word_bytes == 8 ? "uint2" : word_bytes == 4 ? "unsigned int"
                                                                                                : storage_type(dtype);
   int64_t total_tiles = 0;
-  std::ostringstream body;
-  for (size_t k = 0; k < parts.size(); ++k) {
-    CollapsedShape& c = parts[k];
+  std::string part_types;
+  for (CollapsedShape& c : parts) {
     c.sizes[0] /= n;
     c.numel /= n;
     for (Dims& st : c.strides) {
       for (size_t d = 1; d < st.size(); ++d) st[d] /= n;
     }
     const bool index64 = c.numel >= (int64_t{1} << 31);
-    body << "    if (t < copy_tiles(a.part[" << k << "].shape.numel)) { copy_tile<" << t << ", "
-         << (index64 ? "true" : "false") << ", " << c.sizes.size() << ">(a.part[" << k
-         << "], t * kCopyTile); continue; }\n"
-         << "    t -= copy_tiles(a.part[" << k << "].shape.numel);\n";
+    part_types += ", CopyPart<" + std::string(index64 ? "true" : "false") + ", " + std::to_string(c.sizes.size()) + ">";
     total_tiles += (c.numel + kCopyTile - 1) / kCopyTile;
   }
   std::ostringstream src;
-  src << "// " << what << "\n" << kernel_includes({"layout/copy.cuh"});
-  src << "extern \"C\" __global__ void __launch_bounds__(kCopyBlock) sinter_region(const __grid_constant__ "
-      << "CopyPartsArgs<" << t << ", " << parts.size() << "> a) {\n  sinter_kernel_begin();\n"
-      << "  i64 tiles = 0;\n"
-      << "  for (int k = 0; k < " << parts.size() << "; ++k) tiles += copy_tiles(a.part[k].shape.numel);\n"
-      << "  for (i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {\n"
-      << "    i64 t = tile;\n"
-      << body.str() << "  }\n}\n";
+  src << "// " << what << "\n#include \"layout/layout.cuh\"\n"
+      << "using Copy = CopyKernel<" << t << part_types << ">;\n"
+      << "extern \"C\" __global__ void __launch_bounds__(kCopyBlock) sinter_region(const __grid_constant__ Copy::Args a) {\n"
+      << "  sinter_kernel_begin();\n  Copy::run(a);\n}\n";
   KernelSpec spec;
   spec.source = src.str();
   spec.description = "copy (" + what + ")" + (n > 1 ? " " + std::to_string(word_bytes) + "-byte words" : "");
@@ -99,14 +93,15 @@ KernelSpec copy_kernel(DType dtype, const std::vector<CopyPart>& raw, const std:
     spec.args.add(make_view(parts[k].strides[1]));
   }
   spec.args.finish();
-  spec.launch.grid = dim3(static_cast<unsigned>(std::clamp<int64_t>(total_tiles, 1, 132 * 16)));
+  const int64_t sms = dev.sm_count > 0 ? dev.sm_count : 132;
+  spec.launch.grid = dim3(static_cast<unsigned>(std::clamp<int64_t>(total_tiles, 1, sms * 16)));
   spec.launch.block = dim3(256);
   return spec;
 }
 
 }  // namespace
 
-RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties&) {
+RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
   const Node& n = g.node(r.anchor);
   const TensorInfo& out = g.tensor(n.outputs[0]);
   const Dims out_contig = contiguous_strides(out.dims);
@@ -121,14 +116,14 @@ RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::De
     std::string ops;
     for (NodeId c : chain) ops += (ops.empty() ? "" : "+") + std::string(to_string(g.node(c).op));
     rk.kernels.push_back(copy_kernel(in.dtype, {{out.dims, v->strides, 0, v->offset, out_contig, 0}},
-                                     "layout chain " + ops));
+                                     "layout chain " + ops, dev));
     return rk;
   }
   switch (n.op) {
     case OpKind::reshape: {
       const TensorInfo& in = g.tensor(n.inputs[0]);
       rk.kernels.push_back(
-          copy_kernel(in.dtype, {{in.dims, in.strides, 0, 0, contiguous_strides(in.dims), 0}}, "reshape of a view"));
+          copy_kernel(in.dtype, {{in.dims, in.strides, 0, 0, contiguous_strides(in.dims), 0}}, "reshape of a view", dev));
       break;
     }
     case OpKind::permute: {
@@ -137,7 +132,7 @@ RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::De
       Dims in_strides;
       for (int64_t p : perm) in_strides.push_back(in.strides[p]);
       rk.kernels.push_back(
-          copy_kernel(in.dtype, {{out.dims, in_strides, 0, 0, out_contig, 0}}, "permute " + dims_to_string(perm)));
+          copy_kernel(in.dtype, {{out.dims, in_strides, 0, 0, out_contig, 0}}, "permute " + dims_to_string(perm), dev));
       break;
     }
     case OpKind::slice: {
@@ -149,7 +144,7 @@ RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::De
         in_strides.push_back(in.strides[i] * at.steps[i]);
         offset += at.starts[i] * in.strides[i];
       }
-      rk.kernels.push_back(copy_kernel(in.dtype, {{out.dims, in_strides, 0, offset, out_contig, 0}}, "slice"));
+      rk.kernels.push_back(copy_kernel(in.dtype, {{out.dims, in_strides, 0, offset, out_contig, 0}}, "slice", dev));
       break;
     }
     case OpKind::concat: {
@@ -164,7 +159,7 @@ RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::De
       for (size_t first = 0; first < parts.size(); first += kMaxCopyParts) {
         const size_t last = std::min(parts.size(), first + kMaxCopyParts);
         rk.kernels.push_back(copy_kernel(out.dtype, {parts.begin() + first, parts.begin() + last},
-                                         "concat parts " + std::to_string(first) + ".." + std::to_string(last - 1)));
+                                         "concat parts " + std::to_string(first) + ".." + std::to_string(last - 1), dev));
       }
       break;
     }

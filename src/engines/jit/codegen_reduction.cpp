@@ -1,7 +1,8 @@
 // Standalone reduction regions: reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_amax over
 // any axes of a tensor of rank 0..8, with any input strides. The device code is
-// kernels/reduce/reduce_axes.cuh; this file collapses the shapes, picks a strategy and emits the
-// Args struct, field by field in the order the host packs it.
+// kernels/reduce/reduction.cuh; this file collapses the shapes, picks a strategy and emits the
+// Cfg, the Args struct (field by field in the order the host packs it) and the kernel that runs
+// the template's tile function once per CTA.
 //
 // The input is split into kept dims (one output each; collapsed with the output's row-major
 // strides so outputs stay in order) and reduced dims. The reduced dims are a set, so they are
@@ -216,9 +217,11 @@ Plan make_plan(const TensorInfo& x, const ReduceAttrs& at, const cuda::DevicePro
 
 std::string config(const Node& n, DType in, DType out, const Plan& p) {
   std::ostringstream c;
+  const bool row_tile = p.strategy == Strategy::global || p.strategy == Strategy::row;
   c << "struct Cfg {\n  typedef " << storage_type(in) << " In;\n  typedef " << storage_type(out)
     << " Out;\n  typedef " << (is_float(in) ? "float" : "i64") << " Acc;  // "
     << (is_float(in) ? "floats accumulate in f32" : "integers accumulate exactly") << "\n"
+    << "  static constexpr bool kRowTile = " << (row_tile ? "true" : "false") << ";\n"
     << "  static constexpr int kKind = " << reduce_kind(n.op) << ", kVec = " << p.vec
     << ", kGroup = " << p.group << ", kOutLanes = " << p.out_lanes << ", kSubs = " << p.subs
     << ";\n  static constexpr int kBlock = " << kBlock << ", kUnroll = " << kUnroll << ";\n"
@@ -294,16 +297,13 @@ RegionKernels build_reduction(const Graph& g, const fuse::Region& r,
       << " '" << n.name << "' of '" << x.name << "' " << dims_to_string(x.dims) << " "
       << to_string(x.dtype) << " -> " << dims_to_string(y.dims) << " " << to_string(y.dtype) << "\n"
       << "// strategy " << strategy_name(p.strategy) << "\n"
-      << kernel_includes({"reduce/reduce_axes.cuh"}) << config(n, x.dtype, y.dtype, p)
-      << args.finish() << "\n";
-  // The tile function (DESIGN.md key idea 1) and the thin kernel that runs one tile per CTA.
+      << "#include \"reduce/reduction.cuh\"\n" << config(n, x.dtype, y.dtype, p) << args.finish() << "\n";
+  // One tile (kernels/reduce/reduction.cuh's reduce_tile) per CTA.
   src << "// x: [n_out kept] x [" << (row_kernel ? "nv vectors of kVec" : "count, in runs of r0")
       << " reduced]; out: [n_out]; grid (tiles_x, splits)\n"
-      << "__device__ __forceinline__ void reduce_tile(const Args& a, i64 tile) {\n  "
-      << (row_kernel ? "reduce_row_tile" : "reduce_col_tile") << "<Cfg>(a, tile);\n}\n\n"
       << "extern \"C\" __global__ void __launch_bounds__(Cfg::kBlock)\n"
       << "sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
-      << "  reduce_tile(a, static_cast<i64>(blockIdx.y) * a.tiles_x + blockIdx.x);\n}\n";
+      << "  reduce_tile<Cfg>(a, static_cast<i64>(blockIdx.y) * a.tiles_x + blockIdx.x);\n}\n";
   spec.source = src.str();
   spec.description =
       "reduction " + std::string(to_string(n.op)) + " " + strategy_name(p.strategy) + " vec" +

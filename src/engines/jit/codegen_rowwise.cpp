@@ -2,15 +2,17 @@
 // prologue that feeds the anchor (a residual add), the epilogue after it, per-row and global exit
 // reductions; also anchor-less pointwise regions with per-row reductions.
 //
-// One CTA owns one row at a time (a persistent loop over rows). When the row fits, each thread
-// keeps kItems vectors of kVec elements of the anchor's input in registers, so the row is read
-// from memory once; longer rows are streamed in passes that recompute the prologue.
+// The kernel is kernels/rowwise/rowwise.cuh over a Cfg (the structure planned here) and a Fused
+// functor (the region's expression, generated here: its input loads, prologue and epilogue
+// nodes, stores and exit reductions). One CTA owns one row at a time. When the row fits, each
+// thread keeps kItems vectors of kVec elements of the anchor's input in registers, so the row is
+// read from memory once; longer rows are streamed in passes that recompute the prologue.
 #include <algorithm>
-#include <cstdlib>
 #include <set>
 #include <sstream>
 
 #include "engines/jit/codegen.hpp"
+#include "engines/jit/codegen_anchor.hpp"  // ArgsWriter
 #include "engines/jit/codegen_common.hpp"
 #include "engines/jit/expr.hpp"
 #include "sinter/error.hpp"
@@ -28,132 +30,111 @@ struct RowInput {
   ColAccess col;
   int64_t col_stride;
   Dims row_strides;  // over the collapsed leading dims, innermost first
+  bool staged = false;    // the prologue reads it from the row staged in shared memory (st<i>)
+  bool resident = false;  // broadcast over the rows, held in registers by each CTA (wr<i>[k])
 };
+
+// Where a row's prologue inputs come from (RowwiseConfig::stage, once resolved for the region).
+enum class Staging { none, cp_async, bulk };
 
 class RowwiseGen {
  public:
-  RowwiseGen(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-             RowwiseConfig variant)
-      : g_(g), r_(r), dev_(dev), variant_(variant), body_(g, r) {}
+  RowwiseGen(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev, RowwiseConfig variant)
+      : g_(g), r_(r), dev_(dev), variant_(variant) {}
 
   RegionKernels build();
 
  private:
   const TensorInfo& t(TensorId id) const { return g_.tensor(id); }
-  std::string in_name(size_t i) const { return "in" + std::to_string(i); }
-  void plan();
-  // The heuristic variant (candidate 0) made concrete from H200 measurements, once, before
-  // anything reads the variant:
-  //  - softmax with the two-pass statistics: one row per CTA of at most 256 threads, read
-  //    straight into registers (candidate 18's kernel). 16384 x 8192 bf16, session 8, same call:
-  //    0.1360 ms against 0.1548 for the bulk-ring persistent kernel that was the default and
-  //    0.1439 for flat rows of 512 threads; with the one-pass pairwise combine it took 0.1708;
-  //  - layernorm: rows staged by the bulk ring, 2 buffers deep, which fits 3 CTAs of 512 per SM
-  //    where 3 buffers fit 2 (add+layernorm, same call: 0.2040 ms against 0.2135 for 3 buffers in
-  //    session 9, 0.2048 against 0.2071 in session 8; cp.async staging 0.2101 in session 6);
-  //  - softmax under a forced one-pass combine: the bulk ring 3 buffers deep (0.1534 ms against
-  //    0.1544 with cp.async staging, session 6);
-  //  - every other row op unstaged (rmsnorm 0.197 ms direct against 0.220 staged; RowwiseConfig).
-  void resolve_heuristic() {
-    if (variant_.stage != RowStage::heuristic) return;
-    const OpKind op = anchor_ ? anchor_->op : OpKind::identity;
-    variant_.stage = RowStage::off;
-    if (op == OpKind::softmax && two_pass()) {
-      variant_.max_threads = 256;
-      variant_.flat = true;
-    } else if (op == OpKind::layernorm || op == OpKind::softmax) {
-      variant_.stage = RowStage::bulk;
-      variant_.stages = op == OpKind::layernorm ? 2 : 3;
-    }
-  }
-  // Whether to stage the next row (RowwiseConfig::Stage), and with the bulk ring.
-  bool stage_rows() const { return variant_.stage != RowStage::off; }
-  bool bulk() const { return variant_.stage == RowStage::bulk; }
-  // Row buffers in shared memory: the bulk ring's depth, or cp.async's double buffer.
-  int stages() const { return bulk() ? std::clamp(variant_.stages, 2, 4) : 2; }
-  // How layernorm's and softmax's two row statistics are reduced across the CTA when the row
-  // sits in registers. Default: two passes over the registers, each statistic a plain block
-  // reduction: softmax's max then its sum of exp(x - max), layernorm's mean then its sum of
-  // squared deviations from it, with one barrier each (block_reduce_alternating). The one-pass
-  // forms of kernels/common/row_stats.cuh reduce a (max, sum) or (n, mean, M2) summary once, but
-  // each combine step rescales or divides: the H200 profile of softmax 16384x8192 (session 8,
-  // Nsight Compute) found that kernel issue-bound (0.81 warps issued per scheduler cycle, DRAM
-  // 56% at ncu's clocks) with ~200 of its ~380 instructions per thread and row in the pairwise
-  // combine, for 16 elements. SINTER_ROW_COMBINE forces a form (read each time: tests set it):
-  // two-pass-guarded (the two passes through the guarded two-barrier block_reduce), warp or
-  // pairwise (one pass).
-  enum class RowCombine { two_pass, two_pass_guarded, warp, pairwise };
-  static RowCombine row_combine_from_env() {
-    const char* v = std::getenv("SINTER_ROW_COMBINE");
-    const std::string forced = v ? v : "";
-    if (forced == "warp") return RowCombine::warp;
-    if (forced == "pairwise") return RowCombine::pairwise;
-    if (forced == "two-pass-guarded") return RowCombine::two_pass_guarded;
-    return RowCombine::two_pass;
-  }
-  bool two_pass() const { return combine_ == RowCombine::two_pass || combine_ == RowCombine::two_pass_guarded; }
-  std::string combine_tag() const {
-    switch (combine_) {
-      case RowCombine::two_pass: return "";
-      case RowCombine::two_pass_guarded: return " guarded-reduce";
-      case RowCombine::warp: return " warp-combine";
-      case RowCombine::pairwise: return " pairwise-combine";
-    }
-    return "";
-  }
-  std::string block_combine_fn() const {
-    return combine_ == RowCombine::warp ? "block_combine_warp_first" : "block_combine";
-  }
-  // The block reduction of one two-pass statistic (`slot`: the first or second of the row; the
-  // stats block declares rowstat_).
-  std::string stat_reduce(const std::string& kind, const std::string& value, int slot) const {
-    if (combine_ == RowCombine::two_pass_guarded) return "block_reduce<" + kind + ">(" + value + ", scratch)";
-    return "block_reduce_alternating<" + kind + ">(" + value + ", rowstat_[" + std::to_string(slot) + "])";
-  }
-  // Global accesses of data touched once: with streaming hints when the variant asks for them.
-  std::string store_fn() const { return variant_.stream ? "store_vec_stream" : "store_vec"; }
-  std::string load_chunk(size_t i, const std::string& c0, const std::string& dst) const;
-  // Inputs that are one row broadcast over all rows (a norm's weight and bias), vector-read:
-  // with RowwiseConfig::resident_weights they are loaded once per CTA into registers (storage
-  // type) instead of once per row, which matters when a shared-memory ring leaves little L1.
+  OpKind op() const { return anchor_ ? anchor_->op : OpKind::identity; }
+  int input_index(TensorId id) const;
+  bool is_prologue_output(size_t k) const;
+
+  void resolve_heuristic();
+  void plan_inputs();
+  void plan_outputs();
+  void plan_vectors();
+  void plan_staging();
   void plan_resident();
+
+  std::string config_source() const;
+  std::string args_source(KernelSpec& spec) const;
+  std::string fused_source() const;
+  std::string row_state() const;
+  std::string prologue_source() const;
+  std::string epilogue_source() const;
+  std::string exits_source() const;
+  std::string staging_source() const;
+  std::string rope_source() const;
+  std::string load_chunk(size_t i, const std::string& dst) const;
+  std::string loads(const std::set<TensorId>& ids, const std::string& indent) const;
+  std::string anchor_value() const;
+  std::string store_fn() const { return variant_.stream ? "store_vec_stream" : "store_vec"; }
+  std::string description(const std::string& fused) const;
 
   const Graph& g_;
   const fuse::Region& r_;
   const cuda::DeviceProperties& dev_;
   RowwiseConfig variant_;
-  const RowCombine combine_ = row_combine_from_env();  // read once per build
-  BodyEmitter body_;
   const Node* anchor_ = nullptr;
+  TensorId x_tensor_ = -1;  // the anchor's input (row op input 0)
   int64_t rows_ = 1, cols_ = 1;
-  int vec_ = 1, items_ = 1, threads_ = 32;
+  int vec_ = 1, items_ = 1, threads_ = 32, min_blocks_ = 0;
   bool in_registers_ = true, index64_ = false;
   Dims lead_sizes_;  // collapsed leading dims, innermost first
   std::vector<RowInput> inputs_;
-  std::vector<TensorId> elem_outs_;            // stored tensors of the iteration shape
-  std::vector<ExitSlot> global_exits_;         // exit reductions through atomics
-  std::vector<std::pair<ExitSlot, bool>> row_exits_;  // per-row results, written directly
+  std::vector<TensorId> elem_outs_;      // stored tensors of the iteration shape
+  std::vector<ExitSlot> global_exits_;   // exit reductions through atomics
+  std::vector<ExitSlot> row_exits_;      // per-row results, written directly
   size_t workspace_ = 0;
-  // Prologue inputs fetched one row ahead into shared memory with cp.async (by input index).
-  std::vector<bool> staged_;
-  std::vector<bool> resident_;  // by input index: held in registers across rows (wr<i>[k])
-  size_t stage_bytes_ = 0;  // per stage, at the actual row length (host side)
+  std::set<TensorId> pro_loads_, epi_loads_;  // region inputs the prologue / epilogue read
+  Staging staging_ = Staging::none;
+  int stages_ = 0;          // row buffers in shared memory
+  size_t stage_bytes_ = 0;  // per buffer, at the actual row length (host side)
 };
 
-void RowwiseGen::plan() {
+int RowwiseGen::input_index(TensorId id) const {
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (inputs_[i].tensor == id) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool RowwiseGen::is_prologue_output(size_t k) const {
+  const NodeId p = t(elem_outs_[k]).producer;
+  return std::find(r_.prologue.begin(), r_.prologue.end(), p) != r_.prologue.end();
+}
+
+// The heuristic variant (candidate 0) made concrete from H200 measurements (docs/benchmarks.md,
+// 16384 x 8192 bf16):
+//  - softmax: one row per CTA of at most 256 threads, read straight into registers (0.1360 ms
+//    against 0.1548 for the bulk-ring persistent kernel and 0.1439 for flat rows of 512 threads);
+//  - layernorm: rows staged by the bulk ring, 2 buffers deep, which fits 3 CTAs of 512 per SM
+//    where 3 buffers fit 2 (add+layernorm 0.2040 ms against 0.2135 for 3 buffers; cp.async
+//    staging 0.2101);
+//  - every other row op unstaged (rmsnorm 0.197 ms direct against 0.220 staged).
+void RowwiseGen::resolve_heuristic() {
+  if (variant_.stage != RowStage::heuristic) return;
+  variant_.stage = RowStage::off;
+  if (op() == OpKind::softmax) {
+    variant_.max_threads = 256;
+    variant_.flat = true;
+  } else if (op() == OpKind::layernorm) {
+    variant_.stage = RowStage::bulk;
+    variant_.stages = 2;
+  }
+}
+
+// Each input's access along the row, and its row strides over the collapsed leading dims.
+void RowwiseGen::plan_inputs() {
   const Dims& shape = r_.iteration_shape;
-  cols_ = shape.empty() ? 1 : shape.back();
-  rows_ = num_elements(shape) / cols_;
-  if (r_.anchor >= 0) anchor_ = &g_.node(r_.anchor);
-  resolve_heuristic();
   const Dims lead(shape.begin(), shape.end() - (shape.empty() ? 0 : 1));
   // Collapse the leading dims over every input's row strides at once.
   std::vector<Dims> row_strides;
   for (TensorId id : r_.inputs) {
     const TensorInfo& info = t(id);
     Dims bs;
-    if (anchor_ && anchor_->op == OpKind::rope && (id == anchor_->inputs[1] || id == anchor_->inputs[2]) &&
-        !(id == anchor_->inputs[0])) {
+    if (op() == OpKind::rope && (id == anchor_->inputs[1] || id == anchor_->inputs[2]) && id != anchor_->inputs[0]) {
       // cos/sin: [..., R/2] broadcast over x's leading dims, indexed by pair, not by column
       Dims cs_lead(info.dims.begin(), info.dims.end() - 1);
       Dims cs_str(info.strides.begin(), info.strides.end() - 1);
@@ -163,8 +144,7 @@ void RowwiseGen::plan() {
       const Dims full = broadcast_strides(info.dims, info.strides, shape);
       bs.assign(full.begin(), full.end() - (full.empty() ? 0 : 1));
       const int64_t cs = full.empty() ? 0 : full.back();
-      inputs_.push_back({id, cs == 1 ? ColAccess::vector : cs == 0 ? ColAccess::broadcast
-                                                                   : ColAccess::gather, cs, {}});
+      inputs_.push_back({id, cs == 1 ? ColAccess::vector : cs == 0 ? ColAccess::broadcast : ColAccess::gather, cs, {}});
     }
     row_strides.push_back(bs);
   }
@@ -172,36 +152,44 @@ void RowwiseGen::plan() {
   const CollapsedShape cs = collapse(lead, row_strides);
   lead_sizes_ = cs.sizes;
   for (size_t i = 0; i < inputs_.size(); ++i) inputs_[i].row_strides = cs.strides[i];
+  index64_ = num_elements(shape) >= (int64_t{1} << 31);
+}
 
+void RowwiseGen::plan_outputs() {
+  const Dims& shape = r_.iteration_shape;
   for (TensorId o : r_.outputs) {
-    if (t(o).dims == shape) {
-      const NodeId p = t(o).producer;
-      const bool is_exit = std::any_of(r_.reductions.begin(), r_.reductions.end(),
-                                       [&](const fuse::ExitReduce& e) { return e.node == p; });
-      if (!is_exit) {
-        elem_outs_.push_back(o);
-        continue;
+    const NodeId p = t(o).producer;
+    const bool is_exit = std::any_of(r_.reductions.begin(), r_.reductions.end(),
+                                     [&](const fuse::ExitReduce& e) { return e.node == p; });
+    if (t(o).dims == shape && !is_exit) elem_outs_.push_back(o);
+  }
+  for (const ExitSlot& s : plan_exit_slots(g_, r_, workspace_)) {
+    (s.exit.pattern == fuse::ExitReduction::rows ? row_exits_ : global_exits_).push_back(s);
+  }
+  // The region inputs each part reads: the prologue computes x, the epilogue the rest.
+  auto reads = [&](const std::vector<NodeId>& nodes, std::set<TensorId>& out) {
+    for (NodeId n : nodes) {
+      for (TensorId in : g_.node(n).inputs) {
+        if (input_index(in) >= 0) out.insert(in);
       }
     }
-  }
-  size_t ws = 0;
-  for (const ExitSlot& s : plan_exit_slots(g_, r_, ws)) {
-    if (s.exit.pattern == fuse::ExitReduction::rows) {
-      row_exits_.push_back({s, true});
-    } else {
-      global_exits_.push_back(s);
-    }
-  }
-  workspace_ = ws;
+  };
+  reads(r_.prologue, pro_loads_);
+  if (anchor_ && input_index(x_tensor_) >= 0) pro_loads_.insert(x_tensor_);
+  reads(r_.epilogue, epi_loads_);
+  if (anchor_ && op() != OpKind::rope) epi_loads_.insert(anchor_->inputs.begin() + 1, anchor_->inputs.end());
+}
 
-  // Vector width: 16 bytes of the narrowest vector-accessed tensor, if it divides the row.
+// Vector width, and the row split over threads and items.
+void RowwiseGen::plan_vectors() {
+  // 16 bytes of the narrowest vector-accessed tensor, if it divides the row.
   int64_t min_size = 16;
   for (const RowInput& in : inputs_) {
     if (in.col == ColAccess::vector) min_size = std::min(min_size, dtype_size(t(in.tensor).dtype));
   }
   for (TensorId o : elem_outs_) min_size = std::min(min_size, dtype_size(t(o).dtype));
   vec_ = static_cast<int>(16 / min_size);
-  const bool rope = anchor_ && anchor_->op == OpKind::rope;
+  const bool rope = op() == OpKind::rope;
   if (rope || cols_ % vec_ != 0) vec_ = 1;
   for (RowInput& in : inputs_) {
     // vector loads need aligned row starts
@@ -221,606 +209,410 @@ void RowwiseGen::plan() {
     threads_ = rope ? 256 : 1024;
     items_ = 1;
   }
-  index64_ = num_elements(shape) >= (int64_t{1} << 31);
+  // A CTA count the SM cannot hold (2048 threads) would only starve registers: then no request.
+  min_blocks_ = variant_.min_blocks > 0 && threads_ * variant_.min_blocks <= 2048 ? variant_.min_blocks : 0;
 }
 
-std::string RowwiseGen::load_chunk(size_t i, const std::string& c0, const std::string& dst) const {
+// Stage the per-row prologue inputs through shared memory, rows ahead, when the row sits in
+// registers: the next rows' bytes are in flight while this one reduces. A bulk ring refills the
+// previous row's buffer at the top of each iteration, once thread 0 has passed that row's block
+// reduction -- other threads may still be in its epilogue. So an input the epilogue reads too
+// (y = norm(x) + x) is not bulk-staged: it is read from global there.
+void RowwiseGen::plan_staging() {
+  const OpKind aop = op();
+  const bool bulk = variant_.stage == RowStage::bulk;
+  if (variant_.stage == RowStage::off || !anchor_ || !in_registers_ ||
+      (aop != OpKind::layernorm && aop != OpKind::rmsnorm && aop != OpKind::softmax)) {
+    return;
+  }
+  std::set<TensorId> epi_reads = epi_loads_;
+  epi_reads.insert(anchor_->inputs.begin() + 1, anchor_->inputs.end());
+  const int stages = bulk ? std::clamp(variant_.stages, 2, 4) : 2;
+  size_t bytes = 0;
+  std::vector<int> staged;
+  for (TensorId id : pro_loads_) {
+    if (bulk && epi_reads.count(id)) continue;
+    const int i = input_index(id);
+    const RowInput& in = inputs_[i];
+    const int64_t es = dtype_size(t(id).dtype);
+    const bool per_row = std::any_of(in.row_strides.begin(), in.row_strides.end(), [](int64_t v) { return v != 0; });
+    if (in.col == ColAccess::vector && per_row && (vec_ * es) % 16 == 0) {
+      staged.push_back(i);
+      bytes += static_cast<size_t>((cols_ * es + 15) / 16 * 16);
+    }
+  }
+  if (staged.empty() || static_cast<size_t>(stages) * bytes > 96 * 1024) return;  // keep two CTAs per SM
+  for (int i : staged) inputs_[i].staged = true;
+  staging_ = bulk ? Staging::bulk : Staging::cp_async;
+  stages_ = stages;
+  stage_bytes_ = bytes;
+}
+
+// Inputs that are one row broadcast over all rows (a norm's weight and bias), vector-read: with
+// RowwiseConfig::resident_weights they are loaded once per CTA into registers (storage type)
+// instead of once per row, which matters when a shared-memory ring leaves little L1. Only
+// register-resident norm/softmax rows run their loads inside the k loop that names wr<i>[k].
+void RowwiseGen::plan_resident() {
+  if (!variant_.resident_weights || !anchor_ || !in_registers_ || op() == OpKind::rope) return;
+  for (RowInput& in : inputs_) {
+    const bool broadcast_row = std::all_of(in.row_strides.begin(), in.row_strides.end(), [](int64_t v) { return v == 0; });
+    in.resident = in.col == ColAccess::vector && broadcast_row;
+  }
+}
+
+std::string RowwiseGen::config_source() const {
+  auto op_name = [&]() -> std::string {
+    switch (op()) {
+      case OpKind::layernorm: return "layernorm";
+      case OpKind::rmsnorm: return "rmsnorm";
+      case OpKind::softmax: return "softmax";
+      case OpKind::rope: return "rope";
+      default: return "none";
+    }
+  };
+  const char* staging = staging_ == Staging::bulk ? "bulk" : staging_ == Staging::cp_async ? "cp_async" : "none";
+  std::ostringstream s;
+  s << "struct Cfg {\n"
+    << "  static constexpr RowOp kOp = RowOp::" << op_name() << ";\n"
+    << "  static constexpr int kThreads = " << threads_ << ", kVec = " << vec_ << ", kItems = " << items_ << ";\n"
+    << "  static constexpr bool kIndex64 = " << (index64_ ? "true" : "false")
+    << ", kInRegisters = " << (in_registers_ ? "true" : "false") << ";\n"
+    << "  static constexpr int kLeadRank = " << lead_sizes_.size() << ";  // collapsed dims above the row\n"
+    << "  static constexpr RowStaging kStaging = RowStaging::" << staging << ";\n"
+    << "  static constexpr int kStages = " << stages_ << ";  // row buffers in shared memory\n";
+  if (op() == OpKind::layernorm || op() == OpKind::rmsnorm) {
+    s << "  static constexpr float kEps = " << float_literal(std::get<NormAttrs>(anchor_->attrs).epsilon) << ";\n";
+  }
+  if (op() == OpKind::rope) {
+    s << "  static constexpr bool kRopeInterleaved = "
+      << (std::get<RopeAttrs>(anchor_->attrs).interleaved ? "true" : "false") << ";\n";
+  }
+  s << "};\n";
+  return s.str();
+}
+
+// The kernel's arguments, packed into spec as they are declared (ArgsWriter), after a comment
+// naming the tensors behind them.
+std::string RowwiseGen::args_source(KernelSpec& spec) const {
+  std::ostringstream names;
+  ArgsWriter args(spec);
+  args.field("i64", "rows", rows_);
+  args.field("i64", "cols", cols_);
+  args.field("float", "inv_cols", 1.0f / static_cast<float>(cols_));
+  CollapsedShape lead;
+  lead.sizes = lead_sizes_;
+  lead.numel = rows_;
+  args.field("SinterIterShape", "lead", make_iter_shape(lead));  // collapsed dims above the row
+  auto name = [&](const std::string& field, TensorId id) {
+    names << "//   " << field << ": '" << t(id).name << "' " << dims_to_string(t(id).dims) << " " << to_string(t(id).dtype)
+          << "\n";
+  };
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const TensorInfo& info = t(inputs_[i].tensor);
+    const int64_t es = dtype_size(info.dtype);
+    const int align = inputs_[i].col == ColAccess::vector ? static_cast<int>(std::min<int64_t>(16, vec_ * es))
+                                                          : static_cast<int>(es);
+    const std::string n = std::to_string(i);
+    args.pointer("const " + storage_type(info.dtype) + "*", "in" + n, Src::input, region_input_index(r_, inputs_[i].tensor),
+                 align);
+    args.field("SinterStridedView", "rows" + n, make_view(inputs_[i].row_strides));
+    args.field("i64", "colstride" + n, inputs_[i].col_stride);
+    name("in" + n, inputs_[i].tensor);
+  }
+  for (size_t k = 0; k < elem_outs_.size(); ++k) {
+    const TensorInfo& info = t(elem_outs_[k]);
+    args.pointer(storage_type(info.dtype) + "*", "out" + std::to_string(k), Src::output,
+                 region_output_index(r_, elem_outs_[k]), static_cast<int>(std::min<int64_t>(16, vec_ * dtype_size(info.dtype))));
+    name("out" + std::to_string(k), elem_outs_[k]);
+  }
+  for (size_t m = 0; m < row_exits_.size(); ++m) {
+    args.pointer(storage_type(t(row_exits_[m].output).dtype) + "*", "rowred" + std::to_string(m), Src::output,
+                 row_exits_[m].output_index, 1);
+    name("rowred" + std::to_string(m), row_exits_[m].output);
+  }
+  for (size_t m = 0; m < global_exits_.size(); ++m) {
+    args.reduce_slot(global_exits_[m], "red" + std::to_string(m));
+    name("red" + std::to_string(m), global_exits_[m].output);
+  }
+  if (op() == OpKind::rope) args.field("i64", "rope_half", static_cast<int64_t>(t(anchor_->inputs[1]).dims.back()));
+  return "// Arguments (a region's rows are the collapsed dims above its last axis):\n" + names.str() + args.finish();
+}
+
+// Region input i's chunk at column c0 into `dst` (kVec compute values): from the CTA's registers,
+// the staged row, or global memory by its access class.
+std::string RowwiseGen::load_chunk(size_t i, const std::string& dst) const {
   const RowInput& in = inputs_[i];
-  if (i < resident_.size() && resident_[i]) {
-    return "convert_vec(wr" + std::to_string(i) + "[k], " + dst + ");";
-  }
-  if (i < staged_.size() && staged_[i]) {
-    return "load_vec_shared(st" + std::to_string(i) + " + " + c0 + ", " + dst + ");";
-  }
-  const std::string p = "a." + in_name(i) + " + ro" + std::to_string(i);
+  const std::string n = std::to_string(i);
+  if (in.resident) return "convert_vec(wr" + n + "[k], " + dst + ");";
+  if (in.staged) return "load_vec_shared(st" + n + " + c0, " + dst + ");";
+  const std::string p = "a.in" + n + " + ro" + n;
   switch (in.col) {
     case ColAccess::vector: {
       // per-row data is read once; a broadcast row (a norm's weight) is reused from cache
-      const bool per_row = std::any_of(in.row_strides.begin(), in.row_strides.end(),
-                                       [](int64_t v) { return v != 0; });
-      const char* fn = variant_.stream && per_row ? "load_vec_stream(" : "load_vec(";
-      return fn + p + " + " + c0 + ", " + dst + ");";
+      const bool per_row = std::any_of(in.row_strides.begin(), in.row_strides.end(), [](int64_t v) { return v != 0; });
+      return std::string(variant_.stream && per_row ? "load_vec_stream(" : "load_vec(") + p + " + c0, " + dst + ");";
     }
     case ColAccess::broadcast:
-      return "{ const auto s_ = load_one(" + p + "); for (int j = 0; j < kVec; ++j) " + dst +
-             "[j] = s_; }";
+      return "{ const auto s = load_one(" + p + "); for (int j = 0; j < Cfg::kVec; ++j) " + dst + "[j] = s; }";
     case ColAccess::gather:
-      return "for (int j = 0; j < kVec; ++j) " + dst + "[j] = load_one(" + p + " + (" + c0 +
-             " + j) * a.colstride" + std::to_string(i) + ");";
+      return "for (int j = 0; j < Cfg::kVec; ++j) " + dst + "[j] = load_one(" + p + " + (c0 + j) * a.colstride" + n +
+             ");";
   }
   return "";
 }
 
-void RowwiseGen::plan_resident() {
-  resident_.assign(inputs_.size(), false);
-  // Only register-resident norm/softmax rows run their loads inside the k loop that names wr[k].
-  if (!variant_.resident_weights || !anchor_ || !in_registers_ || anchor_->op == OpKind::rope) return;
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    const RowInput& in = inputs_[i];
-    const bool broadcast_row = std::all_of(in.row_strides.begin(), in.row_strides.end(),
-                                           [](int64_t v) { return v == 0; });
-    resident_[i] = in.col == ColAccess::vector && broadcast_row;
+std::string RowwiseGen::loads(const std::set<TensorId>& ids, const std::string& indent) const {
+  std::string s;
+  for (TensorId id : ids) {
+    const int i = input_index(id);
+    s += indent + compute_type(t(id).dtype) + " l" + std::to_string(i) + "[Cfg::kVec];\n" + indent +
+         load_chunk(static_cast<size_t>(i), "l" + std::to_string(i)) + "\n";
   }
+  return s;
+}
+
+// The members: CTA state (resident weights, global exit accumulators) and row state (input row
+// offsets, staged rows, row exit accumulators); begin_cta and begin_row set them.
+std::string RowwiseGen::row_state() const {
+  std::ostringstream members, cta, row;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const std::string n = std::to_string(i), ty = storage_type(t(inputs_[i].tensor).dtype);
+    members << "  i64 ro" << n << ";\n";
+    row << "    ro" << n << " = offset_of<Cfg::kIndex64, Cfg::kLeadRank>(a.lead, a.rows" << n << ", row);\n";
+    if (inputs_[i].resident) {
+      // Chunks past the row's end are never read (every use is a vector in the row).
+      members << "  " << ty << " wr" << n << "[Cfg::kItems][Cfg::kVec];\n";
+      cta << "    { const i64 ro = offset_of<Cfg::kIndex64, Cfg::kLeadRank>(a.lead, a.rows" << n << ", 0);\n"
+          << "#pragma unroll\n      for (int k = 0; k < Cfg::kItems; ++k) {\n"
+          << "        if (row_vector_in_row<Cfg>(a, k)) load_raw(a.in" << n << " + ro + row_vector_column<Cfg>(k), wr" << n
+          << "[k]);\n      }\n    }\n";
+    }
+  }
+  std::string offset = "0";
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (!inputs_[i].staged) continue;
+    const std::string n = std::to_string(i), ty = storage_type(t(inputs_[i].tensor).dtype);
+    members << "  const " << ty << "* st" << n << ";  // this row, staged\n";
+    row << "    st" << n << " = reinterpret_cast<const " << ty << "*>(stage + " << offset << ");\n";
+    offset += " + row_buffer_bytes<" + ty + ">(a)";
+  }
+  for (size_t m = 0; m < global_exits_.size(); ++m) {
+    members << "  float gacc" << m << ";\n";
+    cta << "    gacc" << m << " = reduce_identity<" << reduce_kind(g_.node(global_exits_[m].exit.node).op) << ">();\n";
+  }
+  for (size_t m = 0; m < row_exits_.size(); ++m) {
+    members << "  float racc" << m << ";\n";
+    row << "    racc" << m << " = reduce_identity<" << reduce_kind(g_.node(row_exits_[m].exit.node).op) << ">();\n";
+  }
+  return members.str() + "\n  __device__ __forceinline__ void begin_cta(const Args& a) {\n" + cta.str() +
+         "  }\n  __device__ __forceinline__ void begin_row(const Args& a, i64 row, const char* stage) {\n" + row.str() +
+         "  }\n";
+}
+
+// prologue<kStore>: x at columns c0.. from the region inputs through the prologue nodes; with
+// kStore, the prologue's stored outputs too.
+std::string RowwiseGen::prologue_source() const {
+  std::ostringstream s;
+  s << "  template <bool kStore>\n"
+    << "  __device__ __forceinline__ void prologue(const Args& a, i64 row, int k, i64 c0, float (&x)[Cfg::kVec]) {\n"
+    << loads(pro_loads_, "    ");
+  std::string stores;
+  for (size_t k = 0; k < elem_outs_.size(); ++k) {
+    if (!is_prologue_output(k)) continue;
+    s << "    " << compute_type(t(elem_outs_[k]).dtype) << " po" << k << "[Cfg::kVec];\n";
+    stores += "    if constexpr (kStore) " + store_fn() + "(a.out" + std::to_string(k) + " + row * a.cols + c0, po" +
+              std::to_string(k) + ");\n";
+  }
+  s << "#pragma unroll\n    for (int j = 0; j < Cfg::kVec; ++j) {\n";
+  BodyEmitter b(g_, r_);
+  for (TensorId id : pro_loads_) b.bind(id, "l" + std::to_string(input_index(id)) + "[j]");
+  s << b.constants() << b.emit(r_.prologue) << "      x[j] = static_cast<float>(" << b.name_of(x_tensor_) << ");\n";
+  for (size_t k = 0; k < elem_outs_.size(); ++k) {
+    if (is_prologue_output(k)) s << "      if constexpr (kStore) po" << k << "[j] = " << b.name_of(elem_outs_[k]) << ";\n";
+  }
+  s << "    }\n" << stores << "  }\n";
+  return s.str();
+}
+
+// The anchor's output from x (the row op's input, or rope's value) and the row statistics
+// (row_value, kernels/rowwise/rowwise.cuh): a norm's weight and bias applied.
+std::string RowwiseGen::anchor_value() const {
+  switch (op()) {
+    case OpKind::softmax:
+    case OpKind::rope: return "row_value<Cfg>(x[j], stats)";
+    case OpKind::layernorm:
+    case OpKind::rmsnorm: {
+      std::string v = "row_value<Cfg>(x[j], stats) * l" + std::to_string(input_index(anchor_->inputs[1])) + "[j]";
+      if (anchor_->inputs.size() > 2) v += " + l" + std::to_string(input_index(anchor_->inputs[2])) + "[j]";
+      return v;
+    }
+    default: break;
+  }
+  throw Error(ErrorCode::internal, "row-wise anchor " + std::string(to_string(op())));
+}
+
+// epilogue: the anchor's output at columns c0.., the epilogue nodes, the stored outputs and the
+// exit reductions' accumulators.
+std::string RowwiseGen::epilogue_source() const {
+  std::ostringstream s;
+  s << "  __device__ __forceinline__ void epilogue(const Args& a, i64 row, int k, i64 c0, const float (&x)[Cfg::kVec],\n"
+    << "                                           const RowStats& stats) {\n"
+    << loads(epi_loads_, "    ");
+  for (size_t k = 0; k < elem_outs_.size(); ++k) {
+    if (!is_prologue_output(k)) s << "    " << compute_type(t(elem_outs_[k]).dtype) << " eo" << k << "[Cfg::kVec];\n";
+  }
+  s << "#pragma unroll\n    for (int j = 0; j < Cfg::kVec; ++j) {\n";
+  if (!row_exits_.empty() || !global_exits_.empty()) s << "      const bool valid = c0 + j < a.cols;\n";
+  BodyEmitter b(g_, r_);
+  for (TensorId id : epi_loads_) b.bind(id, "l" + std::to_string(input_index(id)) + "[j]");
+  if (anchor_) {
+    const TensorId y = anchor_->outputs[0];
+    s << "      const float y_ = " << intermediate(anchor_value(), t(y).dtype) << ";\n";
+    b.bind(y, "y_");
+  }
+  s << b.constants() << b.emit(r_.epilogue);
+  for (size_t k = 0; k < elem_outs_.size(); ++k) {
+    if (!is_prologue_output(k)) s << "      eo" << k << "[j] = " << b.name_of(elem_outs_[k]) << ";\n";
+  }
+  auto accumulate = [&](const std::string& acc, const ExitSlot& e) {
+    const Node& rn = g_.node(e.exit.node);
+    const std::string kind = reduce_kind(rn.op);
+    s << "      if (valid) " << acc << " = reduce_combine<" << kind << ">(" << acc << ", reduce_input<" << kind
+      << ">(static_cast<float>(" << b.name_of(rn.inputs[0]) << ")));\n";
+  };
+  for (size_t m = 0; m < row_exits_.size(); ++m) accumulate("racc" + std::to_string(m), row_exits_[m]);
+  for (size_t m = 0; m < global_exits_.size(); ++m) accumulate("gacc" + std::to_string(m), global_exits_[m]);
+  s << "    }\n";
+  for (size_t k = 0; k < elem_outs_.size(); ++k) {
+    if (is_prologue_output(k)) continue;
+    s << "    if (c0 < a.cols) " << store_fn() << "(a.out" << k << " + row * a.cols + c0, eo" << k << ");\n";
+  }
+  s << "  }\n";
+  return s.str();
+}
+
+// end_row and end_cta: the row exits written per row, the global ones through atomics.
+std::string RowwiseGen::exits_source() const {
+  std::ostringstream s;
+  s << "  __device__ __forceinline__ void end_row(const Args& a, i64 row, float* scratch) {\n";
+  for (size_t m = 0; m < row_exits_.size(); ++m) {
+    const Node& rn = g_.node(row_exits_[m].exit.node);
+    const std::string kind = reduce_kind(rn.op);
+    s << "    { const float v = block_reduce<" << kind << ">(racc" << m << ", scratch);\n"
+      << "      if (threadIdx.x == 0) a.rowred" << m << "[row] = from_float<" << storage_type(t(rn.outputs[0]).dtype)
+      << ">(v" << (rn.op == OpKind::reduce_mean ? " * a.inv_cols" : "") << "); }\n";
+  }
+  s << "  }\n  __device__ __forceinline__ void end_cta(const Args& a, float* scratch) {\n";
+  for (size_t m = 0; m < global_exits_.size(); ++m) {
+    const Node& rn = g_.node(global_exits_[m].exit.node);
+    const std::string kind = reduce_kind(rn.op), n = std::to_string(m);
+    s << "    { const float v = block_reduce<" << kind << ">(gacc" << n << ", scratch);\n"
+      << "      if (threadIdx.x == 0) accumulate_atomic<" << kind << ">(a.red" << n << ".acc, v);\n"
+      << "      finalize_exit_reduction<" << kind << ", " << storage_type(t(rn.outputs[0]).dtype) << ">(a.red" << n
+      << "); }\n";
+  }
+  s << "  }\n";
+  return s.str();
+}
+
+// The staged inputs' row buffer (stage_bytes) and the copies of one row into it.
+std::string RowwiseGen::staging_source() const {
+  if (staging_ == Staging::none) return "";
+  std::ostringstream bytes, copies;
+  std::string offset = "0";
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (!inputs_[i].staged) continue;
+    const std::string n = std::to_string(i), ty = storage_type(t(inputs_[i].tensor).dtype);
+    const std::string row_bytes = "a.cols * static_cast<i64>(sizeof(" + ty + "))";
+    const std::string ro = "offset_of<Cfg::kIndex64, Cfg::kLeadRank>(a.lead, a.rows" + n + ", row)";
+    if (staging_ == Staging::bulk) {
+      // One thread copies each staged input's whole row: rows are contiguous (vector access) and
+      // their bytes a multiple of 16 (staging requires kVec * size == 16 and cols % kVec == 0).
+      bytes << "    bytes += static_cast<u32>(" << row_bytes << ");\n";
+      copies << "    " << (variant_.stream ? "bulk_copy_g2s_evict_first" : "bulk_copy_g2s") << "(buffer + " << offset
+             << ", a.in" << n << " + " << ro << ", static_cast<u32>(" << row_bytes << "), bar);\n";
+    } else {
+      copies << "    { const i64 ro = " << ro << ";\n"
+             << "      " << ty << "* dst = reinterpret_cast<" << ty << "*>(buffer + " << offset << ");\n"
+             << "#pragma unroll\n      for (int k = 0; k < Cfg::kItems; ++k) {\n"
+             << "        const i64 c0 = row_vector_column<Cfg>(k);\n"
+             << "        if (row_vector_in_row<Cfg>(a, k)) cp_async_vec<" << ty << ", Cfg::kVec>(dst + c0, a.in" << n
+             << " + ro + c0);\n      }\n    }\n";
+    }
+    offset += " + row_buffer_bytes<" + ty + ">(a)";
+  }
+  std::ostringstream s;
+  s << "  static __device__ __forceinline__ i64 stage_bytes(const Args& a) { return " << offset << "; }\n";
+  if (staging_ == Staging::bulk) {
+    s << "  // Thread 0 only: the copies of `row` into `buffer`, counted on `bar`.\n"
+      << "  static __device__ __forceinline__ void stage_row_bulk(const Args& a, i64 row, char* buffer, u64* bar) {\n"
+      << "    u32 bytes = 0;\n" << bytes.str() << "    mbarrier_arrive_expect_tx(bar, bytes);\n" << copies.str() << "  }\n";
+  } else {
+    s << "  // This thread's chunks of `row` into `buffer`.\n"
+      << "  static __device__ __forceinline__ void stage_row_async(const Args& a, i64 row, char* buffer) {\n"
+      << copies.str() << "  }\n";
+  }
+  return s.str();
+}
+
+// rope_factors: the cos and sin of a rotation pair (rope's inputs 1 and 2, [..., R/2]).
+std::string RowwiseGen::rope_source() const {
+  if (op() != OpKind::rope) return "";
+  const std::string ci = std::to_string(input_index(anchor_->inputs[1]));
+  const std::string si = std::to_string(input_index(anchor_->inputs[2]));
+  return "  __device__ __forceinline__ void rope_factors(const Args& a, i64 pair, float& cs, float& sn) const {\n"
+         "    cs = to_float(a.in" + ci + "[ro" + ci + " + pair * a.colstride" + ci + "]);\n"
+         "    sn = to_float(a.in" + si + "[ro" + si + " + pair * a.colstride" + si + "]);\n  }\n";
+}
+
+std::string RowwiseGen::fused_source() const {
+  std::string s = "// The region's fused expression (kernels/rowwise/rowwise.cuh says what each member does).\n"
+                  "struct Fused {\n" + row_state();
+  if (anchor_) s += prologue_source();
+  s += epilogue_source() + exits_source() + staging_source() + rope_source() + "};\n";
+  return s;
+}
+
+std::string RowwiseGen::description(const std::string& fused) const {
+  const bool resident = std::any_of(inputs_.begin(), inputs_.end(), [](const RowInput& in) { return in.resident; });
+  return "rowwise " + std::string(anchor_ ? to_string(op()) : "pointwise") +
+         (in_registers_ && op() != OpKind::rope ? " registers" : " streaming") +
+         (staging_ == Staging::bulk       ? " bulk-staged x" + std::to_string(stages_)
+          : staging_ == Staging::cp_async ? " cp.async-staged"
+                                          : "") +
+         (fused.find("_stream(") != std::string::npos ? " stream-hints" : "") + (resident ? " resident-weights" : "") +
+         (min_blocks_ > 0 ? " min-ctas" + std::to_string(min_blocks_) : "") + " threads" + std::to_string(threads_) +
+         " vec" + std::to_string(vec_) + " items" + std::to_string(items_);
 }
 
 RegionKernels RowwiseGen::build() {
-  plan();
+  const Dims& shape = r_.iteration_shape;
+  cols_ = shape.empty() ? 1 : shape.back();
+  rows_ = num_elements(shape) / cols_;
+  if (r_.anchor >= 0) {
+    anchor_ = &g_.node(r_.anchor);
+    x_tensor_ = anchor_->inputs[0];
+  }
+  resolve_heuristic();
+  plan_inputs();
+  plan_outputs();
+  plan_vectors();
+  plan_staging();
   plan_resident();
-  std::ostringstream src;
-  // The includes go in front once the plan below knows which helpers the kernel uses.
-  src << "constexpr int kThreads = " << threads_ << ", kVec = " << vec_ << ", kItems = " << items_
-      << ";\nconstexpr bool kIndex64 = " << (index64_ ? "true" : "false") << ";\n"
-      << "constexpr int kLeadRank = " << lead_sizes_.size() << ";  // collapsed dims above the row\n";
-  src << "struct Args {\n  i64 rows, cols;\n  SinterIterShape lead;\n";
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    src << "  const " << storage_type(t(inputs_[i].tensor).dtype) << "* " << in_name(i) << ";  // '"
-        << t(inputs_[i].tensor).name << "'\n  SinterStridedView rows" << i << ";\n  i64 colstride" << i
-        << ";\n";
-  }
-  for (size_t k = 0; k < elem_outs_.size(); ++k) {
-    src << "  " << storage_type(t(elem_outs_[k]).dtype) << "* out" << k << ";  // '"
-        << t(elem_outs_[k]).name << "'\n";
-  }
-  for (size_t m = 0; m < row_exits_.size(); ++m) {
-    src << "  " << storage_type(t(row_exits_[m].first.output).dtype) << "* rowred" << m << ";  // '"
-        << t(row_exits_[m].first.output).name << "'\n";
-  }
-  for (size_t m = 0; m < global_exits_.size(); ++m) src << "  SinterReduceSlot red" << m << ";\n";
-  if (anchor_ && anchor_->op == OpKind::rope) src << "  i64 rope_half;\n";
-  src << "};\n\n";
 
-  // Names: region inputs are l<i>[j] (a loaded chunk), prologue values v<id>, the anchor's
-  // input x (kept as xs[k][j] in registers), its output `y`.
-  auto input_index = [&](TensorId id) -> int {
-    for (size_t i = 0; i < inputs_.size(); ++i) {
-      if (inputs_[i].tensor == id) return static_cast<int>(i);
-    }
-    return -1;
-  };
-  auto needed_loads = [&](const std::vector<NodeId>& nodes, std::set<TensorId> extra) {
-    for (NodeId n : nodes) {
-      for (TensorId in : g_.node(n).inputs) {
-        if (input_index(in) >= 0) extra.insert(in);
-      }
-    }
-    return extra;
-  };
-  auto emit_loads = [&](const std::set<TensorId>& loads, const std::string& c0,
-                        const std::string& indent) {
-    std::string s;
-    for (TensorId id : loads) {
-      const int i = input_index(id);
-      s += indent + compute_type(t(id).dtype) + " l" + std::to_string(i) + "[kVec];\n" + indent +
-           load_chunk(static_cast<size_t>(i), c0, "l" + std::to_string(i)) + "\n";
-    }
-    return s;
-  };
-  const OpKind aop = anchor_ ? anchor_->op : OpKind::identity;
-  const TensorId x_tensor = anchor_ ? anchor_->inputs[0] : -1;
-  const bool x_is_input = anchor_ && input_index(x_tensor) >= 0;
-
-  // The prologue: computes x for chunk c0 into x_[j]; stores stored prologue values.
-  std::set<TensorId> pro_loads = needed_loads(r_.prologue, {});
-  if (x_is_input) pro_loads.insert(x_tensor);
-  // Stage the per-row prologue inputs through shared memory, one row ahead (cp.async), when the
-  // row sits in registers: the next row's bytes are in flight while this one reduces.
-  // A bulk ring refills the previous row's buffer at the top of each iteration, once thread 0 has
-  // passed that row's block reduction -- other threads may still be in its epilogue. So an input
-  // the epilogue reads too (y = norm(x) + x) is not bulk-staged: it is read from global there.
-  std::set<TensorId> epi_reads = needed_loads(r_.epilogue, {});
-  if (anchor_) epi_reads.insert(anchor_->inputs.begin() + 1, anchor_->inputs.end());
-  staged_.assign(inputs_.size(), false);
-  std::vector<int> staged_list;
-  if (stage_rows() && anchor_ && in_registers_ &&
-      (aop == OpKind::layernorm || aop == OpKind::rmsnorm || aop == OpKind::softmax)) {
-    for (TensorId id : pro_loads) {
-      if (bulk() && epi_reads.count(id)) continue;
-      const int i = input_index(id);
-      const RowInput& in = inputs_[i];
-      const int64_t es = dtype_size(t(id).dtype);
-      const bool per_row = std::any_of(in.row_strides.begin(), in.row_strides.end(),
-                                       [](int64_t v) { return v != 0; });
-      if (in.col == ColAccess::vector && per_row && (vec_ * es) % 16 == 0) {
-        staged_[i] = true;
-        staged_list.push_back(i);
-        stage_bytes_ += static_cast<size_t>((cols_ * es + 15) / 16 * 16);
-      }
-    }
-    if (static_cast<size_t>(stages()) * stage_bytes_ > 96 * 1024) {  // keep two CTAs per SM
-      staged_.assign(inputs_.size(), false);
-      staged_list.clear();
-      stage_bytes_ = 0;
-    }
-  }
-  // Byte offsets of each staged input inside a stage, as expressions of the run-time a.cols.
-  std::vector<std::string> stage_off(inputs_.size());
-  std::string stage_size = "0";
-  for (int i : staged_list) {
-    stage_off[i] = stage_size;
-    stage_size = "(" + stage_size + " + ((a.cols * static_cast<i64>(sizeof(" +
-                 storage_type(t(inputs_[i].tensor).dtype) + ")) + 15) & ~static_cast<i64>(15)))";
-  }
-  auto staged_pointers = [&](const std::string& indent) {
-    std::string out;
-    for (int i : staged_list) {
-      const std::string ty = storage_type(t(inputs_[i].tensor).dtype);
-      out += indent + "const " + ty + "* st" + std::to_string(i) + " = reinterpret_cast<const " + ty +
-             "*>(smem_ + stage_ * " + stage_size + " + " + stage_off[i] + ");\n";
-    }
-    return out;
-  };
-
-  auto prologue_chunk = [&](const std::string& c0, const std::string& indent, bool store) {
-    std::ostringstream s;
-    s << emit_loads(pro_loads, c0, indent);
-    s << indent << "#pragma unroll\n" << indent << "for (int j = 0; j < kVec; ++j) {\n";
-    BodyEmitter b(g_, r_);
-    for (TensorId id : pro_loads) b.bind(id, "l" + std::to_string(input_index(id)) + "[j]");
-    s << b.constants() << b.emit(r_.prologue);
-    s << indent << "  x_[j] = static_cast<float>(" << b.name_of(x_tensor) << ");\n";
-    if (store) {
-      for (size_t k = 0; k < elem_outs_.size(); ++k) {
-        const NodeId p = t(elem_outs_[k]).producer;
-        if (std::find(r_.prologue.begin(), r_.prologue.end(), p) != r_.prologue.end()) {
-          s << indent << "  po" << k << "[j] = " << b.name_of(elem_outs_[k]) << ";\n";
-        }
-      }
-    }
-    s << indent << "}\n";
-    return s.str();
-  };
-  std::vector<size_t> pro_outs;
-  for (size_t k = 0; k < elem_outs_.size(); ++k) {
-    const NodeId p = t(elem_outs_[k]).producer;
-    if (std::find(r_.prologue.begin(), r_.prologue.end(), p) != r_.prologue.end()) pro_outs.push_back(k);
-  }
-  auto pro_out_decls = [&](const std::string& indent) {
-    std::string s;
-    for (size_t k : pro_outs) {
-      s += indent + compute_type(t(elem_outs_[k]).dtype) + " po" + std::to_string(k) + "[kVec];\n";
-    }
-    return s;
-  };
-  auto pro_out_stores = [&](const std::string& c0, const std::string& indent) {
-    std::string s;
-    for (size_t k : pro_outs) {
-      s += indent + store_fn() + "(a.out" + std::to_string(k) + " + row * a.cols + " + c0 + ", po" +
-           std::to_string(k) + ");\n";
-    }
-    return s;
-  };
-
-  // Epilogue for chunk c0 given the anchor output y_[j] (or nothing, without an anchor).
-  std::set<TensorId> epi_loads = needed_loads(r_.epilogue, {});
-  if (anchor_) {
-    for (size_t i = 1; i < anchor_->inputs.size(); ++i) {
-      if (aop != OpKind::rope) epi_loads.insert(anchor_->inputs[i]);
-    }
-  }
-  auto epilogue_chunk = [&](const std::string& c0, const std::string& indent) {
-    std::ostringstream s;
-    s << emit_loads(epi_loads, c0, indent);
-    for (size_t k = 0; k < elem_outs_.size(); ++k) {
-      if (std::find(pro_outs.begin(), pro_outs.end(), k) != pro_outs.end()) continue;
-      s << indent << compute_type(t(elem_outs_[k]).dtype) << " eo" << k << "[kVec];\n";
-    }
-    s << indent << "#pragma unroll\n" << indent << "for (int j = 0; j < kVec; ++j) {\n";
-    if (!row_exits_.empty() || !global_exits_.empty()) {
-      s << indent << "  const bool valid_ = " << c0 << " + j < a.cols;\n";
-    }
-    BodyEmitter b(g_, r_);
-    for (TensorId id : epi_loads) b.bind(id, "l" + std::to_string(input_index(id)) + "[j]");
-    if (anchor_) {
-      const TensorId y = anchor_->outputs[0];
-      std::string expr;
-      const std::string x = "x_[j]";
-      switch (aop) {
-        case OpKind::softmax:
-          // in registers, the sum pass already replaced x by exp(x - max)
-          expr = in_registers_ ? x + " * stat1"
-                               : "exp2f((" + x + " - stat0) * 1.4426950408889634f) * stat1";
-          break;
-        case OpKind::layernorm: {
-          // in registers with the two-pass statistics, the variance pass replaced x by x - mean
-          const std::string centered =
-              in_registers_ && two_pass() ? x : "(" + x + " - stat0)";
-          expr = centered + " * stat1 * l" + std::to_string(input_index(anchor_->inputs[1])) + "[j]";
-          if (anchor_->inputs.size() > 2) expr += " + l" + std::to_string(input_index(anchor_->inputs[2])) + "[j]";
-          break;
-        }
-        case OpKind::rmsnorm: {
-          expr = x + " * stat1 * l" + std::to_string(input_index(anchor_->inputs[1])) + "[j]";
-          if (anchor_->inputs.size() > 2) expr += " + l" + std::to_string(input_index(anchor_->inputs[2])) + "[j]";
-          break;
-        }
-        case OpKind::rope: expr = "rope_value_"; break;
-        default: throw Error(ErrorCode::internal, "row-wise anchor " + std::string(to_string(aop)));
-      }
-      s << indent << "  const float y_ = " << intermediate(expr, t(y).dtype) << ";\n";
-      b.bind(y, "y_");
-    }
-    s << b.constants() << b.emit(r_.epilogue);
-    for (size_t k = 0; k < elem_outs_.size(); ++k) {
-      if (std::find(pro_outs.begin(), pro_outs.end(), k) != pro_outs.end()) continue;
-      s << indent << "  eo" << k << "[j] = " << b.name_of(elem_outs_[k]) << ";\n";
-    }
-    for (size_t m = 0; m < row_exits_.size(); ++m) {
-      const Node& rn = g_.node(row_exits_[m].first.exit.node);
-      const std::string kind = reduce_kind(rn.op);
-      s << indent << "  if (valid_) racc" << m << " = reduce_combine<" << kind << ">(racc" << m
-        << ", reduce_input<" << kind << ">(static_cast<float>(" << b.name_of(rn.inputs[0]) << ")));\n";
-    }
-    for (size_t m = 0; m < global_exits_.size(); ++m) {
-      const Node& rn = g_.node(global_exits_[m].exit.node);
-      const std::string kind = reduce_kind(rn.op);
-      s << indent << "  if (valid_) gacc" << m << " = reduce_combine<" << kind << ">(gacc" << m
-        << ", reduce_input<" << kind << ">(static_cast<float>(" << b.name_of(rn.inputs[0]) << ")));\n";
-    }
-    s << indent << "}\n";
-    for (size_t k = 0; k < elem_outs_.size(); ++k) {
-      if (std::find(pro_outs.begin(), pro_outs.end(), k) != pro_outs.end()) continue;
-      s << indent << "if (" << c0 << " < a.cols) " << store_fn() << "(a.out" << k << " + row * a.cols + " << c0
-        << ", eo" << k << ");\n";
-    }
-    return s.str();
-  };
-
-  // ---- kernel ------------------------------------------------------------------------------
-  const bool bulk_staged = !staged_list.empty() && bulk();
-  if (bulk_staged) {
-    // One thread copies each staged input's whole row: rows are contiguous (vector access) and
-    // their bytes a multiple of 16 (staging requires kVec * size == 16 and cols % kVec == 0).
-    src << "constexpr int kStages = " << stages() << ";  // row buffers in the ring\n"
-        << "// Thread 0 only: starts the copies of `row` into ring buffer `stage_`, counted on bars_[stage_].\n"
-        << "__device__ __forceinline__ void issue_row(const Args& a, i64 row, int stage_, char* smem_, u64* bars_) {\n"
-        << "  u32 bytes_ = 0;\n";
-    for (int i : staged_list) {
-      src << "  bytes_ += static_cast<u32>(a.cols * static_cast<i64>(sizeof(" << storage_type(t(inputs_[i].tensor).dtype)
-          << ")));\n";
-    }
-    src << "  mbarrier_arrive_expect_tx(&bars_[stage_], bytes_);\n";
-    for (int i : staged_list) {
-      const std::string ty = storage_type(t(inputs_[i].tensor).dtype);
-      src << "  { const i64 ro = offset_of<kIndex64, kLeadRank>(a.lead, a.rows" << i << ", row);\n"
-          << (variant_.stream ? "    bulk_copy_g2s_evict_first(smem_ + stage_ * " : "    bulk_copy_g2s(smem_ + stage_ * ")
-          << stage_size << " + " << stage_off[i] << ", a." << in_name(i)
-          << " + ro, static_cast<u32>(a.cols * static_cast<i64>(sizeof(" << ty << "))), &bars_[stage_]); }\n";
-    }
-    src << "}\n\n";
-  } else if (!staged_list.empty()) {
-    src << "// Fetches this thread's chunks of `row` for the staged inputs into stage `stage_`.\n"
-        << "__device__ __forceinline__ void issue_row(const Args& a, i64 row, int stage_, char* smem_) {\n";
-    for (int i : staged_list) {
-      const std::string ty = storage_type(t(inputs_[i].tensor).dtype);
-      src << "  { const i64 ro = offset_of<kIndex64, kLeadRank>(a.lead, a.rows" << i << ", row);\n"
-          << "    " << ty << "* dst = reinterpret_cast<" << ty << "*>(smem_ + stage_ * " << stage_size
-          << " + " << stage_off[i] << ");\n"
-          << "#pragma unroll\n    for (int k = 0; k < kItems; ++k) {\n"
-          << "      const i64 c0 = (static_cast<i64>(k) * kThreads + threadIdx.x) * kVec;\n"
-          << "      if (c0 < a.cols) cp_async_vec<" << ty << ", kVec>(dst + c0, a." << in_name(i)
-          << " + ro + c0);\n    }\n  }\n";
-    }
-    src << "}\n\n";
-  }
-  // A CTA count the SM cannot hold (2048 threads) would only starve registers: then no request.
-  const int min_blocks = variant_.min_blocks > 0 && threads_ * variant_.min_blocks <= 2048 ? variant_.min_blocks : 0;
-  const std::string bounds = min_blocks > 0 ? "kThreads, " + std::to_string(min_blocks) : "kThreads";
-  src << "extern \"C\" __global__ void __launch_bounds__(" << bounds << ") sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
-      << "  __shared__ float scratch[33];\n";
-  if (bulk_staged) {
-    // The ring starts kStages - 1 rows ahead. Buffer s holds this CTA's rows it_ = s, s + kStages,
-    // ...; the k-th of them completes phase k of bars_[s], so its wait parity is (it_ / kStages) & 1.
-    src << "  extern __shared__ __align__(128) char smem_[];\n"
-        << "  __shared__ __align__(8) u64 bars_[kStages];\n"
-        << "  if (threadIdx.x == 0) {\n"
-        << "    for (int s_ = 0; s_ < kStages; ++s_) mbarrier_init(&bars_[s_], 1);\n"
-        << "    fence_barrier_init();\n"
-        << "  }\n  __syncthreads();\n"
-        << "  if (threadIdx.x == 0) {\n"
-        << "    for (int s_ = 0; s_ < kStages - 1; ++s_) {\n"
-        << "      const i64 r_ = blockIdx.x + static_cast<i64>(s_) * gridDim.x;\n"
-        << "      if (r_ < a.rows) issue_row(a, r_, s_, smem_, bars_);\n"
-        << "    }\n  }\n";
-  } else if (!staged_list.empty()) {
-    src << "  extern __shared__ __align__(16) char smem_[];\n"
-        << "  if (blockIdx.x < a.rows) issue_row(a, blockIdx.x, 0, smem_);\n"
-        << "  cp_async_commit();\n";
-  }
-  for (size_t m = 0; m < global_exits_.size(); ++m) {
-    src << "  float gacc" << m << " = reduce_identity<"
-        << reduce_kind(g_.node(global_exits_[m].exit.node).op) << ">();\n";
-  }
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    if (!resident_[i]) continue;
-    // Chunks past the row's end are never read (every use sits under c0 < a.cols).
-    const std::string ty = storage_type(t(inputs_[i].tensor).dtype);
-    src << "  " << ty << " wr" << i << "[kItems][kVec];\n"
-        << "  { const i64 ro = offset_of<kIndex64, kLeadRank>(a.lead, a.rows" << i << ", 0);\n"
-        << "#pragma unroll\n    for (int k = 0; k < kItems; ++k) {\n"
-        << "      const i64 c0 = (static_cast<i64>(k) * kThreads + threadIdx.x) * kVec;\n"
-        << "      if (c0 < a.cols) load_raw(a." << in_name(i) << " + ro + c0, wr" << i << "[k]);\n"
-        << "    }\n  }\n";
-  }
-  if (bulk_staged) {
-    // The ring position of row it_ (it_ % kStages) and its wait parity ((it_ / kStages) & 1),
-    // kept as counters: the 64-bit division by kStages cost ~20 instructions per row.
-    src << "  int ring_stage_ = 0;\n  u32 ring_phase_ = 0;\n";
-  }
-  src << "  i64 it_ = 0;\n  for (i64 row = blockIdx.x; row < a.rows; row += gridDim.x, ++it_) {\n";
-  if (bulk_staged) {
-    // Refilling buffer (it_ - 1) % kStages is safe: every thread finished reading it before the
-    // block reduction of row it_ - 1, whose barrier thread 0 has passed to get here.
-    src << "    const int stage_ = ring_stage_;\n"
-        << "    if (threadIdx.x == 0) {\n"
-        << "      const i64 next_ = row + static_cast<i64>(kStages - 1) * gridDim.x;\n"
-        << "      if (next_ < a.rows) issue_row(a, next_, stage_ == 0 ? kStages - 1 : stage_ - 1, smem_, bars_);\n"
-        << "    }\n"
-        << "    mbarrier_wait(&bars_[stage_], ring_phase_);  // this row has landed\n"
-        << "    if (++ring_stage_ == kStages) { ring_stage_ = 0; ring_phase_ ^= 1u; }\n"
-        << staged_pointers("    ");
-  } else if (!staged_list.empty()) {
-    src << "    const int stage_ = static_cast<int>(it_ & 1);\n"
-        << "    { const i64 next_ = row + gridDim.x;\n"
-        << "      if (next_ < a.rows) issue_row(a, next_, stage_ ^ 1, smem_);\n"
-        << "      cp_async_commit();\n      cp_async_wait<1>(); }  // this row's own chunks have landed\n"
-        << staged_pointers("    ");
-  }
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    src << "    const i64 ro" << i << " = offset_of<kIndex64, kLeadRank>(a.lead, a.rows" << i << ", row);\n";
-  }
-  for (size_t m = 0; m < row_exits_.size(); ++m) {
-    src << "    float racc" << m << " = reduce_identity<"
-        << reduce_kind(g_.node(row_exits_[m].first.exit.node).op) << ">();\n";
-  }
-  std::string eps = "0.0f";
-  if (anchor_ && (aop == OpKind::layernorm || aop == OpKind::rmsnorm)) {
-    eps = float_literal(std::get<NormAttrs>(anchor_->attrs).epsilon);
-  }
-  const std::string inv_cols = "(1.0f / static_cast<float>(a.cols))";
-  if (anchor_ && aop != OpKind::rope && in_registers_) {
-    // Registers: the row's x values once.
-    src << "    float xs[kItems][kVec];\n" << pro_out_decls("    ");
-    src << "#pragma unroll\n    for (int k = 0; k < kItems; ++k) {\n"
-        << "      const i64 c0 = (static_cast<i64>(k) * kThreads + threadIdx.x) * kVec;\n"
-        << "      if (c0 < a.cols) {\n        float x_[kVec];\n"
-        << prologue_chunk("c0", "        ", true)
-        << "#pragma unroll\n        for (int j = 0; j < kVec; ++j) xs[k][j] = x_[j];\n"
-        << pro_out_stores("c0", "        ") << "      }\n    }\n";
-    // This thread's own elements, for the row statistics.
-    auto over_own = [&](const std::string& update) {
-      return "#pragma unroll\n      for (int k = 0; k < kItems; ++k) {\n"
-             "        const i64 c0 = (static_cast<i64>(k) * kThreads + threadIdx.x) * kVec;\n"
-             "        if (c0 < a.cols) {\n#pragma unroll\n          for (int j = 0; j < kVec; ++j) { "
-             "const float x = xs[k][j]; " + update + "; }\n        }\n      }\n";
-    };
-    // The two single-barrier block reductions of a row alternate between the two arrays of
-    // rowstat_, [0] then [1] (see block_reduce_alternating).
-    const std::string rowstat_decl = "      __shared__ float rowstat_[2][32];\n      (void)rowstat_;\n";
-    src << "    float stat0 = 0.0f, stat1 = 1.0f;\n";
-    switch (aop) {
-      case OpKind::layernorm:
-        if (two_pass()) {
-          // The exact two-pass variance: the row mean first, then the squared deviations from it
-          // (no E[x^2] - E[x]^2 cancellation; the values are in registers, so no second read).
-          // The deviations replace x in registers: the epilogue scales them (one subtraction
-          // per element less there).
-          src << "    { float s_ = 0.0f;\n" << rowstat_decl << over_own("s_ += x")
-              << "      const float m_ = " << stat_reduce("kReduceSum", "s_", 0) << " * " << inv_cols << ";\n"
-              << "      float q_ = 0.0f;\n" << over_own("const float d_ = x - m_; xs[k][j] = d_; q_ += d_ * d_")
-              << "      stat0 = m_;\n      stat1 = rsqrtf(" << stat_reduce("kReduceSum", "q_", 1) << " * "
-              << inv_cols << " + " << eps << "); }\n";
-          break;
-        }
-        // mean and variance in one block reduction: per-thread (n, mean, M2), combined by Chan.
-        src << "    { float s_ = 0.0f, n_ = 0.0f;\n"
-            << "#pragma unroll\n      for (int k = 0; k < kItems; ++k) {\n"
-               "        if ((static_cast<i64>(k) * kThreads + threadIdx.x) * kVec < a.cols) n_ += kVec;\n      }\n"
-            << over_own("s_ += x")
-            << "      const float m_ = n_ > 0.0f ? __fdividef(s_, n_) : 0.0f;\n      float q_ = 0.0f;\n"
-            << over_own("q_ += (x - m_) * (x - m_)")
-            << "      __shared__ MeanM2 stats_[32];\n"
-            << "      const MeanM2 t_ = " << block_combine_fn() << "(MeanM2{n_, m_, q_}, stats_);\n"
-            << "      stat0 = t_.mean;\n      stat1 = rsqrtf(t_.m2 * " << inv_cols << " + " << eps
-            << "); }\n";
-        break;
-      case OpKind::rmsnorm:
-        // The guarded two-barrier block_reduce: with the single-barrier one the default rmsnorm
-        // kernel (direct loads, persistent) took 5% longer (H200, session 8, same call, 16384 x
-        // 8192 bf16: 0.2096 ms against 0.1989; again 0.2083 in another call).
-        src << "    { float p_ = 0.0f;\n" << over_own("p_ += x * x")
-            << "      stat1 = rsqrtf(block_reduce<kReduceSum>(p_, scratch) * " << inv_cols << " + " << eps << "); }\n";
-        break;
-      case OpKind::softmax:
-        if (two_pass()) {
-          // The row max first (max.NaN: a NaN element makes the row NaN, as in the reference),
-          // then each element's exp against it, kept in registers, and the row sum. A row of
-          // -inf comes out NaN (exp(-inf - -inf)), as in the reference.
-          src << "    { float m_ = reduce_identity<kReduceMax>();\n" << rowstat_decl << over_own("m_ = op_max(m_, x)")
-              << "      m_ = " << stat_reduce("kReduceMax", "m_", 0) << ";\n"
-              << "      const float ml_ = m_ * 1.4426950408889634f;\n      float s_ = 0.0f;\n"
-              << over_own("xs[k][j] = fast_exp2(fmaf(x, 1.4426950408889634f, -ml_)); s_ += xs[k][j]")
-              << "      stat0 = m_;\n      stat1 = 1.0f / " << stat_reduce("kReduceSum", "s_", 1) << "; }\n";
-          break;
-        }
-        // One block reduction of (max, sum of exp(x - max)): each thread exponentiates its
-        // elements once against its own max, keeps them in registers, and rescales them by
-        // exp(own max - row max) / row sum at the end. A thread whose elements are all -inf
-        // contributes an empty summary (a -inf-masked part of a row must not make NaN).
-        // fmaxf drops NaN from the max, but a NaN element still makes its exp and so the row's
-        // sum NaN, so NaN rows come out NaN as in the reference.
-        src << "    { float m_ = reduce_identity<kReduceMax>(), s_ = 0.0f;\n"
-            << over_own("m_ = fmaxf(m_, x)")
-            << "      const float mm_ = m_ == reduce_identity<kReduceMax>() ? 0.0f : m_;\n"
-            << "      const float ml_ = mm_ * 1.4426950408889634f;\n"
-            << over_own("xs[k][j] = fast_exp2(fmaf(x, 1.4426950408889634f, -ml_)); s_ += xs[k][j]")
-            << "      __shared__ MaxSum stats_[32];\n"
-            << "      const MaxSum t_ = " << block_combine_fn() << "(MaxSum{m_, s_}, stats_);\n"
-            << "      stat0 = t_.max;\n"
-            // A thread whose elements are all -inf (s_ == 0) outputs exp(-inf - max) / sum = 0
-            // wherever the row's sum is finite and nonzero: its rescale exp(0 - max) would
-            // overflow to inf for a row max below about -88 and make 0 * inf = NaN.
-            << "      stat1 = (s_ == 0.0f && t_.sum > 0.0f && t_.sum < __int_as_float(0x7f800000)) ? 0.0f\n"
-            << "            : fast_exp2((mm_ - t_.max) * 1.4426950408889634f) / t_.sum; }\n";
-        break;
-      default: break;
-    }
-    src << "#pragma unroll\n    for (int k = 0; k < kItems; ++k) {\n"
-        << "      const i64 c0 = (static_cast<i64>(k) * kThreads + threadIdx.x) * kVec;\n"
-        << "      if (c0 < a.cols) {\n        float x_[kVec];\n"
-        << "#pragma unroll\n        for (int j = 0; j < kVec; ++j) x_[j] = xs[k][j];\n"
-        << epilogue_chunk("c0", "        ") << "      }\n    }\n";
-  } else if (anchor_) {
-    // Streaming passes (long rows, and rope, which reads each element's partner).
-    auto pass = [&](const std::string& init, const std::string& update, const std::string& kind) {
-      std::ostringstream s;
-      s << "    { float p_ = " << init << ";\n"
-        << "      for (i64 c0 = static_cast<i64>(threadIdx.x) * kVec; c0 < a.cols; c0 += static_cast<i64>(kThreads) * kVec) {\n"
-        << "        float x_[kVec];\n" << prologue_chunk("c0", "        ", false)
-        << "#pragma unroll\n        for (int j = 0; j < kVec; ++j) { const float x = x_[j]; " << update
-        << "; }\n      }\n      stat_ = block_reduce<" << kind << ">(p_, scratch); }\n";
-      return s.str();
-    };
-    src << "    float stat_, stat0 = 0.0f, stat1 = 1.0f;\n    (void)stat_;\n";
-    switch (aop) {
-      case OpKind::layernorm:
-        src << pass("0.0f", "p_ += x", "kReduceSum") << "    stat0 = stat_ * " << inv_cols << ";\n";
-        src << pass("0.0f", "p_ += (x - stat0) * (x - stat0)", "kReduceSum")
-            << "    stat1 = rsqrtf(stat_ * " << inv_cols << " + " << eps << ");\n";
-        break;
-      case OpKind::rmsnorm:
-        src << pass("0.0f", "p_ += x * x", "kReduceSum") << "    stat1 = rsqrtf(stat_ * " << inv_cols
-            << " + " << eps << ");\n";
-        break;
-      case OpKind::softmax:
-        src << pass("reduce_identity<kReduceMax>()", "p_ = op_max(p_, x)", "kReduceMax")
-            << "    stat0 = stat_;\n";
-        src << pass("0.0f", "p_ += exp2f((x - stat0) * 1.4426950408889634f)", "kReduceSum")
-            << "    stat1 = 1.0f / stat_;\n";
-        break;
-      default: break;
-    }
-    src << "    for (i64 c0 = static_cast<i64>(threadIdx.x) * kVec; c0 < a.cols; c0 += static_cast<i64>(kThreads) * kVec) {\n"
-        << pro_out_decls("      ") << "      float x_[kVec];\n" << prologue_chunk("c0", "      ", true)
-        << pro_out_stores("c0", "      ");
-    if (aop == OpKind::rope) {
-      // kVec is 1 here: the partner's x is the prologue recomputed at the partner column.
-      const auto& at = std::get<RopeAttrs>(anchor_->attrs);
-      const int ci = input_index(anchor_->inputs[1]), si = input_index(anchor_->inputs[2]);
-      src << "      float rope_value_ = x_[0], rope_partner_ = 0.0f;\n      const i64 half_ = a.rope_half;\n"
-          << "      if (c0 < 2 * half_) {\n";
-      if (at.interleaved) {
-        src << "        const i64 pair_ = c0 / 2; const bool first_ = (c0 % 2) == 0;\n"
-            << "        const i64 partner_ = first_ ? c0 + 1 : c0 - 1;\n";
-      } else {
-        src << "        const bool first_ = c0 < half_; const i64 pair_ = first_ ? c0 : c0 - half_;\n"
-            << "        const i64 partner_ = first_ ? c0 + half_ : c0 - half_;\n";
-      }
-      src << "        float mine_ = x_[0];\n        { const i64 c0 = partner_; float x_[kVec];\n"
-          << prologue_chunk("c0", "          ", false) << "          rope_partner_ = x_[0]; }\n"
-          << "        const float cs_ = to_float(a.in" << ci << "[ro" << ci << " + pair_ * a.colstride" << ci << "]);\n"
-          << "        const float sn_ = to_float(a.in" << si << "[ro" << si << " + pair_ * a.colstride" << si << "]);\n"
-          << "        rope_value_ = first_ ? mine_ * cs_ - rope_partner_ * sn_ : mine_ * cs_ + rope_partner_ * sn_;\n"
-          << "      }\n";
-    }
-    src << epilogue_chunk("c0", "      ") << "    }\n";
-  } else {
-    // No anchor: the epilogue is the whole region.
-    src << "    for (i64 c0 = static_cast<i64>(threadIdx.x) * kVec; c0 < a.cols; c0 += static_cast<i64>(kThreads) * kVec) {\n"
-        << epilogue_chunk("c0", "      ") << "    }\n";
-  }
-  for (size_t m = 0; m < row_exits_.size(); ++m) {
-    const Node& rn = g_.node(row_exits_[m].first.exit.node);
-    const std::string kind = reduce_kind(rn.op);
-    src << "    { const float v = block_reduce<" << kind << ">(racc" << m << ", scratch);\n"
-        << "      if (threadIdx.x == 0) a.rowred" << m << "[row] = from_float<"
-        << storage_type(t(rn.outputs[0]).dtype) << ">(v"
-        << (rn.op == OpKind::reduce_mean ? " * " + inv_cols : "") << "); }\n";
-  }
-  src << "  }\n";
-  for (size_t m = 0; m < global_exits_.size(); ++m) {
-    const Node& rn = g_.node(global_exits_[m].exit.node);
-    const std::string kind = reduce_kind(rn.op);
-    src << "  { const float v = block_reduce<" << kind << ">(gacc" << m << ", scratch);\n"
-        << "    if (threadIdx.x == 0) accumulate_atomic<" << kind << ">(a.red" << m << ".acc, v);\n"
-        << "    finalize_exit_reduction<" << kind << ", " << storage_type(t(rn.outputs[0]).dtype)
-        << ">(a.red" << m << "); }\n";
-  }
-  src << "}\n";
-  std::vector<std::string> includes = {"common/async_copy.cuh", "common/row_stats.cuh"};
-  if (bulk_staged) includes.push_back("common/bulk_copy.cuh");
-  // The streaming helpers only where a hinted access was emitted (else the kernel is the
-  // unhinted variant's, and the engine keeps one of the two).
-  const std::string body_text = src.str();
-  if (body_text.find("_stream(") != std::string::npos) includes.push_back("common/stream_memory.cuh");
-  const std::string text = "// row-wise region " + std::to_string(r_.id) + " of graph '" + g_.name() + "'\n" +
-                           kernel_includes(includes) + body_text;
-
-  // ---- arguments ----------------------------------------------------------------------------
   RegionKernels rk;
   rk.workspace_bytes = workspace_;
   KernelSpec spec;
-  spec.source = text;
-  spec.description = "rowwise " + std::string(anchor_ ? to_string(aop) : "pointwise") +
-                     (in_registers_ && aop != OpKind::rope ? " registers" : " streaming") +
-                     (bulk_staged ? " bulk-staged x" + std::to_string(stages())
-                                  : stage_bytes_ > 0 ? " cp.async-staged" : "") +
-                     (text.find("_stream(") != std::string::npos ? " stream-hints" : "") +
-                     (std::find(resident_.begin(), resident_.end(), true) != resident_.end() ? " resident-weights" : "") +
-                     (min_blocks > 0 ? " min-ctas" + std::to_string(min_blocks) : "") +
-                     (in_registers_ && (aop == OpKind::layernorm || aop == OpKind::softmax) ? combine_tag() : "") +
-                     " threads" +
-                     std::to_string(threads_) + " vec" + std::to_string(vec_) + " items" +
-                     std::to_string(items_);
-  spec.args.add(rows_);
-  spec.args.add(cols_);
-  CollapsedShape lead;
-  lead.sizes = lead_sizes_;
-  lead.numel = rows_;
-  spec.args.add(make_iter_shape(lead));
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    const int64_t es = dtype_size(t(inputs_[i].tensor).dtype);
-    const int align = inputs_[i].col == ColAccess::vector ? static_cast<int>(std::min<int64_t>(16, vec_ * es))
-                                                        : static_cast<int>(es);
-    spec.pointers.push_back({Src::input, region_input_index(r_, inputs_[i].tensor), 0,
-                             spec.args.add_pointer(nullptr), align});
-    spec.args.add(make_view(inputs_[i].row_strides));
-    spec.args.add(inputs_[i].col_stride);
-  }
-  for (TensorId o : elem_outs_) {
-    const int64_t es = dtype_size(t(o).dtype);
-    spec.pointers.push_back({Src::output, region_output_index(r_, o), 0, spec.args.add_pointer(nullptr),
-                             static_cast<int>(std::min<int64_t>(16, vec_ * es))});
-  }
-  for (const auto& [slot, unused] : row_exits_) {
-    spec.pointers.push_back({Src::output, slot.output_index, 0, spec.args.add_pointer(nullptr), 1});
-  }
-  pack_exit_slots(spec, global_exits_);
-  if (aop == OpKind::rope) {
-    spec.args.add(static_cast<int64_t>(t(anchor_->inputs[1]).dims.back()));
-  }
-  spec.args.finish();
+  const std::string fused = fused_source();
+  const std::string bounds = min_blocks_ > 0 ? "Cfg::kThreads, " + std::to_string(min_blocks_) : "Cfg::kThreads";
+  spec.source = "// row-wise region " + std::to_string(r_.id) + " of graph '" + g_.name() + "'\n" +
+                "#include \"rowwise/rowwise.cuh\"\n" + config_source() + args_source(spec) + "\n" + fused +
+                "\nextern \"C\" __global__ void __launch_bounds__(" + bounds +
+                ") sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
+                "  rowwise_rows<Cfg, Fused>(a);\n}\n";
+  spec.description = description(fused);
   spec.launch.block = dim3(threads_);
-  spec.launch.dynamic_shared_memory = static_cast<size_t>(stages()) * stage_bytes_;
+  spec.launch.dynamic_shared_memory = static_cast<size_t>(stages_) * stage_bytes_;
   // One row per CTA where the variant asks (RowwiseConfig::flat) and no exit reduction ends each
   // CTA with atomics on one address (as for pointwise tiles).
   if (set_work_grid(spec, rows_, variant_.flat && global_exits_.empty(), dev_)) spec.description += " flat";

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 
 #include "sinter/error.hpp"
 
@@ -35,14 +34,6 @@ std::string float_literal(double v) {
   return buf;
 }
 
-bool round_intermediates() {
-  static const bool on = [] {
-    const char* v = std::getenv("SINTER_ROUND_INTERMEDIATES");
-    return v && std::string(v) == "1";
-  }();
-  return on;
-}
-
 namespace {
 
 std::string rounded(const std::string& expr, DType t) {
@@ -52,8 +43,8 @@ std::string rounded(const std::string& expr, DType t) {
 
 }  // namespace
 
-std::string intermediate(const std::string& expr, DType t) {
-  return round_intermediates() ? rounded(expr, t) : expr;
+std::string intermediate(const std::string& expr, DType t, const ExprOptions& options) {
+  return options.round_intermediates ? rounded(expr, t) : expr;
 }
 
 namespace {
@@ -77,15 +68,8 @@ std::string unary_expr(OpKind op, const std::string& x, DType t) {
       // A 16-bit or 8-bit float GELU is rounded to 2^-9 (bf16) or 2^-11 (f16) right after, so an
       // f16 one runs op_gelu_lowp (5e-5 relative, one ex2 and 8 FFMA: kernels/common/math.cuh), a
       // bf16 or fp8 one op_gelu_bf16 (2.3e-4, 7 FFMA); an f32 one op_gelu (f32-accurate, 19
-      // instructions). H200, 4096^3 bf16 + bias + GELU + amax, coop kernel, in line (session 18):
-      // 1.078x cuBLASLt's bare GEMM with op_gelu_lowp against 1.100 with op_gelu.
-      // SINTER_GELU (an A/B knob, read at each build: a benchmark sets it): =rational runs op_gelu
-      // at every dtype, =erff the erf form op_gelu replaced, =lowp op_gelu_lowp for bf16 too.
-      const char* v = std::getenv("SINTER_GELU");
-      const std::string knob = v ? v : "";
-      if (knob == "erff") return "op_gelu_erff(" + x + ")";
-      if (knob == "rational") return "op_gelu(" + x + ")";
-      if (knob == "lowp") return (dtype_size(t) <= 2 ? "op_gelu_lowp(" : "op_gelu(") + x + ")";
+      // instructions). 4096^3 bf16 + bias + GELU + amax on the Hopper GEMM: op_gelu 1.10x
+      // cuBLASLt's bare GEMM, op_gelu_lowp 1.078, op_gelu_bf16 1.073-1.076 (docs/benchmarks.md).
       if (t == DType::f16) return "op_gelu_lowp(" + x + ")";
       return (dtype_size(t) <= 2 ? "op_gelu_bf16(" : "op_gelu(") + x + ")";
     }
@@ -142,7 +126,7 @@ std::string convert_compute(const std::string& expr, DType from, DType to) {
 }
 
 std::string emit_pointwise(const Graph& g, const Node& n, const std::vector<std::string>& in,
-                           const std::string& out) {
+                           const std::string& out, const ExprOptions& options) {
   const TensorInfo& o = g.tensor(n.outputs[0]);
   const std::string decl = "const " + compute_type(o.dtype) + " " + out + " = ";
   switch (op_info(n.op).cls) {
@@ -156,9 +140,9 @@ std::string emit_pointwise(const Graph& g, const Node& n, const std::vector<std:
       return decl + "static_cast<" + compute_type(at.dtype) + ">(" + buf + ");";
     }
     case OpClass::unary:
-      return decl + intermediate(unary_expr(n.op, in[0], o.dtype), o.dtype) + ";";
+      return decl + intermediate(unary_expr(n.op, in[0], o.dtype), o.dtype, options) + ";";
     case OpClass::binary:
-      return decl + intermediate(binary_expr(n.op, in[0], in[1]), o.dtype) + ";";
+      return decl + intermediate(binary_expr(n.op, in[0], in[1]), o.dtype, options) + ";";
     case OpClass::compare: return decl + binary_expr(n.op, in[0], in[1]) + ";";
     case OpClass::select:
       return decl + "(" + in[0] + " ? " + in[1] + " : " + in[2] + ");";
@@ -166,7 +150,7 @@ std::string emit_pointwise(const Graph& g, const Node& n, const std::vector<std:
       const DType from = g.tensor(n.inputs[0]).dtype;
       // The input tensor has dtype `from`: a value kept in float registers is rounded to it
       // first, or a widening cast (bf16 -> f32) would expose digits the tensor never had.
-      std::string v = round_intermediates() ? in[0] : rounded(in[0], from);
+      std::string v = options.round_intermediates ? in[0] : rounded(in[0], from);
       if (n.inputs.size() == 2) {
         v = "(" + convert_compute(v, from, DType::f32) + " * " + in[1] + ")";
         return decl + rounded(convert_compute(v, DType::f32, o.dtype), o.dtype) + ";";

@@ -5,19 +5,21 @@
 //                 and the rest ("outer") is a shape of its own
 // and generates an Args struct (the fields read below, by name) and a config C:
 //   C::kKind (ReduceKind), C::In, C::Out, C::Acc (float, or i64 for integer inputs: exact),
-//   C::kVec (elements per load), C::kGroup (threads per output, row tiles), C::kOutLanes and
-//   C::kSubs (column tiles), C::kBlock, C::kUnroll, C::kIndex64, C::kOuter (the reduced dims are
-//   more than one run).
+//   C::kRowTile (row tiles; else column tiles), C::kVec (elements per load), C::kGroup (threads
+//   per output, row tiles), C::kOutLanes and C::kSubs (column tiles), C::kBlock, C::kUnroll,
+//   C::kIndex64, C::kOuter (the reduced dims are more than one run).
 // Tiles are (tile_x, split): tile_x picks a group of outputs, split a slice of the reduced range.
 // With a.splits > 1 the slices meet in workspace accumulators (a.acc, one per output) through
 // atomics, and the last CTA of each tile_x converts them and zeroes them again (with its counter),
-// so the workspace needs zeroing only once, when it is allocated.
+// so the workspace needs zeroing only once, when it is allocated. reduce_tile is the tile function;
+// the kernel runs one tile per CTA: reduce_tile<Cfg>(a, blockIdx.y * a.tiles_x + blockIdx.x).
 #pragma once
 
 #include "common/abi.h"
 #include "common/index.cuh"
 #include "common/math.cuh"
 #include "common/memory.cuh"
+#include "common/pdl.cuh"
 #include "common/reduce.cuh"
 #include "common/types.cuh"
 
@@ -302,4 +304,18 @@ __device__ __forceinline__ void reduce_col_tile(const Args& a, i64 tile) {
     for (int e = 0; e < C::kVec; ++e) red_atomic<C::kKind>(a.acc + o + e, acc[e]);
   }
   finish_split<C>(a, tile_x, tile_x * kCtaOuts, min(a.n_out, (tile_x + 1) * kCtaOuts));
+}
+
+// The tile function: tile (tile_x, split) = (tile % a.tiles_x, tile / a.tiles_x) of the reduction.
+template <class C, class Args>
+__device__ __forceinline__ void reduce_tile(const Args& a, i64 tile) {
+  static_assert(C::kBlock % 32 == 0 && C::kBlock <= 1024, "whole warps");
+  static_assert(C::kVec >= 1 && (C::kVec & (C::kVec - 1)) == 0, "kVec: a power of two");
+  if constexpr (C::kRowTile) {
+    static_assert(C::kGroup == C::kBlock || (C::kGroup <= 32 && (C::kGroup & (C::kGroup - 1)) == 0),
+                  "a row group: a power of two lanes of one warp, or the whole CTA");
+    reduce_row_tile<C>(a, tile);
+  } else {
+    reduce_col_tile<C>(a, tile);
+  }
 }
