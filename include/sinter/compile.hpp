@@ -67,9 +67,10 @@ struct CompileOptions {
   // Where compiled kernels are cached across processes; "" is default_kernel_cache_dir().
   std::string kernel_cache_dir;
   FusionOptions fusion;
-  // Forcing a candidate, heuristic mode: where the region's first supporting engine has a
-  // candidate whose config text is `candidate_config` (PlanDescription shows configs; sinter
-  // engines lists them), or of rank `candidate`, it is taken instead of the best-ranked.
+  // Forcing a candidate, heuristic mode only: where the region's first supporting engine offers,
+  // or can build, a candidate whose config text is `candidate_config` (PlanDescription shows
+  // configs; sinter engines lists them), or has one of rank `candidate`, it is taken instead of
+  // the best-ranked. A config no region takes is an Error(invalid_argument) saying why.
   std::string candidate_config;
   int candidate = -1;
   int max_vendor_candidates = 4;  // per vendor engine (cuBLASLt, cuDNN) and region

@@ -65,6 +65,19 @@ Graph validate(const Graph& graph) {
   return g;
 }
 
+// A forced candidate config must be taken by some region: forcing one that applies nowhere is a
+// mistake to report, not a plan to build silently without it.
+void check_forced_config(const std::vector<tune::RegionCandidates>& candidates, const CompileOptions& o) {
+  if (o.candidate_config.empty()) return;
+  std::string why;
+  for (const tune::RegionCandidates& rc : candidates) {
+    if (!rc.list.empty() && rc.list.front().second.config == o.candidate_config) return;
+    if (!rc.forced_refusal.empty()) why += "; region " + std::to_string(rc.region) + ": " + rc.forced_refusal;
+  }
+  throw Error(ErrorCode::invalid_argument,
+              "compile: no region takes the forced candidate config '" + o.candidate_config + "'" + why);
+}
+
 // The prepared steps, in region order, and where each one's workspace sits.
 struct PreparedSteps {
   std::vector<std::unique_ptr<PreparedStep>> steps;
@@ -173,7 +186,9 @@ Plan compile(const Graph& graph, const CompileOptions& options) {
   const fuse::Partition p = timer.run("partition", [&] { return fuse::partition_graph(g, options.fusion); });
   timer.run("verify partition", [&] { fuse::verify_partition(g, p); });
   const std::vector<tune::RegionCandidates> candidates = timer.run("candidates", [&] {
-    return tune::gather_candidates(g, p, cc.engines(), cc.engine_context(), cc.tune_options());
+    std::vector<tune::RegionCandidates> c = tune::gather_candidates(g, p, cc.engines(), cc.engine_context(), cc.tune_options());
+    check_forced_config(c, options);
+    return c;
   });
   const tune::TuneReport tuned = timer.run("tune", [&] {
     return tune::tune(g, p, candidates, cc.engine_context(), cc.timing_cache(), cc.device_key(), cc.tune_options());

@@ -22,6 +22,10 @@ void check_options(const CompileOptions& o) {
                ", warm-up " + std::to_string(o.timing_warmup) + ")");
   }
   if (o.max_vendor_candidates < 1) bad_option("max_vendor_candidates must be at least 1");
+  if ((!o.candidate_config.empty() || o.candidate >= 0) && o.tuning != TuneMode::heuristic) {
+    bad_option("a forced candidate (candidate_config, candidate) applies to heuristic tuning only; found " +
+               std::string(to_string(o.tuning)));
+  }
   for (size_t i = 0; i < o.engines.size(); ++i) {
     if (!find_engine(o.engines[i])) bad_option("unknown engine '" + o.engines[i] + "'; engines: " + registered_engine_names());
     if (std::find(o.engines.begin(), o.engines.begin() + i, o.engines[i]) != o.engines.begin() + i) {

@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,6 +89,16 @@ class Engine {
                                             const EngineContext& ctx) const = 0;
   virtual std::unique_ptr<PreparedStep> prepare(const Graph& g, const fuse::Region& r,
                                                 const Candidate& c, EngineContext& ctx) const = 0;
+
+  // A candidate for a config the user forced that candidates() does not offer (a variant the
+  // engine can build but does not expect to win): nullopt, with the reason in `why`, when this
+  // engine cannot run region `r` with it. Engines whose candidates are all offered keep the
+  // default.
+  virtual std::optional<Candidate> candidate_for_config(const Graph& g, const fuse::Region& r, const EngineContext& ctx,
+                                                        const std::string& config, std::string* why) const {
+    if (why) *why = std::string(name()) + " offers no candidate '" + config + "' for this region";
+    return std::nullopt;
+  }
 
   // Plans. save_step records a step this engine prepared (its cubins or vendor config into
   // `blobs`). check_saved_step says why `saved` cannot be one of this engine's steps for region

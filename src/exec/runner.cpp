@@ -44,8 +44,9 @@ std::string device_memory_problem(const void* address, int device) {
     (void)cudaGetLastError();
     return "is not memory CUDA knows";
   }
+  if (a.type == cudaMemoryTypeHost) return "is pinned host memory, not device memory";
   if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) {
-    return a.type == cudaMemoryTypeHost ? "is host memory, not device memory" : "is not device memory";
+    return "is not device memory (host memory CUDA does not know)";
   }
   if (a.type == cudaMemoryTypeDevice && a.device != device) {
     return "is memory of GPU " + std::to_string(a.device) + "; this runner runs on GPU " + std::to_string(device);

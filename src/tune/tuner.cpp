@@ -160,6 +160,14 @@ std::vector<RegionCandidates> gather_candidates(const Graph& g, const fuse::Part
         for (const Candidate& c : cands) {
           if (o.config.empty() ? c.index == o.candidate : c.config == o.config) rc.list.push_back({e, c});
         }
+        if (!o.config.empty() && rc.list.empty()) {
+          std::string why;
+          if (auto c = e->candidate_for_config(g, r, ctx, o.config, &why)) {
+            rc.list.push_back({e, *c});
+          } else {
+            rc.forced_refusal = why;
+          }
+        }
       }
       for (size_t i = 0; i < keep; ++i) rc.list.push_back({e, cands[i]});
       if (o.mode == TuneMode::heuristic) break;

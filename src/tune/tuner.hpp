@@ -74,6 +74,7 @@ struct RegionCandidates {
   int region = 0;
   std::vector<std::pair<const Engine*, Candidate>> list;
   std::vector<std::pair<std::string, std::string>> refusals;  // (engine, why) of the engines before
+  std::string forced_refusal;  // why the first supporting engine cannot run TuneOptions::config here
 };
 std::vector<RegionCandidates> gather_candidates(const Graph& g, const fuse::Partition& p,
                                                std::span<const Engine* const> engines, const EngineContext& ctx,

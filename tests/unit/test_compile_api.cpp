@@ -31,6 +31,10 @@ TEST(CompileApi, BadOptionsAreNamedBeforeAnythingRuns) {
   o.top_k = 0;
   EXPECT_NE(compile_error(o).find("top_k must be at least 1"), std::string::npos) << compile_error(o);
   o = {};
+  o.tuning = TuneMode::fast;
+  o.candidate_config = "matmul tile=generic";
+  EXPECT_NE(compile_error(o).find("applies to heuristic tuning only"), std::string::npos) << compile_error(o);
+  o = {};
   o.timing_repeats = 0;
   EXPECT_NE(compile_error(o).find("at least one repeat"), std::string::npos) << compile_error(o);
 }

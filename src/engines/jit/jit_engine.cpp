@@ -185,6 +185,27 @@ std::vector<Candidate> JitEngine::candidates(const Graph& g, const fuse::Region&
   return out;
 }
 
+std::optional<Candidate> JitEngine::candidate_for_config(const Graph& g, const fuse::Region& r, const EngineContext& ctx,
+                                                        const std::string& config, std::string* why) const {
+  auto no = [&](const std::string& reason) -> std::optional<Candidate> {
+    if (why) *why = "jit: " + reason;
+    return std::nullopt;
+  };
+  if (const Support s = supports(g, r, ctx); !s.ok) return no(s.reason);
+  try {
+    const KernelConfig c = parse_kernel_config(config);
+    if (config_kind(c) != region_generator(r)) {
+      return no("region " + std::to_string(r.id) + " runs on the " + std::string(region_generator(r)) + " kernels");
+    }
+    std::string desc;
+    for (const KernelSpec& k : build_region(g, r, ctx.device, c).kernels) desc += (desc.empty() ? "" : "; ") + k.description;
+    // ranked after the offered candidates: a forced config is no guess of ours
+    return Candidate{std::string(name()), static_cast<int>(distinct_configs(g, r, ctx.device).size()), config_text(c), desc};
+  } catch (const Error& e) {
+    return no(e.message());
+  }
+}
+
 std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Region& r,
                                                  const Candidate& c, EngineContext& ctx) const {
   const Support s = supports(g, r, ctx);

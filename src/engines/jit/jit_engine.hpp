@@ -22,6 +22,8 @@ class JitEngine : public Engine {
                                           LoadContext& ctx) const override;
   std::vector<GeneratedSource> generated_sources(const Graph& g, const fuse::Region& r,
                                                  const EngineContext& ctx) const override;
+  std::optional<Candidate> candidate_for_config(const Graph& g, const fuse::Region& r, const EngineContext& ctx,
+                                                const std::string& config, std::string* why) const override;
   bool candidates_without_gpu() const override { return true; }
   bool runs_any_region() const override { return true; }
 };
