@@ -71,7 +71,7 @@ void check_forced_config(const std::vector<tune::RegionCandidates>& candidates, 
   if (o.candidate_config.empty()) return;
   std::string why;
   for (const tune::RegionCandidates& rc : candidates) {
-    if (!rc.list.empty() && rc.list.front().second.config == o.candidate_config) return;
+    if (rc.forced) return;
     if (!rc.forced_refusal.empty()) why += "; region " + std::to_string(rc.region) + ": " + rc.forced_refusal;
   }
   throw Error(ErrorCode::invalid_argument,

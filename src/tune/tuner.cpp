@@ -168,6 +168,7 @@ std::vector<RegionCandidates> gather_candidates(const Graph& g, const fuse::Part
             rc.forced_refusal = why;
           }
         }
+        rc.forced = !rc.list.empty();
       }
       for (size_t i = 0; i < keep; ++i) rc.list.push_back({e, cands[i]});
       if (o.mode == TuneMode::heuristic) break;

@@ -74,6 +74,7 @@ struct RegionCandidates {
   int region = 0;
   std::vector<std::pair<const Engine*, Candidate>> list;
   std::vector<std::pair<std::string, std::string>> refusals;  // (engine, why) of the engines before
+  bool forced = false;          // the first candidate is the one TuneOptions forced
   std::string forced_refusal;  // why the first supporting engine cannot run TuneOptions::config here
 };
 std::vector<RegionCandidates> gather_candidates(const Graph& g, const fuse::Partition& p,
