@@ -73,8 +73,7 @@ std::string AnchorEpilogue::preload_body(int bn) const {
   return s.str();
 }
 
-std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slots, bool held, bool deferred,
-                                          bool preloaded) const {
+std::string AnchorEpilogue::fragment_tile(int bn, int tma_slots, bool held, bool from_words, bool preloaded) const {
   using fuse::ExitReduction;
   auto kind_of = [&](size_t m) { return reduce_kind(g_.node(exits_[m].exit.node).op); };
   auto has = [&](ExitReduction p) {
@@ -84,10 +83,10 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
     return false;
   };
   std::ostringstream s;
-  if (deferred) {
-    // each call reduces its own elements from the identity and combines once at its end: one
-    // chain of dependent combines through every call made the kernels spill (a global sum:
-    // ~180 bytes, session 18)
+  if (from_words) {
+    // each call reduces its own elements from the identity and combines once at its end (one
+    // chain of dependent combines through every call spilled the kernels that made such calls
+    // under their k-blocks)
     s << "  {  // this call's global partials\n";
     for (size_t m = 0; m < exits_.size(); ++m) {
       const std::string g = "gacc" + std::to_string(m);
@@ -132,11 +131,11 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   // per-warp scratch and 16-byte stores (store_fragment_rows_wide), or staged for TMA stores, or
   // (held) packed into the caller's held_ for TMA stores under the next tile's main loop; the
   // others as pairs
-  auto wide = [&](size_t k) { return is_wide_output(k, wide_stores); };
-  const std::vector<size_t> wide_outs = wide_outputs(wide_stores);
+  auto wide = [&](size_t k) { return is_wide_output(k); };
+  const std::vector<size_t> wide_outs = wide_outputs();
   const bool any_wide = !wide_outs.empty();
   const bool tma = any_wide && tma_slots > 0;
-  if (tma && !tma_stores_possible(wide_stores, tma_slots)) {
+  if (tma && !tma_stores_possible(tma_slots)) {
     throw Error(ErrorCode::internal, "fragment_tile: TMA stores asked for outputs they cannot write");
   }
   const int n_wide = static_cast<int>(wide_outs.size());
@@ -145,10 +144,10 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   if (held && !(tma && n_wide == 1 && tma_slots == 2)) {
     throw Error(ErrorCode::internal, "fragment_tile: held stores need TMA stores of one 16-bit output from 2 slots");
   }
-  if (deferred && !(held && max_deferred_groups() > 0)) {
-    throw Error(ErrorCode::internal, "fragment_tile: a deferred epilogue needs held stores and a deferrable epilogue");
+  if (from_words && !(held && runs_on_rounded_words())) {
+    throw Error(ErrorCode::internal, "fragment_tile: an epilogue from the rounded words needs held stores and an epilogue that can run on them");
   }
-  if (preloaded && (deferred || preloaded_operand() < 0)) {
+  if (preloaded && (from_words || preloaded_operand() < 0)) {
     throw Error(ErrorCode::internal, "fragment_tile: preloaded operand pairs need an in-line epilogue with a bias");
   }
   // the slot of a chunk is fixed at compile time, the same in every tile: a tile's chunks must
@@ -162,7 +161,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   // elements) into gpk<m>, folded into gacc<m> at the end; partial tiles element by element
   std::vector<bool> packed(exits_.size(), false);
   for (size_t m = 0; m < exits_.size(); ++m) {
-    if (packed_amax_output(m, wide_stores) < 0) continue;
+    if (packed_amax_output(m) < 0) continue;
     packed[m] = true;
     s << "    u32 gpk" << m << " = 0;  // packed amax partial (full tiles)\n";
   }
@@ -201,9 +200,6 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   s << "#pragma unroll\n    for (int qi = 0; qi < 4; ++qi) {\n"
     << "      const int q = 4 * q4 + qi;\n"
     << "      const int cc0 = 8 * q + c0_;\n";
-  // deferred: this call's column groups only (q_lo, q_hi are constants where the caller's k-block
-  // loop is unrolled, so the test folds away)
-  if (deferred) s << "      if (q < q_lo || q >= q_hi) continue;\n";
   if (has(ExitReduction::columns)) {
     for (size_t m = 0; m < exits_.size(); ++m) {
       if (exits_[m].exit.pattern != ExitReduction::columns) continue;
@@ -255,7 +251,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   for (int h = 0; h < 2; ++h) {
     const std::string hs = std::to_string(h);
     s << "      {  // row r0_ + " << 8 * h << "\n";
-    if (deferred) {
+    if (from_words) {
       // the anchor's values, rounded to its 16-bit type at the tile's end (hold_accumulators)
       s << "        float dv_0, dv_1;\n"
         << "        unpack_pair<" << storage_type(g_.tensor(value_).dtype) << ">(held_[8 * q4 + " << 4 * h
@@ -277,7 +273,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
       for (size_t m = 0; m < exits_.size(); ++m) {
         if (exits_[m].exit.pattern == ExitReduction::rows) s << "          float& racc" << m << " = racc" << m << "_" << hs << ";\n";
       }
-      const std::string value = deferred ? "dv_" + es : "d[4 * q + " + std::to_string(2 * h + e) + "]";
+      const std::string value = from_words ? "dv_" + es : "d[4 * q + " + std::to_string(2 * h + e) + "]";
       s << element_impl(value, "          ", "_" + es, "_" + es, "_" + es, "_" + hs, packed)
         << "        }\n";
     }
@@ -295,7 +291,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
       s << "        if constexpr (kFull) {\n"
         << "          " << slot << " = pack_pair<" << st << ">(so" << k << "_0, so" << k << "_1);\n";
       for (size_t m = 0; m < exits_.size(); ++m) {
-        if (packed[m] && packed_amax_output(m, wide_stores) == static_cast<int>(k)) {
+        if (packed[m] && packed_amax_output(m) == static_cast<int>(k)) {
           s << "          gpk" << m << " = amax_pair<" << st << ">(gpk" << m << ", " << slot << ");\n";
         }
       }
@@ -360,7 +356,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   s << "    }\n";  // q4
   for (size_t m = 0; m < exits_.size(); ++m) {
     if (!packed[m]) continue;
-    const std::string st = storage_type(g_.tensor(outs_[packed_amax_output(m, wide_stores)]).dtype);
+    const std::string st = storage_type(g_.tensor(outs_[packed_amax_output(m)]).dtype);
     s << "    if constexpr (kFull) gacc" << m << " = reduce_combine<kReduceAmax>(gacc" << m << ", amax_pair_value<" << st
       << ">(gpk" << m << "));\n";
   }
@@ -376,7 +372,7 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
     }
   }
   s << "  }\n";
-  if (deferred) {
+  if (from_words) {
     for (size_t m = 0; m < exits_.size(); ++m) {
       const std::string g = "gacc" + std::to_string(m);
       s << "  " << g << "_io_ = reduce_combine<" << kind_of(m) << ">(" << g << "_io_, " << g << ");\n";
@@ -386,33 +382,24 @@ std::string AnchorEpilogue::fragment_tile(int bn, bool wide_stores, int tma_slot
   return s.str();
 }
 
-int AnchorEpilogue::packed_amax_output(size_t m, bool wide_stores) const {
+int AnchorEpilogue::packed_amax_output(size_t m) const {
   const Node& rn = g_.node(exits_[m].exit.node);
   if (exits_[m].exit.pattern != fuse::ExitReduction::global || rn.op != OpKind::reduce_amax) return -1;
-  // SINTER_PACKED_AMAX=0 (an A/B knob, read at each build): element by element as before
-  if (const char* v = std::getenv("SINTER_PACKED_AMAX"); v && std::string(v) == "0") return -1;
   for (size_t k = 0; k < outs_.size(); ++k) {
-    const DType t = g_.tensor(outs_[k]).dtype;
-    if (outs_[k] == rn.inputs[0] && is_wide_output(k, wide_stores) && (t == DType::bf16 || t == DType::f16)) {
-      return static_cast<int>(k);
-    }
+    if (outs_[k] == rn.inputs[0] && is_wide_output(k)) return static_cast<int>(k);
   }
   return -1;
 }
 
-int AnchorEpilogue::max_deferred_groups() const {
+bool AnchorEpilogue::runs_on_rounded_words() const {
   const DType t = g_.tensor(value_).dtype;
-  if (t != DType::bf16 && t != DType::f16) return 0;
+  if (t != DType::bf16 && t != DType::f16) return false;
   for (size_t m = 0; m < exits_.size(); ++m) {
-    if (exits_[m].exit.pattern != fuse::ExitReduction::global) return 0;
+    if (exits_[m].exit.pattern != fuse::ExitReduction::global) return false;
     const OpKind op = g_.node(exits_[m].exit.node).op;
-    if (op == OpKind::reduce_sum || op == OpKind::reduce_mean) return 0;
+    if (op == OpKind::reduce_sum || op == OpKind::reduce_mean) return false;
   }
-  // beyond row-invariant operands and the held output: operands read per row, other outputs
-  if (outs_.empty()) return 0;  // no held output to defer
-  size_t extra = outs_.size() - 1;
-  for (size_t i = 0; i < operands_.size(); ++i) extra += row_invariant(i) ? 0 : 1;
-  return extra == 0 ? 4 : extra == 1 ? 1 : 0;
+  return outs_.size() == 1 && !reads_per_row();
 }
 
 bool AnchorEpilogue::reads_per_row() const {
@@ -422,25 +409,25 @@ bool AnchorEpilogue::reads_per_row() const {
   return false;
 }
 
-std::vector<size_t> AnchorEpilogue::wide_outputs(bool wide_stores) const {
+std::vector<size_t> AnchorEpilogue::wide_outputs() const {
   std::vector<size_t> out;
   for (size_t k = 0; k < outs_.size(); ++k) {
-    if (is_wide_output(k, wide_stores)) out.push_back(k);
+    if (is_wide_output(k)) out.push_back(k);
   }
   return out;
 }
 
-bool AnchorEpilogue::any_wide_output(bool wide_stores) const { return !wide_outputs(wide_stores).empty(); }
+bool AnchorEpilogue::any_wide_output() const { return !wide_outputs().empty(); }
 
-bool AnchorEpilogue::tma_stores_possible(bool wide_stores, int tma_slots) const {
-  const int n_wide = static_cast<int>(wide_outputs(wide_stores).size());
+bool AnchorEpilogue::tma_stores_possible(int tma_slots) const {
+  const int n_wide = static_cast<int>(wide_outputs().size());
   const int64_t coord_limit = int64_t{1} << 31;  // TMA coordinates are signed 32-bit
   return n_wide > 0 && n_wide <= tma_slots && tma_slots <= 2 && cols_ % 8 == 0 && cols_ < coord_limit &&
          rows_ < coord_limit;
 }
 
-void AnchorEpilogue::declare_store_maps(ArgsWriter& w, bool wide_stores) const {
-  for (size_t k : wide_outputs(wide_stores)) {
+void AnchorEpilogue::declare_store_maps(ArgsWriter& w) const {
+  for (size_t k : wide_outputs()) {
     const DType t = g_.tensor(outs_[k]).dtype;
     const uint64_t row_bytes = static_cast<uint64_t>(cols_) * dtype_size(t);
     TensorMapSlot m;
@@ -460,19 +447,19 @@ void AnchorEpilogue::declare_store_maps(ArgsWriter& w, bool wide_stores) const {
   }
 }
 
-bool AnchorEpilogue::is_wide_output(size_t k, bool wide_stores) const {
+bool AnchorEpilogue::is_wide_output(size_t k) const {
   const DType t = g_.tensor(outs_[k]).dtype;
-  return wide_stores && (t == DType::bf16 || t == DType::f16);
+  return t == DType::bf16 || t == DType::f16;
 }
 
-std::string AnchorEpilogue::fragment_full_condition(bool wide_stores) const {
+std::string AnchorEpilogue::fragment_full_condition() const {
   // pair stores: every output row starts on a pair (even row length, aligned base; tile columns
   // start at multiples of the tile width and a thread's pair at an even column); 16-byte rows
   // (16-bit outputs): row length a multiple of 8 elements and a 16-byte aligned base
-  std::string c = any_wide_output(wide_stores) ? "(a.ecols % 8 == 0)" : "(a.ecols % 2 == 0)";
+  std::string c = any_wide_output() ? "(a.ecols % 8 == 0)" : "(a.ecols % 2 == 0)";
   for (size_t k = 0; k < outs_.size(); ++k) {
     const std::string out = "a.out" + std::to_string(k);
-    c += is_wide_output(k, wide_stores) ? " && (reinterpret_cast<u64>(" + out + ") & 15) == 0" : " && pair_aligned(" + out + ")";
+    c += is_wide_output(k) ? " && (reinterpret_cast<u64>(" + out + ") & 15) == 0" : " && pair_aligned(" + out + ")";
   }
   for (size_t i = 0; i < operands_.size(); ++i) {
     const std::string n = std::to_string(i);

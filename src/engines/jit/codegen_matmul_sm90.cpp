@@ -245,12 +245,6 @@ std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Re
   } else {
     all = {coop128, coop256, ping256, coop256_pair, ping256_pair};
   }
-  // SINTER_SM90_TALL_FIRST=1 (A/B knob, read at each build): the tall pair first, at any size
-  // (the GPU tests use it to reach its stream-K cuts with small matrices)
-  if (const char* v = std::getenv("SINTER_SM90_TALL_FIRST"); v && std::string(v) == "1") {
-    std::erase_if(all, [](const Sm90DirectConfig& c) { return c.bm == 256; });
-    all.insert(all.begin(), tall_pair);
-  }
   std::vector<Sm90DirectConfig> out;
   for (const Sm90DirectConfig& c : all) {
     if (dev.max_shared_memory_per_block_optin >= static_cast<size_t>(sm90_direct_smem_bytes(c))) out.push_back(c);

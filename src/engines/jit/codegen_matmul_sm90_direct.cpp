@@ -79,18 +79,7 @@ std::string sm90_direct_name(const Sm90DirectConfig& c, int k_block) {
 }
 
 RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
-                                       const Sm90DirectConfig& asked) {
-  // SINTER_SM90_STAGES=N (an A/B knob, read at each build): at most N ring stages. Session 14
-  // (H200, 4096^3, same process): the 128x256 coop CTA pair with 3 stages 0.18518 ms against
-  // 0.17885 with its 4; 3 stages cost ping-pong 50% (0.28390 against 0.18458). It measured what
-  // a 64 KB shared-memory stash would cost: an epilogue deferred through such a stash into the
-  // next tile's main loop (0ac93fd, removed) was slower still. (The held stores below defer only
-  // the stores, from registers.)
-  Sm90DirectConfig c = asked;
-  if (const char* st = std::getenv("SINTER_SM90_STAGES")) {
-    const int n = std::atoi(st);
-    if (n >= 2) c.stages = std::min(c.stages, n);
-  }
+                                       const Sm90DirectConfig& c) {
   const std::string why_not = sm90_gemm_unsupported(g, r, dev, true);
   if (!why_not.empty()) {
     throw Error(ErrorCode::internal, "build_matmul_sm90_direct: region " + std::to_string(r.id) + ": " + why_not);
@@ -101,34 +90,6 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   }
   const Sm90Operands o = sm90_operands(g, r);
   const WgmmaType wt = wgmma_type(o.dtype);
-  // Full tiles run the epilogue compiled without bounds tests and with 16-byte row stores
-  // (fragment_tile). H200, 4096^3 bf16, session 9: the default 0.1877 ms against 0.1955 with pair
-  // stores (the call before) and 0.1965 in session 5; 8192^3 1.407 against 1.439. The second copy
-  // of the epilogue doubles ptxas's time for a fused kernel (0.9 -> 1.7 s).
-  // For A/B timing in one process (read at each build: a benchmark sets them):
-  // SINTER_SM90_FULL_TILES=0 compiles only the bounds-tested form (scalar stores);
-  // SINTER_SM90_WIDE_STORES=0 keeps full tiles but stores them as pairs.
-  auto env_is = [](const char* name, const char* value) {
-    const char* v = std::getenv(name);
-    return v && std::string(v) == value;
-  };
-  auto env_off = [&](const char* name) { return env_is(name, "0"); };
-  const bool full_tiles = !env_off("SINTER_SM90_FULL_TILES");
-  const bool wide_stores = !env_off("SINTER_SM90_WIDE_STORES");
-  // Full tiles of the coop kernels write their 16-bit outputs with TMA stores from two 2 KB
-  // slots a consumer warp (fragment_tile's tma_slots). H200, session 15, 4096^3 bf16 against
-  // cuBLASLt alternated in one call: the shared-load / global-store chains' stores cost the coop
-  // pair 4.3% (1.049 with them, 1.006 with the stores left out, 0.989 without any epilogue):
-  // every CTA reaches its tile end at about the same time, the burst of stores backs up, and the
-  // tensor cores idle until the warps have issued them. A TMA store is one instruction a chunk,
-  // and the next tile's main loop runs while it drains: 1.024. Waiting for a slot is not what
-  // the rest costs (with the waits left out, racy output: 1.024 against 1.028), nor L2 keeping
-  // the output's lines (the stores with an evict-first policy: 1.028 / 1.026 against 1.026 /
-  // 1.029, two A/B rounds; 8192^3 0.981 either way).
-  // Ping-pong keeps the chains: its stores run under the other consumer's main loop, and TMA
-  // stores from the one slot a warp that fits beside its 5 stages measured no gain (the fused
-  // 4096^3 case: 1.175 against 1.174).
-  // SINTER_SM90_TMA_STORE=0 (A/B knob) keeps the chains.
   AnchorEpilogue epi(g, r, o.mm->outputs[0]);
   const int tma_slots = 2;
   // (the slots sit after the ring in dynamic shared memory; the static kind is not 1024-byte
@@ -137,109 +98,32 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   constexpr int kStaticSmemRoom = 1024;
   const bool tma_fits = static_cast<size_t>(sm90_direct_smem_bytes(c, AnchorEpilogue::tma_stage_bytes(tma_slots)) +
                                             kStaticSmemRoom) <= dev.max_shared_memory_per_block_optin;
-  const bool tma_stores = full_tiles && wide_stores && !c.ping_pong && !env_off("SINTER_SM90_TMA_STORE") &&
-                          tma_fits && epi.tma_stores_possible(wide_stores, tma_slots);
+  const bool tma_stores = !c.ping_pong && tma_fits && epi.tma_stores_possible(tma_slots);
   const int store_stage_bytes = tma_stores ? AnchorEpilogue::tma_stage_bytes(tma_slots) : 0;
-  // Held stores: a full tile's one 16-bit output waits in registers (packed, 64 words a thread
-  // for a 64 x 256 accumulator) and is staged and stored under the next tile's first k-blocks,
-  // one 16 x 64 chunk a k-block (store_held_chunk), so a tile's end in line is the epilogue's
-  // arithmetic only. It needs at least as many k-blocks as chunks (hopper_direct_mainloop's
-  // kPeel); the consumers' setmaxnreg budget (232) holds the 128 accumulators, the 64 words and
-  // the rest. SINTER_SM90_HELD_STORES=0 (A/B knob, read at each build) stages and stores in line.
   const int k_block = 128 / static_cast<int>(dtype_size(o.dtype));
   const int64_t k_blocks_total = (o.k + k_block - 1) / k_block;
   // the tall tile (256 x 128): each consumer owns two 64-row blocks of accumulators
   const int wg_blocks = sm90_direct_row_blocks(c);
   const int held_chunks = c.bn / 64 * wg_blocks;
-  const bool held = tma_stores && epi.wide_outputs(wide_stores).size() == 1 && k_blocks_total >= held_chunks &&
-                    !env_off("SINTER_SM90_HELD_STORES");
+  const bool held = tma_stores && epi.wide_outputs().size() == 1 && k_blocks_total >= held_chunks;
   // work items: tiles, or per cluster tile pairs (the kernel's loop index t runs over them)
   const int64_t items = sm90_direct_items(c, o.batch.numel, o.m, o.n);
-  // Deferred epilogue (held, an epilogue beyond the bare store, max_deferred_groups() > 0): at a
-  // full tile's end the accumulator is only rounded to the matmul's 16-bit type and packed into held_ (64
-  // F2FP a thread, as a bare GEMM's), and the epilogue runs on those words under the next tile's
-  // first k-blocks, `defer_q` column groups of 8 (2 words a thread each) a k-block, each 64-column
-  // chunk stored as soon as it is done. The epilogue's instructions then share the SM with the
-  // wgmma instead of running while the tensor cores idle. Rounding the accumulator first is what
-  // the graph says (the matmul's result is a 16-bit tensor); the in-line epilogue reads the f32
-  // accumulator. H200, 4096^3 bf16, session 18, a stand-in (bias-like add + op_gelu_lowp + amax
-  // on the held words of a bare GEMM): 1.042x cuBLASLt at 2 groups a k-block, 1.053 at 4, 1.078
-  // at 8, against 1.011 bare and 1.075 for the real epilogue in line.
-  // Measured (H200, session 20): slower than in line, so opt-in. The fused case (bias + GELU +
-  // amax) 1.079-1.092x cuBLASLt's bare GEMM against 1.070-1.077 in line (1.187 at 1 group a
-  // k-block, 1.084 at 4); a residual 2.26-2.56x cuBLASLt's own fused residual against 1.05 in
-  // line. Prefetching the operands (bias, residual) k-blocks ahead into L1 or L2 changed
-  // neither, so operand latency is not what it costs; the stand-in had no operand reads and no
-  // second rounding. GpuHopperGemm.EveryCandidateDeferredEpilogue* passed on the H200 (session
-  // 20) and on an H100 (session 31, all five graphs, the OneGroupAKBlock ones included). SINTER_SM90_DEFER_EPILOGUE=1 (read at each build) turns it on; SINTER_SM90_DEFER_Q=n asks for n groups a k-block (1, 2 or 4; others
-  // round up to the next of those, a K of few k-blocks raises it too, up to the epilogue's
-  // max_deferred_groups, which also caps it).
-  const int n_groups = c.bn / 8;
-  // (at most 4: 8 groups a k-block, the whole of K = 4 k-blocks, spill 232 bytes; fewer where
-  // the epilogue's registers say so, max_deferred_groups)
-  const int max_q = epi.max_deferred_groups();
-  int defer_q = 2;
-  if (const char* v = std::getenv("SINTER_SM90_DEFER_Q")) defer_q = std::clamp(std::atoi(v), 1, 4);
-  defer_q = std::max(1, std::min(defer_q, max_q));
-  while (defer_q < max_q && (n_groups / defer_q > k_blocks_total || 8 % defer_q != 0)) ++defer_q;
-  // (neither the deferred nor the offloaded epilogue knows the tall tile's row blocks)
-  const bool deferred = held && wg_blocks == 1 && !epi.empty() && max_q > 0 && n_groups / defer_q <= k_blocks_total &&
-                        items < (int64_t{1} << 30) && env_is("SINTER_SM90_DEFER_EPILOGUE", "1");
-  // Offloaded epilogue (gemm/sm90_epilogue_offload.cuh): as the deferred form, a full tile's
-  // accumulator is only rounded and held, but the epilogue runs in the producer warpgroup's three
-  // idle warps on each staged chunk, not in the consumers between their k-blocks. The consumers
-  // post a chunk every `offload_spacing` k-blocks and the helpers need tiles long enough to keep
-  // up: at least 32 k-blocks. The CTA's last tile runs in line. Not with stream-K's cut pieces,
-  // and only where max_deferred_groups() >= 2: an operand read per row stays in line (a
-  // residual: 1.096x cuBLASLt's own residual GEMM against 1.042 in line, session 24, the
-  // helpers' per-row loads), and so does a second output (an f32 pre-activation spilled 8 bytes
-  // in the helpers).
-  // H100, session 24, 4096^3 bf16 + bias + GELU + amax against cuBLASLt's bare GEMM, alternated
-  // in one process (calls 3-4): 1.041 / 1.042 / 1.041 offloaded, 1.072 / 1.073 / 1.072 in line;
-  // bias alone 1.011 against 1.023-1.025; at a spacing of 4 k-blocks 1.077 (a helper then had 3
-  // k-blocks for its three warps' chunks and the consumers waited for their slots). A stand-in
-  // (the same GELU count in the helper warps of a bare GEMM, call 1) cost 1.5%.
-  // SINTER_SM90_OFFLOAD=0 (A/B knob, read at each build) keeps the epilogue in line;
-  // SINTER_SM90_OFFLOAD_SPACING=n (1-8) sets the spacing.
-  int offload_spacing = 8;
-  if (const char* v = std::getenv("SINTER_SM90_OFFLOAD_SPACING")) offload_spacing = std::clamp(std::atoi(v), 1, 8);
-  const bool offload_wanted = held && wg_blocks == 1 && !deferred && !epi.empty() && epi.max_deferred_groups() >= 2 &&
-                              k_blocks_total >= 32 && items < (int64_t{1} << 30) && !env_off("SINTER_SM90_OFFLOAD");
-  const int peel = deferred ? n_groups / defer_q : held_chunks;
-  // A full tile's bias pairs are loaded once its last k-block is issued, under that k-block's
-  // wgmma (AnchorEpilogue::preloaded_operand), where the epilogue loaded them after the last
-  // wgmma wait and waited one L2 round trip a tile with the tensor cores idle. Held in-line
-  // kernels only: their consumers have the 32 registers free there (the held words are stored
-  // by then). SINTER_SM90_PRELOAD_BIAS=0 (A/B knob, read at each build) loads them in the epilogue.
-  // The persistent grid: one CTA an SM (SINTER_SM90_MAX_CTAS=n, read at each build, caps it: the
-  // GPU tests use it to reach stream-K's cuts with small matrices); ping-pong CTAs take two tiles.
-  int64_t sms = dev.sm_count > 0 ? dev.sm_count : 132;
-  if (const char* v = std::getenv("SINTER_SM90_MAX_CTAS")) {
-    const int64_t cap = std::atoll(v);
-    if (cap >= c.cluster) sms = std::min(sms, cap);
-  }
+  const int offload_spacing = 8;
+  const bool offload_wanted = held && wg_blocks == 1 && !epi.empty() && epi.runs_on_rounded_words() &&
+                              k_blocks_total >= 32 && items < (int64_t{1} << 30);
+  const int peel = held_chunks;
+  // The persistent grid: one CTA an SM; ping-pong CTAs take two tiles.
+  const int64_t sms = dev.sm_count > 0 ? dev.sm_count : 132;
   const int64_t work = c.ping_pong ? (items + 1) / 2 : items;
   const int64_t units = std::clamp<int64_t>(work, 1, sms / c.cluster);
-  // Stream-K (gemm/stream_k.h): where the items end on a partial wave, the first items % units
-  // are cut along K over all units and the rest run whole, a whole number of waves, where
-  // sinter_sk_plan finds it worth it (its comment has the measurements: 8192^3 is cut, 4096^3
-  // is not, and walks whole tiles on the engine's balanced 128 CTAs). Coop kernels with the epilogue in line
-  // (held or not); ping-pong and the deferred epilogue walk whole tiles, and so do held kernels
-  // whose epilogue reads an operand per row (a residual, a column vector): with the cut's
-  // registers they spilled 40-60 bytes (ptxas, JitMatmulSm90.EveryEpilogueKindCompilesWithoutSpills).
-  // SINTER_SM90_STREAM_K=0 (A/B knob, read at each build) walks whole tiles.
-  // (under another grid than this, which the engine may launch, the kernel cuts nothing)
   // a held tile's chunks leave under the next piece's first k-blocks: no piece shorter than that
   const SinterStreamK sk = sinter_sk_plan(static_cast<int>(units), items,
                                           static_cast<int>(std::min<int64_t>(k_blocks_total, int64_t{1} << 30)),
                                           held ? held_chunks : 1);
-  // (the tall tile walks whole items for now: its cut kernels matched cuBLASLt at 8192^3 in
-  // session 30, but GpuHopperGemm.EveryCandidateStreamK's odd shapes have not run them on a GPU)
-  const bool stream_k = !c.ping_pong && !deferred && !(held && epi.reads_per_row()) && wg_blocks == 1 &&
-                        sk.sk_items > 0 && !env_off("SINTER_SM90_STREAM_K");
+  const bool stream_k = !c.ping_pong && !(held && epi.reads_per_row()) && wg_blocks == 1 && sk.sk_items > 0;
   const bool offload = offload_wanted && !stream_k;
   const int offload_peel = 4 * offload_spacing;  // 4 messages a tile, whatever its chunks (sm90_epilogue_offload.cuh)
-  const bool preload = held && !deferred && !offload && epi.preloaded_operand() >= 0 && !env_off("SINTER_SM90_PRELOAD_BIAS");
+  const bool preload = held && !offload && epi.preloaded_operand() >= 0;
   // its workspace, after the epilogue's: a flag a consumer warp and a kBM x kBN f32 slot a CTA
   const size_t sk_flags_offset = (epi.workspace_bytes() + 255) / 256 * 256;
   const size_t sk_ctas = static_cast<size_t>(units * c.cluster);
@@ -258,15 +142,10 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       std::string(held ? ", held_" : "") + (preload ? ", pw" + std::to_string(epi.preloaded_operand()) : "");
   const int smem_bytes = sm90_direct_smem_bytes(c, store_stage_bytes);
   const std::string preload_call = "matmul_wg_preload(a, tile, pw" + std::to_string(epi.preloaded_operand()) + ")";
-  // SINTER_SM90_TRACE=1 (diagnostic, read at each build; held kernels only): each CTA stamps its
-  // entry, the end of its PDL wait, consumer 0's start (before its first tile), consumer 0's end
-  // (its last stores done) and its exit (common/trace.cuh; a stamp under the first k-block
-  // spilled 4 bytes); the engine writes one launch's stamps to
-  // SINTER_TRACE_FILE (jit_engine.cpp), to read start and end skew across SMs off a real run.
-  const bool trace = held && env_is("SINTER_SM90_TRACE", "1");
+  const bool trace = held && c.trace;
   // the TMA map of the held kernels' one wide output
   const std::string held_map =
-      held ? "&a.tmo" + std::to_string(epi.wide_outputs(wide_stores).front()) : std::string();
+      held ? "&a.tmo" + std::to_string(epi.wide_outputs().front()) : std::string();
 
   RegionKernels rk;
   KernelSpec spec;
@@ -281,14 +160,14 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
   // kernels whose plain (not multicast) operand is A; stream-K kernels for their whole items only
   // (the cut ranges rely on units starting in index order). The tall pair multicasts A (its plain
   // operand is B: another order), and ping-pong would take it unchanged but has not been
-  // measured with it. SINTER_SM90_GPC_ORDER=0 (A/B knob, read at each build) keeps index order.
-  const bool unit_order = !c.ping_pong && !multicast_a && !env_off("SINTER_SM90_GPC_ORDER");
+  // measured with it.
+  const bool unit_order = !c.ping_pong && !multicast_a;
   if (unit_order) {
     spec.unit_order = KernelSpec::UnitOrderSlot{w.field("SinterUnitOrder", "order", SinterUnitOrder{}),
                                                 sm90_direct_group_m(c)};
   }
   epi.declare(w);
-  if (tma_stores) epi.declare_store_maps(w, wide_stores);
+  if (tma_stores) epi.declare_store_maps(w);
   if (stream_k) {
     w.field("SinterStreamK", "sk", sk);
     w.workspace_pointer("u32*", "sk_flags", sk_flags_offset, 4);
@@ -325,7 +204,7 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "__device__ __forceinline__ void matmul_wg_epilogue_body(const Args& a, i64 grow0, i64 gcol0, int rows_valid, "
          "int cols_valid, char* store_stage, const float (&d)[Cfg::kBlockAcc]"
       << tile_params << epi.global_params() << ") {\n"
-      << epi.fragment_tile(c.bn, wide_stores, tma_stores ? tma_slots : 0, held, false, preload) << "}\n\n"
+      << epi.fragment_tile(c.bn, tma_stores ? tma_slots : 0, held, false, preload) << "}\n\n"
       << "// true: a full tile" << (held ? ", whose output is held in held_ for the caller to store" : "") << "\n"
       << "__device__ __forceinline__ bool matmul_wg_epilogue(const Args& a, const HopperDirectTile& tile, int row0, "
          "char* store_stage, const float (&d)[Cfg::kBlockAcc]"
@@ -335,18 +214,15 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
       << "  const i64 grow0 = matmul_wg_grow0(a, tile, row0), gcol0 = n0;\n"
       << "  const int rows_valid = static_cast<int>(min(i64{64}, s.m - m0));\n"
       << "  const int cols_valid = static_cast<int>(min(i64{Cfg::kBN}, s.n - n0));\n"
-      << "  if (" << (full_tiles ? "s.m - (m0 - row0 % Cfg::kWgRows) >= Cfg::kWgRows && cols_valid >= Cfg::kBN && " +
-                                     epi.fragment_full_condition(wide_stores)
-                               : "false")
-      << ") {\n"
+      << "  if (s.m - (m0 - row0 % Cfg::kWgRows) >= Cfg::kWgRows && cols_valid >= Cfg::kBN && "
+      << epi.fragment_full_condition() << ") {\n"
       << (offload ? "    if (!last) {  // the helpers run the epilogue\n"
                     "      hold_accumulators<" + storage_type(g.tensor(o.mm->outputs[0]).dtype) + ", Cfg::kBN>(d, held_);\n"
                     "      return true;\n"
                     "    }\n"
                   : "")
-      << (deferred ? "    hold_accumulators<" + storage_type(g.tensor(o.mm->outputs[0]).dtype) + ", Cfg::kBN>(d, held_);  // the epilogue runs later\n"
-                   : "    matmul_wg_epilogue_body<true>(a, grow0, gcol0, rows_valid, cols_valid, store_stage, d" + tile_args +
-                         epi.global_args() + ");\n")
+      << "    matmul_wg_epilogue_body<true>(a, grow0, gcol0, rows_valid, cols_valid, store_stage, d" << tile_args
+      << epi.global_args() << ");\n"
       << "    return true;\n"
       << "  }\n"
       << "  matmul_wg_epilogue_body<false>(a, grow0, gcol0, rows_valid, cols_valid, store_stage, d" << tile_args
@@ -380,25 +256,16 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "  const int cols_valid = static_cast<int>(min(i64{Cfg::kBN}, a.shape.n - gcol0));\n"
         << epi.preload_body(c.bn) << "}\n\n";
   }
-  if (deferred) {
-    src << "// a held full tile's epilogue (hold_accumulators' words), column groups q_lo <= q < q_hi\n"
-        << "__device__ __forceinline__ void matmul_wg_epilogue_deferred(const Args& a, i64 grow0, i64 gcol0, int q_lo, "
-           "int q_hi, u32 (&held_)[Cfg::kBN / 4]"
-        << epi.global_params() << ") {\n"
-        << "  constexpr bool kFull = true;\n"
-        << "  [[maybe_unused]] constexpr int rows_valid = 64, cols_valid = Cfg::kBN;\n"
-        << epi.fragment_tile(c.bn, wide_stores, tma_slots, true, true) << "}\n\n";
-  }
   if (offload) {
     src << "// a helper warp's epilogue of one 32-column half of a staged 16 x 64 chunk (hold_accumulators' words, in the\n"
         << "// fragment layout of the consumer warp that staged it) from matrix row grow, column gcol\n"
         << "__device__ __forceinline__ void matmul_chunk_epilogue(const Args& a, i64 grow, i64 gcol0, u32 (&held_)[8]"
         << epi.global_params() << ") {\n"
         << "  constexpr bool kFull = true;\n"
-        << "  [[maybe_unused]] constexpr int rows_valid = 64, cols_valid = 32, q_lo = 0, q_hi = 4;\n"
+        << "  [[maybe_unused]] constexpr int rows_valid = 64, cols_valid = 32;\n"
         << "  // the fragment code counts this warp's rows from 16 x its warp of the warpgroup\n"
         << "  const i64 grow0 = grow - 16 * ((threadIdx.x & 127) >> 5);\n"
-        << epi.fragment_tile(32, wide_stores, tma_slots, true, true) << "}\n\n";
+        << epi.fragment_tile(32, tma_slots, true, true) << "}\n\n";
   }
   src << "extern \"C\" __global__ void __launch_bounds__(Cfg::kThreads, 1) sinter_region(const __grid_constant__ Args a) {\n"
       << (trace ? "  __shared__ u64 trace_[kTraceWords];  // thread 128's (consumer 0's first) stamps\n"
@@ -521,37 +388,24 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "    u32 held_[Cfg::kAcc / 2];\n"
         << (preload ? "    " + epi.preload_declaration(c.bn) + ";  // the next epilogue's bias pairs\n" : std::string())
         << "    bool holding = false;\n"
-        << (deferred ? "    // the held tile's first column, and first matrix row of this warpgroup (TMA's int coordinates)\n"
-                       "    int held_col = 0, held_grow0 = 0;\n"
-                     : "    int held_col = 0, held_row = 0;\n")
+        << "    int held_col = 0, held_row = 0;\n"
         << "    auto store_held = [&](int p) {\n"
         << "      if (holding) store_held_chunk<Cfg::kBN / 64>(" << held_map << ", sm.store_stage, held_, p, held_col, "
-        << (deferred ? "held_grow0 + 16 * ((threadIdx.x >> 5) & 3)" : "held_row") << ");\n"
+        << "held_row);\n"
         << "    };\n"
-        << (deferred ? "    // the next tile's coordinates are worked out under this tile's last peeled k-block (once the\n"
-                       "    // held words are stored and their registers free), not at its end\n"
-                     : "    // the next tile's coordinates are worked out under this tile's first k-block, not at its end\n")
+        << "    // the next tile's coordinates are worked out under this tile's first k-block, not at its end\n"
         << (stream_k ? "    HopperDirectTile next = hopper_direct_item<Cfg>(w, hopper_sk_piece(sk_pieces, w, k_blocks, 0).item, tiles_n);\n"
                        "    for (int i = 0; i < sk_pieces.total; ++i) {\n"
                        "      const bool cut = i < sk_pieces.count;  // read once: the compiler sees one condition\n"
                      : "    HopperDirectTile next = hopper_direct_item<Cfg>(w, w.first, tiles_n);\n"
-                       // deferred: a 32-bit tile index (one register fewer: with an i64 one the
-                       // f16 scalar + bias + relu + amax kernels spilled 8 bytes); the host keeps
-                       // such kernels below 2^30 items
-                       "    for (" + std::string(deferred ? "int" : "i64") + " t = w.first; t < w.count; t += w.stride) {\n")
+                       "    for (i64 t = w.first; t < w.count; t += w.stride) {\n")
         << "      const HopperDirectTile tile = next;\n"
         << "      hopper_direct_mainloop<Cfg, " << wt.constant << ", " << peel
         << ">(d, sm, c * Cfg::kWgRows * 128, "
         << (stream_k ? "(cut ? sk_pieces.piece[i].kb1 - sk_pieces.piece[i].kb0 : k_blocks)" : "k_blocks")
         << ", stage, phase, nullptr, [&](int kb) {\n"
-        << (deferred ? "        if (holding) matmul_wg_epilogue_deferred(a, held_grow0, held_col, kb * " + std::to_string(defer_q) +
-                           ", (kb + 1) * " + std::to_string(defer_q) + ", held_" + epi.global_args() +
-                           ");\n"
-                           "        if ((kb + 1) * " + std::to_string(defer_q) + " % 8 == 0) store_held((kb + 1) * " +
-                           std::to_string(defer_q) + " / 8 - 1);  // a 64-column chunk is done\n"
-                     : "        store_held(kb);\n")
-        // deferred: after the held words are gone, where registers are free
-        << "        if (kb == " << (deferred ? peel - 1 : 0) << ") {\n"
+        << "        store_held(kb);\n"
+        << "        if (kb == 0) {\n"
         << (stream_k ? "          next = hopper_direct_item<Cfg>(w, hopper_sk_piece(sk_pieces, w, k_blocks, i + 1).item, tiles_n);\n"
                      : "          next = hopper_direct_item<Cfg>(w, t + w.stride, tiles_n);\n")
         << "          hopper_direct_pin(next);\n"
@@ -562,14 +416,10 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
         << "      holding = matmul_wg_epilogue_blocks(a, tile, c, sm.store_stage, d" << tile_args << epi.global_args() << ");\n"
         << "      hopper_direct_pin_words(held_);\n"
         << "      held_col = tile.nt * Cfg::kBN;\n"
-        << (deferred ? "      held_grow0 = static_cast<int>(matmul_wg_grow0(a, tile, c * Cfg::kWgRows));\n"
-                     : "      held_row = static_cast<int>(matmul_wg_grow0(a, tile, c * Cfg::kWgRows)) + 16 * ((threadIdx.x >> 5) & 3);\n")
+        << "      held_row = static_cast<int>(matmul_wg_grow0(a, tile, c * Cfg::kWgRows)) + 16 * ((threadIdx.x >> 5) & 3);\n"
         << "    }\n"
         << "#pragma unroll\n"
         << "    for (int p = 0; p < " << held_chunks << "; ++p) {\n"
-        << (deferred ? "      if (holding) matmul_wg_epilogue_deferred(a, held_grow0, held_col, 8 * p, 8 * p + 8, held_" +
-                           epi.global_args() + ");\n"
-                     : "")
         << "      store_held(p);\n"
         << "    }\n";
   } else {
@@ -609,9 +459,8 @@ RegionKernels build_matmul_sm90_direct(const Graph& g, const fuse::Region& r, co
 
   spec.source = src.str();
   spec.description = "matmul sm90 wgmma." + std::string(wt.name) + " " + sm90_direct_name(c, 128 / static_cast<int>(dtype_size(o.dtype))) +
-                     " tma setmaxnreg persistent group" + std::to_string(sm90_direct_group_m(c)) + " direct-epilogue" + (full_tiles ? "" : " no-full-tiles") +
+                     " tma setmaxnreg persistent group" + std::to_string(sm90_direct_group_m(c)) + " direct-epilogue" +
                      (tma_stores ? " tma-store" : "") + (held ? " held-stores" : "") +
-                     (deferred ? " deferred-epilogue(" + std::to_string(defer_q) + " groups a k-block)" : "") +
                      (offload ? " offloaded-epilogue(3 helper warps)" : "") + (preload ? " preloaded-bias" : "") + (trace ? " trace" : "") +
                      (stream_k ? " stream-k(" + std::to_string(sk.sk_items) + " of " + std::to_string(items) + " items cut over " +
                                      std::to_string(units) + " units)"

@@ -24,8 +24,7 @@ struct Sm90Operands {
   bool b_mn_major = false;
   // The batch folded into M: a [..., M, K] with rows evenly spaced across batches times a weight
   // broadcast over them is one [batches x M, K] GEMM (a transformer's activations times a 2D
-  // weight). On since GpuHopperGemm.FoldedBroadcastBatch* passed on the H200 (2026-12-03,
-  // session 6); SINTER_SM90_FOLD_BATCH=0 turns it off.
+  // weight). The generic tile would take the batched form otherwise.
   bool batch_folded = false;
   CollapsedShape batch;
 };
