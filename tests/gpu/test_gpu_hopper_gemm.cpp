@@ -238,7 +238,7 @@ TEST_F(GpuHopperGemm, OddShapesBiasGeluAmax) {
     g.output(g.amax(y), "amax");
     // A scalar amax averages nothing: the fused kernel keeps pre-activations in f32 where the
     // reference rounds three bf16 boundaries (matmul, pre, y), which can move it by 2 bf16 ulps
-    // (up to 0.0156 relative; call 1 of this session saw 0.0105 at 7x13x8).
+    // (up to 0.0156 relative; 0.0105 was seen at 7x13x8).
     check_on(std::move(g), true, 2.0);
   }
 }
@@ -388,7 +388,7 @@ TEST_F(GpuHopperGemm, EveryCandidateTmaStores) {
   }
   {
     // M = 200: the second row tile's first consumer has all 64 rows (TMA stores), its second
-    // only 8 (the bounds-tested stores), in one tile (first run on the H200 in session 16)
+    // only 8 (the bounds-tested stores), in one tile
     Graph g("tma_store_split_row_tile");
     auto y = g.matmul(g.input("a", DType::bf16, {200, 136}), weight_nk(g, "b", DType::bf16, 136, 512));
     g.output(g.gelu(g.add(y, g.input("bias", DType::bf16, {512}))), "y");
@@ -408,7 +408,6 @@ TEST_F(GpuHopperGemm, EveryCandidateTmaStores) {
 // store bounds-tested between held ones), K = 256 (as many k-blocks as a 256-column tile's
 // chunks) with bias + GELU + amax; K = 200 (the last of 4 k-blocks partial); batches, whose rows
 // of the second batch start mid-map, once with one tile a CTA and once with more tiles than CTAs.
-// Written in session 17.
 TEST_F(GpuHopperGemm, EveryCandidateHeldStores) {
   {
     Graph g("held_many_tiles_bf16");
@@ -499,12 +498,12 @@ TEST_F(GpuHopperGemm, EveryCandidateOffloadedEpilogue) {
   }
 }
 
-// Operands read per row on full tiles (AnchorEpilogue::row_preloaded): a residual as column
+// Operands read per row on full tiles (AnchorEpilogue::row_read): a residual as column
 // pairs, a column vector once a row, beside held stores over many tiles a CTA, with partial
 // tiles (bounds-tested; they end the previous tile's held words, hopper_direct_clear_words)
 // between full ones. A residual whose rows start at odd offsets (a view with an odd row stride)
 // sends every tile to the bounds-tested form; a transposed one (column stride M) is read element
-// by element in both forms. Written in session 19 with no GPU lent: not yet run when committed.
+// by element in both forms.
 TEST_F(GpuHopperGemm, EveryCandidatePerRowOperands) {
   const int64_t m = 1100, k = 256, n = 4112;
   {

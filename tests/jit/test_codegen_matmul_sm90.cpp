@@ -27,8 +27,8 @@ namespace {
 // ptxas (-v) says when it serializes a kernel's wgmma (C75xx: each one waited for before
 // the next issues, e.g. for want of registers to keep accumulators in flight, or a wgmma in a
 // data-dependent branch). Such a kernel still compiles, runs and passes every correctness test,
-// but its main loop runs far slower (session 16: a last k-block split in two wgmma groups,
-// serialized so, ran 4096^3 8% and 8192^3 11% slower), so it fails here.
+// but its main loop runs far slower (a last k-block split in two wgmma groups, serialized so,
+// ran 4096^3 8% and 8192^3 11% slower), so it fails here.
 void expect_wgmma_pipelined(const std::string& log, const std::string& what) {
   EXPECT_EQ(log.find("are serialized"), std::string::npos) << what << ":\n" << log;
 }
@@ -281,8 +281,8 @@ TEST(JitMatmulSm90, TallPairSharesAAndComputesTwoRowBlocks) {
     ASSERT_TRUE(k.launch.cluster.has_value());
     EXPECT_EQ(k.launch.cluster->x, 2u);
     EXPECT_EQ(k.persistent_work, 16 * 16);  // 16 row tiles x 16 pairs of column tiles
-    EXPECT_NE(k.source.find("HopperDirectConfig<256, 128, 4, false, 2,"), std::string::npos);
-    EXPECT_NE(k.source.find("store_held_chunk<Cfg::kBN / 64>("), std::string::npos);
+    EXPECT_NE(k.source.find("kBM = 256, kBN = 128, kStages = 4, kCluster = 2;"), std::string::npos);
+    EXPECT_NE(k.source.find("kStore = Sm90Store::held;"), std::string::npos);
     const cuda::CompileResult res = compile_reported("sm90_tall.cu", k.source);
     EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
     expect_wgmma_pipelined(res.log, k.description);
@@ -312,11 +312,13 @@ TEST(JitMatmulSm90, FullTilesStoreSixteenByteRows) {
     // them in line, ping-pong stores them from a scratch)
     const bool wide = k.source.find("store_fragment_rows_wide(scratch_") != std::string::npos ||
                       k.source.find("stage_fragment_rows_sw128(") != std::string::npos ||
-                      k.source.find("store_held_chunk<") != std::string::npos;
+                      k.source.find("kStore = Sm90Store::held;") != std::string::npos;
     EXPECT_EQ(wide, out == DType::bf16) << to_string(out);
     EXPECT_NE(k.source.find(out == DType::bf16 ? "(a.ecols % 8 == 0)" : "(a.ecols % 2 == 0)"), std::string::npos);
-    EXPECT_NE(k.source.find("matmul_wg_epilogue_body<false>"), std::string::npos);
-    EXPECT_NE(k.source.find("matmul_wg_epilogue_body<true>"), std::string::npos);
+    // the functor's fragment epilogue, which the kernel template instantiates for full tiles and
+    // partial ones (sm90_gemm_direct.cuh's Sm90DirectEpilogue::block)
+    EXPECT_NE(k.source.find("template <bool kFull>\n  __device__ __forceinline__ void fragment("), std::string::npos);
+    EXPECT_NE(k.source.find("static bool if_full(const Args& a, bool rows_in, bool cols_in"), std::string::npos);
   }
 }
 
@@ -376,12 +378,17 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
     if (k.description.find("held-stores") != std::string::npos && k.description.find("stream-k(") == std::string::npos &&
         k.description.find("256x128") == std::string::npos) {
       EXPECT_NE(k.description.find("offloaded-epilogue"), std::string::npos) << k.description;
-      EXPECT_NE(k.source.find("hopper_offload_serve(off, sm.store_stage, &a.tmo0"), std::string::npos) << k.description;
+      EXPECT_NE(k.source.find("kOffload = true"), std::string::npos) << k.description;
+      EXPECT_NE(k.source.find("void chunk(const Args& a, i64 grow, i64 gcol0, u32 (&held_)[8])"), std::string::npos);
+      EXPECT_NE(k.source.find("held_map(const Args& a) { return &a.tmo0; }"), std::string::npos) << k.description;
     }
     if (k.description.find("held-stores") != std::string::npos &&
         k.description.find("offloaded-epilogue") == std::string::npos) {
       EXPECT_NE(k.description.find("preloaded-bias"), std::string::npos) << k.description;
-      EXPECT_NE(k.source.find("[&]() { matmul_wg_preload(a, tile, pw0); }"), std::string::npos) << k.description;
+      EXPECT_NE(k.source.find("kPreloadBias = true"), std::string::npos) << k.description;
+      EXPECT_NE(k.source.find("static void preload(const Args& a, i64 gcol0, int cols_valid, Preload& pw0)"),
+                std::string::npos)
+          << k.description;
       EXPECT_NE(k.source.find("unpack_pair_word<bf16>(pw0[q], "), std::string::npos) << k.description;
     }
     EXPECT_NE(k.source.find("op_gelu_bf16("), std::string::npos) << k.description;
@@ -462,11 +469,10 @@ TEST(JitMatmulSm90, OffloadedEpilogueNeedsA16BitAnchorAndGlobalMaxReductions) {
 // The epilogue kinds a user asks of a GEMM, on every direct-epilogue config at 4096^3: a
 // residual, a column vector (one value a row), a stored pre-activation (f32), an fp8 output
 // with a scale, a SiLU gated by a residual, bias + GELU + residual + amax, tanh GELU. All compile
-// with 0 spills and pipelined wgmma. Before session 19 the 128x256 coop kernels spilled on five
-// of them (12 to 380 bytes): residuals were read element by element (two address registers
-// each), and a partial tile's epilogue kept the previous tile's 64 held words alive.
-// Full tiles now read a residual as column pairs and a column vector once a row
-// (row_preloaded), in this source.
+// with 0 spills and pipelined wgmma (the 128x256 coop kernels spilled 12 to 380 bytes on five of
+// them when residuals were read element by element and a partial tile's epilogue kept the
+// previous tile's 64 held words alive). Full tiles read a residual as column pairs and a column
+// vector once a row (AnchorEpilogue::row_read), in this source.
 TEST(JitMatmulSm90, EveryEpilogueKindCompilesWithoutSpills) {
   const int64_t m = 4096, n = 4096, k = 4096;
   struct Form {
@@ -549,13 +555,8 @@ TEST(JitMatmulSm90, TmaStoresCompileWithoutSpillsAndFit) {
       EXPECT_EQ(k.description.find("tma-store") != std::string::npos, coop) << k.description;
       // one 16-bit output waits in registers for the next tile's main loop; two are staged in line
       EXPECT_EQ(k.description.find("held-stores") != std::string::npos, coop && outputs < 2) << k.description;
-      // held kernels branch on a warp-uniform role, so ptxas keeps the consumers' ring position
-      // and wgmma descriptors in uniform registers (others keep threadIdx: a uniform consumer
-      // index made ptxas spill in their in-line epilogues)
-      EXPECT_EQ(k.source.find("const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);") !=
-                    std::string::npos,
-                coop && outputs < 2)
-          << k.description;
+      // (held kernels branch on a warp-uniform role: sm90_gemm_direct)
+      EXPECT_EQ(k.source.find("kStore = Sm90Store::held;") != std::string::npos, coop && outputs < 2) << k.description;
       EXPECT_EQ(k.tensor_maps.size(), coop ? 2u + static_cast<size_t>(std::max(outputs, 1)) : 2u) << k.description;
       const cuda::CompileResult res = compile_reported("sm90_tma_store.cu", k.source);
       dump_cubin("sm90_tma_store_" + std::to_string(outputs) + "_v" + std::to_string(v), k, res);
@@ -736,10 +737,8 @@ TEST(JitMatmulSm90, CoopKernelsTakeAGpcOrder) {
       SCOPED_TRACE(k.description);
       ASSERT_EQ(k.unit_order.has_value(), want);
       ++(!want ? unordered : cut ? cut_ordered : whole_ordered);
-      EXPECT_EQ(k.source.find("hopper_direct_order(w, a.order)") != std::string::npos, want && !cut);
-      EXPECT_EQ(k.source.find("hopper_sk_plan_pieces(sk_pieces, w, a.sk, k_blocks, hopper_direct_ordered_first(w, a.order))") !=
-                    std::string::npos,
-                want && cut);
+      EXPECT_EQ(k.source.find("kUnitOrder = true") != std::string::npos, want);
+      EXPECT_EQ(k.source.find("kStreamK = true") != std::string::npos, cut);
       if (want) {
         EXPECT_EQ(k.unit_order->group_m, 8);  // item rows a raster group (sm90_direct_group_m)
         SinterUnitOrder packed{};
@@ -773,22 +772,23 @@ TEST(JitMatmulSm90, TraceConfigStampsHeldKernels) {
     g.output(y, "y");
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
+    for (const MatmulConfig& offered : matmul_configs(g, r, h200())) {
+      EXPECT_FALSE(offered.direct.trace) << config_text(offered);  // never a candidate
+      EXPECT_EQ(config_text(offered).find("trace"), std::string::npos) << config_text(offered);
+    }
     MatmulConfig c = matmul_configs(g, r, h200()).at(0);
     ASSERT_EQ(c.tile, MatmulTile::sm90_direct);
-    EXPECT_FALSE(c.direct.trace);
     const KernelSpec plain = build_matmul(g, r, h200(), c).kernels.at(0);
     EXPECT_EQ(plain.description.find(" trace"), std::string::npos) << plain.description;
-    EXPECT_EQ(plain.source.find("sinter_trace_stamp"), std::string::npos);
+    EXPECT_EQ(plain.source.find("SinterCtaTrace"), std::string::npos);
     c.direct.trace = true;
     EXPECT_NE(config_text(c).find(" trace=1"), std::string::npos) << config_text(c);
     EXPECT_EQ(parse_kernel_config(config_text(c)), KernelConfig(c));
     const KernelSpec k = build_matmul(g, r, h200(), c).kernels.at(0);
     EXPECT_NE(k.description.find(fused ? "offloaded-epilogue" : "held-stores"), std::string::npos) << k.description;
     EXPECT_NE(k.description.find(" trace"), std::string::npos) << k.description;
-    for (int i = 0; i < 5; ++i) {
-      EXPECT_NE(k.source.find("sinter_trace_stamp(trace_, " + std::to_string(i) + ")"), std::string::npos) << i;
-    }
-    EXPECT_NE(k.source.find("sinter_trace_flush(trace_);"), std::string::npos);
+    EXPECT_NE(k.source.find("using Trace = SinterCtaTrace;"), std::string::npos);
+    EXPECT_NE(k.source.find("#include \"common/trace.cuh\""), std::string::npos);
     const cuda::CompileResult res = compile_reported("sm90_trace.cu", k.source);
     EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description << res.log;
     expect_wgmma_pipelined(res.log, k.description);

@@ -55,6 +55,16 @@ struct GemmTileScope {
   std::string ldc = "kGemmLdC";
 };
 
+// What the direct-epilogue Hopper GEMM (kernels/gemm/sm90_gemm_direct.cuh) asks of its epilogue
+// functor (AnchorEpilogue::sm90_functor).
+struct Sm90EpilogueForm {
+  int bn = 256;           // columns of an accumulator block (Cfg::kBN)
+  int tma_slots = 0;      // fragment_tile's: 0 (16-byte row chains) or 2 (TMA stores)
+  bool held = false;      // fragment_tile's held stores
+  bool offload = false;   // chunk(): the helper warps' epilogue on a staged chunk's rounded words
+  bool preload = false;   // preload() and the bias pairs fragment() reads (preloaded_operand)
+};
+
 class AnchorEpilogue {
  public:
   // `value`: the anchor output the epilogue starts from. The iteration shape must end in cols.
@@ -99,7 +109,7 @@ class AnchorEpilogue {
   // no C tile, two adjacent columns per store, row sums reduced over the 4 lanes of a row and
   // column sums over the 8 rows of a warp before their atomics. Needs in scope: a, d, grow0 (i64,
   // the matrix row of the warpgroup's first row), rows_valid (int, may be <= 0), gcol0 (i64),
-  // cols_valid (int) and the global partials gacc<m>. (codegen_anchor_fragment.cpp)
+  // cols_valid (int) and the global partials gacc<m>. (codegen_sm90_epilogue.cpp)
   // Also needs kFull (a constexpr bool): true compiles the full-tile form, valid only where
   // rows_valid >= 64, cols_valid >= bn and fragment_full_condition() hold. Full tiles store
   // 16-bit outputs as 16-byte rows through stmatrix, others as pairs.
@@ -127,14 +137,14 @@ class AnchorEpilogue {
   // the epilogue's start, its loads were issued after the last wgmma wait and the first use
   // waited one L2 round trip a tile while the tensor cores idled.
   int preloaded_operand() const;
-  // ", PairWord<T> (&pw<i>)[bn / 8]" (const with `read_only`) for the preloaded operand.
-  std::string preload_param(int bn, bool read_only) const;
-  // "PairWord<T> pw<i>[bn / 8]": the caller's declaration of those words.
-  std::string preload_declaration(int bn) const;
   // Fills pw<i>: this thread's bn / 8 column pairs (columns 8 q + 2 (lane % 4) + {0, 1} of the
   // tile) where full tiles read them as pairs, zeros otherwise (every path defines them, so they
   // are not live around the tile loop). Needs in scope a, gcol0 (i64) and cols_valid (int).
   std::string preload_body(int bn) const;
+  // `struct Epilogue`: the functor kernels/gemm/sm90_gemm_direct.cuh describes (its Epi), over
+  // fragment_tile in the given form, for a source that declares Cfg (HopperDirectConfig), kIndex64
+  // and Args before it.
+  std::string sm90_functor(const Sm90EpilogueForm& f) const;
   // Whether the epilogue can run on the anchor's values rounded to its 16-bit type and packed
   // (fragment_tile's from_words), as the offloaded epilogue's helper warps run it: the anchor is
   // a 16-bit float tensor (rounding the accumulator to it is the graph's own semantics), every
@@ -169,6 +179,7 @@ class AnchorEpilogue {
   std::string kernel_end(const std::string& indent) const;
 
  private:
+  friend class FragmentWriter;  // fragment_tile's parts (codegen_sm90_epilogue.cpp)
   // element() with choices: `out_suffix` "" stores each output, else assigns it to
   // so<k><out_suffix> (declared by the caller); column partials accumulate into
   // cacc<m><col_acc>; with `preload_suffix`, row-invariant operands are read from
@@ -196,7 +207,7 @@ class AnchorEpilogue {
   // one aligned pair a column pair (column stride 1), or through four per-thread column pointers
   // stepped 8 columns at a time (any other stride). Per-element loads, two address registers
   // each, made the 128x256 coop kernels spill (a residual alone 60 bytes, with bias + GELU +
-  // amax 380, a transposed residual 128; ptxas, session 19).
+  // amax 380, a transposed residual 128; ptxas).
   enum class RowRead { column_vector, pairs, strided };
   RowRead row_read(size_t i) const;
   struct Operand {
