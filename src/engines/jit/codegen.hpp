@@ -27,7 +27,7 @@ RegionKernels build_rowwise(const Graph& g, const fuse::Region& r, const cuda::D
                             RowwiseConfig config = {});
 RegionKernels build_reduction(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-// The mma.sync tile that runs any matmul region (codegen_matmul.cpp).
+// The mma.sync tile that runs any matmul region (codegen_simt_matmul.cpp).
 RegionKernels build_matmul_generic(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_conv(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 // The flash-simple tile that runs any sdpa region (codegen_sdpa.cpp).
@@ -81,7 +81,7 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
 // The bytes of the weight (B) one call of the region's matmul reads: batches x N x K elements.
 int64_t decode_weight_bytes(const Graph& g, const fuse::Region& r);
 
-// The matmul candidates of a region, best measured first (matmul_tiles, codegen_matmul_sm90.cpp):
+// The matmul candidates of a region, best measured first (codegen_matmul_sm90.cpp):
 //   - decode_tma_rows, decode_tma: for M <= 16 and an [N, K] weight of 64 MiB or more, the TMA
 //     tile, its whole-tile cut first where an SM gets 64 rows or more (4096x14336 at M = 1 / 8 /
 //     16, per launch: 0.0343 / 0.0346 / 0.0360 ms, against 0.0364 / 0.0368 / 0.0385 for the
@@ -91,9 +91,9 @@ int64_t decode_weight_bytes(const Graph& g, const fuse::Region& r);
 //   - decode_gemv: for M <= 16, the mma GEMV tile (H200: weights streamed 1.5x faster than by the
 //     Hopper GEMM at M = 1, 8, 16; 0.0430 ms at M = 1 for 4096x14336);
 //   - decode_ffma: for M <= 4, the FFMA GEMV tile (whole 512-byte W runs per load; 0.0453 ms there);
-//   - sm90_direct / sm90_ctile: the Hopper TMA + wgmma kernels. Where 128x256 tiles fill the GPU,
-//     the direct-epilogue configs first (the CTA-pair 128x256 one measured fastest: 93-97.5% of
-//     cuBLASLt), then the C-tile kernel (80-85%); for smaller problems the C-tile kernel first;
+//   - sm90_direct / sm90_ctile: the Hopper TMA + wgmma kernels: the direct-epilogue configs
+//     (sm90_direct_configs: the 128x256 CTA pair first where its tiles fill the GPU, the smaller
+//     tiles first below), then the C-tile kernel, which was slower at every size measured;
 //   - generic: the mma.sync tile; where the Hopper kernels do not apply its description says why
 //     (the fallback is reported, never silent).
 std::vector<MatmulConfig> matmul_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);

@@ -1,7 +1,7 @@
 // The operands of a matmul region as the Hopper GEMMs (kernels/gemm/sm90_gemm*.cuh) read them:
 // GEMM operands over one collapsed batch dim, the byte strides of their TMA tensor maps, and the
-// tensor map slots themselves. Shared by the C-tile kernel (codegen_matmul_sm90.cpp) and the
-// direct-epilogue kernels (codegen_matmul_sm90_direct.cpp).
+// tensor map slots themselves. Shared by the C-tile kernel (codegen_sm90_gemm.cpp), the
+// direct-epilogue kernels (codegen_sm90_gemm_direct.cpp) and the decode TMA tile.
 #pragma once
 
 #include <cstdint>
