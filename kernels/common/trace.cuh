@@ -1,4 +1,4 @@
-// Per-CTA time stamps for diagnostics (kernels generated with SINTER_SM90_TRACE=1 only). One
+// Per-CTA time stamps for diagnostics (kernels whose config asks for them only). One
 // thread a CTA takes SINTER_TRACE_STAMPS stamps of the GPU-wide %globaltimer (ns, comparable across
 // SMs) and of its SM's clock64 (cycles) into shared memory, and at its exit copies them, with
 // its SM's id, to the module's global sinter_trace, which the host reads after a chosen launch
@@ -31,3 +31,15 @@ __device__ __forceinline__ void sinter_trace_flush(u64 (&row)[kTraceWords]) {
   u64* out = sinter_trace + static_cast<u64>(blockIdx.x) * kTraceWords;
   for (int i = 0; i < kTraceWords; ++i) out[i] = row[i];
 }
+
+// One CTA's stamps, taken by one of its threads, as a kernel's Trace type (the direct-epilogue
+// Hopper GEMM's config; gemm/sm90_direct_config.cuh's Sm90NoTrace takes none).
+struct SinterCtaTrace {
+  static constexpr bool kOn = true;
+  __device__ __forceinline__ static u64 (&row())[kTraceWords] {
+    __shared__ u64 r[kTraceWords];
+    return r;
+  }
+  __device__ __forceinline__ static void stamp(int i) { sinter_trace_stamp(row(), i); }
+  __device__ __forceinline__ static void flush() { sinter_trace_flush(row()); }
+};

@@ -27,7 +27,7 @@
 // the whole tail), and the helpers wait for their TMA stores before the kernel ends.
 #pragma once
 
-#include "gemm/sm90_gemm_direct.cuh"
+#include "gemm/sm90_epilogue.cuh"
 
 enum : int { kOffloadSkip = -1, kOffloadDone = -2 };
 

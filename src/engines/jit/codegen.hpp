@@ -27,7 +27,7 @@ RegionKernels build_rowwise(const Graph& g, const fuse::Region& r, const cuda::D
                             RowwiseConfig config = {});
 RegionKernels build_reduction(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-// The mma.sync tile that runs any matmul region (codegen_matmul.cpp).
+// The mma.sync tile that runs any matmul region (codegen_simt_matmul.cpp).
 RegionKernels build_matmul_generic(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_conv(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 // The flash-simple tile that runs any sdpa region (codegen_flash_simple.cpp).
@@ -93,9 +93,9 @@ int64_t decode_weight_bytes(const Graph& g, const fuse::Region& r);
 
 // The matmul candidates of a region, best measured first (codegen_matmul_sm90.cpp):
 //   - the decode tiles (decode_configs) for M <= 16;
-//   - sm90_direct / sm90_ctile: the Hopper TMA + wgmma kernels. Where 128x256 tiles fill the GPU,
-//     the direct-epilogue configs first (the CTA-pair 128x256 one measured fastest: 93-97.5% of
-//     cuBLASLt), then the C-tile kernel (80-85%); for smaller problems the C-tile kernel first;
+//   - sm90_direct / sm90_ctile: the Hopper TMA + wgmma kernels: the direct-epilogue configs
+//     (sm90_direct_configs: the 128x256 CTA pair first where its tiles fill the GPU, the smaller
+//     tiles first below), then the C-tile kernel, which was slower at every size measured;
 //   - generic: the mma.sync tile; where the Hopper kernels do not apply its description says why
 //     (the fallback is reported, never silent).
 std::vector<MatmulConfig> matmul_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);

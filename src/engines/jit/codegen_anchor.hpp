@@ -55,6 +55,16 @@ struct GemmTileScope {
   std::string ldc = "kGemmLdC";
 };
 
+// What the direct-epilogue Hopper GEMM (kernels/gemm/sm90_gemm_direct.cuh) asks of its epilogue
+// functor (AnchorEpilogue::sm90_functor).
+struct Sm90EpilogueForm {
+  int bn = 256;           // columns of an accumulator block (Cfg::kBN)
+  int tma_slots = 0;      // fragment_tile's: 0 (16-byte row chains) or 2 (TMA stores)
+  bool held = false;      // fragment_tile's held stores
+  bool offload = false;   // chunk(): the helper warps' epilogue on a staged chunk's rounded words
+  bool preload = false;   // preload() and the bias pairs fragment() reads (preloaded_operand)
+};
+
 class AnchorEpilogue {
  public:
   // `value`: the anchor output the epilogue starts from. The iteration shape must end in cols.
@@ -99,28 +109,27 @@ class AnchorEpilogue {
   // no C tile, two adjacent columns per store, row sums reduced over the 4 lanes of a row and
   // column sums over the 8 rows of a warp before their atomics. Needs in scope: a, d, grow0 (i64,
   // the matrix row of the warpgroup's first row), rows_valid (int, may be <= 0), gcol0 (i64),
-  // cols_valid (int) and the global partials gacc<m>. (codegen_anchor_fragment.cpp)
+  // cols_valid (int) and the global partials gacc<m>. (codegen_sm90_epilogue.cpp)
   // Also needs kFull (a constexpr bool): true compiles the full-tile form, valid only where
-  // rows_valid >= 64, cols_valid >= bn and fragment_full_condition() hold. `wide_stores`: full
-  // tiles store 16-bit outputs as 16-byte rows through stmatrix, else as pairs (the caller's
-  // choice, the same for both calls).
-  // `tma_slots` (0, 1 or 2; needs wide_stores and tma_stores_possible): full tiles stage each
-  // 16-bit output per consumer warp in 16-row x 64-column chunks (stage_fragment_rows_sw128) in
-  // that many 2 KB slots a warp and write them with TMA stores through the maps
-  // declare_store_maps adds, instead of shared-load / global-store chains. Then also needs in
-  // scope `store_stage` (char*, tma_stage_bytes of 1024-byte aligned shared memory for the CTA's
-  // 8 consumer warps). The caller waits for the stores (bulk_wait_all) before its consumers exit.
+  // rows_valid >= 64, cols_valid >= bn and fragment_full_condition() hold. Full tiles store
+  // 16-bit outputs as 16-byte rows through stmatrix, others as pairs.
+  // `tma_slots` (0, 1 or 2; needs tma_stores_possible): full tiles stage each 16-bit output per
+  // consumer warp in 16-row x 64-column chunks (stage_fragment_rows_sw128) in that many 2 KB
+  // slots a warp and write them with TMA stores through the maps declare_store_maps adds,
+  // instead of shared-load / global-store chains. Then also needs in scope `store_stage` (char*,
+  // tma_stage_bytes of 1024-byte aligned shared memory for the CTA's 8 consumer warps). The
+  // caller waits for the stores (bulk_wait_all) before its consumers exit.
   // `held` (needs tma_slots 2 and one wide output): full tiles only pack that output, into the
   // caller's `held_` (u32[bn / 4], the layout store_held_chunk of kernels/gemm/sm90_gemm_direct.cuh
   // reads), and the caller stores it later; every other output is stored here as without it.
-  // `deferred` (needs held and max_deferred_groups() > 0): the same epilogue run later, on the anchor's values
-  // rounded to its 16-bit type and packed into held_ at the tile's end (hold_accumulators), for
-  // the column groups q (8 columns each, 0 .. bn / 8) with q_lo <= q < q_hi (ints in scope), as
-  // a full tile; its outputs replace the words it read. Needs no d, rows_valid or cols_valid.
+  // `from_words` (needs held and runs_on_rounded_words()): the same epilogue run on the anchor's
+  // values rounded to its 16-bit type and packed into held_ (hold_accumulators), as a full tile;
+  // its outputs replace the words it read (the offloaded epilogue's helper warps). Needs no d,
+  // rows_valid or cols_valid.
   // `preloaded` (needs preloaded_operand() >= 0): full tiles read that bias's column pairs from
   // the caller's pw<i> (PairWord<T>[bn / 8], filled by preload_body) instead of loading them.
-  std::string fragment_tile(int bn, bool wide_stores, int tma_slots = 0, bool held = false,
-                            bool deferred = false, bool preloaded = false) const;
+  std::string fragment_tile(int bn, int tma_slots = 0, bool held = false, bool from_words = false,
+                            bool preloaded = false) const;
   // The bias (row-invariant operand, 16 bits or fewer a value) whose column pairs a full tile
   // can have loaded ahead, while the tile's last wgmma run, into bn / 8 pair words a thread (32
   // registers for a 256-column tile, at most one such operand, and only where the epilogue has
@@ -128,44 +137,39 @@ class AnchorEpilogue {
   // the epilogue's start, its loads were issued after the last wgmma wait and the first use
   // waited one L2 round trip a tile while the tensor cores idled.
   int preloaded_operand() const;
-  // ", PairWord<T> (&pw<i>)[bn / 8]" (const with `read_only`) for the preloaded operand.
-  std::string preload_param(int bn, bool read_only) const;
-  // "PairWord<T> pw<i>[bn / 8]": the caller's declaration of those words.
-  std::string preload_declaration(int bn) const;
   // Fills pw<i>: this thread's bn / 8 column pairs (columns 8 q + 2 (lane % 4) + {0, 1} of the
   // tile) where full tiles read them as pairs, zeros otherwise (every path defines them, so they
   // are not live around the tile loop). Needs in scope a, gcol0 (i64) and cols_valid (int).
   std::string preload_body(int bn) const;
-  // Whether the epilogue can run deferred, and at most how many column groups a k-block (the
-  // rest is registers: 128 accumulators and 64 held words beside the epilogue's state). 0: it
-  // cannot: the anchor is not a 16-bit float tensor (rounding the accumulator to it is the
-  // graph's own semantics), or an exit reduction is not a global max, min or amax (row and
-  // column partials would be reduced per call, as a call covers only some columns; a global sum
-  // spilled 12-24 bytes at 1 or 2 groups), or there are two or more of the next (a residual and
-  // a column vector spilled 40 bytes at 1 group). 1: one operand read per row (a residual, a
-  // column vector) or one output beside the held one (f32, fp8): 0 spills at one group a
-  // k-block (SiLU x residual spilled 8 bytes at 2). 4: otherwise (biases, scalars). (ptxas,
-  // session 19; in session 18, before full tiles read residuals as pairs and partial tiles let
-  // go of the held words, each of these spilled 100-240 bytes.)
-  int max_deferred_groups() const;
+  // `struct Epilogue`: the functor kernels/gemm/sm90_gemm_direct.cuh describes (its Epi), over
+  // fragment_tile in the given form, for a source that declares Cfg (HopperDirectConfig), kIndex64
+  // and Args before it.
+  std::string sm90_functor(const Sm90EpilogueForm& f) const;
+  // Whether the epilogue can run on the anchor's values rounded to its 16-bit type and packed
+  // (fragment_tile's from_words), as the offloaded epilogue's helper warps run it: the anchor is
+  // a 16-bit float tensor (rounding the accumulator to it is the graph's own semantics), every
+  // exit reduction is a global max, min or amax (a call covers part of a tile, and row and
+  // column partials would be reduced per call), no operand is read per row and the held output
+  // is the only one (with either, the helpers' 56 registers spilled, or their per-row loads made
+  // the kernel slower than the epilogue in line).
+  bool runs_on_rounded_words() const;
   // Whether some operand is read per row (a residual, a column vector), not once a column.
   bool reads_per_row() const;
-  // The outputs full tiles store as 16-byte rows (16-bit outputs, wide stores asked for), and
-  // whether there is any.
-  std::vector<size_t> wide_outputs(bool wide_stores) const;
-  bool any_wide_output(bool wide_stores) const;
+  // The outputs full tiles store as 16-byte rows (16-bit outputs), and whether there is any.
+  std::vector<size_t> wide_outputs() const;
+  bool any_wide_output() const;
   // Whether full tiles can write the wide outputs with TMA stores from `tma_slots` slots a warp:
   // at most that many wide outputs, a row length that is a multiple of 8 elements (16-byte TMA
   // strides) and sizes inside TMA's 32-bit coordinates.
-  bool tma_stores_possible(bool wide_stores, int tma_slots) const;
+  bool tma_stores_possible(int tma_slots) const;
   static int tma_stage_bytes(int tma_slots) { return 8 * 2048 * tma_slots; }
   // Fields tmo<k>: a TMA map of each wide output k seen as [rows, cols], box 64 columns x 16 rows.
-  void declare_store_maps(ArgsWriter& w, bool wide_stores) const;
+  void declare_store_maps(ArgsWriter& w) const;
   // The tile-independent part of the full-tile test (an expression over the kernel arguments
   // `a`): outputs allow aligned pair (or 16-byte row) stores, row-invariant operands (biases)
   // aligned pair loads or are one value broadcast over the columns too, and residuals (operands
   // read per row with column stride 1) aligned pair loads in every row.
-  std::string fragment_full_condition(bool wide_stores) const;
+  std::string fragment_full_condition() const;
   // ", float& gacc0, ..." and ", gacc0, ..." for threading global partials through tile calls.
   std::string global_params() const;
   std::string global_args() const;
@@ -175,6 +179,7 @@ class AnchorEpilogue {
   std::string kernel_end(const std::string& indent) const;
 
  private:
+  friend class FragmentWriter;  // fragment_tile's parts (codegen_sm90_epilogue.cpp)
   // element() with choices: `out_suffix` "" stores each output, else assigns it to
   // so<k><out_suffix> (declared by the caller); column partials accumulate into
   // cacc<m><col_acc>; with `preload_suffix`, row-invariant operands are read from
@@ -190,9 +195,9 @@ class AnchorEpilogue {
                            const std::vector<bool>& packed_in_full = {}) const;
   // For exit m: the wide output k whose packed 16-bit words full fragment tiles reduce it from
   // (a global amax of that output's own values: one HMNMX2 a word, amax_pair), else -1.
-  int packed_amax_output(size_t m, bool wide_stores) const;
-  // Whether full tiles store output k as 16-byte rows (a 16-bit type, with wide stores asked for).
-  bool is_wide_output(size_t k, bool wide_stores) const;
+  int packed_amax_output(size_t m) const;
+  // Whether full tiles store output k as 16-byte rows (a 16-bit type).
+  bool is_wide_output(size_t k) const;
   // "PairWord<T>" for the preloaded operand's storage type T (needs preloaded_operand() >= 0).
   std::string preload_word_type() const;
   // Whether operand i is the same for every row (a bias): its row offset is always 0.
@@ -202,7 +207,7 @@ class AnchorEpilogue {
   // one aligned pair a column pair (column stride 1), or through four per-thread column pointers
   // stepped 8 columns at a time (any other stride). Per-element loads, two address registers
   // each, made the 128x256 coop kernels spill (a residual alone 60 bytes, with bias + GELU +
-  // amax 380, a transposed residual 128; ptxas, session 19).
+  // amax 380, a transposed residual 128; ptxas).
   enum class RowRead { column_vector, pairs, strided };
   RowRead row_read(size_t i) const;
   struct Operand {

@@ -11,7 +11,7 @@
 // order the hardware deals consecutive units to different GPCs, so co-located units share little:
 // on the H100 at 4096^3 the L2 served 33.3 M sectors with 1.4 M merged. With each GPC's units on
 // one residue class (one item row): 29.6 M with 5.1 M merged, and the GEMM went from 1.005-1.006x
-// cuBLASLt's time to 0.993-0.995x (docs/benchmarks.md, session 31). A GPC's units on one column
+// cuBLASLt's time to 0.993-0.995x (docs/benchmarks.md). A GPC's units on one column
 // instead (sharing B, which the CTA pairs multicast) merged nothing: the coalescer merges plain
 // reads only, never multicast ones.
 #pragma once

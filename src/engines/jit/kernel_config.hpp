@@ -63,10 +63,14 @@ enum class MatmulTile { decode_tma_rows, decode_tma, decode_ffma, decode_gemv, s
 // accumulators) or ping-pong (bm 64: a tile per consumer, one's epilogue under the other's main
 // loop). cluster 2: CTA pairs share B through TMA multicast (M-adjacent tiles), the tall tile's
 // pairs A (N-adjacent tiles).
+// trace: an instrumented build that stamps each CTA's entry, PDL wait, first and last tile and
+// exit (kernels/common/trace.cuh); never offered by matmul_configs, set where tracing is asked
+// for (SINTER_TRACE_FILE).
 struct Sm90DirectConfig {
   int bm = 128, bn = 256, stages = 4;
   bool ping_pong = false;
   int cluster = 1;
+  bool trace = false;
   bool operator==(const Sm90DirectConfig&) const = default;
 };
 
@@ -140,6 +144,9 @@ void fields(C& c, F&& f) {
       f("stages", c.direct.stages);
       f("ping_pong", c.direct.ping_pong);
       f("cluster", c.direct.cluster);
+      // named in the text only where set (parsing always reads it): a diagnostic build, and the
+      // candidates' texts, which timing caches and plans key on, stay as they were
+      if (!std::is_const_v<C> || c.direct.trace) f("trace", c.direct.trace);
     }
     if (c.tile == MatmulTile::decode_tma || c.tile == MatmulTile::decode_tma_rows) {
       if (c.tile == MatmulTile::decode_tma) f("bn", c.tma.bn);

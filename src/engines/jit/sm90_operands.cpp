@@ -2,7 +2,6 @@
 
 #include <cuda.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "sinter/error.hpp"
@@ -11,16 +10,11 @@ namespace sinter::jit {
 
 namespace {
 
-bool fold_batch_enabled() {
-  const char* v = std::getenv("SINTER_SM90_FOLD_BATCH");  // read each time: a test may set it
-  return !(v && std::string(v) == "0");
-}
-
 // A weight broadcast over the batch and A's rows evenly spaced across batches (batch stride = M
 // x row stride): the batched GEMM is one GEMM of batches x M rows. The epilogue indexes by the
 // flattened output row (batch x M + row), which is the same number either way.
 void fold_broadcast_batch(Sm90Operands& o) {
-  if (o.batch.numel <= 1 || o.batch.sizes.size() != 1 || !fold_batch_enabled()) return;
+  if (o.batch.numel <= 1 || o.batch.sizes.size() != 1) return;
   if (o.batch.strides[1][0] != 0 || o.batch.strides[0][0] != o.m * o.a_stride_m || o.a_stride_m <= 0) return;
   o.m *= o.batch.numel;
   o.batch = collapse(Dims{}, {Dims{}, Dims{}});

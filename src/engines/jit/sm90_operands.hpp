@@ -1,7 +1,7 @@
 // The operands of a matmul region as the Hopper GEMMs (kernels/gemm/sm90_gemm*.cuh) read them:
 // GEMM operands over one collapsed batch dim, the byte strides of their TMA tensor maps, and the
-// tensor map slots themselves. Shared by the C-tile kernel (codegen_matmul_sm90.cpp) and the
-// direct-epilogue kernels (codegen_matmul_sm90_direct.cpp).
+// tensor map slots themselves. Shared by the C-tile kernel (codegen_sm90_gemm.cpp), the
+// direct-epilogue kernels (codegen_sm90_gemm_direct.cpp) and the decode TMA tile.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +24,7 @@ struct Sm90Operands {
   bool b_mn_major = false;
   // The batch folded into M: a [..., M, K] with rows evenly spaced across batches times a weight
   // broadcast over them is one [batches x M, K] GEMM (a transformer's activations times a 2D
-  // weight). On since GpuHopperGemm.FoldedBroadcastBatch* passed on the H200 (2026-12-03,
-  // session 6); SINTER_SM90_FOLD_BATCH=0 turns it off.
+  // weight). The generic tile would take the batched form otherwise.
   bool batch_folded = false;
   CollapsedShape batch;
 };

@@ -1,6 +1,8 @@
-// Matmul regions: a [..., M, K] x b [..., K, N] with broadcast batch dims, then the region's
-// epilogue, over the 128x128 tile main loops of kernels/gemm/simt_gemm.cuh (tensor cores for
-// 16-bit and fp8 inputs, FFMA for f32). One CTA computes a tile at a time in a persistent loop.
+// Matmul regions on the generic tile (kernels/gemm/simt_matmul.cuh): a [..., M, K] x b [..., K, N]
+// with broadcast batch dims, then the region's epilogue, over the 128x128 tile main loops of
+// kernels/gemm/simt_gemm.cuh (tensor cores for 16-bit and fp8 inputs, FFMA for f32). One CTA
+// computes a tile at a time in a persistent loop. The kernel is a device template; this file
+// writes its config (the operands' loaders), the Args struct and the epilogue functor.
 //
 // Compile-time: dtypes, the epilogue, each operand's access class (which direction is contiguous
 // and the vector width its strides allow) and the 64-bit-index class. Run-time: every size and
@@ -74,37 +76,32 @@ RegionKernels build_matmul_generic(const Graph& g, const fuse::Region& r, const 
 
   std::ostringstream src;
   src << "// matmul region " << r.id << " of graph '" << g.name() << "'\n"
-      << kernel_includes({"gemm/gemm_abi.h", "gemm/simt_gemm.cuh"})
-      << gemm_constant_checks()
+      << kernel_includes({"gemm/gemm_abi.h", "gemm/simt_matmul.cuh"}) << gemm_constant_checks()
       << "constexpr bool kIndex64 = " << (epi.index64() ? "true" : "false") << ";\n"
-      << "constexpr int kBK = " << gemm_bk(path) << ";\n"
-      << "typedef StridedLoader<" << sa << ", kGemmBM, kBK, kGemmThreads, " << (acc_a.along_k ? "true" : "false")
-      << ", " << acc_a.vec << "> LoaderA;\n"
-      << "typedef StridedLoader<" << sb << ", kGemmBN, kBK, kGemmThreads, " << (acc_b.along_k ? "true" : "false")
-      << ", " << acc_b.vec << "> LoaderB;\n\n"
-      << args << "\n";
-  // out: [batches, M, N]; one tile = 128 rows of one batch x 128 columns
-  src << "__device__ __forceinline__ void matmul_tile(const Args& a, i64 tile, char* smem" << epi.global_params() << ") {\n"
-      << "  const SinterGemmShape& s = a.shape;\n"
-      << "  const i64 tiles_n = (s.n + kGemmBN - 1) / kGemmBN, tiles_m = (s.m + kGemmBM - 1) / kGemmBM;\n"
-      << "  const i64 nt = tile % tiles_n, rest = tile / tiles_n;\n"
-      << "  const i64 mt = rest % tiles_m, bi = rest / tiles_m;\n"
-      << "  const int m0 = static_cast<int>(mt * kGemmBM), n0 = static_cast<int>(nt * kGemmBN);\n"
-      << "  LoaderA la(a.a + offset_of<false>(s.batch, s.a_batch, bi) + m0 * s.a_stride_m, s.a_stride_m,\n"
-      << "             s.a_stride_k, static_cast<int>(s.m - m0), static_cast<int>(s.k));\n"
-      << "  LoaderB lb(a.b + offset_of<false>(s.batch, s.b_batch, bi) + n0 * s.b_stride_n, s.b_stride_n,\n"
-      << "             s.b_stride_k, static_cast<int>(s.n - n0), static_cast<int>(s.k));\n"
-      << "  " << gemm_mainloop_call(path, "static_cast<int>(s.k)") << "\n"
-      << epi.gemm_tile("bi * s.m + m0", "min(kGemmBM, static_cast<int>(s.m - m0))", "static_cast<i64>(n0)",
-                       "min(kGemmBN, static_cast<int>(s.n - n0))")
-      << "  __syncthreads();  // the next tile's operand stages overwrite the C tile\n}\n\n";
-  src << "extern \"C\" __global__ void __launch_bounds__(kGemmThreads, 2) sinter_region(const __grid_constant__ Args a) {\n  sinter_kernel_begin();\n"
-      << "  extern __shared__ float4 smem_[];  // float4: 16-byte aligned stages\n"
-      << epi.kernel_begin("  ")
-      << "  const i64 tiles = a.shape.batches * ((a.shape.m + kGemmBM - 1) / kGemmBM) * ((a.shape.n + kGemmBN - 1) / kGemmBN);\n"
-      << "  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x)\n"
-      << "    matmul_tile(a, t, reinterpret_cast<char*>(smem_)" << epi.global_args() << ");\n"
-      << epi.kernel_end("  ") << "}\n";
+      << "struct Cfg {\n"
+      << "  static constexpr SimtPath kPath = SimtPath::"
+      << (path == GemmPath::ffma ? "ffma" : path == GemmPath::mma_bf16 ? "mma_bf16" : "mma_f16") << ";\n"
+      << "  static constexpr int kBK = " << gemm_bk(path) << ";\n"
+      << "  using LoaderA = StridedLoader<" << sa << ", kGemmBM, kBK, kGemmThreads, " << (acc_a.along_k ? "true" : "false")
+      << ", " << acc_a.vec << ">;\n"
+      << "  using LoaderB = StridedLoader<" << sb << ", kGemmBN, kBK, kGemmThreads, " << (acc_b.along_k ? "true" : "false")
+      << ", " << acc_b.vec << ">;\n"
+      << "};\n\n"
+      << args << "\n"
+      << "// the region's epilogue on the C tile (simt_matmul.cuh's Epi)\n"
+      << "struct Epilogue {\n"
+      << epi.kernel_begin("  ") << "\n"
+      << "  __device__ __forceinline__ void tile(const Args& a, i64 row0, int rows, i64 col0, int cols, char* smem) {\n"
+      << epi.gemm_tile("row0", "rows", "col0", "cols") << "  }\n\n"
+      << "  // exit reductions: per CTA, then the last CTA finalizes\n"
+      << "  __device__ __forceinline__ void finish(const Args& a) {\n"
+      << "    (void)a;\n"
+      << epi.kernel_end("    ") << "  }\n"
+      << "};\n\n"
+      << "// out: [batches, M, N]\n"
+      << "extern \"C\" __global__ void __launch_bounds__(kGemmThreads, 2) sinter_region(const __grid_constant__ Args a) {\n"
+      << "  simt_matmul<Cfg, Epilogue>(a);\n"
+      << "}\n";
 
   spec.source = src.str();
   spec.description = "matmul " + gemm_path_name(path) + " 128x128x" + std::to_string(gemm_bk(path)) +
