@@ -3,12 +3,12 @@
 
 Each line: "<kernel description> | <block> <sm> <ns_0> <cycles_0> ... <ns_4> <cycles_4>", the
 stamps being a CTA's entry, the end of its PDL wait, consumer 0's start, consumer 0's end and the
-CTA's exit (codegen_matmul_sm90_direct.cpp, SINTER_SM90_TRACE=1). Prints, per kernel, where the
+CTA's exit (kernels/common/trace.cuh; the Hopper GEMM is built with them whenever SINTER_TRACE_FILE is set). Prints, per kernel, where the
 launch's time goes across CTAs: how late each CTA enters after the first, how long each phase
 takes (min / median / max over CTAs, from the SM clock where a phase stays on one SM), and how
 long the last CTA runs after the first ones have left.
 
-  SINTER_SM90_TRACE=1 SINTER_TRACE_FILE=trace.txt build/sinter_bench_gemm --quick --cases gemm_4096
+  SINTER_TRACE_FILE=trace.txt build/sinter_bench_gemm --quick --cases gemm_4096
   bench/trace_summary.py trace.txt
 """
 import statistics

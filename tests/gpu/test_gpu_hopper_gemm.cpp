@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 
+#include "cuda/buffer.hpp"
 #include "cuda/gpc_placement.hpp"
 #include "engines/jit/codegen.hpp"
 #include "engines/jit/jit_engine.hpp"

@@ -61,8 +61,8 @@ void bind_tensor_map(KernelSpec& spec, TensorMapSlot& t, const Binding& b) {
   t.encoded_for = ptr;
 }
 
-// SINTER_TRACE_FILE (diagnostic): a kernel whose module has common/trace.cuh's stamps (generated
-// with SINTER_SM90_TRACE=1) is waited for after its launch number SINTER_TRACE_LAUNCH of the step
+// SINTER_TRACE_FILE (diagnostic): kernels that can carry common/trace.cuh's stamps are built with
+// them (the Hopper GEMM's `trace` config field), and such a kernel is waited for after its launch number SINTER_TRACE_LAUNCH of the step
 // (from 0; default 3), and its CTAs' rows are appended to the file, one line a CTA:
 // "<kernel description> | <block> <sm> <ns_0> <cycles_0> ...". The wait breaks a CUDA graph
 // capture: never set it for captured runs. Read once; a step keeps a pointer to it only when set,
@@ -210,7 +210,11 @@ std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Reg
                                                  const Candidate& c, EngineContext& ctx) const {
   const Support s = supports(g, r, ctx);
   if (!s.ok) throw Error(ErrorCode::unsupported, "jit engine, region " + std::to_string(r.id) + ": " + s.reason);
-  RegionKernels rk = build_region(g, r, ctx.device, parse_kernel_config(c.config));
+  KernelConfig config = parse_kernel_config(c.config);
+  if (auto* m = std::get_if<MatmulConfig>(&config); m && m->tile == MatmulTile::sm90_direct && TraceTap::from_env()) {
+    m->direct.trace = true;  // tracing asked for: the instrumented build of the same variant
+  }
+  RegionKernels rk = build_region(g, r, ctx.device, config);
   std::vector<JitStep::Loaded> loaded;
   int i = 0;
   for (KernelSpec& spec : rk.kernels) {
