@@ -72,6 +72,54 @@ bool supported_input(DType t) {
   return t == DType::f32 || t == DType::f16 || t == DType::bf16 || is_fp8(t);
 }
 
+// The region's outputs besides D: the global amax of D (which cuBLASLt computes, in f32 before
+// D's conversion, for fp8 matmuls with an fp8 D; with a bf16 D its heuristic answers
+// INVALID_VALUE) and GELU's pre-activation as the aux output. Sets p's output indices; "" or why not.
+std::string match_outputs(const Graph& g, const fuse::Region& r, TensorId d, TensorId pre_activation, bool fp8,
+                          MatmulPattern& p) {
+  const TensorInfo& out = g.tensor(g.node(r.anchor).outputs[0]);
+  for (const fuse::ExitReduce& x : r.reductions) {
+    const Node& red = g.node(x.node);
+    const TensorInfo& red_out = g.tensor(red.outputs[0]);
+    if (red.op != OpKind::reduce_amax || x.pattern != fuse::ExitReduction::global || red.inputs[0] != d) {
+      return "exit reduction '" + red.name + "' is not the global amax of D (the only one cuBLASLt computes)";
+    }
+    if (!fp8 || !is_fp8(out.dtype)) {
+      return "cuBLASLt computes the amax of D ('" + red.name + "') only for fp8 inputs and an fp8 D";
+    }
+    if (red_out.dtype != DType::f32) {
+      return "amax '" + red.name + "' is " + std::string(to_string(red_out.dtype)) + "; cuBLASLt writes the amax of D as f32";
+    }
+    p.amax_output = output_index(r, red.outputs[0]);
+    if (p.amax_output < 0) return "amax '" + red.name + "' is not among the region's outputs";
+  }
+  for (size_t i = 0; i < r.outputs.size(); ++i) {
+    if (static_cast<int>(i) == p.output || static_cast<int>(i) == p.amax_output) continue;
+    if (r.outputs[i] == pre_activation && p.activation == Activation::gelu_tanh) {
+      p.aux_output = static_cast<int>(i);
+      continue;
+    }
+    return "the region also stores '" + g.tensor(r.outputs[i]).name + "', which no cuBLASLt epilogue writes";
+  }
+  if (p.aux_output >= 0 && p.bias_input < 0) return "a GELU aux output needs a bias in cuBLASLt";
+  return "";
+}
+
+// "bias+residual+gelu_tanh", "none", ...: what the pattern's epilogue does, for descriptions.
+std::string epilogue_name(const MatmulPattern& p) {
+  std::string name = p.residual_input >= 0 && p.bias_input >= 0 ? "bias+residual"
+                     : p.residual_input >= 0                      ? "residual"
+                     : p.bias_input >= 0                          ? "bias"
+                                                                  : "";
+  if (p.activation != Activation::none) {
+    name += std::string(name.empty() ? "" : "+") + (p.activation == Activation::relu ? "relu" : "gelu_tanh");
+  }
+  if (p.alpha != 1.0f) name += std::string(name.empty() ? "" : "+") + "alpha";
+  if (p.aux_output >= 0) name += " (aux)";
+  if (p.amax_output >= 0) name += std::string(name.empty() ? "" : "+") + "amax_d";
+  return name.empty() ? "none" : name;
+}
+
 }  // namespace
 
 MatchResult match_matmul(const Graph& g, const fuse::Region& r) {
@@ -184,47 +232,8 @@ MatchResult match_matmul(const Graph& g, const fuse::Region& r) {
   }
   p.output = output_index(r, cur);
   if (p.output < 0) return no("the region's final value is not stored");
-  // Exit reductions: only the amax of D, which cuBLASLt computes (in f32, before D's conversion)
-  // for fp8 matmuls with an fp8 D (with a bf16 D its heuristic answers INVALID_VALUE, seen on the
-  // H200 with cuBLASLt 13.0).
-  for (const fuse::ExitReduce& x : r.reductions) {
-    const Node& red = g.node(x.node);
-    const TensorInfo& red_out = g.tensor(red.outputs[0]);
-    if (red.op != OpKind::reduce_amax || x.pattern != fuse::ExitReduction::global || red.inputs[0] != cur) {
-      return no("exit reduction '" + red.name + "' is not the global amax of D (the only one cuBLASLt computes)");
-    }
-    if (!fp8 || !is_fp8(out.dtype)) {
-      return no("cuBLASLt computes the amax of D ('" + red.name + "') only for fp8 inputs and an fp8 D");
-    }
-    if (red_out.dtype != DType::f32) {
-      return no("amax '" + red.name + "' is " + std::string(to_string(red_out.dtype)) +
-                "; cuBLASLt writes the amax of D as f32");
-    }
-    p.amax_output = output_index(r, red.outputs[0]);
-    if (p.amax_output < 0) return no("amax '" + red.name + "' is not among the region's outputs");
-  }
-  for (size_t i = 0; i < r.outputs.size(); ++i) {
-    if (static_cast<int>(i) == p.output || static_cast<int>(i) == p.amax_output) continue;
-    if (r.outputs[i] == pre_activation && p.activation == Activation::gelu_tanh) {
-      p.aux_output = static_cast<int>(i);
-      continue;
-    }
-    return no("the region also stores '" + g.tensor(r.outputs[i]).name +
-              "', which no cuBLASLt epilogue writes");
-  }
-  if (p.aux_output >= 0 && p.bias_input < 0) return no("a GELU aux output needs a bias in cuBLASLt");
-  p.epilogue_name = p.residual_input >= 0 && p.bias_input >= 0 ? "bias+residual"
-                   : p.residual_input >= 0                      ? "residual"
-                   : p.bias_input >= 0                          ? "bias"
-                                                                : "";
-  if (p.activation != Activation::none) {
-    p.epilogue_name += std::string(p.epilogue_name.empty() ? "" : "+") +
-                       (p.activation == Activation::relu ? "relu" : "gelu_tanh");
-  }
-  if (p.alpha != 1.0f) p.epilogue_name += std::string(p.epilogue_name.empty() ? "" : "+") + "alpha";
-  if (p.aux_output >= 0) p.epilogue_name += " (aux)";
-  if (p.amax_output >= 0) p.epilogue_name += std::string(p.epilogue_name.empty() ? "" : "+") + "amax_d";
-  if (p.epilogue_name.empty()) p.epilogue_name = "none";
+  if (std::string why = match_outputs(g, r, cur, pre_activation, fp8, p); !why.empty()) return no(why);
+  p.epilogue_name = epilogue_name(p);
   return {p, ""};
 }
 
