@@ -80,7 +80,7 @@ class Recorder {
     out_ = DeviceBuffer(static_cast<size_t>(sm_count_) * sizeof(int));
   }
   // (its own non-blocking stream, and no device-wide synchronization: another thread may be
-  // capturing a CUDA graph on this GPU, GraphExecutor::capture)
+  // capturing a CUDA graph on this GPU: a Runner in graph mode)
   int sm_count() const { return sm_count_; }
   int max_clusters(int size) const {
     return size == 1 ? kernel_.max_active_blocks_per_sm(kThreads, static_cast<size_t>(smem_)) * sm_count_
