@@ -19,6 +19,7 @@ enum class ErrorCode {
   cuda,             // a CUDA runtime or driver call failed
   compile,          // run-time compilation of a kernel failed
   corrupt_bundle,   // a plan bundle fails its checks
+  timeout,          // a megakernel task waited past the watchdog's limit for a producer
   internal,         // a broken invariant inside Sinter: a bug, please report it
 };
 

@@ -18,6 +18,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,7 +28,70 @@
 
 namespace sinter {
 
-enum class ExecMode { stream, graph };
+// stream: each step launched on the stream. graph: the steps captured once into a CUDA graph and
+// replayed (rebinding updates the graph). mega: every run of steps our kernels can run as tasks
+// becomes one persistent megakernel (a segment); the other steps (vendor libraries) run between
+// segments on the stream.
+enum class ExecMode { stream, graph, mega };
+
+// Diagnostics for the watchdog's tests: a fault planted in every megakernel's tables.
+enum class MegaFault {
+  none,
+  missing_producer,  // the tasks of one producer kernel are in no CTA's queue: its consumers wait forever
+  wrong_count,       // one wait's target is one task more than its producer has
+};
+
+// Mega mode's settings.
+struct MegaOptions {
+  // The longest a task waits for its producers before the launch stops every CTA and the runner
+  // raises Error(timeout) with what it waited for.
+  double watchdog_ms = 5000;
+  // Record every task's start, end and SM (Runner::mega_trace).
+  bool trace = false;
+  // Where the megakernels are compiled and cached; "" the default kernel cache
+  // (default_kernel_cache_dir()).
+  std::string kernel_cache_dir;
+  MegaFault inject = MegaFault::none;  // tests only
+};
+
+// A task the megakernel ran, as the trace recorded it (MegaOptions::trace).
+struct MegaTaskEvent {
+  int segment = 0;
+  int step = 0;          // plan step
+  int kernel = 0;        // kernel of the step
+  int block = 0;         // the task's block (one CTA of the step's standalone kernel)
+  int cta = 0, sm = 0;   // who ran it
+  uint64_t start_ns = 0, end_ns = 0;  // %globaltimer
+  uint64_t waited_ns = 0;             // for its producers, before it started
+};
+
+// The segments of a mega-mode runner.
+struct MegaSegmentDescription {
+  std::vector<int> steps;         // plan steps run as tasks (alias steps included: they launch nothing)
+  struct TaskKernel {
+    int step = 0, kernel = 0;
+    std::string description;
+    int tasks = 0, threads = 0;
+    int function = 0;             // the generated task function it runs
+    std::vector<int> waits;       // task kernels (indices in this segment) it waits for
+    int dependents = 0;           // task kernels that wait for it
+  };
+  std::vector<TaskKernel> kernels;
+  int functions = 0, tasks = 0, ctas = 0, threads = 0;
+  size_t shared_memory_bytes = 0;
+  double critical_path_us = 0;    // the cost model's longest dependency chain
+  double estimated_us = 0;        // the cost model's time of the schedule
+  int max_queue = 0, min_queue = 0;  // tasks on the busiest and idlest CTA
+  double compile_ms = 0;          // compiling or loading it from the kernel cache
+};
+struct MegaDescription {
+  std::vector<MegaSegmentDescription> segments;
+  struct Outside {
+    int step = 0;
+    std::string why;              // why it runs as a kernel of its own
+  };
+  std::vector<Outside> outside;
+};
 
 struct RunnerOptions {
   ExecMode mode = ExecMode::stream;
@@ -38,6 +102,7 @@ struct RunnerOptions {
   size_t workspace_bytes = 0;
   int device = 0;
   LogCallback on_log;  // what loading did (rebuilt vendor configs, another SM count)
+  MegaOptions mega;    // ExecMode::mega
 };
 
 struct RunnerStats {
@@ -73,8 +138,18 @@ class Runner {
   const void* tensor_address(const std::string& name) const;
 
   // Enqueues the plan on `stream` (on this runner's device). Error(invalid_state) naming every
-  // input and output still unbound.
+  // input and output still unbound. In mega mode, the first enqueue after binding uploads the
+  // tasks' arguments and waits for the stream (enqueue once before capturing the runner into a
+  // CUDA graph); it raises a megakernel watchdog error of an earlier launch (see check).
   void enqueue(cudaStream_t stream);
+  // Mega mode: Error(timeout) when a megakernel launch that has finished was stopped by its
+  // watchdog, with the record of what waited for what (the runner is then reset and usable).
+  // Reads host memory only: synchronize the stream first. Does nothing in other modes.
+  void check();
+  // Mega mode: the segments, their task kernels and the steps outside them.
+  MegaDescription mega_description() const;
+  // Mega mode with MegaOptions::trace: the tasks of the last enqueue, after it finished.
+  std::vector<MegaTaskEvent> mega_trace() const;
 
   RunnerStats stats() const;
   // What loading did besides loading kernels, one line each.

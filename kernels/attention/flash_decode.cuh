@@ -41,7 +41,7 @@ __device__ __forceinline__ uint4 dattn_load8(const u16* p, i64 step, int valid) 
     asm volatile(
         "{\n .reg .pred p;\n setp.gt.s32 p, %5, 0;\n"
         " mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n mov.b32 %3, 0;\n"
-        " @p ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n}"
+        " @p " SINTER_LD_RO ".L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n}"
         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
         : "l"(p), "r"(valid));
     return v;

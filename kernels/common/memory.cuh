@@ -31,7 +31,7 @@ __device__ __forceinline__ void load_raw(const T* p, T (&v)[N]) {
   } u;
   const C* src = reinterpret_cast<const C*>(p);
 #pragma unroll
-  for (int i = 0; i < kChunks; ++i) u.c[i] = __ldg(src + i);
+  for (int i = 0; i < kChunks; ++i) u.c[i] = ld_ro(src + i);
 #pragma unroll
   for (int i = 0; i < N; ++i) v[i] = u.t[i];
 }

@@ -10,6 +10,24 @@ typedef unsigned int u32;
 typedef unsigned long long u64;
 typedef long long i64;
 
+// Loads of data a kernel does not write take the read-only path (ld.global.nc, __ldg) in a
+// standalone kernel. Inside a megakernel (SINTER_MEGAKERNEL) an input of one task may be written
+// by another task of the same launch, which the non-coherent path need not see: there every such
+// load is a plain ld.global, ordered by the task counters' acquire (kernels/mega/megakernel.cuh).
+#ifdef SINTER_MEGAKERNEL
+#define SINTER_LD_RO "ld.global"
+#else
+#define SINTER_LD_RO "ld.global.nc"
+#endif
+template <typename T>
+__device__ __forceinline__ T ld_ro(const T* p) {
+#ifdef SINTER_MEGAKERNEL
+  return *p;
+#else
+  return __ldg(p);
+#endif
+}
+
 struct bf16 { u16 bits; };
 struct f16 { u16 bits; };
 struct fp8e4m3 { u8 bits; };

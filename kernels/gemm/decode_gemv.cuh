@@ -60,7 +60,7 @@ struct DecodeSmem {
 
 __device__ __forceinline__ uint4 decode_ld_stream(const void* p) {
   uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+  asm(SINTER_LD_RO ".L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
       : "l"(p));
   return v;
@@ -75,12 +75,12 @@ __device__ __forceinline__ u32 decode_word(const uint4& v, int i) {
 // strides; the launch checks the base), so a whole vector is one load.
 template <int kVec, bool kStream>
 __device__ __forceinline__ uint4 decode_load8(const u16* p, i64 step, int valid) {
-  if (kVec == 8 && valid >= 8) return kStream ? decode_ld_stream(p) : __ldg(reinterpret_cast<const uint4*>(p));
+  if (kVec == 8 && valid >= 8) return kStream ? decode_ld_stream(p) : ld_ro(reinterpret_cast<const uint4*>(p));
   u32 w[4];
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    const u32 lo = 2 * j < valid ? static_cast<u32>(__ldg(p + 2 * j * step)) : 0u;
-    const u32 hi = 2 * j + 1 < valid ? static_cast<u32>(__ldg(p + (2 * j + 1) * step)) : 0u;
+    const u32 lo = 2 * j < valid ? static_cast<u32>(ld_ro(p + 2 * j * step)) : 0u;
+    const u32 hi = 2 * j + 1 < valid ? static_cast<u32>(ld_ro(p + (2 * j + 1) * step)) : 0u;
     w[j] = lo | (hi << 16);
   }
   return make_uint4(w[0], w[1], w[2], w[3]);

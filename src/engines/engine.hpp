@@ -58,6 +58,30 @@ class PreparedStep {
   virtual std::string describe() const = 0;
 };
 
+// A prepared step as the megakernel runs it (src/mega/): its kernels' sources, each kernel's
+// grid (one task a CTA) and block, and the argument bytes for a binding. An engine that can run
+// a step inside a megakernel returns one from Engine::mega_step; the others run their steps
+// between megakernel segments.
+struct MegaTaskKernel {
+  std::string source;       // the standalone kernel's generated source
+  std::string entry;        // its __global__ function
+  std::string description;  // as the step describes it
+  unsigned grid[3] = {1, 1, 1};
+  unsigned threads = 0;     // block size (1D)
+  size_t dynamic_shared_memory = 0;
+  size_t arg_bytes = 0;     // size of its argument struct
+  size_t arg_alignment = 8;
+};
+
+class MegaStep {
+ public:
+  virtual ~MegaStep() = default;
+  // In launch order: each kernel's tasks may start only when the previous kernel's are all done.
+  virtual const std::vector<MegaTaskKernel>& kernels() const = 0;
+  // Kernel k's argument bytes with the pointers of `binding` (arg_bytes of them).
+  virtual std::vector<char> arguments(size_t k, const Binding& binding) = 0;
+};
+
 struct EngineContext {
   cuda::KernelCache& cache;
   cuda::DeviceProperties device;
@@ -133,6 +157,16 @@ class Engine {
   // Whether this engine's steps launch nothing because their region's output shares its input's
   // memory (the alias engine): the memory planner gives the output no buffer of its own.
   virtual bool output_shares_input() const { return false; }
+
+  // The prepared `step` (of region `r`, candidate `config`) as tasks of a megakernel
+  // (MegaStep above), or null with the reason in `why` when it must run on its own (vendor
+  // steps; kernels that need clusters, TMA descriptors or co-resident CTAs).
+  virtual std::unique_ptr<MegaStep> mega_step(const Graph& g, const fuse::Region& r, const std::string& config,
+                                              PreparedStep& step, const cuda::DeviceProperties& device,
+                                              std::string* why) const {
+    if (why) *why = std::string(name()) + " steps run outside the megakernel";
+    return nullptr;
+  }
 };
 
 }  // namespace sinter

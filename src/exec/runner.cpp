@@ -15,6 +15,7 @@
 #include "cuda/stream.hpp"
 #include "cuda/timing.hpp"
 #include "engines/registry.hpp"
+#include "exec/mega_runtime.hpp"
 #include "plan/memory_plan.hpp"
 #include "plan/plan_state.hpp"
 #include "sinter/error.hpp"
@@ -72,6 +73,13 @@ struct Runner::State {
   std::vector<Binding> bindings;             // by step, resolved from `bound`
   bool stale = true;                         // `bound` changed since `bindings` were resolved
   bool workspace_zeroed = false;
+  // Where the intermediates live: the plan's arena layout, or in mega mode every stored tensor in
+  // a slot of its own (tasks of different steps run at once, so no two tensors may share bytes);
+  // the step workspaces follow at workspace_base.
+  std::vector<plan::BufferAssignment> buffers;
+  uint64_t workspace_base = 0;
+  std::unique_ptr<MegaRuntime> mega;  // mega mode
+  bool mega_bound = false;            // the megakernels hold the current bindings' arguments
   cuda::Stream capture_stream{cudaStreamNonBlocking};
   cudaGraphExec_t exec = nullptr;
   bool graph_stale = true;
@@ -85,7 +93,7 @@ struct Runner::State {
   void resolve();
   cudaGraph_t capture();
   void launch_graph(cudaStream_t stream);
-  const char* workspace() const { return memory + data.workspace.offset; }
+  const char* workspace() const { return memory + workspace_base; }
 };
 
 Runner::State::State(const Plan& p, const RunnerOptions& o)
@@ -96,7 +104,18 @@ Runner::State::State(const Plan& p, const RunnerOptions& o)
   if (std::string note = plan::check_plan_target(data, dev); !note.empty()) notes.push_back(note);
   partition = plan::plan_partition(data);
   load_steps();
-  const uint64_t need = plan::device_bytes(data);
+  buffers = data.memory.buffers;
+  workspace_base = data.workspace.offset;
+  uint64_t need = plan::device_bytes(data);
+  if (mode == ExecMode::mega) {
+    uint64_t end = 0;
+    for (plan::BufferAssignment& b : buffers) {
+      b.offset = end;
+      end += (b.bytes + plan::kArenaAlignment - 1) / plan::kArenaAlignment * plan::kArenaAlignment;
+    }
+    workspace_base = end;
+    need = std::max<uint64_t>(end + data.workspace.bytes, 256);
+  }
   if (o.workspace) {
     if (o.workspace_bytes < need) {
       throw Error(ErrorCode::invalid_argument, "runner: the workspace given has " + std::to_string(o.workspace_bytes) +
@@ -121,6 +140,7 @@ Runner::State::State(const Plan& p, const RunnerOptions& o)
       alias_of[n.outputs[0]] = n.inputs[0];
     }
   }
+  if (mode == ExecMode::mega) mega = std::make_unique<MegaRuntime>(data, partition, steps, alias_of, dev, o.mega);
   stats.load_ms = ms_since(start);
   for (const std::string& n : notes) {
     if (o.on_log) o.on_log(LogSeverity::info, n);
@@ -188,7 +208,7 @@ void Runner::State::resolve() {
                                               " (Runner::set_tensor_address)");
   }
   std::vector<const void*> pointer_of(g.tensors().size(), nullptr);
-  for (const plan::BufferAssignment& b : data.memory.buffers) pointer_of[b.tensor] = memory + b.offset;
+  for (const plan::BufferAssignment& b : buffers) pointer_of[b.tensor] = memory + b.offset;
   for (size_t t = 0; t < bound.size(); ++t) {
     if (bound[t]) pointer_of[t] = bound[t];
   }
@@ -204,9 +224,10 @@ void Runner::State::resolve() {
     Binding& b = bindings[i];
     for (TensorId t : r.inputs) b.inputs.push_back(pointer_of[t]);
     for (TensorId t : r.outputs) b.outputs.push_back(const_cast<void*>(pointer_of[t]));
-    b.workspace = memory + data.workspace.offset + data.steps[i].workspace_offset;
+    b.workspace = memory + workspace_base + data.steps[i].workspace_offset;
   }
   stale = false;
+  mega_bound = false;
   graph_stale = true;
 }
 
@@ -294,16 +315,23 @@ const void* Runner::tensor_address(const std::string& name) const {
 void Runner::enqueue(cudaStream_t stream) {
   State& s = *state_;
   cuda::DeviceGuard guard(s.device);
+  if (s.mega) s.mega->check(stream);  // an earlier launch's watchdog
   if (s.stale) s.resolve();
   if (!s.workspace_zeroed) {
     // Step workspaces start zeroed; the steps keep them so.
     if (s.data.workspace.bytes > 0) {
-      SINTER_CUDA_CHECK(cudaMemsetAsync(s.memory + s.data.workspace.offset, 0, s.data.workspace.bytes, stream));
+      SINTER_CUDA_CHECK(cudaMemsetAsync(s.memory + s.workspace_base, 0, s.data.workspace.bytes, stream));
     }
     s.workspace_zeroed = true;
   }
   if (s.mode == ExecMode::graph) {
     s.launch_graph(stream);
+  } else if (s.mode == ExecMode::mega) {
+    if (!s.mega_bound) {
+      s.mega->bind(s.bindings, stream);
+      s.mega_bound = true;
+    }
+    s.mega->enqueue(s.steps, s.bindings, stream);
   } else {
     for (size_t i = 0; i < s.steps.size(); ++i) s.steps[i]->launch(s.bindings[i], stream);
   }
@@ -312,12 +340,30 @@ void Runner::enqueue(cudaStream_t stream) {
 
 RunnerStats Runner::stats() const { return state_->stats; }
 
+void Runner::check() {
+  State& s = *state_;
+  if (!s.mega) return;
+  cuda::DeviceGuard guard(s.device);
+  s.mega->check(nullptr);
+}
+
+MegaDescription Runner::mega_description() const {
+  if (!state_->mega) throw Error(ErrorCode::invalid_state, "runner: mega_description of a runner not in mega mode");
+  return state_->mega->describe();
+}
+
+std::vector<MegaTaskEvent> Runner::mega_trace() const {
+  if (!state_->mega) throw Error(ErrorCode::invalid_state, "runner: mega_trace of a runner not in mega mode");
+  cuda::DeviceGuard guard(state_->device);
+  return state_->mega->trace();
+}
+
 const std::vector<std::string>& Runner::load_notes() const { return state_->notes; }
 
 void Runner::poison_intermediates(cudaStream_t stream) {
   State& s = *state_;
   cuda::DeviceGuard guard(s.device);
-  for (const plan::BufferAssignment& b : s.data.memory.buffers) {
+  for (const plan::BufferAssignment& b : s.buffers) {
     SINTER_CUDA_CHECK(cudaMemsetAsync(s.memory + b.offset, 0xFF, b.bytes, stream));
   }
 }

@@ -14,6 +14,7 @@ std::string_view to_string(ErrorCode code) {
     case ErrorCode::cuda: return "CUDA error";
     case ErrorCode::compile: return "compile error";
     case ErrorCode::corrupt_bundle: return "corrupt bundle";
+    case ErrorCode::timeout: return "timeout";
     case ErrorCode::internal: return "internal error";
   }
   return "error";

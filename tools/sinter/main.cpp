@@ -155,7 +155,8 @@ int main(int argc, char** argv) {
     if (*be) return cmd_bench(common, bench);
   } catch (const sinter::Error& err) {
     std::fprintf(stderr, "sinter: %s\n", err.what());
-    return err.code() == sinter::ErrorCode::internal ? kInternal : kInvalidInput;
+    return err.code() == sinter::ErrorCode::internal || err.code() == sinter::ErrorCode::timeout ? kInternal
+                                                                                                   : kInvalidInput;
   } catch (const std::exception& err) {
     std::fprintf(stderr, "sinter: internal error: %s\n", err.what());
     return kInternal;

@@ -14,6 +14,7 @@
 #include "common/trace_abi.h"
 #include "engines/jit/codegen.hpp"
 #include "engines/jit/gpc_order.hpp"
+#include "engines/jit/jit_step.hpp"
 #include "engines/jit/saved_kernels.hpp"
 #include "sinter/error.hpp"
 
@@ -61,6 +62,8 @@ void bind_tensor_map(KernelSpec& spec, TensorMapSlot& t, const Binding& b) {
   t.encoded_for = ptr;
 }
 
+}  // namespace
+
 // SINTER_TRACE_FILE (diagnostic): kernels that can carry common/trace.cuh's stamps are built with
 // them (the Hopper GEMM's `trace` config field), and such a kernel is waited for after its launch number SINTER_TRACE_LAUNCH of the step
 // (from 0; default 3), and its CTAs' rows are appended to the file, one line a CTA:
@@ -81,7 +84,7 @@ struct TraceTap {
   }
 };
 
-void write_trace(const std::string& file, const std::string& description, const cuda::Library& library,
+static void write_trace(const std::string& file, const std::string& description, const cuda::Library& library,
                  unsigned ctas, cudaStream_t stream) {
   const auto [ptr, bytes] = library.global(SINTER_TRACE_GLOBAL);
   constexpr size_t kRowBytes = SINTER_TRACE_WORDS * sizeof(uint64_t);
@@ -101,55 +104,41 @@ void write_trace(const std::string& file, const std::string& description, const 
   std::fclose(f);
 }
 
-// One region's kernels, loaded, with their argument structs; launch rebinds the pointers.
-class JitStep : public PreparedStep {
- public:
-  struct Loaded {
-    KernelSpec spec;
-    std::shared_ptr<const cuda::Library> library;
-    cuda::Kernel kernel;
-    std::shared_ptr<const cuda::KernelBinary> binary;  // kept for plans; null when loaded from one
-    int launches = 0;  // counted only for SINTER_TRACE_FILE
-  };
-  JitStep(std::vector<Loaded> kernels, size_t workspace)
-      : kernels_(std::move(kernels)), workspace_(workspace), trace_(TraceTap::from_env()) {}
 
-  void launch(const Binding& b, cudaStream_t stream) override {
-    for (Loaded& k : kernels_) {
-      for (TensorMapSlot& t : k.spec.tensor_maps) bind_tensor_map(k.spec, t, b);
-      for (const PointerSlot& p : k.spec.pointers) {
-        const char* ptr = slot_base(b, p.source, p.index, p.workspace_offset) + p.byte_offset;
-        if (reinterpret_cast<uintptr_t>(ptr) % static_cast<uintptr_t>(p.alignment) != 0) {
-          throw Error(ErrorCode::invalid_argument,
-                      "kernel '" + k.spec.description + "' needs " + std::to_string(p.alignment) +
-                          "-byte aligned buffers; a bound pointer is not");
-        }
-        k.spec.args.set_pointer(p.arg_offset, ptr);
-      }
-      cuda::LaunchConfig cfg = k.spec.launch;
-      cfg.stream = stream;
-      void* params[] = {k.spec.args.data()};
-      k.kernel.launch(cfg, params);
-      if (trace_ != nullptr && k.launches++ == trace_->launch) {
-        write_trace(trace_->file, k.spec.description, *k.library, cfg.grid.x, stream);
-      }
+void bind_kernel_args(KernelSpec& spec, const Binding& b) {
+  for (TensorMapSlot& t : spec.tensor_maps) bind_tensor_map(spec, t, b);
+  for (const PointerSlot& p : spec.pointers) {
+    const char* ptr = slot_base(b, p.source, p.index, p.workspace_offset) + p.byte_offset;
+    if (reinterpret_cast<uintptr_t>(ptr) % static_cast<uintptr_t>(p.alignment) != 0) {
+      throw Error(ErrorCode::invalid_argument,
+                  "kernel '" + spec.description + "' needs " + std::to_string(p.alignment) +
+                      "-byte aligned buffers; a bound pointer is not");
+    }
+    spec.args.set_pointer(p.arg_offset, ptr);
+  }
+}
+
+JitStep::JitStep(std::vector<Loaded> kernels, size_t workspace)
+    : kernels_(std::move(kernels)), workspace_(workspace), trace_(TraceTap::from_env()) {}
+
+void JitStep::launch(const Binding& b, cudaStream_t stream) {
+  for (Loaded& k : kernels_) {
+    bind_kernel_args(k.spec, b);
+    cuda::LaunchConfig cfg = k.spec.launch;
+    cfg.stream = stream;
+    void* params[] = {k.spec.args.data()};
+    k.kernel.launch(cfg, params);
+    if (trace_ != nullptr && k.launches++ == trace_->launch) {
+      write_trace(trace_->file, k.spec.description, *k.library, cfg.grid.x, stream);
     }
   }
-  size_t workspace_bytes() const override { return workspace_; }
-  std::string describe() const override {
-    std::string s;
-    for (const Loaded& k : kernels_) s += (s.empty() ? "" : "; ") + k.spec.description;
-    return s;
-  }
-  const std::vector<Loaded>& kernels() const { return kernels_; }
+}
 
- private:
-  std::vector<Loaded> kernels_;
-  size_t workspace_;
-  const TraceTap* trace_;  // SINTER_TRACE_FILE, or null
-};
-
-}  // namespace
+std::string JitStep::describe() const {
+  std::string s;
+  for (const Loaded& k : kernels_) s += (s.empty() ? "" : "; ") + k.spec.description;
+  return s;
+}
 
 // The grid of a persistent kernel: at most `resident` CTAs, each taking the same number of work
 // items (up to one), so no last round runs on a few CTAs while the rest of the GPU idles:

@@ -26,6 +26,9 @@ class JitEngine : public Engine {
                                                 const std::string& config, std::string* why) const override;
   bool candidates_without_gpu() const override { return true; }
   bool runs_any_region() const override { return true; }
+  std::unique_ptr<MegaStep> mega_step(const Graph& g, const fuse::Region& r, const std::string& config,
+                                      PreparedStep& step, const cuda::DeviceProperties& device,
+                                      std::string* why) const override;
 };
 
 }  // namespace sinter::jit

@@ -1,0 +1,48 @@
+// A mega-mode runner's megakernels: the plan's steps split into segments (mega/segments.hpp),
+// each segment's task graph, schedule and compiled megakernel (mega::Segment), and the steps that
+// run on their own between them. The Runner (runner.cpp) owns one and hands it the bindings.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <vector>
+
+#include "cuda/device.hpp"
+#include "cuda/kernel_cache.hpp"
+#include "engines/engine.hpp"
+#include "fuse/region.hpp"
+#include "mega/mega_segment.hpp"
+#include "mega/segments.hpp"
+#include "plan/plan.hpp"
+#include "sinter/runner.hpp"
+
+namespace sinter {
+
+class MegaRuntime {
+ public:
+  // `alias_of[t]`: the tensor whose memory t shares, or -1.
+  MegaRuntime(const plan::Plan& data, const fuse::Partition& partition,
+              const std::vector<std::unique_ptr<PreparedStep>>& steps, const std::vector<TensorId>& alias_of,
+              const cuda::DeviceProperties& device, const MegaOptions& options);
+  ~MegaRuntime();
+
+  // Binds every segment's task arguments (after the stream's queued work).
+  void bind(const std::vector<Binding>& bindings, cudaStream_t stream);
+  // The segments and the steps outside them, in plan order.
+  void enqueue(const std::vector<std::unique_ptr<PreparedStep>>& steps, const std::vector<Binding>& bindings,
+               cudaStream_t stream);
+  void check(cudaStream_t stream);
+  MegaDescription describe() const;
+  std::vector<MegaTaskEvent> trace() const;
+
+ private:
+  std::unique_ptr<cuda::KernelCache> cache_;
+  std::vector<std::unique_ptr<MegaStep>> mega_steps_;  // by plan step (null: outside)
+  std::vector<mega::Piece> pieces_;
+  std::vector<std::unique_ptr<mega::Segment>> segments_;  // by piece (null: a step on its own)
+  std::vector<MegaDescription::Outside> outside_;
+  int sm_count_ = 0;
+};
+
+}  // namespace sinter

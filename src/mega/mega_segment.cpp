@@ -1,0 +1,201 @@
+#include "mega/mega_segment.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "cuda/check.hpp"
+#include "mega/mega_abi.h"
+#include "mega/mega_source.hpp"
+#include "sinter/error.hpp"
+
+namespace sinter::mega {
+namespace {
+
+size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+constexpr size_t kCounterBytes = SINTER_MEGA_COUNTER_STRIDE * sizeof(unsigned long long);
+
+}  // namespace
+
+Segment::Segment(TaskGraph graph, std::vector<MegaStep*> steps, cuda::KernelCache& cache,
+                 const cuda::DeviceProperties& device, const SegmentOptions& options)
+    : graph_(std::move(graph)), steps_(std::move(steps)), options_(options), device_(device.ordinal) {
+  if (steps_.size() != graph_.steps.size()) throw Error(ErrorCode::internal, "megakernel: steps and task graph disagree");
+  source_ = megakernel_source(graph_);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  cuda::KernelRequest req;
+  req.name = "megakernel_" + std::to_string(graph_.steps.front().step) + ".cu";
+  req.source = source_;
+  req.options.arch = device.arch;
+  library_ = cache.get_library(req, device_);
+  compile_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  kernel_ = library_->get_kernel(kMegakernelEntry);
+  const size_t dynamic = graph_.max_dynamic_shared_memory;
+  if (dynamic > 0) library_->allow_dynamic_shared_memory(kernel_, static_cast<int>(dynamic), device_);
+  const cudaFuncAttributes attr = kernel_.attributes();
+  shared_bytes_ = attr.sharedSizeBytes + dynamic;
+  const int per_sm = kernel_.max_active_blocks_per_sm(static_cast<int>(graph_.max_threads), dynamic);
+  if (per_sm < 1) {
+    throw Error(ErrorCode::unsupported,
+                "megakernel of steps " + std::to_string(graph_.steps.front().step) + ".." +
+                    std::to_string(graph_.steps.back().step) + ": one CTA of " + std::to_string(graph_.max_threads) +
+                    " threads, " + std::to_string(attr.numRegs) + " registers a thread and " +
+                    std::to_string(shared_bytes_) + " bytes of shared memory does not fit on an SM");
+  }
+  // as many CTAs as fit at once, up to the launch bounds' minimum an SM: all co-resident
+  const int ctas_per_sm = std::min(per_sm, megakernel_min_blocks(graph_));
+  schedule_ = schedule_tasks(graph_, device.sm_count * ctas_per_sm);
+  check_schedule(graph_, schedule_);
+
+  // tables: kernels, waits, tasks, queue starts
+  std::vector<SinterMegaKernel> kernels;
+  std::vector<SinterMegaWait> waits;
+  for (size_t k = 0; k < graph_.kernels.size(); ++k) {
+    const TaskKernel& tk = graph_.kernels[k];
+    const MegaTaskKernel& mk = graph_.steps[tk.segment_step].kernels[tk.kernel];
+    arg_bytes_ = align_up(arg_bytes_, std::max<size_t>(mk.arg_alignment, 64));
+    arg_offsets_.push_back(arg_bytes_);
+    arg_bytes_ += mk.arg_bytes;
+    SinterMegaKernel r{};
+    r.function = tk.function;
+    r.threads = tk.threads;
+    r.grid_x = tk.grid[0];
+    r.grid_y = tk.grid[1];
+    r.grid_z = tk.grid[2];
+    r.first_wait = static_cast<unsigned>(waits.size());
+    r.wait_count = static_cast<unsigned>(tk.waits.size());
+    r.counter = static_cast<unsigned>(k);
+    r.args_offset = arg_offsets_.back();
+    for (unsigned w : tk.waits) waits.push_back({w, graph_.kernels[w].tasks()});
+    kernels.push_back(r);
+  }
+  // a planted fault: the first producer that someone waits for
+  const unsigned victim = waits.empty() ? ~0u : waits.front().counter;
+  if (options_.inject == MegaFault::wrong_count && !waits.empty()) waits.front().tasks += 1;
+  std::vector<SinterMegaTask> tasks;
+  std::vector<unsigned> queue_start;
+  for (int c = 0; c < schedule_.ctas; ++c) {
+    queue_start.push_back(static_cast<unsigned>(tasks.size()));
+    for (unsigned i = schedule_.queue_start[c]; i < schedule_.queue_start[c + 1]; ++i) {
+      const ScheduledTask& t = schedule_.tasks[i];
+      if (options_.inject == MegaFault::missing_producer && t.kernel == victim) continue;
+      tasks.push_back({t.kernel, t.block});
+    }
+  }
+  queue_start.push_back(static_cast<unsigned>(tasks.size()));
+  auto bytes_of = [](const auto& v) { return v.size() * sizeof(v[0]); };
+  kernels_at_ = 0;
+  waits_at_ = align_up(kernels_at_ + bytes_of(kernels), 256);
+  tasks_at_ = align_up(waits_at_ + bytes_of(waits), 256);
+  queues_at_ = align_up(tasks_at_ + bytes_of(tasks), 256);
+  const size_t table_bytes = queues_at_ + bytes_of(queue_start);
+  std::vector<char> host(table_bytes, 0);
+  std::memcpy(host.data() + kernels_at_, kernels.data(), bytes_of(kernels));
+  if (!waits.empty()) std::memcpy(host.data() + waits_at_, waits.data(), bytes_of(waits));
+  std::memcpy(host.data() + tasks_at_, tasks.data(), bytes_of(tasks));
+  std::memcpy(host.data() + queues_at_, queue_start.data(), bytes_of(queue_start));
+  tables_ = cuda::DeviceBuffer(table_bytes);
+  tables_.copy_from_host(host.data(), table_bytes);
+  args_ = cuda::DeviceBuffer(std::max<size_t>(arg_bytes_, 256));
+  counters_ = cuda::DeviceBuffer((graph_.kernels.size() + SINTER_MEGA_CONTROL_WORDS) * kCounterBytes);
+  SINTER_CUDA_CHECK(cudaMemset(counters_.data(), 0, counters_.size()));
+  if (options_.trace) trace_ = cuda::DeviceBuffer(schedule_.tasks.size() * SINTER_MEGA_TRACE_WORDS * 8);
+  SINTER_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&staging_), std::max<size_t>(arg_bytes_, 256), cudaHostAllocDefault));
+  SINTER_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&fault_), sizeof(SinterMegaFault), cudaHostAllocMapped));
+  std::memset(fault_, 0, sizeof(SinterMegaFault));
+  SINTER_CUDA_CHECK(cudaHostGetDevicePointer(&fault_device_, fault_, 0));
+}
+
+Segment::~Segment() {
+  if (staging_) cudaFreeHost(staging_);
+  if (fault_) cudaFreeHost(fault_);
+}
+
+void Segment::bind(const std::vector<const Binding*>& bindings, cudaStream_t stream) {
+  if (bindings.size() != steps_.size()) throw Error(ErrorCode::internal, "megakernel: one binding per step expected");
+  // the staging copy may still feed an upload queued earlier on this stream
+  SINTER_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (size_t k = 0; k < graph_.kernels.size(); ++k) {
+    const TaskKernel& tk = graph_.kernels[k];
+    const std::vector<char> a = steps_[tk.segment_step]->arguments(tk.kernel, *bindings[tk.segment_step]);
+    std::memcpy(staging_ + arg_offsets_[k], a.data(), a.size());
+  }
+  SINTER_CUDA_CHECK(cudaMemcpyAsync(args_.data(), staging_, arg_bytes_, cudaMemcpyHostToDevice, stream));
+}
+
+void Segment::launch(cudaStream_t stream) {
+  const char* t = static_cast<const char*>(tables_.data());
+  SinterMegaParams p{};
+  p.kernels = reinterpret_cast<const SinterMegaKernel*>(t + kernels_at_);
+  p.waits = reinterpret_cast<const SinterMegaWait*>(t + waits_at_);
+  p.tasks = reinterpret_cast<const SinterMegaTask*>(t + tasks_at_);
+  p.queue_start = reinterpret_cast<const unsigned*>(t + queues_at_);
+  p.args = static_cast<const char*>(args_.data());
+  auto* counters = static_cast<unsigned long long*>(counters_.data());
+  p.counters = counters;
+  p.control = counters + graph_.kernels.size() * SINTER_MEGA_COUNTER_STRIDE;
+  p.fault = static_cast<SinterMegaFault*>(fault_device_);
+  p.trace = options_.trace ? static_cast<unsigned long long*>(trace_.data()) : nullptr;
+  p.watchdog_ns = static_cast<unsigned long long>(options_.watchdog_ms * 1e6);
+  cuda::LaunchConfig cfg;
+  cfg.grid = dim3(static_cast<unsigned>(schedule_.ctas));
+  cfg.block = dim3(graph_.max_threads);
+  cfg.dynamic_shared_memory = graph_.max_dynamic_shared_memory;
+  cfg.stream = stream;
+  cfg.cooperative = true;  // every CTA resident, or the launch fails instead of hanging
+  void* params[] = {&p};
+  kernel_.launch(cfg, params);
+}
+
+void Segment::check(cudaStream_t stream) {
+  const volatile SinterMegaFault* f = fault_;
+  if (f->hit == 0) return;
+  const SinterMegaFault copy = *const_cast<const SinterMegaFault*>(fault_);
+  auto kernel_name = [&](unsigned k) {
+    if (k >= graph_.kernels.size()) return "task kernel " + std::to_string(k) + " (not in this segment)";
+    const TaskKernel& tk = graph_.kernels[k];
+    const SegmentStep& s = graph_.steps[tk.segment_step];
+    return "task kernel " + std::to_string(k) + " (plan step " + std::to_string(s.step) + ", kernel " +
+           std::to_string(tk.kernel) + ": " + s.kernels[tk.kernel].description + ")";
+  };
+  const std::string message =
+      "megakernel watchdog: CTA " + std::to_string(copy.cta) + " on SM " + std::to_string(copy.sm) + ", task " +
+      std::to_string(copy.task) + " of its queue (" + kernel_name(copy.kernel) + "), waited " +
+      std::to_string(copy.waited_ns / 1000000.0) + " ms for counter " + std::to_string(copy.counter) + " of " +
+      kernel_name(copy.counter) + " to reach " + std::to_string(copy.target) + "; it saw " + std::to_string(copy.seen) +
+      " (launch epoch " + std::to_string(copy.epoch) + ", limit " + std::to_string(options_.watchdog_ms) +
+      " ms). Every CTA stopped; the launch's outputs are incomplete.";
+  reset(stream);
+  throw Error(ErrorCode::timeout, message);
+}
+
+void Segment::reset(cudaStream_t stream) {
+  SINTER_CUDA_CHECK(cudaStreamSynchronize(stream));
+  SINTER_CUDA_CHECK(cudaMemset(counters_.data(), 0, counters_.size()));
+  SINTER_CUDA_CHECK(cudaDeviceSynchronize());
+  std::memset(fault_, 0, sizeof(SinterMegaFault));
+}
+
+std::vector<TaskEvent> Segment::trace() const {
+  std::vector<TaskEvent> out;
+  if (!options_.trace) return out;
+  std::vector<unsigned long long> w(schedule_.tasks.size() * SINTER_MEGA_TRACE_WORDS);
+  trace_.copy_to_host(w.data(), w.size() * sizeof(w[0]));
+  for (size_t i = 0; i < schedule_.tasks.size(); ++i) {
+    const unsigned long long* r = w.data() + i * SINTER_MEGA_TRACE_WORDS;
+    TaskEvent e;
+    e.kernel = schedule_.tasks[i].kernel;
+    e.block = schedule_.tasks[i].block;
+    e.start_ns = r[0];
+    e.end_ns = r[1];
+    e.sm = static_cast<unsigned>(r[2] >> 32);
+    e.cta = static_cast<unsigned>(r[2] & 0xffffffffu);
+    e.waited_ns = r[3];
+    out.push_back(e);
+  }
+  return out;
+}
+
+}  // namespace sinter::mega

@@ -1,0 +1,88 @@
+// One megakernel segment at run time: the task graph and schedule of a run of plan steps, the
+// compiled megakernel, and its device tables, arguments, counters and watchdog record. The
+// runner (src/exec/runner.cpp) makes one per segment of a plan in mega mode, binds the steps'
+// pointers into it, and launches it where the steps would have been launched one by one.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda/buffer.hpp"
+#include "cuda/device.hpp"
+#include "cuda/kernel_cache.hpp"
+#include "cuda/library.hpp"
+#include "mega/schedule.hpp"
+#include "mega/task_graph.hpp"
+#include "sinter/runner.hpp"
+
+struct SinterMegaFault;
+
+namespace sinter::mega {
+
+struct SegmentOptions {
+  double watchdog_ms = 5000;  // the longest a task waits for a producer before the launch aborts
+  bool trace = false;         // record every task's start, end and SM
+  MegaFault inject = MegaFault::none;  // a fault planted in the tables (the watchdog's tests)
+};
+
+// A finished task as the trace recorded it.
+struct TaskEvent {
+  unsigned kernel = 0, block = 0;  // task kernel and block
+  unsigned cta = 0, sm = 0;
+  unsigned long long start_ns = 0, end_ns = 0, waited_ns = 0;
+};
+
+class Segment {
+ public:
+  // Compiles (through `cache`) and loads the megakernel of `graph` on `device`, and uploads its
+  // tables. Error(unsupported) when its CTAs cannot all be resident, one per SM.
+  Segment(TaskGraph graph, std::vector<MegaStep*> steps, cuda::KernelCache& cache,
+          const cuda::DeviceProperties& device, const SegmentOptions& options);
+  ~Segment();
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+
+  // The arguments of every task kernel for these bindings (one per segment step), uploaded on
+  // `stream` after the launches already queued there have finished with the previous ones.
+  void bind(const std::vector<const Binding*>& bindings, cudaStream_t stream);
+  void launch(cudaStream_t stream);
+  // Error(timeout) with the watchdog's record when a launch aborted (then the counters are reset
+  // on `stream`, so the next launch starts clean). Reads host memory only: call it after the
+  // launches it should cover have finished.
+  void check(cudaStream_t stream);
+  // The trace of the last launch (SegmentOptions::trace), after it finished.
+  std::vector<TaskEvent> trace() const;
+
+  const TaskGraph& graph() const { return graph_; }
+  const Schedule& schedule() const { return schedule_; }
+  const std::string& source() const { return source_; }
+  int threads() const { return static_cast<int>(graph_.max_threads); }
+  size_t shared_memory_bytes() const { return shared_bytes_; }
+  double compile_ms() const { return compile_ms_; }
+
+ private:
+  void reset(cudaStream_t stream);
+
+  TaskGraph graph_;
+  Schedule schedule_;
+  std::vector<MegaStep*> steps_;
+  SegmentOptions options_;
+  std::string source_;
+  std::shared_ptr<const cuda::Library> library_;
+  cuda::Kernel kernel_;
+  int device_ = 0;
+  size_t shared_bytes_ = 0;
+  double compile_ms_ = 0;
+  std::vector<size_t> arg_offsets_;  // per task kernel
+  size_t arg_bytes_ = 0;
+  cuda::DeviceBuffer tables_, args_, counters_, trace_;
+  size_t kernels_at_ = 0, waits_at_ = 0, tasks_at_ = 0, queues_at_ = 0;
+  char* staging_ = nullptr;          // pinned host copy of the arguments
+  SinterMegaFault* fault_ = nullptr;  // host-mapped
+  void* fault_device_ = nullptr;
+};
+
+}  // namespace sinter::mega

@@ -1,0 +1,36 @@
+// The static schedule of a task graph: one queue of tasks per CTA of the megakernel (one CTA per
+// SM), built by list scheduling over the cost model: tasks in topological order (task kernels in
+// order, a kernel's tasks by block), each to the CTA that can start it first. Every queue is then
+// in the one global topological order, which is what makes the megakernel deadlock-free with
+// every CTA resident: the earliest unfinished task has all its producers done and every task
+// before it on its CTA done, so it can always run. check_schedule proves that property of a
+// schedule (and that every task runs exactly once) before it is used.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mega/task_graph.hpp"
+
+namespace sinter::mega {
+
+struct ScheduledTask {
+  unsigned kernel = 0;  // task kernel index
+  unsigned block = 0;   // linear block index within its grid
+};
+
+struct Schedule {
+  int ctas = 0;
+  std::vector<ScheduledTask> tasks;     // every CTA's queue, one after the other
+  std::vector<unsigned> queue_start;    // ctas + 1 entries: CTA c runs tasks[queue_start[c] .. queue_start[c + 1])
+  double estimated_us = 0;              // the cost model's makespan
+};
+
+Schedule schedule_tasks(const TaskGraph& g, int ctas);
+
+// Throws Error(internal) naming the first violation: a task missing or run twice, a wait on a
+// kernel that is not earlier, a queue out of the global order.
+void check_schedule(const TaskGraph& g, const Schedule& s);
+
+}  // namespace sinter::mega

@@ -1,0 +1,91 @@
+#include "mega/task_graph.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "sinter/error.hpp"
+
+namespace sinter::mega {
+namespace {
+
+// The source without its // comments (they name the region's tensors and nodes): kernels of
+// different steps with the same structure then share one task function.
+std::string without_comments(const std::string& source) {
+  std::string out;
+  out.reserve(source.size());
+  bool in_string = false;
+  for (size_t i = 0; i < source.size(); ++i) {
+    const char c = source[i];
+    if (c == '"' && (i == 0 || source[i - 1] != '\\')) in_string = !in_string;
+    if (c == '\n') in_string = false;
+    if (!in_string && c == '/' && i + 1 < source.size() && source[i + 1] == '/') {
+      while (i < source.size() && source[i] != '\n') ++i;
+      if (!out.empty() && out.back() != '\n') out += '\n';
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+TaskGraph build_task_graph(std::vector<SegmentStep> steps) {
+  TaskGraph g;
+  g.steps = std::move(steps);
+  std::map<TensorId, unsigned> writer;  // tensor -> the task kernel that completes it
+  std::map<std::string, unsigned> function_of;
+  for (size_t s = 0; s < g.steps.size(); ++s) {
+    const SegmentStep& step = g.steps[s];
+    if (step.kernels.empty()) throw Error(ErrorCode::internal, "megakernel: step " + std::to_string(step.step) + " has no kernels");
+    std::vector<unsigned> reads;
+    for (TensorId t : step.reads) {
+      auto it = writer.find(t);
+      if (it != writer.end() && std::find(reads.begin(), reads.end(), it->second) == reads.end()) reads.push_back(it->second);
+    }
+    std::sort(reads.begin(), reads.end());
+    unsigned step_tasks = 0;
+    for (const MegaTaskKernel& k : step.kernels) step_tasks += k.grid[0] * k.grid[1] * k.grid[2];
+    for (size_t i = 0; i < step.kernels.size(); ++i) {
+      const MegaTaskKernel& mk = step.kernels[i];
+      TaskKernel k;
+      k.segment_step = s;
+      k.kernel = i;
+      std::string source = without_comments(mk.source);
+      auto [f, added] = function_of.emplace(source, static_cast<unsigned>(g.functions.size()));
+      if (added) g.functions.push_back({std::move(source), mk.entry});
+      k.function = f->second;
+      std::copy(std::begin(mk.grid), std::end(mk.grid), k.grid);
+      k.threads = mk.threads;
+      k.dynamic_shared_memory = mk.dynamic_shared_memory;
+      if (k.tasks() == 0) throw Error(ErrorCode::internal, "megakernel: kernel '" + mk.description + "' has an empty grid");
+      // the first kernel waits for the step's inputs; each later one for the kernel before it
+      // (which waited for the inputs already)
+      k.waits = i == 0 ? reads : std::vector<unsigned>{static_cast<unsigned>(g.kernels.size() - 1)};
+      k.task_cost_us = kTaskOverheadUs + step.bytes / std::max(1u, step_tasks) / kBytesPerSmUs;
+      g.tasks += k.tasks();
+      g.max_threads = std::max(g.max_threads, k.threads);
+      g.max_dynamic_shared_memory = std::max(g.max_dynamic_shared_memory, k.dynamic_shared_memory);
+      g.kernels.push_back(std::move(k));
+    }
+    for (TensorId t : step.writes) writer[t] = static_cast<unsigned>(g.kernels.size() - 1);
+  }
+  return g;
+}
+
+double critical_path_us(const TaskGraph& g, int sm_count) {
+  std::vector<double> finish(g.kernels.size(), 0.0);
+  double longest = 0;
+  for (size_t i = 0; i < g.kernels.size(); ++i) {
+    const TaskKernel& k = g.kernels[i];
+    double start = 0;
+    for (unsigned w : k.waits) start = std::max(start, finish[w]);
+    const double waves = std::ceil(static_cast<double>(k.tasks()) / std::max(sm_count, 1));
+    finish[i] = start + waves * k.task_cost_us;
+    longest = std::max(longest, finish[i]);
+  }
+  return longest;
+}
+
+}  // namespace sinter::mega
