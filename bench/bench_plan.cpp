@@ -108,6 +108,43 @@ std::unique_ptr<Runner> graph_runner(const Plan& plan, const DeviceTensors& io) 
   return r;
 }
 
+// A mega-mode runner of `plan` on `io`'s buffers, its megakernels compiled into `kernel_cache`.
+std::unique_ptr<Runner> mega_runner(const Plan& plan, const DeviceTensors& io, const std::string& kernel_cache) {
+  RunnerOptions o;
+  o.mode = ExecMode::mega;
+  o.mega.kernel_cache_dir = kernel_cache;
+  auto r = std::make_unique<Runner>(plan, o);
+  io.bind(*r);
+  return r;
+}
+
+// Runs `r` once on `io`'s inputs with every output and intermediate poisoned, and checks it.
+bool mega_matches(const Graph& g, const TensorMap& inputs, Runner& r, DeviceTensors& io, cudaStream_t s,
+                  const char* label) {
+  io.upload(inputs, s);
+  io.poison_outputs(s);
+  r.poison_intermediates(s);
+  r.enqueue(s);
+  const TensorMap got = io.download(s);
+  r.check();
+  return matches(g, inputs, got, label);
+}
+
+std::string mega_summary(const Runner& r) {
+  const MegaDescription d = r.mega_description();
+  int tasks = 0, kernels = 0, functions = 0;
+  double compile = 0;
+  for (const MegaSegmentDescription& s : d.segments) {
+    tasks += s.tasks;
+    kernels += static_cast<int>(s.kernels.size());
+    functions += s.functions;
+    compile += s.compile_ms;
+  }
+  return std::to_string(d.segments.size()) + " megakernel segment(s), " + std::to_string(kernels) + " task kernels, " +
+         std::to_string(functions) + " task functions, " + std::to_string(tasks) + " tasks, " +
+         std::to_string(d.outside.size()) + " steps outside; megakernel compile/load " + std::to_string(compile) + " ms";
+}
+
 std::string temp_file(const std::string& stem) {
   return (std::filesystem::temp_directory_path() / (stem + std::to_string(::getpid()) + ".plan")).string();
 }
@@ -168,11 +205,17 @@ int main(int argc, char** argv) {
     const int batch = 20;
     const double stream_ms = batch_ms(chain_ex.stream(), batch, runs, [&] { chain_ex.enqueue(); });
     const double graph_ms = batch_ms(chain_ex.stream(), batch, runs, [&] { chain_graph->enqueue(chain_ex.stream()); });
+    const std::unique_ptr<Runner> chain_mega = mega_runner(chain_plan, chain_ex.io(), kernels.str());
+    ok &= mega_matches(chain, chain_in, *chain_mega, chain_ex.io(), chain_ex.stream(), "mega");
+    const double mega_ms = batch_ms(chain_ex.stream(), batch, runs, [&] { chain_mega->enqueue(chain_ex.stream()); });
     std::printf("1. %d dependent pointwise ops x 1024 f32, unfused (%zu graph nodes), %d back-to-back runs, median of %d:\n",
                 ops, chain_nodes, batch, runs);
     std::printf("   stream executor  %.3f us/op  (%.1f us per run)\n", stream_ms * 1e3 / (batch * ops), stream_ms * 1e3 / batch);
     std::printf("   graph executor   %.3f us/op  (%.1f us per run)   acceptance <= 1.3 us/op: %s\n",
                 graph_ms * 1e3 / (batch * ops), graph_ms * 1e3 / batch, graph_ms * 1e3 / (batch * ops) <= 1.3 ? "met" : "NOT met");
+    std::printf("   megakernel       %.3f us/op  (%.1f us per run)   acceptance <= 0.30 us/op: %s; %s\n",
+                mega_ms * 1e3 / (batch * ops), mega_ms * 1e3 / batch, mega_ms * 1e3 / (batch * ops) <= 0.30 ? "met" : "NOT met",
+                mega_summary(*chain_mega).c_str());
 
     if (chain_only) {
       std::printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
@@ -307,6 +350,30 @@ int main(int argc, char** argv) {
                   gb, sx.steps().size(), nodes, build_ms,
                   static_cast<uintmax_t>(std::filesystem::file_size(sfile)), stack_ok ? "correct" : "WRONG",
                   stream_ms, graph_ms, gb / graph_ms, runs);
+      // The stack as megakernels: on this plan (vendor steps split it into segments), and compiled
+      // on our kernels only (one megakernel), beside that plan's graph executor.
+      {
+        const std::unique_ptr<Runner> sm = mega_runner(sx.plan(), sx.io(), kernels.str());
+        const bool mega_ok = mega_matches(stack, in, *sm, sx.io(), sx.stream(), "mega");
+        ok &= mega_ok;
+        const double mega_ms = batch_ms(sx.stream(), 1, runs, [&] { sm->enqueue(sx.stream()); });
+        std::printf("4m. the same plan in mega mode: %.3f ms (%.2f TB/s), outputs %s; %s\n", mega_ms, gb / mega_ms,
+                    mega_ok ? "correct" : "WRONG", mega_summary(*sm).c_str());
+        CompileOptions jo;
+        jo.kernel_cache_dir = kernels.str();
+        jo.engines = {"jit", "alias"};
+        BenchPlan jx(compile(stack, jo));
+        const bool jit_ok = matches(stack, in, jx.run(in), "jit");
+        const std::unique_ptr<Runner> jg = graph_runner(jx.plan(), jx.io());
+        const std::unique_ptr<Runner> jm = mega_runner(jx.plan(), jx.io(), kernels.str());
+        const bool jm_ok = mega_matches(stack, in, *jm, jx.io(), jx.stream(), "jit mega");
+        ok &= jit_ok && jm_ok;
+        const double jg_ms = batch_ms(jx.stream(), 1, runs, [&] { jg->enqueue(jx.stream()); });
+        const double jm_ms = batch_ms(jx.stream(), 1, runs, [&] { jm->enqueue(jx.stream()); });
+        std::printf("4m. compiled on our kernels only (jit + alias): graph executor %.3f ms, megakernel %.3f ms "
+                    "(%.2f TB/s), outputs %s; %s\n",
+                    jg_ms, jm_ms, gb / jm_ms, jit_ok && jm_ok ? "correct" : "WRONG", mega_summary(*jm).c_str());
+      }
       // Where a decode step's time goes: every step launched alone (Runner::time_steps; the few
       // microseconds of event overhead per step are in these numbers), summed by kernel.
       std::map<std::string, std::pair<int, double>> by_kind;

@@ -38,7 +38,10 @@ struct SinterMegaWait {
   unsigned int tasks;
 };
 
-/* One task: a kernel and the linear index of its block. */
+/* One task: a kernel and the linear index of its block. SINTER_MEGA_LOCAL in `block`: every task
+   it waits for ran earlier on the same CTA, so it skips the counters (the CTA's barriers order
+   those writes before it). */
+#define SINTER_MEGA_LOCAL 0x80000000u
 struct SinterMegaTask {
   unsigned int kernel;
   unsigned int block;

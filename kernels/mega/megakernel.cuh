@@ -119,7 +119,9 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
       int go = *reinterpret_cast<volatile u64*>(sinter_mega_control(p, SINTER_MEGA_ABORT)) == 0;
       u64 waited = 0;
       const u64 t_wait = sinter_mega_now();
-      if (go && task.kernel != ready) {
+      const bool local = (task.block & SINTER_MEGA_LOCAL) != 0;
+      const u32 block = task.block & ~SINTER_MEGA_LOCAL;
+      if (go && task.kernel != ready && !local) {
         for (u32 w = 0; w < k.wait_count && go; ++w) {
           const SinterMegaWait wt = p.waits[k.first_wait + w];
           go = sinter_mega_wait(p, wt.counter, (epoch + 1) * wt.tasks, i - begin, task.kernel, epoch, waited);
@@ -127,7 +129,8 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
         ready = task.kernel;
       }
       const u32 gx = k.grid_x, gy = k.grid_y;
-      sinter_mega_block_idx = make_uint3(task.block % gx, task.block / gx % gy, task.block / (gx * gy));
+      if (local) ready = task.kernel;
+      sinter_mega_block_idx = make_uint3(block % gx, block / gx % gy, block / (gx * gy));
       sinter_mega_grid_dim = make_uint3(gx, gy, k.grid_z);
       sinter_mega_block_dim = make_uint3(k.threads, 1, 1);
       sinter_mega_threads = k.threads;

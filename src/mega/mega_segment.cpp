@@ -81,7 +81,7 @@ Segment::Segment(TaskGraph graph, std::vector<MegaStep*> steps, cuda::KernelCach
     for (unsigned i = schedule_.queue_start[c]; i < schedule_.queue_start[c + 1]; ++i) {
       const ScheduledTask& t = schedule_.tasks[i];
       if (options_.inject == MegaFault::missing_producer && t.kernel == victim) continue;
-      tasks.push_back({t.kernel, t.block});
+      tasks.push_back({t.kernel, t.block | (t.waits_met_locally ? SINTER_MEGA_LOCAL : 0u)});
     }
   }
   queue_start.push_back(static_cast<unsigned>(tasks.size()));

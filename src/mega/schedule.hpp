@@ -1,6 +1,7 @@
-// The static schedule of a task graph: one queue of tasks per CTA of the megakernel (one CTA per
-// SM), built by list scheduling over the cost model: tasks in topological order (task kernels in
-// order, a kernel's tasks by block), each to the CTA that can start it first. Every queue is then
+// The static schedule of a task graph: one queue of tasks per CTA of the megakernel, built by list
+// scheduling over the cost model: tasks in topological order (task kernels in order, a kernel's
+// tasks by block), each to the CTA that can start it first, and among those to one that ran a
+// task it waits for (a chain of one-task kernels stays on one CTA and needs no counter waits). Every queue is then
 // in the one global topological order, which is what makes the megakernel deadlock-free with
 // every CTA resident: the earliest unfinished task has all its producers done and every task
 // before it on its CTA done, so it can always run. check_schedule proves that property of a
@@ -18,6 +19,9 @@ namespace sinter::mega {
 struct ScheduledTask {
   unsigned kernel = 0;  // task kernel index
   unsigned block = 0;   // linear block index within its grid
+  // Every task of every kernel it waits for ran earlier on the same CTA: the CTA's own order
+  // (and its barriers) make their writes visible, so it skips the counters.
+  bool waits_met_locally = false;
 };
 
 struct Schedule {

@@ -32,12 +32,23 @@ inline CompileOptions with_test_cache(CompileOptions o) {
   return o;
 }
 
+// A runner's options for `mode`, megakernels compiled into the test's kernel cache.
+inline RunnerOptions test_runner_options(ExecMode mode, MegaOptions mega = {}) {
+  RunnerOptions o;
+  o.mode = mode;
+  o.mega = std::move(mega);
+  if (o.mega.kernel_cache_dir.empty()) o.mega.kernel_cache_dir = test_kernel_cache_dir();
+  return o;
+}
+
 class TestPlan {
  public:
   explicit TestPlan(const Graph& g, const CompileOptions& o = {}, ExecMode mode = ExecMode::stream)
       : TestPlan(compile(g, with_test_cache(o)), mode) {}
   explicit TestPlan(const Plan& plan, ExecMode mode = ExecMode::stream)
-      : plan_(plan), description_(plan.describe()), runner_(plan, RunnerOptions{mode}), io_(plan) {
+      : TestPlan(plan, test_runner_options(mode)) {}
+  TestPlan(const Plan& plan, const RunnerOptions& options)
+      : plan_(plan), description_(plan.describe()), runner_(plan, options), io_(plan) {
     if (cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) != cudaSuccess) {
       throw Error(ErrorCode::cuda, "test: cudaStreamCreate failed");
     }
@@ -61,7 +72,9 @@ class TestPlan {
     io_.poison_outputs(stream_);
     runner_.poison_intermediates(stream_);
     runner_.enqueue(stream_);
-    return io_.download(stream_);
+    TensorMap out = io_.download(stream_);
+    runner_.check();  // a megakernel's watchdog
+    return out;
   }
 
  private:

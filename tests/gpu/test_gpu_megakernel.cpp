@@ -1,0 +1,159 @@
+// The megakernel executor (ExecMode::mega) on the GPU against the CPU reference: the example
+// graphs, the 200-op chain, the Llama decode stack as one megakernel, 300 random graphs; replays
+// bit-identical; and the watchdog: a planted missing producer or wrong count ends in
+// Error(timeout) with the record of what waited, within the configured time, never a hang.
+#include <chrono>
+#include <cstring>
+
+#include "example_graphs.hpp"
+#include "gpu/plan_graphs.hpp"
+#include "gpu/region_check.hpp"
+#include "random_graph.hpp"
+
+namespace sinter::testing {
+namespace {
+
+class GpuMegakernel : public GpuTest {
+ protected:
+  // g through a mega-mode runner, `runs` times on fresh inputs, against the reference.
+  void check_mega(const Graph& g, const CompileOptions& opts = {}, int runs = 2, double bound_scale = 1.0,
+                  int expect_segments = -1) {
+    const Plan plan = compile(g, with_test_cache(opts));
+    TestPlan ex(plan, test_runner_options(ExecMode::mega));
+    const MegaDescription d = ex.runner().mega_description();
+    int tasks = 0;
+    for (const MegaSegmentDescription& s : d.segments) tasks += s.tasks;
+    std::printf("  %s: %zu segments, %d tasks, %zu steps outside\n", g.name().c_str(), d.segments.size(), tasks,
+                d.outside.size());
+    for (const auto& o : d.outside) std::printf("    outside: step %d: %s\n", o.step, o.why.c_str());
+    if (expect_segments >= 0) EXPECT_EQ(static_cast<int>(d.segments.size()), expect_segments);
+    for (int run = 0; run < runs; ++run) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE("graph '" + g.name() + "', run " + std::to_string(run) + ", seed " + std::to_string(seed));
+      const TensorMap inputs = random_inputs(g, seed);
+      const TensorMap want = run_reference(g, inputs);
+      const TensorMap got = ex.run(inputs);
+      std::optional<TensorMap> fused_want;
+      for (TensorId id : g.outputs()) {
+        const double bound = relative_l2_bound(g, id) * bound_scale;
+        const OutputError e = output_error(g, id, inputs, got, want, fused_want, bound);
+        if (run == 0 || e.err > bound) {
+          std::printf("    %-32s rel L2 %.3g (bound %.3g)\n", (g.name() + "." + g.tensor(id).name).c_str(), e.err, bound);
+        }
+        EXPECT_LE(e.err, bound) << "output '" << g.tensor(id).name << "'";
+      }
+    }
+  }
+
+  static CompileOptions our_kernels_only() {
+    CompileOptions o;
+    o.engines = {"jit", "alias"};
+    return o;
+  }
+};
+
+TEST_F(GpuMegakernel, Examples) {
+  for (const auto& ex : examples::all_examples()) check_mega(ex.build());
+}
+
+TEST_F(GpuMegakernel, ExamplesOnOurKernels) {
+  for (const auto& ex : examples::all_examples()) check_mega(ex.build(), our_kernels_only());
+}
+
+TEST_F(GpuMegakernel, ChainOf200Ops) {
+  CompileOptions o;
+  o.fusion = no_fusion();
+  check_mega(pointwise_chain(200, 1024), o, 2, 1.0, 1);
+}
+
+TEST_F(GpuMegakernel, DecodeStackTwoLayersIsOneMegakernel) {
+  examples::LlamaConfig c;
+  c.layers = 2;
+  check_mega(examples::llama_decode_stack(c), our_kernels_only(), 3, 1.0, 1);
+}
+
+TEST_F(GpuMegakernel, DecodeStackSixteenLayers) {
+  check_mega(examples::llama_decode_stack(), our_kernels_only(), 1, 1.0, 1);
+}
+
+// Deterministic schedule and reduction order: many replays of the same inputs give the same bits.
+TEST_F(GpuMegakernel, DecodeStackReplaysAreBitIdentical) {
+  examples::LlamaConfig c;
+  c.layers = 2;
+  const Graph g = examples::llama_decode_stack(c);
+  TestPlan ex(compile(g, with_test_cache(our_kernels_only())), test_runner_options(ExecMode::mega));
+  const TensorMap inputs = random_inputs(g, fresh_seed());
+  const TensorMap first = ex.run(inputs);
+  const int replays = 10000;
+  for (int i = 0; i < replays; ++i) ex.runner().enqueue(ex.stream());
+  const TensorMap last = ex.io().download(ex.stream());
+  ex.runner().check();
+  for (TensorId id : g.outputs()) {
+    const std::string& name = g.tensor(id).name;
+    const HostTensor& a = first.at(name);
+    const HostTensor& b = last.at(name);
+    ASSERT_EQ(a.storage_bytes(), b.storage_bytes());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.storage_bytes()), 0)
+        << "output '" << name << "' differs after " << replays << " replays";
+  }
+  std::printf("  %d replays, outputs bit-identical to the first run's\n", replays);
+}
+
+// The random graphs of the partition tests, in six parts (each compiles a megakernel per graph).
+class GpuMegakernelRandom : public GpuMegakernel {
+ public:
+  void run(uint64_t first, uint64_t last) {
+    for (uint64_t seed = first; seed <= last; ++seed) {
+      const Graph g = RandomGraph(seed).build();
+      SCOPED_TRACE("random graph seed " + std::to_string(seed));
+      check_mega(g, our_kernels_only(), 1, 2.0);
+      if (HasFatalFailure()) return;
+    }
+  }
+};
+TEST_F(GpuMegakernelRandom, Part1) { run(1, 50); }
+TEST_F(GpuMegakernelRandom, Part2) { run(51, 100); }
+TEST_F(GpuMegakernelRandom, Part3) { run(101, 150); }
+TEST_F(GpuMegakernelRandom, Part4) { run(151, 200); }
+TEST_F(GpuMegakernelRandom, Part5) { run(201, 250); }
+TEST_F(GpuMegakernelRandom, Part6) { run(251, 300); }
+
+// A planted fault: the launch must end in the watchdog's error, not hang.
+void expect_watchdog(MegaFault fault) {
+  Graph g("watchdog");
+  Tensor x = g.input("x", DType::f32, {4096});
+  g.output(g.neg(g.tanh(g.sigmoid(x))), "y");
+  CompileOptions o;
+  o.fusion = no_fusion();
+  const Plan plan = compile(g, with_test_cache(o));
+  MegaOptions mo;
+  mo.watchdog_ms = 300;
+  mo.inject = fault;
+  TestPlan ex(plan, test_runner_options(ExecMode::mega, mo));
+  ex.io().upload(random_inputs(g, 1), ex.stream());
+  const auto t0 = std::chrono::steady_clock::now();
+  ex.runner().enqueue(ex.stream());
+  ASSERT_EQ(cudaStreamSynchronize(ex.stream()), cudaSuccess);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  try {
+    ex.runner().check();
+    ADD_FAILURE() << "no watchdog error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::timeout);
+    EXPECT_NE(e.message().find("megakernel watchdog"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("to reach"), std::string::npos) << e.message();
+    std::printf("  %s after %.0f ms: %s\n", fault == MegaFault::missing_producer ? "missing producer" : "wrong count", ms,
+                e.message().c_str());
+  }
+  EXPECT_LT(ms, 300 + 2000) << "the launch outlasted the watchdog by far";
+  // reset: the next launch starts clean (and meets the same planted fault again)
+  ex.runner().enqueue(ex.stream());
+  ASSERT_EQ(cudaStreamSynchronize(ex.stream()), cudaSuccess);
+  EXPECT_THROW(ex.runner().check(), Error);
+}
+
+TEST_F(GpuMegakernel, WatchdogMissingProducer) { expect_watchdog(MegaFault::missing_producer); }
+TEST_F(GpuMegakernel, WatchdogWrongCount) { expect_watchdog(MegaFault::wrong_count); }
+
+}  // namespace
+}  // namespace sinter::testing
