@@ -12,6 +12,7 @@
 #include "sinter/host_tensor.hpp"
 #include "sinter/json.hpp"
 #include "sinter/log.hpp"
+#include "sinter/mega_trace.hpp"
 #include "sinter/ops.hpp"
 #include "sinter/plan.hpp"
 #include "sinter/reference.hpp"
