@@ -1,12 +1,13 @@
 // sinter explain FILE: the fused regions and the reason for every region boundary; with
-// --kernels DIR, the CUDA source our code generators write for every candidate.
-#include <cerrno>
+// --kernels DIR, the CUDA source our code generators write for every candidate; with --mega, the
+// megakernel segments of the graph's plan (compiled now, heuristic tuning) or a bundle's.
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "commands.hpp"
+#include "format.hpp"
+#include "mega_explain.hpp"
+#include "session.hpp"
 #include "sinter/error.hpp"
 #include "sinter/explain.hpp"
 #include "sinter/json.hpp"
@@ -21,16 +22,24 @@ void write_kernels(const Graph& g, const FusionOptions& fusion, int device, cons
   for (const GeneratedKernel& k : generated_kernels(g, fusion, device)) {
     const std::string path = dir + "/region" + std::to_string(k.region) + "_v" + std::to_string(k.candidate) + "_" +
                              std::to_string(k.kernel) + ".cu";
-    std::ofstream f(path);
-    f << "// " << k.description << "\n// config: " << k.config << "\n" << k.source;
-    if (!f) throw Error(ErrorCode::io, "cannot write '" + path + "': " + std::strerror(errno));
+    write_file(path, "// " + k.description + "\n// config: " + k.config + "\n" + k.source);
     std::printf("wrote %s: %s\n", path.c_str(), k.description.c_str());
   }
+}
+
+int explain_plan_mega(const Common& c, const ExplainOptions& o) {
+  require_gpu("explain --mega");
+  if (o.no_fusion && is_plan_bundle_file(o.file)) {
+    throw Error(ErrorCode::invalid_argument, "--no-fusion compiles a graph file; '" + o.file + "' is a plan bundle");
+  }
+  const LoadedPlan loaded = plan_from_file(c, o.file, {"heuristic", "auto", o.no_fusion});
+  return explain_mega(c, loaded.plan, {o.json, o.dot_file});
 }
 
 }  // namespace
 
 int cmd_explain(const Common& c, const ExplainOptions& o) {
+  if (o.mega) return explain_plan_mega(c, o);
   const Graph g = load_graph_file(o.file);
   const FusionOptions fusion = o.no_fusion ? FusionOptions::none() : FusionOptions{};
   const PartitionDescription d = explain(g, fusion);

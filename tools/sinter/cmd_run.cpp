@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "format.hpp"
+#include "mega_format.hpp"
 #include "npy.hpp"
 #include "session.hpp"
 
@@ -42,6 +43,7 @@ void print_steps(const PlanDescription& d) {
 }  // namespace
 
 int cmd_run(const Common& c, const RunOptions& o) {
+  const RunnerOptions runner_opts = runner_options(c, o.exec);  // checks the executor's options first
   const bool bundle = is_plan_bundle_file(o.file);
   if (bundle && o.on == "cpu") {
     throw Error(ErrorCode::invalid_argument, "a plan bundle runs on the GPU; --on cpu takes a graph file");
@@ -66,13 +68,16 @@ int cmd_run(const Common& c, const RunOptions& o) {
   bool ok = true;
   if (on_gpu) {
     const PlanDescription d = loaded->plan.describe();
-    PlanSession session(loaded->plan, c, o.executor == "graph" ? ExecMode::graph : ExecMode::stream);
+    PlanSession session(loaded->plan, runner_opts);
     gpu_outputs = session.run(inputs);
     const double first_ms = ms_since(t0);
     std::printf("device: %s\n   plan %s: %zu steps, %s executor\n", device_info(c.device).description.c_str(),
                 loaded->from_bundle ? ("loaded from " + o.file + ", 0 compilations").c_str() : "compiled now",
-                d.steps.size(), o.executor.c_str());
+                d.steps.size(), o.exec.executor.c_str());
     print_steps(d);
+    if (runner_opts.mode == ExecMode::mega) {
+      std::printf("   megakernel: %s\n", mega_overview(session.runner().mega_description()).c_str());
+    }
     if (d.compile) std::printf("   %s\n", d.compile->kernel_cache.c_str());
     for (const std::string& n : session.runner().load_notes()) std::printf("   note: %s\n", n.c_str());
     const Percentiles p = percentiles(session.time(o.iters, 5));

@@ -13,7 +13,7 @@ enum ExitCode : int {
   kInvalidInput = 1,   // a bad graph, bundle, file or option value; no GPU where one is needed
   kUsage = 2,          // the command line does not parse
   kDisagrees = 3,      // the GPU's results disagree with the CPU reference
-  kInternal = 4,       // a bug in Sinter
+  kInternal = 4,       // a bug in Sinter, or a megakernel watchdog timeout
 };
 
 // Options every command takes.
@@ -31,6 +31,12 @@ struct CheckOptions {
 };
 int cmd_check(const Common& c, const CheckOptions& o);
 
+// How run and bench execute a plan: --executor and the mega executor's options.
+struct ExecutorOptions {
+  std::string executor;    // stream | graph | mega
+  double watchdog_ms = 0;  // --watchdog-ms (mega only); 0: the runner's default
+};
+
 struct RunOptions {
   std::string file;
   uint64_t seed = 1;
@@ -40,7 +46,7 @@ struct RunOptions {
   int iters = 20;               // timed GPU runs
   std::string engine = "auto";  // auto, or one engine to prefer (the jit engine takes what it cannot)
   std::string tune = "heuristic";
-  std::string executor = "stream";  // stream | graph
+  ExecutorOptions exec{"stream"};
 };
 int cmd_run(const Common& c, const RunOptions& o);
 
@@ -57,12 +63,15 @@ int cmd_build(const Common& c, const BuildOptions& o);
 struct InspectOptions {
   std::string file;
   bool json = false;
+  bool mega = false;      // the megakernel segments of a mega-mode runner (needs a GPU)
+  std::string dot_file;   // with mega: a Graphviz DOT of the task kernels
 };
 int cmd_inspect(const Common& c, const InspectOptions& o);
 
 struct BenchOptions {
   std::string file;
-  std::string executor = "graph";
+  ExecutorOptions exec{"graph"};
+  std::string trace_file;  // mega: a Chrome/Perfetto trace of one run after the timed ones
   std::string tune = "heuristic";
   std::string engine = "auto";
   int iters = 200;
@@ -79,6 +88,8 @@ struct ExplainOptions {
   // (region<N>_v<candidate>_<k>.cu), for this GPU or an assumed H200.
   std::string kernels_dir;
   bool json = false;
+  bool mega = false;      // the megakernel segments of the graph's plan (or a bundle's; needs a GPU)
+  std::string dot_file;   // with mega: a Graphviz DOT of the task kernels
 };
 int cmd_explain(const Common& c, const ExplainOptions& o);
 

@@ -1,7 +1,12 @@
 #include "format.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <map>
+
+#include "sinter/error.hpp"
 
 namespace sinter::cli {
 namespace {
@@ -51,6 +56,13 @@ std::string stats_string(const HostTensor& t) {
   return r;
 }
 
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  f.close();
+  if (!f) throw Error(ErrorCode::io, "cannot write '" + path + "': " + std::strerror(errno));
+}
+
 void print_graph_summary(const Graph& g, bool detailed) {
   const auto& tensors = g.tensors();
   const size_t intermediates = tensors.size() - g.inputs().size();
@@ -97,6 +109,5 @@ void print_graph_summary(const Graph& g, bool detailed) {
               static_cast<unsigned long long>(structural_hash(g, false)),
               static_cast<unsigned long long>(structural_hash(g, true)));
 }
-
 
 }  // namespace sinter::cli

@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "sinter/compile.hpp"
 #include "sinter/error.hpp"
+#include "sinter/runner.hpp"
 
 namespace {
 
@@ -12,6 +13,14 @@ namespace {
 const CLI::Validator kUnsigned(
     [](std::string& v) { return !v.empty() && v[0] != '-' ? std::string() : "a seed is 0 or more, not " + v; },
     "", "unsigned");
+
+// a limit in milliseconds: a number above 0
+const CLI::Validator kPositiveMs(
+    [](std::string& v) {
+      double ms = 0;
+      return CLI::detail::lexical_cast(v, ms) && ms > 0 ? std::string() : "a time in milliseconds above 0, not " + v;
+    },
+    "", "milliseconds");
 
 std::vector<std::string> engine_choices() {
   std::vector<std::string> out{"auto"};
@@ -22,7 +31,22 @@ std::vector<std::string> engine_choices() {
 const char* kFooter =
     "Exit codes: 0 ok; 1 invalid input (a bad graph, bundle, file or option value, or no GPU where one is "
     "needed); 2 the command line does not parse; 3 results disagree with the CPU reference; 4 internal error "
-    "(a bug: please report it).";
+    "(a bug: please report it) or a megakernel watchdog timeout (a task waited past --watchdog-ms).";
+
+// --executor and the mega executor's --watchdog-ms, as run and bench take them.
+void add_executor_options(CLI::App* app, sinter::cli::ExecutorOptions& e) {
+  app->add_option("--executor", e.executor,
+                  "stream (step by step), graph (replayed as a CUDA graph) or mega (our kernels' steps as tasks of "
+                  "persistent megakernels, docs/megakernel.md)")
+      ->default_val(e.executor)
+      ->check(CLI::IsMember({"stream", "graph", "mega"}));
+  char limit[32];
+  std::snprintf(limit, sizeof limit, "%g", sinter::MegaOptions{}.watchdog_ms);
+  app->add_option("--watchdog-ms", e.watchdog_ms,
+                  "mega: the longest a task may wait for its producers before the megakernel stops with an error "
+                  "(exit code 4; default " + std::string(limit) + ")")
+      ->check(kPositiveMs);
+}
 
 }  // namespace
 
@@ -55,9 +79,7 @@ int main(int argc, char** argv) {
   RunOptions run;
   auto* r = app.add_subcommand("run", "Run a graph or plan bundle on inputs and compare with the CPU reference");
   r->add_option("FILE", run.file, "graph file (.json) or plan bundle (from sinter build)")->required();
-  r->add_option("--executor", run.executor, "stream (step by step) or graph (replayed as a CUDA graph)")
-      ->default_val("stream")
-      ->check(CLI::IsMember({"stream", "graph"}));
+  add_executor_options(r, run.exec);
   r->add_option("--seed", run.seed, "seed of the random inputs")->default_val(1)->check(kUnsigned);
   r->add_option("--load-inputs", run.load_inputs, "read each input from DIR/NAME.npy instead of random values");
   r->add_option("--on", run.on, "auto (the GPU when there is one), cpu (the reference alone) or gpu")
@@ -73,11 +95,21 @@ int main(int argc, char** argv) {
   r->add_option("--save-outputs", run.save_outputs, "write each output to DIR/NAME.npy (bf16 and fp8 widened to float32)");
 
   ExplainOptions explain;
-  auto* e = app.add_subcommand("explain", "Show the fused regions of a graph and the reason for every region boundary");
-  e->add_option("FILE", explain.file, "graph file (.json)")->required();
+  auto* e = app.add_subcommand("explain",
+                               "Show the fused regions of a graph and the reason for every region boundary; with --mega, "
+                               "the megakernel segments of its plan (needs a GPU)");
+  e->add_option("FILE", explain.file, "graph file (.json); with --mega also a plan bundle")->required();
   e->add_flag("--no-fusion", explain.no_fusion, "turn every fusion off");
-  e->add_option("--kernels", explain.kernels_dir, "write the generated CUDA source of every candidate into this folder");
+  auto* kernels_opt =
+      e->add_option("--kernels", explain.kernels_dir, "write the generated CUDA source of every candidate into this folder");
   e->add_flag("--json", explain.json, "print one JSON object");
+  auto* explain_mega_flag = e->add_flag("--mega", explain.mega,
+                                   "compile the graph (heuristic tuning) or load the bundle, and show the megakernel "
+                                   "segments a mega-executor runner makes: steps, task kernels, waits, schedule, the "
+                                   "steps outside and why (needs a GPU)")
+                           ->excludes(kernels_opt);
+  e->add_option("--dot", explain.dot_file, "with --mega: write the task kernels and their waits as a Graphviz DOT file")
+      ->needs(explain_mega_flag);
 
   EnginesOptions engines_opts;
   auto* en = app.add_subcommand("engines", "For every region, each engine's support (or the reason it has none) and its candidates");
@@ -99,14 +131,26 @@ int main(int argc, char** argv) {
   b->add_flag("--json", build.json, "print the plan's description as JSON");
 
   InspectOptions inspect;
-  auto* in = app.add_subcommand("inspect", "Show what a plan bundle holds: steps, engines, configs, memory, kernels (no GPU needed)");
+  auto* in = app.add_subcommand("inspect",
+                                "Show what a plan bundle holds: steps, engines, configs, memory, kernels (no GPU needed; "
+                                "--mega needs one)");
   in->add_option("PLAN", inspect.file, "plan bundle")->required();
   in->add_flag("--json", inspect.json, "print one JSON object");
+  auto* inspect_mega_flag = in->add_flag("--mega", inspect.mega,
+                                    "show the megakernel segments a mega-executor runner makes of the plan, as "
+                                    "`explain --mega` does (needs a GPU)");
+  in->add_option("--dot", inspect.dot_file, "with --mega: write the task kernels and their waits as a Graphviz DOT file")
+      ->needs(inspect_mega_flag);
 
   BenchOptions bench;
-  auto* be = app.add_subcommand("bench", "Time a plan (bundle, or a graph compiled now): latency percentiles, throughput, per step");
+  auto* be = app.add_subcommand("bench",
+                                "Time a plan (bundle, or a graph compiled now): latency percentiles, throughput, per "
+                                "step; with --executor mega --trace, a per-task timeline");
   be->add_option("FILE", bench.file, "plan bundle or graph file (.json)")->required();
-  be->add_option("--executor", bench.executor, "stream or graph")->default_val("graph")->check(CLI::IsMember({"stream", "graph"}));
+  add_executor_options(be, bench.exec);
+  be->add_option("--trace", bench.trace_file,
+                 "mega: trace one more run after the timed ones (timed runs trace too) and write it as a Chrome/Perfetto "
+                 "trace JSON file (a row per CTA, an event per task), with a per-step summary");
   be->add_option("--iters", bench.iters, "timed runs")->default_val(200)->check(CLI::Range(1, 1 << 30));
   be->add_option("--warmup", bench.warmup, "untimed runs first")->default_val(20)->check(CLI::Range(0, 1 << 30));
   be->add_option("--tune", bench.tune, "for a graph file: heuristic, fast or exhaustive")

@@ -85,9 +85,31 @@ LoadedPlan plan_from_file(const Common& c, const std::string& path, const BuildC
   return out;
 }
 
+RunnerOptions runner_options(const Common& c, const ExecutorOptions& e, bool trace) {
+  RunnerOptions o{ExecMode::stream, nullptr, 0, c.device, stderr_log(c)};
+  if (e.executor == "graph") {
+    o.mode = ExecMode::graph;
+  } else if (e.executor == "mega") {
+    o.mode = ExecMode::mega;
+  } else if (e.executor != "stream") {
+    throw Error(ErrorCode::invalid_argument, "--executor must be stream, graph or mega; found '" + e.executor + "'");
+  }
+  if (o.mode != ExecMode::mega && (e.watchdog_ms > 0 || trace)) {
+    throw Error(ErrorCode::invalid_argument, std::string(trace ? "--trace" : "--watchdog-ms") +
+                                                 " applies to the mega executor; add --executor mega (found --executor " +
+                                                 e.executor + ")");
+  }
+  if (e.watchdog_ms > 0) o.mega.watchdog_ms = e.watchdog_ms;
+  o.mega.trace = trace;
+  return o;
+}
+
 PlanSession::PlanSession(const Plan& plan, const Common& c, ExecMode mode)
-    : runner_(plan, RunnerOptions{mode, nullptr, 0, c.device, stderr_log(c)}), io_(plan, c.device) {
-  check(cudaSetDevice(c.device), "cudaSetDevice");
+    : PlanSession(plan, RunnerOptions{mode, nullptr, 0, c.device, stderr_log(c)}) {}
+
+PlanSession::PlanSession(const Plan& plan, const RunnerOptions& options)
+    : runner_(plan, options), io_(plan, options.device) {
+  check(cudaSetDevice(options.device), "cudaSetDevice");
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   io_.bind(runner_);
 }
@@ -101,7 +123,9 @@ TensorMap PlanSession::run(const TensorMap& inputs) {
   io_.poison_outputs(stream_);
   runner_.poison_intermediates(stream_);
   runner_.enqueue(stream_);
-  return io_.download(stream_);
+  TensorMap outputs = io_.download(stream_);  // waits for the stream
+  runner_.check();
+  return outputs;
 }
 
 std::vector<float> PlanSession::time(int iters, int warmup) {
@@ -113,11 +137,27 @@ std::vector<float> PlanSession::time(int iters, int warmup) {
     runner_.enqueue(stream_);
     check(cudaEventRecord(events[2 * i + 1], stream_), "cudaEventRecord");
   }
-  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  wait_and_check();
   std::vector<float> ms(static_cast<size_t>(iters));
   for (int i = 0; i < iters; ++i) check(cudaEventElapsedTime(&ms[i], events[2 * i], events[2 * i + 1]), "cudaEventElapsedTime");
   for (cudaEvent_t e : events) cudaEventDestroy(e);
   return ms;
+}
+
+std::vector<float> PlanSession::time_steps(int iters) {
+  std::vector<float> ms = runner_.time_steps(stream_, iters);
+  wait_and_check();
+  return ms;
+}
+
+void PlanSession::enqueue_and_wait() {
+  runner_.enqueue(stream_);
+  wait_and_check();
+}
+
+void PlanSession::wait_and_check() {
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  runner_.check();
 }
 
 bool print_comparison(const Graph& g, const TensorMap& got, const TensorMap& ref) {

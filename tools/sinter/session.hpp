@@ -38,15 +38,26 @@ LoadedPlan plan_from_file(const Common& c, const std::string& path, const BuildC
 // Throws Error(unsupported) with the reason when there is no GPU.
 void require_gpu(const char* what);
 
-// A runner of `plan` with device memory for its inputs and outputs, on its own stream.
+// The runner options of an executor choice; `trace`: the mega executor records every task.
+// Error(invalid_argument) when a mega executor option comes with another executor.
+RunnerOptions runner_options(const Common& c, const ExecutorOptions& e, bool trace = false);
+
+// A runner of `plan` with device memory for its inputs and outputs, on its own stream. Every
+// method that waits for the stream then calls Runner::check, so a megakernel watchdog stop
+// surfaces as Error(timeout).
 class PlanSession {
  public:
   PlanSession(const Plan& plan, const Common& c, ExecMode mode);
+  PlanSession(const Plan& plan, const RunnerOptions& options);
   ~PlanSession();
   // Uploads, poisons outputs and intermediates, enqueues once, downloads.
   TensorMap run(const TensorMap& inputs);
   // Milliseconds of each of `iters` enqueues (after `warmup`), CUDA events around each.
   std::vector<float> time(int iters, int warmup);
+  // Median milliseconds of each step launched alone (Runner::time_steps).
+  std::vector<float> time_steps(int iters);
+  // One enqueue, waited for.
+  void enqueue_and_wait();
   Runner& runner() { return runner_; }
   cudaStream_t stream() const { return stream_; }
 
@@ -54,6 +65,8 @@ class PlanSession {
   Runner runner_;
   DeviceTensors io_;
   cudaStream_t stream_ = nullptr;
+
+  void wait_and_check();
 };
 
 // One line per output: its relative L2 error against the reference and the bound; true when
