@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The command-line tool's contract, without a GPU: the documented exit codes, --json output that
-# parses, .npy inputs read by name, and a plan bundle inspected. Fails naming the first broken case.
+# parses, .npy inputs read by name, a plan bundle inspected, and the mega executor's options (with
+# the clear "needs a GPU" error where there is none). Fails naming every broken case.
 #   check_cli.sh SINTER SOURCE_DIR
 set -uo pipefail
 sinter="$1"
@@ -19,6 +20,10 @@ expect() {
   else
     echo "ok: exit $got: $*"
   fi
+}
+err_has() {  # the last command's stderr holds TEXT
+  if grep -qF -- "$1" "$work/err"; then echo "ok: stderr says '$1'"; else
+    echo "FAIL: stderr lacks '$1':"; sed 's/^/   | /' "$work/err" | head -5; failures=$((failures + 1)); fi
 }
 json_ok() {  # the last command's stdout is one JSON document
   if python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$work/out"; then echo "ok: JSON: $*"; else
@@ -72,5 +77,31 @@ values = struct.unpack("<6f", data[10 + n:10 + n + 24])
 sys.exit(0 if list(values) == [2, 4, 6, 8, 10, -12] else 1)
 PY
 expect 1 -- "$sinter" run "$work/scale.json" --on cpu --load-inputs "$work/no_such_folder"
+# the mega executor's options parse; their misuse is a usage error (2) or a bad option value (1)
+bundle="$src/tests/fuzz/plan_corpus/seed_bundle_chain3.plan"
+expect 2 -- "$sinter" run "$g" --executor megax
+expect 2 -- "$sinter" bench "$g" --executor megax
+expect 2 -- "$sinter" run "$g" --executor mega --watchdog-ms 0
+expect 2 -- "$sinter" explain "$g" --dot "$work/x.dot"
+expect 2 -- "$sinter" inspect "$bundle" --dot "$work/x.dot"
+expect 2 -- "$sinter" explain "$g" --mega --kernels "$work/kernels"
+expect 1 -- "$sinter" run "$work/scale.json" --on cpu --watchdog-ms 10; err_has "--watchdog-ms applies to the mega executor"
+expect 1 -- "$sinter" bench "$work/scale.json" --trace "$work/trace.json"; err_has "--trace applies to the mega executor"
+"$sinter" run --help | grep -q "stream,graph,mega" && "$sinter" bench --help | grep -q -- "--trace" &&
+  "$sinter" --help | grep -q "4 internal error (a bug: please report it) or a megakernel watchdog timeout" &&
+  echo "ok: help names the mega executor, --trace and the watchdog's exit code" ||
+  { echo "FAIL: help lacks the mega executor, --trace or the watchdog's exit code"; failures=$((failures + 1)); }
+# without a GPU, every mega command says it needs one (exit 1), never crashes
+if "$sinter" run "$work/scale.json" --on auto 2>/dev/null | grep -q "^device: cpu"; then
+  expect 1 -- "$sinter" run "$work/scale.json" --executor mega --on gpu; err_has "needs a GPU"
+  expect 1 -- "$sinter" run "$bundle" --executor mega --watchdog-ms 100; err_has "needs a GPU"
+  expect 1 -- "$sinter" bench "$work/scale.json" --executor mega --watchdog-ms 100 --trace "$work/trace.json"
+  err_has "bench needs a GPU"
+  expect 1 -- "$sinter" explain --mega "$work/scale.json"; err_has "explain --mega needs a GPU"
+  expect 1 -- "$sinter" explain --mega "$bundle" --json --dot "$work/x.dot"; err_has "explain --mega needs a GPU"
+  expect 1 -- "$sinter" inspect "$bundle" --mega; err_has "inspect --mega needs a GPU"
+else
+  echo "skip: the no-GPU mega checks (this machine has a GPU)"
+fi
 echo "$failures failure(s)"
 [ "$failures" = 0 ]
