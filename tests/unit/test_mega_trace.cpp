@@ -35,17 +35,7 @@ MegaDescription two_segments() {
 
 MegaTaskEvent event(int segment, int step, int kernel, int block, int cta, int sm, uint64_t start, uint64_t end,
                     uint64_t waited) {
-  MegaTaskEvent e;
-  e.segment = segment;
-  e.step = step;
-  e.kernel = kernel;
-  e.block = block;
-  e.cta = cta;
-  e.sm = sm;
-  e.start_ns = start;
-  e.end_ns = end;
-  e.waited_ns = waited;
-  return e;
+  return MegaTaskEvent{segment, step, kernel, block, cta, sm, start, end, waited};
 }
 
 // Segment 0 spans 1000..5000 ns on 2 CTAs; segment 1 spans 9000..10000 ns on 1.
