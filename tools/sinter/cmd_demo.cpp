@@ -25,7 +25,7 @@ TensorMap run_on_gpu(const Common& c, const Graph& g, const TensorMap& inputs, c
   const auto t0 = std::chrono::steady_clock::now();
   const Plan plan = compile(g, compile_options(c, {}));
   const double compile_ms = ms_since(t0);
-  PlanSession stream(plan, c, ExecMode::stream);
+  PlanSession stream(plan, runner_options(c, {"stream"}));
   const TensorMap outputs = stream.run(inputs);
   const Percentiles p = percentiles(stream.time(20, 3));
   const PlanDescription d = plan.describe();
@@ -40,7 +40,7 @@ TensorMap run_on_gpu(const Common& c, const Graph& g, const TensorMap& inputs, c
   plan.save(bundle.string());
   const auto l0 = std::chrono::steady_clock::now();
   const Plan loaded = Plan::load(bundle.string());
-  PlanSession graph(loaded, c, ExecMode::graph);
+  PlanSession graph(loaded, runner_options(c, {"graph"}));
   const TensorMap replayed = graph.run(inputs);
   const double first_ms = ms_since(l0);
   std::printf("   plan: saved (%s), loaded with 0 compilations and replayed as a CUDA graph: load to first result %s\n",

@@ -104,9 +104,6 @@ RunnerOptions runner_options(const Common& c, const ExecutorOptions& e, bool tra
   return o;
 }
 
-PlanSession::PlanSession(const Plan& plan, const Common& c, ExecMode mode)
-    : PlanSession(plan, RunnerOptions{mode, nullptr, 0, c.device, stderr_log(c)}) {}
-
 PlanSession::PlanSession(const Plan& plan, const RunnerOptions& options)
     : runner_(plan, options), io_(plan, options.device) {
   check(cudaSetDevice(options.device), "cudaSetDevice");

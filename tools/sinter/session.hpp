@@ -47,7 +47,6 @@ RunnerOptions runner_options(const Common& c, const ExecutorOptions& e, bool tra
 // surfaces as Error(timeout).
 class PlanSession {
  public:
-  PlanSession(const Plan& plan, const Common& c, ExecMode mode);
   PlanSession(const Plan& plan, const RunnerOptions& options);
   ~PlanSession();
   // Uploads, poisons outputs and intermediates, enqueues once, downloads.
