@@ -26,7 +26,9 @@ class GpuMegakernel : public GpuTest {
     std::printf("  %s: %zu segments, %d tasks, %zu steps outside\n", g.name().c_str(), d.segments.size(), tasks,
                 d.outside.size());
     for (const auto& o : d.outside) std::printf("    outside: step %d: %s\n", o.step, o.why.c_str());
-    if (expect_segments >= 0) EXPECT_EQ(static_cast<int>(d.segments.size()), expect_segments);
+    if (expect_segments >= 0) {
+      EXPECT_EQ(static_cast<int>(d.segments.size()), expect_segments);
+    }
     for (int run = 0; run < runs; ++run) {
       const uint64_t seed = fresh_seed();
       SCOPED_TRACE("graph '" + g.name() + "', run " + std::to_string(run) + ", seed " + std::to_string(seed));
