@@ -81,7 +81,9 @@ Segment::Segment(TaskGraph graph, std::vector<MegaStep*> steps, cuda::KernelCach
     for (unsigned i = schedule_.queue_start[c]; i < schedule_.queue_start[c + 1]; ++i) {
       const ScheduledTask& t = schedule_.tasks[i];
       if (options_.inject == MegaFault::missing_producer && t.kernel == victim) continue;
-      tasks.push_back({t.kernel, t.block | (t.waits_met_locally ? SINTER_MEGA_LOCAL : 0u)});
+      // a planted fault must meet a counter wait: no task skips its waits then
+      const bool local = t.waits_met_locally && options_.inject == MegaFault::none;
+      tasks.push_back({t.kernel, t.block | (local ? SINTER_MEGA_LOCAL : 0u)});
     }
   }
   queue_start.push_back(static_cast<unsigned>(tasks.size()));

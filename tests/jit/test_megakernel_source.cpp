@@ -55,16 +55,7 @@ Built build_megakernels(const Graph& g) {
         ok = false;
         break;
       }
-      MegaTaskKernel m;
-      m.source = k.source;
-      m.entry = k.entry;
-      m.description = k.description;
-      m.grid[0] = k.launch.grid.x;
-      m.grid[1] = k.launch.grid.y;
-      m.grid[2] = k.launch.grid.z;
-      m.threads = k.launch.block.x;
-      m.dynamic_shared_memory = k.launch.dynamic_shared_memory;
-      m.arg_bytes = k.args.size();
+      MegaTaskKernel m = jit::mega_task_kernel(k, k.source);
       kernels[i].push_back(std::move(m));
     }
     static MegaStep* const kSome = reinterpret_cast<MegaStep*>(uintptr_t{1});  // only tested for null

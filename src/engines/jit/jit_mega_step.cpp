@@ -46,6 +46,21 @@ std::string mega_refusal(const KernelSpec& k, const std::string& source) {
   return "";
 }
 
+MegaTaskKernel mega_task_kernel(const KernelSpec& spec, std::string source) {
+  MegaTaskKernel k;
+  k.source = std::move(source);
+  k.entry = spec.entry;
+  k.description = spec.description;
+  k.grid[0] = spec.launch.grid.x;
+  k.grid[1] = spec.launch.grid.y;
+  k.grid[2] = spec.launch.grid.z;
+  k.threads = spec.launch.block.x;
+  k.dynamic_shared_memory = spec.launch.dynamic_shared_memory;
+  k.arg_bytes = spec.args.size();
+  k.arg_alignment = spec.args.size() % 64 == 0 ? 64 : 8;
+  return k;
+}
+
 std::unique_ptr<MegaStep> JitEngine::mega_step(const Graph& g, const fuse::Region& r, const std::string& config,
                                                PreparedStep& step, const cuda::DeviceProperties& device,
                                                std::string* why) const {
@@ -77,17 +92,7 @@ std::unique_ptr<MegaStep> JitEngine::mega_step(const Graph& g, const fuse::Regio
       if (why) *why = "jit kernel '" + spec.description + "': " + no;
       return nullptr;
     }
-    MegaTaskKernel k;
-    k.source = sources[i];
-    k.entry = spec.entry;
-    k.description = spec.description;
-    k.grid[0] = spec.launch.grid.x;
-    k.grid[1] = spec.launch.grid.y;
-    k.grid[2] = spec.launch.grid.z;
-    k.threads = spec.launch.block.x;
-    k.dynamic_shared_memory = spec.launch.dynamic_shared_memory;
-    k.arg_bytes = spec.args.size();
-    k.arg_alignment = spec.args.size() % 64 == 0 ? 64 : 8;
+    MegaTaskKernel k = mega_task_kernel(spec, sources[i]);
     kernels.push_back(std::move(k));
     specs.push_back(spec);
   }

@@ -23,6 +23,9 @@ void bind_kernel_args(KernelSpec& spec, const Binding& b);
 // mbarrier rings, co-resident CTAs...), or "" when it can (jit_mega_step.cpp).
 std::string mega_refusal(const KernelSpec& k, const std::string& source);
 
+// The task form of a kernel compiled from `source`: its grid, block, shared memory and argument size.
+MegaTaskKernel mega_task_kernel(const KernelSpec& spec, std::string source);
+
 class JitStep : public PreparedStep {
  public:
   struct Loaded {
