@@ -349,6 +349,9 @@ def parse_bench_plan(text):
     if m:
         out.append({"case": "chain_200_ops", "engine": "sinter-stream", "us_per_op": float(m.group(1))})
         out.append({"case": "chain_200_ops", "engine": "sinter-graph", "us_per_op": float(m.group(2))})
+    m = re.search(r"^1\. .*\n(?:.*\n){2}\s*megakernel\s+([0-9.]+) us/op", text, re.M)
+    if m:
+        out.append({"case": "chain_200_ops", "engine": "sinter-mega", "us_per_op": float(m.group(1))})
     m = re.search(r"^2\. transformer block, bundle \S+ \((\d+) bytes\): load to first result first ([0-9.]+) ms, "
                   r"median ([0-9.]+) ms", text, re.M)
     if m:
@@ -363,6 +366,17 @@ def parse_bench_plan(text):
     if m:
         for engine, ms in (("sinter-stream", m.group(2)), ("sinter-graph", m.group(3))):
             out.append({"case": "llama_decode_stack", "engine": engine, "ms": float(ms), "outputs": m.group(1)})
+    m = re.search(r"^4m\. the same plan in mega mode: ([0-9.]+) ms .*?outputs (\w+); (\d+) megakernel segment", text, re.M)
+    if m:
+        out.append({"case": "llama_decode_stack", "engine": "sinter-mega", "ms": float(m.group(1)), "outputs": m.group(2),
+                    "segments": int(m.group(3))})
+    m = re.search(r"^4m\. compiled on our kernels only .*?graph executor ([0-9.]+) ms, megakernel ([0-9.]+) ms .*?"
+                  r"outputs (\w+)", text, re.M)
+    if m:
+        out.append({"case": "llama_decode_stack", "engine": "sinter-graph-jit", "ms": float(m.group(1)),
+                    "outputs": m.group(3)})
+        out.append({"case": "llama_decode_stack", "engine": "sinter-mega-jit", "ms": float(m.group(2)),
+                    "outputs": m.group(3)})
     m = re.search(r"^4b\. the stack tuned .*?outputs (\w+); graph executor ([0-9.]+) ms", text, re.M)
     if m:
         out.append({"case": "llama_decode_stack", "engine": "sinter-graph-tuned", "ms": float(m.group(2)),

@@ -293,9 +293,11 @@ def extract_copy(records):
     return out
 
 
-BLOCK_ENGINES = {"sinter-stream": "stream_ms", "sinter-graph": "graph_ms", "torch-eager": "eager_ms",
+BLOCK_ENGINES = {"sinter-stream": "stream_ms", "sinter-graph": "graph_ms", "sinter-mega": "mega_ms",
+                 "sinter-mega-jit": "mega_jit_ms", "sinter-graph-jit": "graph_jit_ms", "torch-eager": "eager_ms",
                  "torch-compile": "compile_ms", "torch-cuda-graph": "cuda_graph_ms"}
-BLOCK_NAMES = {"stream_ms": "stream", "graph_ms": "graph", "eager_ms": "eager", "compile_ms": "torch.compile",
+BLOCK_NAMES = {"stream_ms": "stream", "graph_ms": "graph", "mega_ms": "mega", "mega_jit_ms": "mega, our kernels",
+               "graph_jit_ms": "graph, our kernels", "eager_ms": "eager", "compile_ms": "torch.compile",
                "cuda_graph_ms": "CUDA graph"}
 
 
@@ -311,7 +313,7 @@ def extract_blocks(records, cases, sources):
 
 
 def derive_blocks(case, cells):
-    ours = [(cells[k]["v"], BLOCK_NAMES[k], cells[k]["run"]) for k in ("stream_ms", "graph_ms")
+    ours = [(cells[k]["v"], BLOCK_NAMES[k], cells[k]["run"]) for k in ("stream_ms", "graph_ms", "mega_ms", "mega_jit_ms")
             if isinstance(cells.get(k, {}).get("v"), (int, float))]
     if not ours:
         return {}
@@ -452,12 +454,15 @@ SECTIONS = [
     dict(id="stack", title="Llama decode stack (16 layers)",
          text="`examples::llama_decode_stack()`: 16 Llama-style layers, d 2048, ffn 8192, GQA 32/8 heads of "
               "64, KV cache 1024, batch 1, ~2 GB of bf16 weights and cache read per step; one decode step "
-              "through Sinter's stream and graph executors (`sinter_bench_plan` part 4, outputs checked "
-              "against the CPU reference) and the same model in PyTorch (`bench/torch_decode_stack.py`: "
+              "through Sinter's stream, graph and mega executors (`sinter_bench_plan` parts 4 and 4m, "
+              "outputs checked against the CPU reference; mega on the default plan runs a megakernel per "
+              "run of our steps between the vendor steps; \"our kernels only\" is the plan compiled on the "
+              "jit and alias engines, one megakernel) and the same model in PyTorch (`bench/torch_decode_stack.py`: "
               "eager, CUDA graph, torch.compile).",
-         columns=[("stream_ms", "Sinter stream ms"), ("graph_ms", "Sinter graph ms"), ("eager_ms", "torch eager ms"),
-                  ("compile_ms", "torch.compile ms"), ("cuda_graph_ms", "torch CUDA graph ms"),
-                  ("vs_torch", "best Sinter / best PyTorch")],
+         columns=[("stream_ms", "Sinter stream ms"), ("graph_ms", "Sinter graph ms"), ("mega_ms", "Sinter mega ms"),
+                  ("graph_jit_ms", "graph, our kernels only, ms"), ("mega_jit_ms", "mega, our kernels only, ms"),
+                  ("eager_ms", "torch eager ms"), ("compile_ms", "torch.compile ms"),
+                  ("cuda_graph_ms", "torch CUDA graph ms"), ("vs_torch", "best Sinter / best PyTorch")],
          rows=[("llama_decode_stack", "one decode step", "<= PyTorch CUDA graph")],
          extract=lambda rec: extract_blocks(rec, ("llama_decode_stack",), ("sinter_bench_plan", "torch_decode_stack")),
          derive=derive_blocks, bar=bar_blocks),
@@ -469,6 +474,7 @@ SECTIONS = [
          columns=[("value", "value")],
          rows=[("chain_graph_us", "200-op chain, graph executor, us per op", "<= 1.3 us"),
                ("chain_stream_us", "200-op chain, stream executor, us per op", ""),
+               ("chain_mega_us", "200-op chain, megakernel, us per op", "<= 0.30 us"),
                ("load_median_ms", "transformer block bundle: load to first result, median ms", "<= 10 ms"),
                ("load_first_ms", "the same, first load ms", ""),
                ("rebind_chain", "rebind the chain's graph: exec update / capture + instantiate, us", ""),
