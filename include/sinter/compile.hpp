@@ -79,6 +79,9 @@ struct CompileOptions {
   bool check_outputs = true;
   int timing_warmup = 3;
   int timing_repeats = 20;  // the median of these
+  // Also build the megakernels that ExecMode::mega runs (a compile pass after "plan memory") and
+  // store their cubins in the plan, so a mega-mode Runner loads them with no compilation.
+  bool megakernels = false;
   std::function<void(const CompileProgress&)> on_progress;
   LogCallback on_log;  // each pass's time, engine remarks, a timing cache that was ignored
 };

@@ -9,6 +9,7 @@
 //   tune             RegionCandidates -> Choices  one per region, by rank or by timing (tune/)
 //   prepare          Choices -> PreparedSteps     kernels generated and compiled, vendor plans built
 //   plan memory      PreparedSteps -> Layout      arena by liveness, step workspaces
+//   megakernels      PreparedSteps -> cubins      (CompileOptions::megakernels) each mega segment compiled
 //   assemble         -> plan::Plan                each engine saves its steps; the plan is checked
 #include <chrono>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include "cuda/sha256.hpp"
 #include "engines/registry.hpp"
 #include "fuse/region.hpp"
+#include "mega/megakernel_plan.hpp"
 #include "plan/bundle_format.hpp"
 #include "plan/memory_plan.hpp"
 #include "plan/plan_state.hpp"
@@ -138,9 +140,37 @@ Layout plan_memory(const Graph& g, const fuse::Partition& p, const tune::TuneRep
   return l;
 }
 
+// The megakernels of mode mega (mega/megakernel_plan.hpp), compiled: (source digest, cubin).
+struct Megakernels {
+  std::vector<std::pair<std::string, std::vector<char>>> cubins;
+};
+
+Megakernels build_megakernels(const Graph& g, const fuse::Partition& p, const tune::TuneReport& tuned,
+                              const PreparedSteps& prepared, EngineContext& ctx) {
+  std::vector<TensorId> alias_of(g.tensors().size(), -1);
+  std::vector<mega::PlanStepRef> refs;
+  for (size_t i = 0; i < prepared.steps.size(); ++i) {
+    const tune::Choice& c = tuned.choices[i];
+    const fuse::Region& r = p.regions.at(c.region);
+    if (c.engine->output_shares_input()) alias_of[g.node(r.anchor).outputs[0]] = g.node(r.anchor).inputs[0];
+    refs.push_back({c.engine, c.region, c.candidate.config, prepared.steps[i]->describe(), prepared.steps[i].get()});
+  }
+  const mega::MegakernelPlan m = mega::plan_megakernels(g, p, refs, alias_of, ctx.device);
+  Megakernels out;
+  for (size_t k = 0; k < m.pieces.size(); ++k) {
+    if (!m.graphs[k]) continue;
+    cuda::KernelRequest req;
+    req.name = g.name() + "_megakernel_" + std::to_string(m.pieces[k].steps.front()) + ".cu";
+    req.source = m.sources[k];
+    req.options.arch = ctx.device.arch;
+    out.cubins.emplace_back(mega::megakernel_source_key(m.sources[k]), ctx.cache.get_binary(req)->cubin);
+  }
+  return out;
+}
+
 plan::Plan assemble(const Graph& g, const fuse::Partition& p, const CompileOptions& o,
                     const cuda::DeviceProperties& dev, const tune::TuneReport& tuned, const PreparedSteps& prepared,
-                    const Layout& layout) {
+                    const Layout& layout, const Megakernels& megakernels) {
   plan::Plan plan;
   plan.producer = std::string("sinter ") + SINTER_VERSION;
   plan.graph = g;
@@ -165,6 +195,9 @@ plan::Plan assemble(const Graph& g, const fuse::Partition& p, const CompileOptio
     s.workspace_offset = layout.step_workspace[i];
     s.saved = c.engine->save_step(step, blobs);
     plan.steps.push_back(std::move(s));
+  }
+  for (const auto& [source, cubin] : megakernels.cubins) {
+    plan.megakernels.push_back({source, blobs.put(BlobKind::cubin, cubin)});
   }
   // The bundle loader's checks, on the plan as built: a plan that would not load is a bug here.
   std::vector<plan::bundle_detail::StepMembership> membership;
@@ -197,9 +230,12 @@ Plan compile(const Graph& graph, const CompileOptions& options) {
     return prepare(g, p, tuned, candidates, cc.engine_context(), options);
   });
   const Layout layout = timer.run("plan memory", [&] { return plan_memory(g, p, tuned, prepared); });
+  const Megakernels megakernels = options.megakernels ? timer.run("megakernels", [&] {
+    return build_megakernels(g, p, tuned, prepared, cc.engine_context());
+  }) : Megakernels{};
   auto state = std::make_shared<Plan::State>();
   state->data = timer.run("assemble", [&] {
-    return assemble(g, p, options, cc.device(), tuned, prepared, layout);
+    return assemble(g, p, options, cc.device(), tuned, prepared, layout, megakernels);
   });
   cc.save_timing_cache();
   for (const tune::Choice& c : tuned.choices) state->tuning.push_back({c.from_cache, c.tried});

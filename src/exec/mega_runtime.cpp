@@ -1,76 +1,61 @@
 #include "exec/mega_runtime.hpp"
 
 #include <algorithm>
+#include <filesystem>
+#include <map>
 
 #include "engines/registry.hpp"
+#include "mega/megakernel_plan.hpp"
 #include "mega/task_graph.hpp"
 #include "plan/memory_plan.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter {
-namespace {
-
-TensorId root_of(const std::vector<TensorId>& alias_of, TensorId t) {
-  while (alias_of[t] >= 0) t = alias_of[t];
-  return t;
-}
-
-}  // namespace
 
 MegaRuntime::MegaRuntime(const plan::Plan& data, const fuse::Partition& partition,
                          const std::vector<std::unique_ptr<PreparedStep>>& steps, const std::vector<TensorId>& alias_of,
-                         const cuda::DeviceProperties& device, const MegaOptions& options)
+                         const cuda::DeviceProperties& device, const MegaOptions& options, LibraryCache& libraries,
+                         std::vector<std::string>& notes)
     : sm_count_(device.sm_count) {
-  cache_ = std::make_unique<cuda::KernelCache>(
-      options.kernel_cache_dir.empty() ? cuda::KernelCache::default_directory()
-                                        : std::filesystem::path(options.kernel_cache_dir));
-  const Graph& g = data.graph;
-  std::vector<mega::StepView> views(data.steps.size());
-  mega_steps_.resize(data.steps.size());
+  std::vector<mega::PlanStepRef> refs;
   for (size_t i = 0; i < data.steps.size(); ++i) {
     const plan::Step& s = data.steps[i];
-    const Engine* e = find_engine(s.engine);
-    if (e->output_shares_input()) {
-      views[i].launches_nothing = true;
-      continue;
-    }
-    std::string why;
-    mega_steps_[i] = e->mega_step(g, partition.regions.at(s.region), s.config, *steps[i], device, &why);
-    views[i].mega = mega_steps_[i].get();
-    if (!views[i].mega) outside_.push_back({static_cast<int>(i), why});
+    refs.push_back({find_engine(s.engine), s.region, s.config, s.description, steps[i].get()});
   }
-  pieces_ = mega::split_segments(views);
+  mega::MegakernelPlan m = mega::plan_megakernels(data.graph, partition, refs, alias_of, device);
+  mega_steps_ = std::move(m.mega_steps);
+  pieces_ = std::move(m.pieces);
+  for (const auto& o : m.outside) outside_.push_back({static_cast<int>(o.step), o.why});
+  std::map<std::string, std::string> cubin_of;  // source key -> blob key
+  for (const plan::MegakernelRecord& r : data.megakernels) cubin_of[r.source_sha256] = r.cubin;
   mega::SegmentOptions so;
   so.watchdog_ms = options.watchdog_ms;
   so.trace = options.trace;
   so.inject = options.inject;
-  for (const mega::Piece& piece : pieces_) {
-    if (!piece.mega) {
+  for (size_t p = 0; p < pieces_.size(); ++p) {
+    if (!m.graphs[p]) {
       segments_.push_back(nullptr);
       continue;
     }
-    std::vector<mega::SegmentStep> seg;
     std::vector<MegaStep*> ms;
-    for (size_t i : piece.steps) {
-      if (!mega_steps_[i]) continue;  // an alias: launches nothing
-      const fuse::Region& r = partition.regions.at(data.steps[i].region);
-      mega::SegmentStep s;
-      s.step = i;
-      s.description = data.steps[i].description;
-      for (TensorId t : r.inputs) {
-        s.reads.push_back(root_of(alias_of, t));
-        s.bytes += static_cast<double>(plan::storage_bytes(g.tensor(t)));
+    for (const mega::SegmentStep& s : m.graphs[p]->steps) ms.push_back(mega_steps_[s.step].get());
+    std::shared_ptr<const cuda::Library> library;
+    auto it = cubin_of.find(mega::megakernel_source_key(m.sources[p]));
+    if (it != cubin_of.end()) {
+      library = libraries.get(it->second, plan::PlanBlobs(data).get(it->second, BlobKind::cubin));
+    } else {
+      if (!cache_) {
+        cache_ = std::make_unique<cuda::KernelCache>(options.kernel_cache_dir.empty()
+                                                         ? cuda::KernelCache::default_directory()
+                                                         : std::filesystem::path(options.kernel_cache_dir));
       }
-      for (TensorId t : r.outputs) {
-        s.writes.push_back(root_of(alias_of, t));
-        s.bytes += static_cast<double>(plan::storage_bytes(g.tensor(t)));
-      }
-      s.kernels = mega_steps_[i]->kernels();
-      seg.push_back(std::move(s));
-      ms.push_back(mega_steps_[i].get());
+      notes.push_back("megakernel of steps " + std::to_string(pieces_[p].steps.front()) + ".." +
+                      std::to_string(pieces_[p].steps.back()) +
+                      ": not in the plan (compile with CompileOptions::megakernels to store it); compiled through "
+                      "the kernel cache");
     }
-    segments_.push_back(
-        std::make_unique<mega::Segment>(mega::build_task_graph(std::move(seg)), std::move(ms), *cache_, device, so));
+    segments_.push_back(std::make_unique<mega::Segment>(std::move(*m.graphs[p]), std::move(m.sources[p]), std::move(ms),
+                                                        std::move(library), cache_.get(), device, so));
   }
 }
 

@@ -13,6 +13,7 @@
 #include "engines/engine.hpp"
 #include "fuse/region.hpp"
 #include "mega/mega_segment.hpp"
+#include "engines/library_cache.hpp"
 #include "mega/segments.hpp"
 #include "plan/plan.hpp"
 #include "sinter/runner.hpp"
@@ -22,9 +23,12 @@ namespace sinter {
 class MegaRuntime {
  public:
   // `alias_of[t]`: the tensor whose memory t shares, or -1.
+  // Each segment's megakernel comes from the plan's cubins (CompileOptions::megakernels) or,
+  // where the plan has none for it, is compiled through the kernel cache (a note says so).
   MegaRuntime(const plan::Plan& data, const fuse::Partition& partition,
               const std::vector<std::unique_ptr<PreparedStep>>& steps, const std::vector<TensorId>& alias_of,
-              const cuda::DeviceProperties& device, const MegaOptions& options);
+              const cuda::DeviceProperties& device, const MegaOptions& options, LibraryCache& libraries,
+              std::vector<std::string>& notes);
   ~MegaRuntime();
 
   // Binds every segment's task arguments (after the stream's queued work).
@@ -37,7 +41,7 @@ class MegaRuntime {
   std::vector<MegaTaskEvent> trace() const;
 
  private:
-  std::unique_ptr<cuda::KernelCache> cache_;
+  std::unique_ptr<cuda::KernelCache> cache_;  // opened only when the plan lacks a megakernel
   std::vector<std::unique_ptr<MegaStep>> mega_steps_;  // by plan step (null: outside)
   std::vector<mega::Piece> pieces_;
   std::vector<std::unique_ptr<mega::Segment>> segments_;  // by piece (null: a step on its own)

@@ -140,7 +140,9 @@ Runner::State::State(const Plan& p, const RunnerOptions& o)
       alias_of[n.outputs[0]] = n.inputs[0];
     }
   }
-  if (mode == ExecMode::mega) mega = std::make_unique<MegaRuntime>(data, partition, steps, alias_of, dev, o.mega);
+  if (mode == ExecMode::mega) {
+    mega = std::make_unique<MegaRuntime>(data, partition, steps, alias_of, dev, o.mega, handle.state().libraries, notes);
+  }
   stats.load_ms = ms_since(start);
   for (const std::string& n : notes) {
     if (o.on_log) o.on_log(LogSeverity::info, n);

@@ -18,18 +18,26 @@ constexpr size_t kCounterBytes = SINTER_MEGA_COUNTER_STRIDE * sizeof(unsigned lo
 
 }  // namespace
 
-Segment::Segment(TaskGraph graph, std::vector<MegaStep*> steps, cuda::KernelCache& cache,
+Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> steps,
+                 std::shared_ptr<const cuda::Library> library, cuda::KernelCache* cache,
                  const cuda::DeviceProperties& device, const SegmentOptions& options)
-    : graph_(std::move(graph)), steps_(std::move(steps)), options_(options), device_(device.ordinal) {
+    : graph_(std::move(graph)),
+      steps_(std::move(steps)),
+      options_(options),
+      source_(std::move(source)),
+      library_(std::move(library)),
+      device_(device.ordinal) {
   if (steps_.size() != graph_.steps.size()) throw Error(ErrorCode::internal, "megakernel: steps and task graph disagree");
-  source_ = megakernel_source(graph_);
-
   const auto t0 = std::chrono::steady_clock::now();
-  cuda::KernelRequest req;
-  req.name = "megakernel_" + std::to_string(graph_.steps.front().step) + ".cu";
-  req.source = source_;
-  req.options.arch = device.arch;
-  library_ = cache.get_library(req, device_);
+  from_plan_ = library_ != nullptr;
+  if (!library_) {
+    if (!cache) throw Error(ErrorCode::internal, "megakernel: no cubin and no kernel cache to compile one");
+    cuda::KernelRequest req;
+    req.name = "megakernel_" + std::to_string(graph_.steps.front().step) + ".cu";
+    req.source = source_;
+    req.options.arch = device.arch;
+    library_ = cache->get_library(req, device_);
+  }
   compile_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   kernel_ = library_->get_kernel(kMegakernelEntry);
   const size_t dynamic = graph_.max_dynamic_shared_memory;

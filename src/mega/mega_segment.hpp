@@ -37,10 +37,12 @@ struct TaskEvent {
 
 class Segment {
  public:
-  // Compiles (through `cache`) and loads the megakernel of `graph` on `device`, and uploads its
-  // tables. Error(unsupported) when its CTAs cannot all be resident, one per SM.
-  Segment(TaskGraph graph, std::vector<MegaStep*> steps, cuda::KernelCache& cache,
-          const cuda::DeviceProperties& device, const SegmentOptions& options);
+  // The megakernel of `graph` (generated `source`) on `device`: `library` when the plan holds its
+  // cubin, else compiled through `cache`; its tables uploaded. Error(unsupported) when one CTA
+  // does not fit on an SM.
+  Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> steps,
+          std::shared_ptr<const cuda::Library> library, cuda::KernelCache* cache, const cuda::DeviceProperties& device,
+          const SegmentOptions& options);
   ~Segment();
   Segment(const Segment&) = delete;
   Segment& operator=(const Segment&) = delete;
@@ -62,6 +64,7 @@ class Segment {
   int threads() const { return static_cast<int>(graph_.max_threads); }
   size_t shared_memory_bytes() const { return shared_bytes_; }
   double compile_ms() const { return compile_ms_; }
+  bool from_plan() const { return from_plan_; }  // loaded from the plan's cubin, not compiled
 
  private:
   void reset(cudaStream_t stream);
@@ -76,6 +79,7 @@ class Segment {
   int device_ = 0;
   size_t shared_bytes_ = 0;
   double compile_ms_ = 0;
+  bool from_plan_ = false;
   std::vector<size_t> arg_offsets_;  // per task kernel
   size_t arg_bytes_ = 0;
   cuda::DeviceBuffer tables_, args_, counters_, trace_;

@@ -154,6 +154,11 @@ std::string write_manifest(const Plan& plan, const std::map<std::string, uint64_
     steps.push_back(step_json(s, known ? membership_of(g, partition.regions[s.region]) : StepMembership{}));
   }
   m["steps"] = std::move(steps);
+  if (!plan.megakernels.empty()) {  // absent otherwise: such bundles read as before
+    OJson mk = OJson::array();
+    for (const MegakernelRecord& r : plan.megakernels) mk.push_back(OJson{{"source_sha256", r.source_sha256}, {"cubin", r.cubin}});
+    m["megakernels"] = std::move(mk);
+  }
   OJson blobs = OJson::array();
   for (const auto& [key, blob] : plan.blobs) {
     blobs.push_back(OJson{{"key", key}, {"kind", std::string(to_string(blob.kind))}, {"offset", offsets.at(key)},

@@ -98,7 +98,7 @@ class ManifestReader {
       format->fail("expected \"sinter.plan\", found " + json_detail::describe(format->json()));
     }
     root_.check_keys({"format", "producer", "target", "fusion", "graph", "memory", "workspace",
-                      "steps", "blobs"},
+                      "steps", "megakernels", "blobs"},
                      "the manifest");
     Plan plan;
     plan.producer = bounded_text(root_.at("producer"), "the producer");
@@ -115,6 +115,14 @@ class ManifestReader {
     for (const Cursor& s : root_.at("steps").items("steps", SIZE_MAX)) {
       membership.emplace_back();
       plan.steps.push_back(read_step(s, membership.back()));
+    }
+    if (const auto mk = root_.find("megakernels")) {
+      for (const Cursor& r : mk->items("megakernels", SIZE_MAX)) {
+        r.expect_object("a megakernel record");
+        r.check_keys({"source_sha256", "cubin"}, "a megakernel record");
+        plan.megakernels.push_back({read_key(r.at("source_sha256"), "a megakernel's source digest"),
+                                    read_key(r.at("cubin"), "a megakernel's cubin")});
+      }
     }
     return plan;
   }

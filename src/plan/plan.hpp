@@ -67,6 +67,14 @@ struct WorkspaceLayout {
   bool operator==(const WorkspaceLayout&) const = default;
 };
 
+// A megakernel's cubin (CompileOptions::megakernels): a mega-mode runner regenerates each
+// segment's source from the steps and loads the cubin stored under that source's digest.
+struct MegakernelRecord {
+  std::string source_sha256;  // lower-case hex SHA-256 of the generated source
+  std::string cubin;          // blob key
+  bool operator==(const MegakernelRecord&) const = default;
+};
+
 struct Plan {
   std::string producer;  // who built it, e.g. "sinter 0.1.0"; informational
   Graph graph;
@@ -75,6 +83,7 @@ struct Plan {
   MemoryPlan memory;
   WorkspaceLayout workspace;
   std::vector<Step> steps;
+  std::vector<MegakernelRecord> megakernels;
   std::map<std::string, Blob> blobs;  // key: lower-case hex SHA-256 of the bytes
 };
 

@@ -49,8 +49,9 @@ class Checker {
     for (size_t i = 0; i < regions.size(); ++i) check_step(i, recorded.at(i));
     check_workspace_layout();
     check_memory();
+    check_megakernels();
     for (const auto& [key, blob] : plan_.blobs) {
-      if (!used_.count(key)) fail("blob " + key + " (" + std::string(to_string(blob.kind)) + ") is not used by any step");
+      if (!used_.count(key)) fail("blob " + key + " (" + std::string(to_string(blob.kind)) + ") is not used by any step or megakernel");
     }
   }
 
@@ -112,6 +113,17 @@ class Checker {
            std::to_string(workspace_end_));
     }
     workspace_end_ = s.workspace_offset + s.workspace_bytes;
+  }
+
+  // Megakernel cubins: each a cubin blob, one per source.
+  void check_megakernels() {
+    std::set<std::string> sources;
+    for (size_t i = 0; i < plan_.megakernels.size(); ++i) {
+      const MegakernelRecord& r = plan_.megakernels[i];
+      const std::string who = "megakernel " + std::to_string(i);
+      if (!sources.insert(r.source_sha256).second) fail(who + ": a second cubin for source " + r.source_sha256);
+      if (blob(who, r.cubin, BlobKind::cubin).bytes.empty()) fail(who + ": its cubin is empty");
+    }
   }
 
   // The plan's blobs as the engines' checks read them; every blob read is marked used.

@@ -177,3 +177,33 @@ TEST_F(GpuMegakernel, WatchdogWrongCount) { expect_watchdog(MegaFault::wrong_cou
 
 }  // namespace
 }  // namespace sinter::testing
+
+namespace sinter::testing {
+namespace {
+
+// CompileOptions::megakernels: the plan carries the megakernels' cubins, and a mega-mode runner of
+// the plan, saved and loaded back, loads them (no note of a compile) and is correct.
+TEST_F(GpuMegakernel, PlanCarriesItsMegakernels) {
+  examples::LlamaConfig c;
+  c.layers = 1;
+  const Graph g = examples::llama_decode_stack(c);
+  CompileOptions o = our_kernels_only();
+  o.megakernels = true;
+  const Plan built = compile(g, with_test_cache(o));
+  const Plan loaded = Plan::from_bytes(built.to_bytes(), "mega.plan");
+  TestPlan ex(loaded, test_runner_options(ExecMode::mega));
+  for (const std::string& n : ex.runner().load_notes()) {
+    EXPECT_EQ(n.find("not in the plan"), std::string::npos) << n;
+  }
+  const TensorMap inputs = random_inputs(g, fresh_seed());
+  const TensorMap want = run_reference(g, inputs);
+  const TensorMap got = ex.run(inputs);
+  std::optional<TensorMap> fused_want;
+  for (TensorId id : g.outputs()) {
+    const double bound = relative_l2_bound(g, id);
+    EXPECT_LE(output_error(g, id, inputs, got, want, fused_want, bound).err, bound) << g.tensor(id).name;
+  }
+}
+
+}  // namespace
+}  // namespace sinter::testing

@@ -13,7 +13,10 @@
 #include "engines/jit/jit_step.hpp"
 #include "example_graphs.hpp"
 #include "fuse/region.hpp"
+#include "jit/jit_plan.hpp"
+#include "mega/megakernel_plan.hpp"
 #include "mega/mega_source.hpp"
+#include "plan/bundle.hpp"
 #include "mega/schedule.hpp"
 #include "mega/segments.hpp"
 #include "mega/task_graph.hpp"
@@ -119,4 +122,49 @@ TEST(MegakernelSource, DecodeStackIsOneSegment) {
   // every region of the decode stack has a task form: one megakernel
   EXPECT_EQ(b.segments, 1);
   EXPECT_EQ(b.steps_outside, 0);
+}
+
+// A plan carrying megakernel cubins (CompileOptions::megakernels) saves and loads them, keyed by
+// source digest; the loader's checks refuse a record whose cubin is missing or of another kind, a
+// second record for one source, and an unreferenced megakernel cubin.
+TEST(MegakernelSource, PlanBundleCarriesMegakernels) {
+  cuda::KernelCache cache("");
+  std::vector<jit::KernelSpec> specs;
+  const Graph g = examples::mlp_layer();
+  plan::Plan p = sinter::testing::jit_plan(g, cache, specs);
+  const std::string source = "extern \"C\" __global__ void sinter_mega() {}\n";
+  cuda::CompileOptions opts;
+  opts.arch = "sm_90a";
+  const std::vector<char> cubin = cuda::compile_cuda("mega.cu", source, opts).cubin;
+  const std::string key = plan::add_blob(p, BlobKind::cubin, cubin);
+  p.megakernels.push_back({mega::megakernel_source_key(source), key});
+  const plan::Plan q = plan::load_plan_bundle(plan::plan_bundle_bytes(p), "mega.plan");
+  ASSERT_EQ(q.megakernels.size(), 1u);
+  EXPECT_EQ(q.megakernels[0], p.megakernels[0]);
+  EXPECT_EQ(q.blobs.at(key).bytes, cubin);
+
+  auto expect_refused = [&](plan::Plan bad, const std::string& words) {
+    try {
+      (void)plan::plan_bundle_bytes(bad);
+      ADD_FAILURE() << "accepted: " << words;
+    } catch (const Error& e) {
+      EXPECT_NE(e.message().find(words), std::string::npos) << e.message();
+    }
+  };
+  {
+    plan::Plan bad = p;
+    bad.megakernels[0].cubin = std::string(64, 'a');
+    bad.blobs.erase(key);
+    expect_refused(bad, "megakernel 0: blob");
+  }
+  {
+    plan::Plan bad = p;
+    bad.megakernels.push_back(bad.megakernels[0]);
+    expect_refused(bad, "a second cubin for source");
+  }
+  {
+    plan::Plan bad = p;
+    bad.megakernels.clear();
+    expect_refused(bad, "is not used by any step or megakernel");
+  }
 }

@@ -8,81 +8,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include "cuda/kernel_cache.hpp"
-#include "engines/jit/codegen.hpp"
 #include "example_graphs.hpp"
-#include "plan/bundle.hpp"
-#include "engines/jit/saved_kernels.hpp"
-#include "plan/memory_plan.hpp"
+#include "jit/jit_plan.hpp"
 
 using namespace sinter;
-
-namespace {
-
-cuda::DeviceProperties fake_h200() {
-  cuda::DeviceProperties p;
-  p.name = "NVIDIA H200 (assumed)";
-  p.sm_count = 132;
-  p.cc_major = 9;
-  p.arch = "sm_90a";
-  return p;
-}
-
-// What the alias engine takes: a reshape of a contiguous tensor that is not a graph output.
-bool shares_memory(const Graph& g, const Node& n) {
-  const TensorInfo& in = g.tensor(n.inputs[0]);
-  return in.strides == contiguous_strides(in.dims) &&
-         std::find(g.outputs().begin(), g.outputs().end(), n.outputs[0]) == g.outputs().end();
-}
-
-// What compile assembles, with the jit engine only and NVRTC instead of a GPU: (spec, record) pairs per kernel, for comparison after the round trip.
-plan::Plan jit_plan(const Graph& g, cuda::KernelCache& cache, std::vector<jit::KernelSpec>& specs) {
-  plan::Plan p;
-  p.producer = "sinter jit test";
-  p.graph = g;
-  p.target = {"sm_90a", "NVIDIA H200 (assumed)", 132};
-  const fuse::Partition part = plan::plan_partition(p);
-  std::vector<TensorId> alias(g.tensors().size(), -1);
-  uint64_t workspace = 0;
-  for (const fuse::Region& r : part.regions) {
-    plan::Step s;
-    s.region = r.id;
-    s.kind = r.kind;
-    const Node& anchor = g.node(r.anchor >= 0 ? r.anchor : r.nodes().front());
-    if (r.kind == fuse::RegionKind::alias && shares_memory(g, anchor)) {
-      s.engine = "alias";
-      s.config = "alias";
-      alias[anchor.outputs[0]] = anchor.inputs[0];
-      p.steps.push_back(std::move(s));
-      continue;
-    }
-    s.engine = "jit";
-    s.config = jit::config_text(jit::region_configs(g, r, fake_h200()).at(0));
-    jit::RegionKernels rk = jit::build_region(g, r, fake_h200());
-    if (rk.workspace_bytes) {
-      s.workspace_offset = workspace = (workspace + 255) / 256 * 256;
-      s.workspace_bytes = rk.workspace_bytes;
-      workspace += rk.workspace_bytes;
-    }
-    int i = 0;
-    for (jit::KernelSpec& k : rk.kernels) {
-      cuda::KernelRequest req;
-      req.name = g.name() + "_region" + std::to_string(r.id) + "_" + std::to_string(i++) + ".cu";
-      req.source = k.source;
-      req.options.arch = "sm_90a";
-      const auto bin = cache.get_binary(req);
-      s.saved.kernels.push_back(jit::to_kernel_record(k, plan::add_blob(p, BlobKind::cubin, bin->cubin), cuda::to_hex(bin->key)));
-      s.description += k.description + "; ";
-      specs.push_back(std::move(k));
-    }
-    p.steps.push_back(std::move(s));
-  }
-  p.memory = plan::plan_memory(g, part, alias);
-  p.workspace = {(p.memory.arena_bytes + 255) / 256 * 256, workspace};
-  return p;
-}
-
-}  // namespace
+using sinter::testing::jit_plan;
 
 TEST(PlanRealKernels, ExamplesRoundTripWithCompiledKernels) {
   cuda::KernelCache cache("");  // memory only

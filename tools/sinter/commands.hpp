@@ -56,6 +56,7 @@ struct BuildOptions {
   std::string tune = "heuristic";
   std::string engine = "auto";
   bool no_fusion = false;
+  bool megakernels = false;
   bool json = false;
 };
 int cmd_build(const Common& c, const BuildOptions& o);

@@ -128,6 +128,8 @@ int main(int argc, char** argv) {
       ->default_val("auto")
       ->check(CLI::IsMember(engines));
   b->add_flag("--no-fusion", build.no_fusion, "turn every fusion off (one step per op)");
+  b->add_flag("--megakernels", build.megakernels,
+              "also compile the megakernels of --executor mega into the bundle (loaded with no compilation)");
   b->add_flag("--json", build.json, "print the plan's description as JSON");
 
   InspectOptions inspect;

@@ -42,6 +42,7 @@ CompileOptions compile_options(const Common& c, const BuildChoices& b) {
   o.tuning = *mode;
   if (b.engine != "auto") o.engines = {b.engine};
   if (b.no_fusion) o.fusion = FusionOptions::none();
+  o.megakernels = b.megakernels;
   o.device = c.device;
   if (!c.no_timing_cache) o.timing_cache = c.timing_cache.empty() ? default_timing_cache_path() : c.timing_cache;
   o.on_log = stderr_log(c);

@@ -21,6 +21,7 @@ struct BuildChoices {
   std::string tune = "heuristic";
   std::string engine = "auto";
   bool no_fusion = false;
+  bool megakernels = false;  // store the mega executor's megakernels in the plan
 };
 CompileOptions compile_options(const Common& c, const BuildChoices& b);
 
