@@ -37,7 +37,7 @@ MegaReport mega_report(PlanSession& session, const std::string& trace_file) {
 int cmd_bench(const Common& c, const BenchOptions& o) {
   const RunnerOptions runner_opts = runner_options(c, o.exec, !o.trace_file.empty());
   require_gpu("bench");
-  const LoadedPlan loaded = plan_from_file(c, o.file, {o.tune, o.engine, false, o.executor == "mega"});
+  const LoadedPlan loaded = plan_from_file(c, o.file, {o.tune, o.engine, false, o.exec.executor == "mega"});
   const Graph& g = loaded.plan.graph();
   PlanSession session(loaded.plan, runner_opts);
   session.run(random_inputs(g, o.seed));

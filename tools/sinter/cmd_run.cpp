@@ -52,7 +52,7 @@ int cmd_run(const Common& c, const RunOptions& o) {
   if (on_gpu) require_gpu(bundle ? "running a plan" : "--on gpu");
   const auto t0 = std::chrono::steady_clock::now();
   std::optional<LoadedPlan> loaded;
-  if (on_gpu) loaded = plan_from_file(c, o.file, {o.tune, o.engine, false, o.executor == "mega"});
+  if (on_gpu) loaded = plan_from_file(c, o.file, {o.tune, o.engine, false, o.exec.executor == "mega"});
   const Graph g = loaded ? loaded->plan.graph() : load_graph_file(o.file);
   std::printf("graph '%s': %zu nodes; inputs: %s\n", g.name().c_str(), g.nodes().size(),
               o.load_inputs.empty()
