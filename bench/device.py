@@ -63,6 +63,7 @@ PRESETS = {
     "plan": "GpuPlan.*:GpuLaunchTest.*:GpuRegions.TuningIsCachedAndCorrect",
     "pointwise": "GpuRegions.Pointwise*:GpuRegions.Fp8*:GpuRegions.Residual*:GpuRegions.RmsNorm*:GpuRegions.Rope*:"
                  "GpuRegions.Permute*:GpuRegions.ExampleGraphs:GpuCublasLt.*",
+    "mega": "GpuMegakernel*",
     "quick": "GpuCublasLt.*:GpuRegions.PermuteSliceConcatReshape:GpuRegions.Layout*:GpuRegions.ExampleGraphs:"
              "GpuPlan.*:GpuDecodeAttention.*:GpuDecodeGemm.OddShapes*",
 }
@@ -223,6 +224,27 @@ def step_cudnn_log(run, arg):
                 counts[line.strip()[:200]] = counts.get(line.strip()[:200], 0) + 1
         for text, n in sorted(counts.items(), key=lambda kv: -kv[1])[:40]:
             run.say(f"   {n:5d} {text}")
+
+
+@step("sanitize", "compute-sanitizer memcheck, racecheck and synccheck on megakernel tests",
+      arg="gtest filter (default: the small megakernel tests)", limits="150 s a tool",
+      needs=("sinter_gpu_tests",))
+def step_sanitize(run, arg):
+    """compute-sanitizer's memcheck, racecheck and synccheck over GPU tests ARG (default: the
+    megakernel tests small enough for the tools' slowdown: the examples, the 200-op chain, the
+    two-layer decode stack, the watchdog faults). Prints each tool's error summary."""
+    exe = run.need("sinter_gpu_tests")[0]
+    tool = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+    if not run.dry and not os.path.exists(tool):
+        raise Skip("no compute-sanitizer on this machine")
+    flt = arg or ("GpuMegakernel.Examples:GpuMegakernel.ChainOf200Ops:GpuMegakernel.DecodeStackTwoLayersIsOneMegakernel:"
+                  "GpuMegakernel.Watchdog*")
+    for check in ("memcheck", "racecheck", "synccheck"):
+        log = run.command(f"compute-sanitizer {check}",
+                          [tool, "--tool", check, "--error-exitcode", "99", exe, "--gtest_filter=" + flt],
+                          f"sanitize_{check}.log", run.limit(150), json_lines=False)
+        if not run.dry and os.path.exists(log):
+            run.say_lines(grep(log, r"ERROR SUMMARY|RACECHECK SUMMARY|hazard|Invalid|PASSED|FAILED"), "   ")
 
 
 @step("memory", "memory-bound regions, Sinter and PyTorch",
@@ -400,7 +422,7 @@ def step_blocks(run, arg):
             raise Skip(f"no examples/{n}.json")
     iters = "50" if run.quick else "200"
     for n in names:
-        for e in ("stream", "graph"):
+        for e in ("stream", "graph", "mega"):
             path = run.command(f"sinter bench {n} {e}", [exe, "bench", f"examples/{n}.json", "--executor", e,
                                                          "--iters", iters, "--json"],
                                f"blocks_{n}_{e}.json", run.limit(60), json_lines=False)
