@@ -38,12 +38,12 @@ cuda::DeviceProperties fake_h100() {
 
 struct Built {
   int segments = 0, steps_inside = 0, steps_outside = 0;
-  size_t tasks = 0;
+  size_t tasks = 0, functions = 0;
 };
 
 // Every region of g on its default jit config; the runs of regions that can be tasks become
 // megakernels, each checked and compiled.
-Built build_megakernels(const Graph& g) {
+Built build_megakernels(const Graph& g, bool compile = true) {
   const fuse::Partition p = fuse::partition_graph(g);
   std::vector<std::vector<MegaTaskKernel>> kernels(p.regions.size());
   std::vector<mega::StepView> views(p.regions.size());
@@ -84,6 +84,12 @@ Built build_megakernels(const Graph& g) {
     const mega::Schedule sched = mega::schedule_tasks(tg, 132);
     mega::check_schedule(tg, sched);
     const std::string source = mega::megakernel_source(tg);
+    b.functions += tg.functions.size();
+    if (!compile) {
+      b.tasks += tg.tasks;
+      ++b.segments;
+      continue;
+    }
     cuda::CompileOptions opts;
     opts.arch = "sm_90a";
     try {
@@ -122,6 +128,20 @@ TEST(MegakernelSource, DecodeStackIsOneSegment) {
   // every region of the decode stack has a task form: one megakernel
   EXPECT_EQ(b.segments, 1);
   EXPECT_EQ(b.steps_outside, 0);
+}
+
+// Layers of the same structure share their task functions: the generated sources name values
+// relative to their region, so a deeper stack adds tasks, not functions.
+TEST(MegakernelSource, LayersShareTaskFunctions) {
+  examples::LlamaConfig one, four;
+  one.layers = 1;
+  four.layers = 4;
+  const Built a = build_megakernels(examples::llama_decode_stack(one), false);
+  const Built b = build_megakernels(examples::llama_decode_stack(four), false);
+  std::printf("  1 layer: %zu functions, %zu tasks; 4 layers: %zu functions, %zu tasks\n", a.functions, a.tasks,
+              b.functions, b.tasks);
+  EXPECT_EQ(b.functions, a.functions);
+  EXPECT_GT(b.tasks, 3 * a.tasks);
 }
 
 // A plan carrying megakernel cubins (CompileOptions::megakernels) saves and loads them, keyed by

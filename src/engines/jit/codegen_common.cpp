@@ -7,6 +7,18 @@
 
 namespace sinter::jit {
 
+BodyEmitter::BodyEmitter(const Graph& g, const fuse::Region& r, ExprOptions options) : g_(g), r_(r), options_(options) {
+  bool any = false;
+  auto see = [&](NodeId n) {
+    for (TensorId t : g_.node(n).outputs) {
+      first_value_ = any ? std::min(first_value_, t) : t;
+      any = true;
+    }
+  };
+  for (NodeId n : r_.nodes()) see(n);
+  for (NodeId n : r_.constants) see(n);
+}
+
 std::string BodyEmitter::name_of(TensorId t) const {
   auto it = names_.find(t);
   if (it == names_.end()) {
@@ -19,7 +31,7 @@ std::string BodyEmitter::constants() const {
   std::string s;
   for (NodeId c : r_.constants) {
     const Node& n = g_.node(c);
-    s += "  " + emit_pointwise(g_, n, {}, "v" + std::to_string(n.outputs[0]), options_) + "\n";
+    s += "  " + emit_pointwise(g_, n, {}, value_name(n.outputs[0]), options_) + "\n";
   }
   return s;
 }
@@ -27,7 +39,7 @@ std::string BodyEmitter::constants() const {
 std::string BodyEmitter::emit(const std::vector<NodeId>& nodes) {
   for (NodeId c : r_.constants) {
     const TensorId t = g_.node(c).outputs[0];
-    names_[t] = "v" + std::to_string(t);
+    names_[t] = value_name(t);
   }
   std::string s;
   for (NodeId n : nodes) {
@@ -35,7 +47,7 @@ std::string BodyEmitter::emit(const std::vector<NodeId>& nodes) {
     std::vector<std::string> in;
     for (TensorId t : nd.inputs) in.push_back(name_of(t));
     const TensorId out = nd.outputs[0];
-    const std::string name = "v" + std::to_string(out);
+    const std::string name = value_name(out);
     s += "    " + emit_pointwise(g_, nd, in, name, options_) + "  // " + nd.name + "\n";
     names_[out] = name;
   }

@@ -19,18 +19,24 @@ namespace sinter::jit {
 // outputs become v<tensor id>. Constants of the region are emitted first.
 class BodyEmitter {
  public:
-  BodyEmitter(const Graph& g, const fuse::Region& r, ExprOptions options = {}) : g_(g), r_(r), options_(options) {}
+  BodyEmitter(const Graph& g, const fuse::Region& r, ExprOptions options = {});
   // The caller's name for a tensor that is not computed by `nodes` (a region input, the anchor's
   // output, a value computed in an earlier stage).
   void bind(TensorId t, std::string name) { names_[t] = std::move(name); }
   std::string name_of(TensorId t) const;
   std::string constants() const;  // declarations of the region's inlined constants
-  std::string emit(const std::vector<NodeId>& nodes);  // binds each output to v<id>
+  std::string emit(const std::vector<NodeId>& nodes);  // binds each output to value_name(output)
 
  private:
+  // v<k>, k counted from the region's first computed tensor: regions of the same structure
+  // (the layers of a model) get the same source, and so one compiled kernel and one megakernel
+  // task function.
+  std::string value_name(TensorId t) const { return "v" + std::to_string(t - first_value_); }
+
   const Graph& g_;
   const fuse::Region& r_;
   ExprOptions options_;
+  TensorId first_value_ = 0;
   std::map<TensorId, std::string> names_;
 };
 
