@@ -27,14 +27,6 @@ using namespace sinter;
 
 namespace {
 
-cuda::DeviceProperties fake_h100() {
-  cuda::DeviceProperties p;
-  p.name = "NVIDIA H100 (assumed)";
-  p.sm_count = 132;
-  p.cc_major = 9;
-  p.arch = "sm_90a";
-  return p;
-}
 
 struct Built {
   int segments = 0, steps_inside = 0, steps_outside = 0;
@@ -50,7 +42,7 @@ Built build_megakernels(const Graph& g, bool compile = true) {
   std::vector<std::string> why(p.regions.size());
   for (size_t i = 0; i < p.regions.size(); ++i) {
     const fuse::Region& r = p.regions[i];
-    const jit::RegionKernels rk = jit::build_region(g, r, fake_h100());
+    const jit::RegionKernels rk = jit::build_region(g, r, sinter::testing::fake_h200());
     bool ok = !rk.kernels.empty();
     for (const jit::KernelSpec& k : rk.kernels) {
       why[i] = jit::mega_refusal(k, k.source);
