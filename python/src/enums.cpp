@@ -21,15 +21,10 @@ DType dtype_from_name(std::string_view name) {
 }
 
 void bind_dtype(nb::module_& m) {
-  nb::enum_<DType>(m, "DType", "Element types; bf16 and fp8 round to nearest even (fp8 saturates)")
-      .value("f32", DType::f32)
-      .value("f16", DType::f16)
-      .value("bf16", DType::bf16)
-      .value("fp8_e4m3", DType::fp8_e4m3)
-      .value("fp8_e5m2", DType::fp8_e5m2)
-      .value("i32", DType::i32)
-      .value("i64", DType::i64)
-      .value("boolean", DType::boolean)
+  nb::enum_<DType> dtype(m, "DType", "Element types; bf16 and fp8 round to nearest even (fp8 saturates)");
+  // Members by their names in files, except bool, a Python builtin: DType.boolean.
+  for (DType t : kAllDTypes) dtype.value(t == DType::boolean ? "boolean" : std::string(to_string(t)).c_str(), t);
+  dtype
       .def_static("parse", &dtype_from_name, nb::arg("name"),
                   "The DType of a name as files write it: 'bf16', 'bool', ...")
       .def_prop_ro("label", [](DType t) { return std::string(to_string(t)); },
