@@ -1,0 +1,89 @@
+// Runner: a Plan bound to device memory by name and enqueued on a CUDA stream. Addresses and
+// streams are plain integers (a torch tensor's data_ptr(), torch.cuda.current_stream().cuda_stream),
+// so this module needs no CUDA Python package; it checks each address as the C++ Runner does.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <string>
+
+#include "bindings.hpp"
+#include "log_callback.hpp"
+#include "sinter/error.hpp"
+#include "sinter/runner.hpp"
+
+namespace sinter::python {
+namespace {
+
+ExecMode exec_mode(const nb::object& mode) {
+  if (nb::isinstance<ExecMode>(mode)) return nb::cast<ExecMode>(mode);
+  const std::string s = nb::cast<std::string>(mode);
+  if (s == "stream") return ExecMode::stream;
+  if (s == "graph") return ExecMode::graph;
+  if (s == "mega") return ExecMode::mega;
+  throw Error(ErrorCode::invalid_argument, "Runner: mode='" + s + "' is not one of 'stream', 'graph', 'mega'");
+}
+
+cudaStream_t to_stream(uintptr_t stream) { return reinterpret_cast<cudaStream_t>(stream); }
+
+Runner make_runner(const Plan& plan, const nb::object& mode, int device, uintptr_t workspace,
+                   size_t workspace_bytes, double watchdog_ms, bool trace, std::string kernel_cache_dir,
+                   nb::object on_log) {
+  RunnerOptions o;
+  o.mode = exec_mode(mode);
+  o.device = device;
+  o.workspace = reinterpret_cast<void*>(workspace);
+  o.workspace_bytes = workspace_bytes;
+  o.mega.watchdog_ms = watchdog_ms;
+  o.mega.trace = trace;
+  o.mega.kernel_cache_dir = std::move(kernel_cache_dir);
+  o.on_log = python_log_callback(std::move(on_log));
+  return Runner(plan, o);
+}
+
+nb::dict stats_dict(const RunnerStats& s) {
+  nb::dict d;
+  d["enqueues"] = s.enqueues;
+  d["captures"] = s.captures;
+  d["instantiations"] = s.instantiations;
+  d["updates"] = s.updates;
+  d["refused_updates"] = s.refused_updates;
+  d["load_ms"] = s.load_ms;
+  return d;
+}
+
+}  // namespace
+
+void bind_runner(nb::module_& m) {
+  nb::class_<Runner>(m, "Runner", "Runs a Plan on device memory bound by name, on a CUDA stream")
+      .def(nb::new_(&make_runner), nb::arg("plan"), nb::kw_only(), nb::arg("mode") = "stream",
+           nb::arg("device") = 0, nb::arg("workspace") = 0, nb::arg("workspace_bytes") = 0,
+           nb::arg("watchdog_ms") = 5000.0, nb::arg("trace") = false, nb::arg("kernel_cache_dir") = "",
+           nb::arg("on_log") = nb::none(),
+           "Loads every step and, without a workspace (a device address of at least "
+           "plan.describe()['memory']['device_bytes'] bytes), allocates the plan's memory. mode: "
+           "'stream', 'graph' (a CUDA graph, replayed) or 'mega' (persistent megakernels); "
+           "watchdog_ms and trace are mega mode's. Raises CudaError when there is no usable GPU.")
+      .def_prop_ro("plan", [](const Runner& r) { return r.plan(); })
+      .def("set_tensor_address", [](Runner& r, const std::string& name, uintptr_t address) {
+             r.set_tensor_address(name, reinterpret_cast<const void*>(address));
+           },
+           nb::arg("name"), nb::arg("address"),
+           "Binds graph input or output `name` to device memory laid out as the graph declares it")
+      .def("tensor_address", [](const Runner& r, const std::string& name) {
+             return reinterpret_cast<uintptr_t>(r.tensor_address(name));
+           },
+           nb::arg("name"), "The bound address, 0 when none")
+      .def("enqueue", [](Runner& r, uintptr_t stream) { r.enqueue(to_stream(stream)); },
+           nb::arg("stream") = 0, "Enqueues the plan on a CUDA stream (an integer handle; 0 the default stream)")
+      .def("check", &Runner::check,
+           "Mega mode: raises WatchdogTimeoutError when a finished launch was stopped by its watchdog")
+      .def("stats", [](const Runner& r) { return stats_dict(r.stats()); })
+      .def_prop_ro("load_notes", &Runner::load_notes)
+      .def("poison_intermediates", [](Runner& r, uintptr_t stream) { r.poison_intermediates(to_stream(stream)); },
+           nb::arg("stream") = 0, "Fills every intermediate with 0xFF bytes (NaN), a test's guard")
+      .def("time_steps", [](Runner& r, uintptr_t stream, int iters) { return r.time_steps(to_stream(stream), iters); },
+           nb::arg("stream") = 0, nb::arg("iters") = 20, "Median milliseconds of each step launched alone");
+}
+
+}  // namespace sinter::python
