@@ -1,11 +1,13 @@
 #include "cuda/kernel_cache.hpp"
 
+#include "cuda/source_text.hpp"
 #include <cstdio>
 #include <cstdlib>
 
 #include "cuda/cache_file.hpp"
 #include "cuda/device.hpp"
 #include "cuda/kernel_sources.hpp"
+#include "cuda/source_text.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter::cuda {
@@ -48,9 +50,10 @@ std::filesystem::path KernelCache::default_directory() {
 
 Sha256Digest KernelCache::key_of(const KernelRequest& request) {
   Sha256 hasher;
-  hasher.update_field("sinter kernel cache key v1");
-  hasher.update_field(request.name);
-  hasher.update_field(request.source);
+  // Not the file name, not the comments: kernels of one structure share an entry whatever region
+  // they were generated for (their cubins differ only in the line info's file name).
+  hasher.update_field("sinter kernel cache key v2");
+  hasher.update_field(without_line_comments(request.source));
   hasher.update_field(request.options.arch);
   const NvrtcVersion version = nvrtc_version();
   hasher.update_field("nvrtc " + std::to_string(version.major) + "." +

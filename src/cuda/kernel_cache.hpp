@@ -34,7 +34,9 @@
 namespace sinter::cuda {
 
 struct KernelRequest {
-  std::string name;  // file name for diagnostics and line info, e.g. "gemm_region_3.cu"
+  // File name for diagnostics and line info, e.g. "gemm_region_3.cu"; not part of the cache key
+  // (nor are the source's // comments): the first request of a structure names its entry.
+  std::string name;
   std::string source;
   CompileOptions options;
 };

@@ -4,32 +4,10 @@
 #include <cmath>
 #include <map>
 
+#include "cuda/source_text.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter::mega {
-namespace {
-
-// The source without its // comments (they name the region's tensors and nodes): kernels of
-// different steps with the same structure then share one task function.
-std::string without_comments(const std::string& source) {
-  std::string out;
-  out.reserve(source.size());
-  bool in_string = false;
-  for (size_t i = 0; i < source.size(); ++i) {
-    const char c = source[i];
-    if (c == '"' && (i == 0 || source[i - 1] != '\\')) in_string = !in_string;
-    if (c == '\n') in_string = false;
-    if (!in_string && c == '/' && i + 1 < source.size() && source[i + 1] == '/') {
-      while (i < source.size() && source[i] != '\n') ++i;
-      if (!out.empty() && out.back() != '\n') out += '\n';
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
-}  // namespace
 
 TaskGraph build_task_graph(std::vector<SegmentStep> steps) {
   TaskGraph g;
@@ -52,7 +30,7 @@ TaskGraph build_task_graph(std::vector<SegmentStep> steps) {
       TaskKernel k;
       k.segment_step = s;
       k.kernel = i;
-      std::string source = without_comments(mk.source);
+      std::string source = cuda::without_line_comments(mk.source);
       auto [f, added] = function_of.emplace(source, static_cast<unsigned>(g.functions.size()));
       if (added) g.functions.push_back({std::move(source), mk.entry});
       k.function = f->second;

@@ -124,7 +124,13 @@ TEST(JitKernelCache, KeyCoversEverythingThatShapesTheBinary) {
   EXPECT_NE(KernelCache::key_of(other), key) << "source";
   other = base;
   other.name = "scale2.cu";
-  EXPECT_NE(KernelCache::key_of(other), key) << "name";
+  EXPECT_EQ(KernelCache::key_of(other), key) << "the file name is a label, not the kernel";
+  other = base;
+  other.source = "// another region's kernel of the same structure\n" + base.source + "  // trailing\n";
+  EXPECT_NE(KernelCache::key_of(other), key) << "a comment line is a line (line numbers)";
+  other = base;
+  other.source.insert(other.source.find('\n'), "  // a trailing comment naming a region");
+  EXPECT_EQ(KernelCache::key_of(other), key) << "comments are not the kernel";
   other = base;
   other.options.arch = "sm_100";
   EXPECT_NE(KernelCache::key_of(other), key) << "arch";

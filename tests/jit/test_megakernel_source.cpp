@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "cuda/nvrtc.hpp"
 #include "engines/jit/codegen.hpp"
@@ -179,4 +180,29 @@ TEST(MegakernelSource, PlanBundleCarriesMegakernels) {
     bad.megakernels.clear();
     expect_refused(bad, "is not used by any step or megakernel");
   }
+}
+
+// The kernel cache keys on the comment-free source, not the file name: a deeper stack of the same
+// layers compiles no more kernels.
+TEST(MegakernelSource, LayersShareKernelCacheEntries) {
+  auto keys = [](int layers) {
+    examples::LlamaConfig c;
+    c.layers = layers;
+    const Graph g = examples::llama_decode_stack(c);
+    const fuse::Partition p = fuse::partition_graph(g);
+    std::set<std::string> out;
+    for (const fuse::Region& r : p.regions) {
+      int i = 0;
+      for (const jit::KernelSpec& k : jit::build_region(g, r, sinter::testing::fake_h200()).kernels) {
+        cuda::KernelRequest req{g.name() + "_region" + std::to_string(r.id) + "_" + std::to_string(i++) + ".cu", k.source,
+                                {}};
+        req.options.arch = "sm_90a";
+        out.insert(cuda::to_hex(cuda::KernelCache::key_of(req)));
+      }
+    }
+    return out;
+  };
+  const size_t one = keys(1).size(), four = keys(4).size();
+  std::printf("  distinct kernel cache entries: 1 layer %zu, 4 layers %zu\n", one, four);
+  EXPECT_EQ(four, one);
 }
