@@ -69,17 +69,17 @@ PRESETS = {
 }
 EXAMPLES = ("mlp_layer", "conv_block", "transformer_block", "llama_decode_layer")
 PROBES = {  # bench/experiments/NAME.cu: what it measures; the Nsight Compute metrics its header names
-    "stream_probe": ("copy and read-only stream structures against cudaMemcpy (session 7)", None),
-    "decode_read_probe": ("TMA box shapes, ring depths, PDL on the 117 MB decode weight, no math (sessions 11-13)", None),
-    "convert_probe": ("f32 -> packed bf16 conversion throughput per SM, three routes (session 25)", None),
-    "l2_merge_probe": ("L2 read merging of TMA boxes read in step by several CTAs (sessions 30-31)",
+    "stream_probe": ("copy and read-only stream structures against cudaMemcpy", None),
+    "decode_read_probe": ("TMA box shapes, ring depths, PDL on the 117 MB decode weight, no math", None),
+    "convert_probe": ("f32 -> packed bf16 conversion throughput per SM, three routes", None),
+    "l2_merge_probe": ("L2 read merging of TMA boxes read in step by several CTAs",
                        ("regex:read_boxes", "lts__t_sectors_srcunit_tex_aperture_device_op_read.sum,"
                         "l1tex__m_xbar2l1tex_read_sectors.sum,gpu__time_duration.sum")),
-    "l2_coalesce_window_probe": ("the L2 request coalescer's time window and GPC reach (session 31)",
+    "l2_coalesce_window_probe": ("the L2 request coalescer's time window and GPC reach",
                                  ("regex:read_group_boxes", "lts__t_sectors_srcunit_tex_aperture_device_op_read.sum,"
                                   "lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum,"
                                   "l1tex__m_xbar2l1tex_read_sectors.sum")),
-    "gpc_map_probe": ("the SMs grouped into GPCs, where the clusters of a GEMM-shaped launch land (session 31)", None),
+    "gpc_map_probe": ("the SMs grouped into GPCs, where the clusters of a GEMM-shaped launch land", None),
 }
 GEMM_CASES = "gemm_4096,gemm_8192,gemm_bias_gelu_amax_4096,gemm_bias_gelu_amax_8192,gemm_fp8_e4m3_4096"
 DECODE_CASES = "decode_m1,decode_m8,decode_m16"

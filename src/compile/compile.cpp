@@ -116,12 +116,14 @@ struct Layout {
   plan::MemoryPlan memory;
   plan::WorkspaceLayout workspace;
   std::vector<uint64_t> step_workspace;  // offset within the workspace area, by step
+  std::vector<TensorId> alias_of;        // by tensor: the tensor whose memory it shares, or -1
 };
 
 Layout plan_memory(const Graph& g, const fuse::Partition& p, const tune::TuneReport& tuned,
                    const PreparedSteps& prepared) {
   Layout l;
-  std::vector<TensorId> alias_of(g.tensors().size(), -1);
+  std::vector<TensorId>& alias_of = l.alias_of;
+  alias_of.assign(g.tensors().size(), -1);
   uint64_t workspace = 0;
   for (size_t i = 0; i < prepared.steps.size(); ++i) {
     const fuse::Region& r = p.regions.at(tuned.choices[i].region);
@@ -146,16 +148,13 @@ struct Megakernels {
 };
 
 Megakernels build_megakernels(const Graph& g, const fuse::Partition& p, const tune::TuneReport& tuned,
-                              const PreparedSteps& prepared, EngineContext& ctx) {
-  std::vector<TensorId> alias_of(g.tensors().size(), -1);
+                              const PreparedSteps& prepared, const Layout& layout, EngineContext& ctx) {
   std::vector<mega::PlanStepRef> refs;
   for (size_t i = 0; i < prepared.steps.size(); ++i) {
     const tune::Choice& c = tuned.choices[i];
-    const fuse::Region& r = p.regions.at(c.region);
-    if (c.engine->output_shares_input()) alias_of[g.node(r.anchor).outputs[0]] = g.node(r.anchor).inputs[0];
     refs.push_back({c.engine, c.region, c.candidate.config, prepared.steps[i]->describe(), prepared.steps[i].get()});
   }
-  const mega::MegakernelPlan m = mega::plan_megakernels(g, p, refs, alias_of, ctx.device);
+  const mega::MegakernelPlan m = mega::plan_megakernels(g, p, refs, layout.alias_of, ctx.device);
   Megakernels out;
   for (size_t k = 0; k < m.pieces.size(); ++k) {
     if (!m.graphs[k]) continue;
@@ -231,7 +230,7 @@ Plan compile(const Graph& graph, const CompileOptions& options) {
   });
   const Layout layout = timer.run("plan memory", [&] { return plan_memory(g, p, tuned, prepared); });
   const Megakernels megakernels = options.megakernels ? timer.run("megakernels", [&] {
-    return build_megakernels(g, p, tuned, prepared, cc.engine_context());
+    return build_megakernels(g, p, tuned, prepared, layout, cc.engine_context());
   }) : Megakernels{};
   auto state = std::make_shared<Plan::State>();
   state->data = timer.run("assemble", [&] {

@@ -70,7 +70,6 @@ struct MegaTaskKernel {
   unsigned threads = 0;     // block size (1D)
   size_t dynamic_shared_memory = 0;
   size_t arg_bytes = 0;     // size of its argument struct
-  size_t arg_alignment = 8;
 };
 
 class MegaStep {

@@ -6,9 +6,6 @@
 
 #include "engines/registry.hpp"
 #include "mega/megakernel_plan.hpp"
-#include "mega/task_graph.hpp"
-#include "plan/memory_plan.hpp"
-#include "sinter/error.hpp"
 
 namespace sinter {
 

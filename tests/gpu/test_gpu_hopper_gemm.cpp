@@ -535,7 +535,7 @@ TEST_F(GpuHopperGemm, EveryCandidatePerRowOperands) {
 // partial tiles element by element. 300 x 1024 (rows 256.. partial in every column tile), every
 // candidate, with: outputs that are all negative (bias -1.5: GELU in [-0.17, 0), so a lost abs or
 // a sign taken from the XOR would show), one large column inside the full tiles (bias 40 at column
-// 700), and a NaN there (the amax must be NaN, as the reference's). Session 21.
+// 700), and a NaN there (the amax must be NaN, as the reference's).
 TEST_F(GpuHopperGemm, EveryCandidateAmaxOfPackedWords) {
   const int64_t m = 300, k = 256, n = 1024;
   Graph g("amax_packed_words_bf16");

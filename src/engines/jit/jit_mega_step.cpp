@@ -57,7 +57,6 @@ MegaTaskKernel mega_task_kernel(const KernelSpec& spec, std::string source) {
   k.threads = spec.launch.block.x;
   k.dynamic_shared_memory = spec.launch.dynamic_shared_memory;
   k.arg_bytes = spec.args.size();
-  k.arg_alignment = spec.args.size() % 64 == 0 ? 64 : 8;
   return k;
 }
 
