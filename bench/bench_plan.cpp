@@ -17,9 +17,10 @@
 //      times the same model in PyTorch (eager and CUDA graph) for the same run.
 // Every run's outputs are checked against the CPU reference once; a mismatch fails the program.
 //
-//   sinter_bench_plan [--runs N] [--tuned] [--chain-only]
+//   sinter_bench_plan [--runs N] [--tuned] [--chain-only] [--trace-dir DIR]
 //     --runs N: medians of N (at least 3; 21 by default); --tuned: also compile the decode stack
-//     with fast tuning (minutes: every distinct region timed); --chain-only: part 1 alone
+//     with fast tuning (minutes: every distinct region timed); --chain-only: part 1 alone;
+//     --trace-dir: the megakernel runs' Chrome traces written there (a summary is always printed)
 #include <unistd.h>
 
 #include <algorithm>
@@ -148,16 +149,57 @@ std::string mega_summary(const Runner& r) {
          std::to_string(d.outside.size()) + " steps outside; megakernel compile/load " + std::to_string(compile) + " ms";
 }
 
+// One traced launch of `plan` in mega mode on `io`'s buffers: prints where the CTAs' time went
+// (span, busy and waiting shares, the steps that waited longest) and, when `trace_dir` is set,
+// writes the Chrome trace there as LABEL.trace.json.
+void trace_report(const Plan& plan, const DeviceTensors& io, cudaStream_t s, const std::string& kernel_cache,
+                  const std::string& label, const std::string& trace_dir) {
+  RunnerOptions o;
+  o.mode = ExecMode::mega;
+  o.mega.kernel_cache_dir = kernel_cache;
+  o.mega.trace = true;
+  Runner r(plan, o);
+  io.bind(r);
+  for (int i = 0; i < 3; ++i) r.enqueue(s);
+  bench::check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  r.check();
+  const MegaDescription d = r.mega_description();
+  const std::vector<MegaTaskEvent> events = r.mega_trace();
+  for (const MegaSegmentTime& t : summarize_mega_trace(d, events)) {
+    std::vector<MegaStepTime> steps = t.steps;
+    std::sort(steps.begin(), steps.end(),
+              [](const MegaStepTime& a, const MegaStepTime& b) { return a.busy_us + a.waited_us > b.busy_us + b.waited_us; });
+    std::printf("   trace %s segment %d: %d tasks on %d CTAs, span %.1f us, busy %.1f%%, task mean %.3f us, "
+                "waited %.1f us in all; longest steps:",
+                label.c_str(), t.segment, t.tasks, t.ctas, t.span_us, t.busy_percent, t.busy_us / std::max(1, t.tasks),
+                t.waited_us);
+    for (size_t i = 0; i < std::min<size_t>(4, steps.size()); ++i) {
+      std::printf(" step %d (%d tasks, busy %.1f us, waited %.1f us)", steps[i].step, steps[i].tasks, steps[i].busy_us,
+                  steps[i].waited_us);
+    }
+    std::printf("\n");
+  }
+  if (!trace_dir.empty()) {
+    const std::string path = trace_dir + "/" + label + ".trace.json";
+    if (std::FILE* f = std::fopen(path.c_str(), "w")) {
+      const std::string json = mega_trace_json(d, events);
+      std::fwrite(json.data(), 1, json.size(), f);
+      std::fclose(f);
+    }
+  }
+}
+
 std::string temp_file(const std::string& stem) {
   return (std::filesystem::temp_directory_path() / (stem + std::to_string(::getpid()) + ".plan")).string();
 }
 
 void usage(std::FILE* to) {
   std::fprintf(to,
-               "usage: sinter_bench_plan [--runs N] [--tuned] [--chain-only]   (needs a GPU)\n"
+               "usage: sinter_bench_plan [--runs N] [--tuned] [--chain-only] [--trace-dir DIR]   (needs a GPU)\n"
                "  --runs N       medians of N runs (at least 3, default 21)\n"
                "  --tuned        also compile the decode stack with fast tuning (minutes)\n"
-               "  --chain-only   only part 1, the launch cost of a 200-op chain\n");
+               "  --chain-only   only part 1, the launch cost of a 200-op chain\n"
+               "  --trace-dir D  write the megakernel traces (Chrome trace JSON) into folder D\n");
 }
 
 }  // namespace
@@ -168,6 +210,7 @@ int main(int argc, char** argv) {
   int runs = 21;
   bool tuned = false;
   bool chain_only = false;
+  std::string trace_dir;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
       runs = std::max(3, std::atoi(argv[++i]));
@@ -175,6 +218,8 @@ int main(int argc, char** argv) {
       tuned = true;
     } else if (std::strcmp(argv[i], "--chain-only") == 0) {
       chain_only = true;
+    } else if (std::strcmp(argv[i], "--trace-dir") == 0 && i + 1 < argc) {
+      trace_dir = argv[++i];
     } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       usage(stdout);
       return 0;
@@ -219,6 +264,7 @@ int main(int argc, char** argv) {
     std::printf("   megakernel       %.3f us/op  (%.1f us per run)   acceptance <= 0.30 us/op: %s; %s\n",
                 mega_ms * 1e3 / (batch * ops), mega_ms * 1e3 / batch, mega_ms * 1e3 / (batch * ops) <= 0.30 ? "met" : "NOT met",
                 mega_summary(*chain_mega).c_str());
+    trace_report(chain_plan, chain_ex.io(), chain_ex.stream(), kernels.str(), "chain", trace_dir);
 
     if (chain_only) {
       std::printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
@@ -377,6 +423,7 @@ int main(int argc, char** argv) {
         std::printf("4m. compiled on our kernels only (jit + alias): graph executor %.3f ms, megakernel %.3f ms "
                     "(%.2f TB/s), outputs %s; %s\n",
                     jg_ms, jm_ms, gb / jm_ms, jit_ok && jm_ok ? "correct" : "WRONG", mega_summary(*jm).c_str());
+        trace_report(jx.plan(), jx.io(), jx.stream(), kernels.str(), "decode_stack", trace_dir);
       }
       // Where a decode step's time goes: every step launched alone (Runner::time_steps; the few
       // microseconds of event overhead per step are in these numbers), summed by kernel.

@@ -350,12 +350,12 @@ def step_plan(run, arg):
     decode stack (checked against the CPU reference) with a per-step breakdown; then the same
     stack in PyTorch, eager, CUDA graph and torch.compile (bench/torch_decode_stack.py)."""
     exe = run.need("sinter_bench_plan")[0]
-    args = [exe, "--runs", "7"] + (["--tuned"] if arg == "tuned" else [])
+    args = [exe, "--runs", "7", "--trace-dir", run.raw] + (["--tuned"] if arg == "tuned" else [])
     log = run.command("sinter_bench_plan", args, "bench_plan.log", run.limit(300), json_lines=False)
     if not run.dry and os.path.exists(log):
         for r in parse_bench_plan(open(log, errors="replace").read()):
             run.record(dict(r, _source="sinter_bench_plan"))
-        run.say_lines(grep(log, r"^[0-9]|stream executor|graph executor|phases|WRONG|FAILED|all checks", 20), "   ")
+        run.say_lines(grep(log, r"^[0-9]|stream executor|graph executor|megakernel|trace |phases|WRONG|FAILED|all checks", 24), "   ")
     run.torch("torch_decode_stack.py", run.quick_flag() + (["--no-compile"] if run.opts.no_compile else []),
               "torch_decode_stack.jsonl", run.limit(200), source="torch_decode_stack")
     run.show(["stack", "plan"])
