@@ -4,8 +4,9 @@
    A megakernel runs the tasks of a segment of plan steps in one persistent launch. A task is one
    CTA of one of the steps' kernels (a "task kernel"), run by a CTA of the megakernel with the
    task's block index in place of blockIdx. Each CTA of the megakernel walks its own queue of
-   tasks in order. Before a task starts, the CTA waits until every counter the task's kernel
-   depends on has reached its target; after the task, it adds one to its kernel's counter. */
+   tasks in order. Before a task starts, the CTA waits until every counter the task depends on
+   has reached its target; after the task, it adds one to its kernel's counter when a task on
+   another CTA waits for that counter. */
 #ifndef SINTER_KERNELS_MEGA_ABI_H
 #define SINTER_KERNELS_MEGA_ABI_H
 
@@ -20,31 +21,30 @@
 #define SINTER_MEGA_CONTROL_WORDS 4
 /* trace words per task: start ns, end ns, SM and CTA ((sm << 32) | cta), waited ns */
 #define SINTER_MEGA_TRACE_WORDS 4
+/* SinterMegaTask::publish when no task on another CTA waits for the task's kernel */
+#define SINTER_MEGA_NO_COUNTER 0xffffffffu
 
-/* One task kernel: a grid of tasks with the block size and arguments of the standalone kernel. */
-struct SinterMegaKernel {
-  unsigned int function;   /* which generated function runs its tasks (the dispatcher's case) */
-  unsigned int threads;    /* its block size; the megakernel's other threads wait */
-  unsigned int grid_x, grid_y, grid_z;
-  unsigned int first_wait; /* into the waits table */
-  unsigned int wait_count;
-  unsigned int counter;    /* the counter each of its tasks adds one to when done */
-  unsigned long long args_offset; /* its argument struct, in the argument buffer */
+/* One task, self-contained: everything the CTA needs to wait for, run and publish it. 64 bytes
+   (16-byte aligned), copied into shared memory one task ahead of its run. */
+struct SinterMegaTask {
+  unsigned int function;    /* which generated function runs it (the dispatcher's case) */
+  unsigned int threads;     /* its kernel's block size; the megakernel's other threads wait */
+  unsigned int grid_x, grid_y, grid_z;  /* its kernel's grid */
+  unsigned int block;       /* its linear block index in that grid */
+  unsigned int kernel;      /* its task kernel (the trace, the watchdog's record) */
+  unsigned int first_wait;  /* into the waits table */
+  unsigned int wait_count;  /* 0 when every producer ran earlier on this CTA, or this CTA's
+                               previous task was of the same kernel (its waits already held) */
+  unsigned int publish;     /* the counter to add one to when done, or SINTER_MEGA_NO_COUNTER */
+  unsigned int args_offset; /* its kernel's argument struct in the argument buffer (64-aligned) */
+  unsigned int args_bytes;  /* its size, rounded up to 16 */
+  unsigned int reserved[4];
 };
 
 /* Wait until counters[counter] >= (epoch + 1) * tasks: every task of the producer kernel done. */
 struct SinterMegaWait {
   unsigned int counter;
   unsigned int tasks;
-};
-
-/* One task: a kernel and the linear index of its block. SINTER_MEGA_LOCAL in `block`: every task
-   it waits for ran earlier on the same CTA, so it skips the counters (the CTA's barriers order
-   those writes before it). */
-#define SINTER_MEGA_LOCAL 0x80000000u
-struct SinterMegaTask {
-  unsigned int kernel;
-  unsigned int block;
 };
 
 /* What the watchdog records (in host-mapped memory, plain stores) when a wait outlasts the limit:
@@ -63,11 +63,10 @@ struct SinterMegaFault {
 };
 
 struct SinterMegaParams {
-  const struct SinterMegaKernel* kernels;
   const struct SinterMegaWait* waits;
   const struct SinterMegaTask* tasks;  /* every CTA's queue, one after the other */
   const unsigned int* queue_start;     /* CTA c runs tasks[queue_start[c] .. queue_start[c + 1]) */
-  const char* args;
+  const char* args;                    /* argument structs; 16 readable bytes past the last one */
   unsigned long long* counters;        /* counter i at counters[i * SINTER_MEGA_COUNTER_STRIDE] */
   unsigned long long* control;         /* SINTER_MEGA_CONTROL_WORDS, one per line */
   struct SinterMegaFault* fault;       /* host-mapped */

@@ -10,7 +10,8 @@
 // kernels run unchanged. Everything above the macros sees the real values.
 //
 // Memory order: a task's threads finish their stores, the CTA synchronizes, and thread 0 adds to
-// the task kernel's counter after a fence (release). A waiting CTA's thread 0 reads the counters
+// the task kernel's counter after a fence (release); a kernel no other CTA waits for publishes
+// nothing (the host decides, SinterMegaTask::publish). A waiting CTA's thread 0 reads the counters
 // with ld.acquire.gpu, then the CTA synchronizes before the task reads anything. Task kernels are
 // compiled with SINTER_MEGAKERNEL, which turns their read-only-path loads into plain ones
 // (common/types.cuh): data written earlier in the same launch is read coherently.
@@ -18,12 +19,18 @@
 // Counters only grow: launch e (from 0) waits for (e + 1) * tasks of a producer kernel, so a
 // replay needs no reset. The epoch is read at the start of a launch; the last CTA to leave
 // advances it. A wait that outlasts SinterMegaParams::watchdog_ns records what it waited for in
-// SinterMegaFault (host-mapped), raises the abort flag, and every CTA leaves at its next wait or
-// task boundary: a megakernel never hangs on a missing producer.
+// SinterMegaFault (host-mapped), raises the abort flag, and every CTA leaves at its next wait (a
+// task that waits for nothing runs to its end): a megakernel never hangs on a missing producer.
 #pragma once
 
 #include "common/types.cuh"
 #include "mega/mega_abi.h"
+
+// The largest argument struct of the segment's task kernels, rounded up to 16 (the generated
+// source defines it).
+#ifndef SINTER_MEGA_ARGS_BYTES
+#define SINTER_MEGA_ARGS_BYTES 1024
+#endif
 
 // The task running now on this CTA, as its code sees it (the macros below).
 __shared__ uint3 sinter_mega_block_idx;
@@ -56,7 +63,9 @@ __device__ __forceinline__ u64* sinter_mega_control(const SinterMegaParams& p, i
 }
 
 // Thread 0: waits until counter >= target. False when the launch is aborting (this wait timed
-// out, or another CTA's did).
+// out, or another CTA's did). Polls without sleeping first (a producer on another SM is usually
+// a few hundred nanoseconds away), then backs off; the abort flag and the clock are read every
+// 16th poll.
 __device__ __noinline__ bool sinter_mega_wait(const SinterMegaParams& p, u32 counter, u64 target, u32 task,
                                               u32 kernel, u64 epoch, u64& waited) {
   const u64* c = sinter_mega_counter(p, counter);
@@ -64,17 +73,16 @@ __device__ __noinline__ bool sinter_mega_wait(const SinterMegaParams& p, u32 cou
   if (seen >= target) return true;
   volatile u64* abort = sinter_mega_control(p, SINTER_MEGA_ABORT);
   const u64 start = sinter_mega_now();
-  u32 backoff = 32;
-  for (;;) {
-    if (*abort != 0) return false;
-    __nanosleep(backoff);
-    backoff = backoff < 512 ? backoff * 2 : 512;
+  for (u32 polls = 1;; ++polls) {
+    if (polls > 64) __nanosleep(polls > 256 ? 256 : 64);
     seen = sinter_mega_acquire(c);
-    const u64 now = sinter_mega_now();
     if (seen >= target) {
-      waited += now - start;
+      waited += sinter_mega_now() - start;
       return true;
     }
+    if ((polls & 15) != 0) continue;
+    if (*abort != 0) return false;
+    const u64 now = sinter_mega_now();
     if (now - start > p.watchdog_ns) {
       if (atomicCAS(reinterpret_cast<unsigned long long*>(sinter_mega_control(p, SINTER_MEGA_FAULT_CLAIM)), 0ull,
                     1ull) == 0ull) {
@@ -100,64 +108,88 @@ __device__ __noinline__ bool sinter_mega_wait(const SinterMegaParams& p, u32 cou
   }
 }
 
+// Thread 0: starts copying `bytes` (a multiple of 16, both addresses 16-aligned) from global to
+// shared memory; sinter_mega_fetch_commit then sinter_mega_fetch_wait complete them.
+__device__ __forceinline__ void sinter_mega_fetch(void* to, const void* from, u32 bytes) {
+  const u32 s = static_cast<u32>(__cvta_generic_to_shared(to));
+  const char* g = static_cast<const char*>(from);
+  for (u32 o = 0; o < bytes; o += 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s + o), "l"(g + o) : "memory");
+  }
+}
+__device__ __forceinline__ void sinter_mega_fetch_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void sinter_mega_fetch_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
 // The persistent loop: `dispatch(function, args)` runs one task's code on the task's threads.
+// Thread 0 fetches ahead into shared memory (cp.async, overlapping the running task): the next
+// task's arguments and the record of the task after it, so a task starts without a trip to
+// global memory for its own description.
 template <class Dispatch>
 __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, const Dispatch& dispatch) {
-  __shared__ u64 epoch_s;
+  __shared__ __align__(16) SinterMegaTask task_s[3];                    // task n in task_s[n % 3]
+  __shared__ __align__(16) char args_s[2][SINTER_MEGA_ARGS_BYTES];      // its arguments in args_s[n % 2]
   __shared__ int go_s;
-  __shared__ const char* args_s;
-  __shared__ u32 function_s;
-  if (threadIdx.x == 0) epoch_s = *reinterpret_cast<volatile u64*>(sinter_mega_control(p, SINTER_MEGA_EPOCH));
-  __syncthreads();
-  const u64 epoch = epoch_s;
   const u32 begin = p.queue_start[blockIdx.x], end = p.queue_start[blockIdx.x + 1];
-  u32 ready = 0xffffffffu;  // thread 0: the kernel whose waits were met last (they hold for its next tasks)
+  u64 epoch = 0;
+  if (threadIdx.x == 0) {
+    epoch = *reinterpret_cast<volatile u64*>(sinter_mega_control(p, SINTER_MEGA_EPOCH));
+    if (begin < end) {
+      sinter_mega_fetch(&task_s[0], &p.tasks[begin], sizeof(SinterMegaTask));
+      sinter_mega_fetch_commit();
+      sinter_mega_fetch_wait();
+      sinter_mega_fetch(args_s[0], p.args + task_s[0].args_offset, task_s[0].args_bytes);
+      if (begin + 1 < end) sinter_mega_fetch(&task_s[1], &p.tasks[begin + 1], sizeof(SinterMegaTask));
+      sinter_mega_fetch_commit();
+      sinter_mega_fetch_wait();
+    }
+  }
   for (u32 i = begin; i < end; ++i) {
+    const u32 n = i - begin;
+    const SinterMegaTask& t = task_s[n % 3];
     if (threadIdx.x == 0) {
-      const SinterMegaTask task = p.tasks[i];
-      const SinterMegaKernel k = p.kernels[task.kernel];
-      int go = *reinterpret_cast<volatile u64*>(sinter_mega_control(p, SINTER_MEGA_ABORT)) == 0;
-      u64 waited = 0;
-      const u64 t_wait = sinter_mega_now();
-      const bool local = (task.block & SINTER_MEGA_LOCAL) != 0;
-      const u32 block = task.block & ~SINTER_MEGA_LOCAL;
-      if (go && task.kernel != ready && !local) {
-        for (u32 w = 0; w < k.wait_count && go; ++w) {
-          const SinterMegaWait wt = p.waits[k.first_wait + w];
-          go = sinter_mega_wait(p, wt.counter, (epoch + 1) * wt.tasks, i - begin, task.kernel, epoch, waited);
-        }
-        ready = task.kernel;
+      if (i + 1 < end) {
+        const SinterMegaTask& next = task_s[(n + 1) % 3];
+        sinter_mega_fetch(args_s[(n + 1) & 1], p.args + next.args_offset, next.args_bytes);
+        if (i + 2 < end) sinter_mega_fetch(&task_s[(n + 2) % 3], &p.tasks[i + 2], sizeof(SinterMegaTask));
+        sinter_mega_fetch_commit();
       }
-      const u32 gx = k.grid_x, gy = k.grid_y;
-      if (local) ready = task.kernel;
-      sinter_mega_block_idx = make_uint3(block % gx, block / gx % gy, block / (gx * gy));
-      sinter_mega_grid_dim = make_uint3(gx, gy, k.grid_z);
-      sinter_mega_block_dim = make_uint3(k.threads, 1, 1);
-      sinter_mega_threads = k.threads;
-      args_s = p.args + k.args_offset;
-      function_s = k.function;
+      const u64 t_wait = p.trace != nullptr ? sinter_mega_now() : 0;
+      u64 waited = 0;
+      int go = 1;
+      for (u32 w = 0; w < t.wait_count && go; ++w) {
+        const SinterMegaWait wt = p.waits[t.first_wait + w];
+        go = sinter_mega_wait(p, wt.counter, (epoch + 1) * wt.tasks, n, t.kernel, epoch, waited);
+      }
+      const u32 gx = t.grid_x, gy = t.grid_y;
+      sinter_mega_block_idx = make_uint3(t.block % gx, t.block / gx % gy, t.block / (gx * gy));
+      sinter_mega_grid_dim = make_uint3(gx, gy, t.grid_z);
+      sinter_mega_block_dim = make_uint3(t.threads, 1, 1);
+      sinter_mega_threads = t.threads;
       go_s = go;
       if (p.trace != nullptr) {
         u32 sm;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        u64* t = p.trace + static_cast<u64>(i) * SINTER_MEGA_TRACE_WORDS;
-        t[0] = sinter_mega_now();
-        t[2] = (static_cast<u64>(sm) << 32) | blockIdx.x;
-        t[3] = t[0] - t_wait;
+        u64* r = p.trace + static_cast<u64>(i) * SINTER_MEGA_TRACE_WORDS;
+        r[0] = sinter_mega_now();
+        r[2] = (static_cast<u64>(sm) << 32) | blockIdx.x;
+        r[3] = r[0] - t_wait;
       }
     }
     __syncthreads();
     if (!go_s) break;
-    if (threadIdx.x < sinter_mega_threads) dispatch(function_s, args_s);
+    if (threadIdx.x < sinter_mega_threads) dispatch(t.function, args_s[n & 1]);
+    if (threadIdx.x == 0) sinter_mega_fetch_wait();
     __syncthreads();
     if (threadIdx.x == 0) {
-      const SinterMegaTask task = p.tasks[i];
-      __threadfence();
-      atomicAdd(reinterpret_cast<unsigned long long*>(sinter_mega_counter(p, p.kernels[task.kernel].counter)), 1ull);
+      if (t.publish != SINTER_MEGA_NO_COUNTER) {
+        __threadfence();
+        atomicAdd(reinterpret_cast<unsigned long long*>(sinter_mega_counter(p, t.publish)), 1ull);
+      }
       if (p.trace != nullptr) p.trace[static_cast<u64>(i) * SINTER_MEGA_TRACE_WORDS + 1] = sinter_mega_now();
     }
   }
   if (threadIdx.x == 0) {
+    sinter_mega_fetch_wait();
     const u64 ticket = atomicAdd(reinterpret_cast<unsigned long long*>(sinter_mega_control(p, SINTER_MEGA_EXITED)), 1ull);
     if (ticket == (epoch + 1) * gridDim.x - 1) {
       __threadfence();

@@ -57,63 +57,80 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
   schedule_ = schedule_tasks(graph_, device.sm_count * ctas_per_sm);
   check_schedule(graph_, schedule_);
 
-  // tables: kernels, waits, tasks, queue starts
-  std::vector<SinterMegaKernel> kernels;
+  // tables: waits (each task kernel's, one after the other), tasks (every CTA's queue), queue starts
   std::vector<SinterMegaWait> waits;
+  std::vector<unsigned> first_wait;
   for (size_t k = 0; k < graph_.kernels.size(); ++k) {
     const TaskKernel& tk = graph_.kernels[k];
-    const MegaTaskKernel& mk = graph_.steps[tk.segment_step].kernels[tk.kernel];
     // 64: the strictest alignment an argument struct has (a CUtensorMap)
     arg_bytes_ = align_up(arg_bytes_, 64);
     arg_offsets_.push_back(arg_bytes_);
-    arg_bytes_ += mk.arg_bytes;
-    SinterMegaKernel r{};
-    r.function = tk.function;
-    r.threads = tk.threads;
-    r.grid_x = tk.grid[0];
-    r.grid_y = tk.grid[1];
-    r.grid_z = tk.grid[2];
-    r.first_wait = static_cast<unsigned>(waits.size());
-    r.wait_count = static_cast<unsigned>(tk.waits.size());
-    r.counter = static_cast<unsigned>(k);
-    r.args_offset = arg_offsets_.back();
+    arg_bytes_ += tk.arg_bytes;
+    first_wait.push_back(static_cast<unsigned>(waits.size()));
     for (unsigned w : tk.waits) waits.push_back({w, graph_.kernels[w].tasks()});
-    kernels.push_back(r);
   }
+  if (arg_bytes_ > 0xffffffffu) throw Error(ErrorCode::unsupported, "megakernel: over 4 GiB of kernel arguments");
   // a planted fault: the first producer that someone waits for
   const unsigned victim = waits.empty() ? ~0u : waits.front().counter;
   if (options_.inject == MegaFault::wrong_count && !waits.empty()) waits.front().tasks += 1;
   std::vector<SinterMegaTask> tasks;
   std::vector<unsigned> queue_start;
+  std::vector<char> waited_for(graph_.kernels.size(), 0);
   for (int c = 0; c < schedule_.ctas; ++c) {
     queue_start.push_back(static_cast<unsigned>(tasks.size()));
+    unsigned previous = ~0u;  // the kernel of the CTA's previous task
     for (unsigned i = schedule_.queue_start[c]; i < schedule_.queue_start[c + 1]; ++i) {
-      const ScheduledTask& t = schedule_.tasks[i];
-      if (options_.inject == MegaFault::missing_producer && t.kernel == victim) continue;
-      // a planted fault must meet a counter wait: no task skips its waits then
-      const bool local = t.waits_met_locally && options_.inject == MegaFault::none;
-      tasks.push_back({t.kernel, t.block | (local ? SINTER_MEGA_LOCAL : 0u)});
+      const ScheduledTask& st = schedule_.tasks[i];
+      if (options_.inject == MegaFault::missing_producer && st.kernel == victim) continue;
+      const TaskKernel& tk = graph_.kernels[st.kernel];
+      // no counter to wait on when the producers ran earlier on this CTA (a planted fault must
+      // meet a counter wait: none is skipped that way then), or when the CTA's previous task was
+      // of the same kernel (it waited for the same counters)
+      const bool local = st.waits_met_locally && options_.inject == MegaFault::none;
+      const bool waits_here = !local && st.kernel != previous && !tk.waits.empty();
+      previous = st.kernel;
+      SinterMegaTask t{};
+      t.function = tk.function;
+      t.threads = tk.threads;
+      t.grid_x = tk.grid[0];
+      t.grid_y = tk.grid[1];
+      t.grid_z = tk.grid[2];
+      t.block = st.block;
+      t.kernel = st.kernel;
+      t.first_wait = first_wait[st.kernel];
+      t.wait_count = waits_here ? static_cast<unsigned>(tk.waits.size()) : 0;
+      t.publish = SINTER_MEGA_NO_COUNTER;
+      t.args_offset = static_cast<unsigned>(arg_offsets_[st.kernel]);
+      t.args_bytes = static_cast<unsigned>(align_up(tk.arg_bytes, 16));
+      if (waits_here) {
+        for (unsigned w = 0; w < t.wait_count; ++w) waited_for[waits[t.first_wait + w].counter] = 1;
+      }
+      tasks.push_back(t);
     }
   }
   queue_start.push_back(static_cast<unsigned>(tasks.size()));
+  // a kernel publishes its tasks' completion only when some task waits on its counter
+  for (SinterMegaTask& t : tasks) {
+    if (waited_for[t.kernel]) t.publish = t.kernel;
+  }
   auto bytes_of = [](const auto& v) { return v.size() * sizeof(v[0]); };
-  kernels_at_ = 0;
-  waits_at_ = align_up(kernels_at_ + bytes_of(kernels), 256);
+  waits_at_ = 0;
   tasks_at_ = align_up(waits_at_ + bytes_of(waits), 256);
   queues_at_ = align_up(tasks_at_ + bytes_of(tasks), 256);
   const size_t table_bytes = queues_at_ + bytes_of(queue_start);
   std::vector<char> host(table_bytes, 0);
-  std::memcpy(host.data() + kernels_at_, kernels.data(), bytes_of(kernels));
   if (!waits.empty()) std::memcpy(host.data() + waits_at_, waits.data(), bytes_of(waits));
   std::memcpy(host.data() + tasks_at_, tasks.data(), bytes_of(tasks));
   std::memcpy(host.data() + queues_at_, queue_start.data(), bytes_of(queue_start));
   tables_ = cuda::DeviceBuffer(table_bytes);
   tables_.copy_from_host(host.data(), table_bytes);
-  args_ = cuda::DeviceBuffer(std::max<size_t>(arg_bytes_, 256));
+  // 16 bytes past the last struct: a task's arguments are fetched in 16-byte pieces
+  args_ = cuda::DeviceBuffer(align_up(arg_bytes_, 64) + 64);
   counters_ = cuda::DeviceBuffer((graph_.kernels.size() + SINTER_MEGA_CONTROL_WORDS) * kCounterBytes);
   SINTER_CUDA_CHECK(cudaMemset(counters_.data(), 0, counters_.size()));
   if (options_.trace) trace_ = cuda::DeviceBuffer(schedule_.tasks.size() * SINTER_MEGA_TRACE_WORDS * 8);
-  SINTER_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&staging_), std::max<size_t>(arg_bytes_, 256), cudaHostAllocDefault));
+  SINTER_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&staging_), align_up(arg_bytes_, 64) + 64, cudaHostAllocDefault));
+  std::memset(staging_, 0, align_up(arg_bytes_, 64) + 64);
   SINTER_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&fault_), sizeof(SinterMegaFault), cudaHostAllocMapped));
   std::memset(fault_, 0, sizeof(SinterMegaFault));
   SINTER_CUDA_CHECK(cudaHostGetDevicePointer(&fault_device_, fault_, 0));
@@ -133,13 +150,12 @@ void Segment::bind(const std::vector<const Binding*>& bindings, cudaStream_t str
     const std::vector<char> a = steps_[tk.segment_step]->arguments(tk.kernel, *bindings[tk.segment_step]);
     std::memcpy(staging_ + arg_offsets_[k], a.data(), a.size());
   }
-  SINTER_CUDA_CHECK(cudaMemcpyAsync(args_.data(), staging_, arg_bytes_, cudaMemcpyHostToDevice, stream));
+  SINTER_CUDA_CHECK(cudaMemcpyAsync(args_.data(), staging_, args_.size(), cudaMemcpyHostToDevice, stream));
 }
 
 void Segment::launch(cudaStream_t stream) {
   const char* t = static_cast<const char*>(tables_.data());
   SinterMegaParams p{};
-  p.kernels = reinterpret_cast<const SinterMegaKernel*>(t + kernels_at_);
   p.waits = reinterpret_cast<const SinterMegaWait*>(t + waits_at_);
   p.tasks = reinterpret_cast<const SinterMegaTask*>(t + tasks_at_);
   p.queue_start = reinterpret_cast<const unsigned*>(t + queues_at_);

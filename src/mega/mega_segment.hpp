@@ -83,7 +83,7 @@ class Segment {
   std::vector<size_t> arg_offsets_;  // per task kernel
   size_t arg_bytes_ = 0;
   cuda::DeviceBuffer tables_, args_, counters_, trace_;
-  size_t kernels_at_ = 0, waits_at_ = 0, tasks_at_ = 0, queues_at_ = 0;
+  size_t waits_at_ = 0, tasks_at_ = 0, queues_at_ = 0;
   char* staging_ = nullptr;          // pinned host copy of the arguments
   SinterMegaFault* fault_ = nullptr;  // host-mapped
   void* fault_device_ = nullptr;

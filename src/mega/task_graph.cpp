@@ -37,6 +37,7 @@ TaskGraph build_task_graph(std::vector<SegmentStep> steps) {
       std::copy(std::begin(mk.grid), std::end(mk.grid), k.grid);
       k.threads = mk.threads;
       k.dynamic_shared_memory = mk.dynamic_shared_memory;
+      k.arg_bytes = mk.arg_bytes;
       if (k.tasks() == 0) throw Error(ErrorCode::internal, "megakernel: kernel '" + mk.description + "' has an empty grid");
       // the first kernel waits for the step's inputs; each later one for the kernel before it
       // (which waited for the inputs already)
@@ -45,6 +46,7 @@ TaskGraph build_task_graph(std::vector<SegmentStep> steps) {
       g.tasks += k.tasks();
       g.max_threads = std::max(g.max_threads, k.threads);
       g.max_dynamic_shared_memory = std::max(g.max_dynamic_shared_memory, k.dynamic_shared_memory);
+      g.max_arg_bytes = std::max(g.max_arg_bytes, k.arg_bytes);
       g.kernels.push_back(std::move(k));
     }
     for (TensorId t : step.writes) writer[t] = static_cast<unsigned>(g.kernels.size() - 1);

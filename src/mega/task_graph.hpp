@@ -32,6 +32,7 @@ struct TaskKernel {
   unsigned grid[3] = {1, 1, 1};
   unsigned threads = 0;
   size_t dynamic_shared_memory = 0;
+  size_t arg_bytes = 0;         // its argument struct
   std::vector<unsigned> waits;  // task kernels whose every task must be done first (smaller indices)
   double task_cost_us = 0;      // the cost model's estimate of one task
   unsigned tasks() const { return grid[0] * grid[1] * grid[2]; }
@@ -50,6 +51,7 @@ struct TaskGraph {
   size_t tasks = 0;
   unsigned max_threads = 0;
   size_t max_dynamic_shared_memory = 0;
+  size_t max_arg_bytes = 0;
 };
 
 // Per-SM memory bandwidth the cost model assumes (bytes per microsecond): ~3.3 TB/s over 132 SMs.
