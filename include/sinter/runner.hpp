@@ -48,6 +48,9 @@ struct MegaOptions {
   double watchdog_ms = 5000;
   // Record every task's start, end and SM (Runner::mega_trace).
   bool trace = false;
+  // A task that must wait for a producer first asks L2 for the part of the weights (tensors no
+  // task of the launch writes) its kernel says it reads, so the wait overlaps their reading.
+  bool prefetch = true;
   // Where the megakernels are compiled and cached; "" the default kernel cache
   // (default_kernel_cache_dir()).
   std::string kernel_cache_dir;

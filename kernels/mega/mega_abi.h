@@ -5,8 +5,8 @@
    CTA of one of the steps' kernels (a "task kernel"), run by a CTA of the megakernel with the
    task's block index in place of blockIdx. Each CTA of the megakernel walks its own queue of
    tasks in order. Before a task starts, the CTA waits until every counter the task depends on
-   has reached its target; after the task, it adds one to its kernel's counter when a task on
-   another CTA waits for that counter. */
+   has reached its target; after the task, it adds one to the counters that count it (its
+   kernel's whole grid, a range of its blocks) where a task on another CTA waits for them. */
 #ifndef SINTER_KERNELS_MEGA_ABI_H
 #define SINTER_KERNELS_MEGA_ABI_H
 
@@ -21,7 +21,7 @@
 #define SINTER_MEGA_CONTROL_WORDS 4
 /* trace words per task: start ns, end ns, SM and CTA ((sm << 32) | cta), waited ns */
 #define SINTER_MEGA_TRACE_WORDS 4
-/* SinterMegaTask::publish when no task on another CTA waits for the task's kernel */
+/* SinterMegaTask::publish, publish_range: no counter to add to */
 #define SINTER_MEGA_NO_COUNTER 0xffffffffu
 
 /* One task, self-contained: everything the CTA needs to wait for, run and publish it. 64 bytes
@@ -33,12 +33,25 @@ struct SinterMegaTask {
   unsigned int block;       /* its linear block index in that grid */
   unsigned int kernel;      /* its task kernel (the trace, the watchdog's record) */
   unsigned int first_wait;  /* into the waits table */
-  unsigned int wait_count;  /* 0 when every producer ran earlier on this CTA, or this CTA's
-                               previous task was of the same kernel (its waits already held) */
-  unsigned int publish;     /* the counter to add one to when done, or SINTER_MEGA_NO_COUNTER */
-  unsigned int args_offset; /* its kernel's argument struct in the argument buffer (64-aligned) */
-  unsigned int args_bytes;  /* its size, rounded up to 16 */
-  unsigned int reserved[4];
+  unsigned int wait_count;  /* the counters it waits on that no earlier wait of this CTA covered
+                               and that tasks of other CTAs add to */
+  unsigned int publish;       /* its kernel's whole-grid counter, or SINTER_MEGA_NO_COUNTER */
+  unsigned int publish_range; /* the counter of its range of blocks, or SINTER_MEGA_NO_COUNTER */
+  unsigned int args_offset;   /* its kernel's argument struct in the argument buffer (64-aligned) */
+  unsigned int args_bytes;    /* its size, rounded up to 16 */
+  unsigned int prefetch_first; /* into the prefetch table: what it reads that no task writes */
+  unsigned int prefetch_count;
+  unsigned int reserved;
+};
+
+/* A box of memory a task reads that no task of the launch writes (a weight): `rows` rows of
+   `row_bytes` bytes, `pitch` bytes apart from `address`; all multiples of 16. A task that must
+   wait for a producer asks L2 for it first, so the wait overlaps the box's trip from memory. */
+struct SinterMegaPrefetch {
+  unsigned long long address;
+  unsigned long long pitch;
+  unsigned int rows;
+  unsigned int row_bytes;
 };
 
 /* Wait until counters[counter] >= (epoch + 1) * tasks: every task of the producer kernel done. */
@@ -65,6 +78,7 @@ struct SinterMegaFault {
 struct SinterMegaParams {
   const struct SinterMegaWait* waits;
   const struct SinterMegaTask* tasks;  /* every CTA's queue, one after the other */
+  const struct SinterMegaPrefetch* prefetch; /* null: no prefetching */
   const unsigned int* queue_start;     /* CTA c runs tasks[queue_start[c] .. queue_start[c + 1]) */
   const char* args;                    /* argument structs; 16 readable bytes past the last one */
   unsigned long long* counters;        /* counter i at counters[i * SINTER_MEGA_COUNTER_STRIDE] */

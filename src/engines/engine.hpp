@@ -17,6 +17,7 @@
 #include "cuda/kernel_cache.hpp"
 #include "engines/library_cache.hpp"
 #include "engines/saved_step.hpp"
+#include "engines/task_box.hpp"
 #include "fuse/region.hpp"
 #include "sinter/log.hpp"
 
@@ -70,6 +71,9 @@ struct MegaTaskKernel {
   unsigned threads = 0;     // block size (1D)
   size_t dynamic_shared_memory = 0;
   size_t arg_bytes = 0;     // size of its argument struct
+  // What each task reads and writes of the step's tensors where the kernel knows its tiling
+  // (task_box.hpp); a tensor without a box is read or written whole by every task.
+  std::vector<TaskBox> boxes;
 };
 
 class MegaStep {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <set>
 
 #include "cuda/check.hpp"
 #include "mega/mega_abi.h"
@@ -57,38 +58,38 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
   schedule_ = schedule_tasks(graph_, device.sm_count * ctas_per_sm);
   check_schedule(graph_, schedule_);
 
-  // tables: waits (each task kernel's, one after the other), tasks (every CTA's queue), queue starts
-  std::vector<SinterMegaWait> waits;
-  std::vector<unsigned> first_wait;
+  // tables: waits, tasks (every CTA's queue), queue starts; the prefetch boxes' places
   for (size_t k = 0; k < graph_.kernels.size(); ++k) {
-    const TaskKernel& tk = graph_.kernels[k];
     // 64: the strictest alignment an argument struct has (a CUtensorMap)
     arg_bytes_ = align_up(arg_bytes_, 64);
     arg_offsets_.push_back(arg_bytes_);
-    arg_bytes_ += tk.arg_bytes;
-    first_wait.push_back(static_cast<unsigned>(waits.size()));
-    for (unsigned w : tk.waits) waits.push_back({w, graph_.kernels[w].tasks()});
+    arg_bytes_ += graph_.kernels[k].arg_bytes;
   }
   if (arg_bytes_ > 0xffffffffu) throw Error(ErrorCode::unsupported, "megakernel: over 4 GiB of kernel arguments");
-  // a planted fault: the first producer that someone waits for
-  const unsigned victim = waits.empty() ? ~0u : waits.front().counter;
-  if (options_.inject == MegaFault::wrong_count && !waits.empty()) waits.front().tasks += 1;
+  std::set<TensorId> written;  // by some task of this launch: never prefetched
+  for (const SegmentStep& st : graph_.steps) written.insert(st.writes.begin(), st.writes.end());
+  // a planted fault: the producer of the first counter some task waits for loses its tasks
+  // (missing_producer), or that wait asks for one task more than the counter counts (wrong_count)
+  unsigned victim = ~0u;
+  if (options_.inject != MegaFault::none) {
+    for (size_t i = 0; i < schedule_.tasks.size() && victim == ~0u; ++i) {
+      const ScheduledTask& st = schedule_.tasks[i];
+      const auto& w = graph_.kernels[st.kernel].task_waits[st.block];
+      if (!w.empty()) victim = graph_.counters[w.front()].kernel;
+    }
+  }
+  std::vector<SinterMegaWait> waits;
   std::vector<SinterMegaTask> tasks;
   std::vector<unsigned> queue_start;
-  std::vector<char> waited_for(graph_.kernels.size(), 0);
+  std::vector<char> waited_for(graph_.counters.size(), 0);
+  bool fault_planted = false;
   for (int c = 0; c < schedule_.ctas; ++c) {
     queue_start.push_back(static_cast<unsigned>(tasks.size()));
-    unsigned previous = ~0u;  // the kernel of the CTA's previous task
+    std::set<unsigned> met;  // counters an earlier task of this CTA waited for: they still hold
     for (unsigned i = schedule_.queue_start[c]; i < schedule_.queue_start[c + 1]; ++i) {
       const ScheduledTask& st = schedule_.tasks[i];
       if (options_.inject == MegaFault::missing_producer && st.kernel == victim) continue;
       const TaskKernel& tk = graph_.kernels[st.kernel];
-      // no counter to wait on when the producers ran earlier on this CTA (a planted fault must
-      // meet a counter wait: none is skipped that way then), or when the CTA's previous task was
-      // of the same kernel (it waited for the same counters)
-      const bool local = st.waits_met_locally && options_.inject == MegaFault::none;
-      const bool waits_here = !local && st.kernel != previous && !tk.waits.empty();
-      previous = st.kernel;
       SinterMegaTask t{};
       t.function = tk.function;
       t.threads = tk.threads;
@@ -97,21 +98,45 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
       t.grid_z = tk.grid[2];
       t.block = st.block;
       t.kernel = st.kernel;
-      t.first_wait = first_wait[st.kernel];
-      t.wait_count = waits_here ? static_cast<unsigned>(tk.waits.size()) : 0;
+      t.first_wait = static_cast<unsigned>(waits.size());
+      // no counter to wait on when the producers ran earlier on this CTA (a planted fault must
+      // meet a counter wait: none is skipped that way then)
+      const bool local = st.waits_met_locally && options_.inject == MegaFault::none;
+      if (!local) {
+        for (unsigned w : tk.task_waits[st.block]) {
+          if (!met.insert(w).second) continue;
+          waits.push_back({w, graph_.counters[w].tasks()});
+          if (options_.inject == MegaFault::wrong_count && !fault_planted) {
+            waits.back().tasks += 1;
+            fault_planted = true;
+          }
+          waited_for[w] = 1;
+        }
+      }
+      t.wait_count = static_cast<unsigned>(waits.size()) - t.first_wait;
       t.publish = SINTER_MEGA_NO_COUNTER;
+      t.publish_range = SINTER_MEGA_NO_COUNTER;
       t.args_offset = static_cast<unsigned>(arg_offsets_[st.kernel]);
       t.args_bytes = static_cast<unsigned>(align_up(tk.arg_bytes, 16));
-      if (waits_here) {
-        for (unsigned w = 0; w < t.wait_count; ++w) waited_for[waits[t.first_wait + w].counter] = 1;
+      t.prefetch_first = static_cast<unsigned>(prefetch_.size());
+      const SegmentStep& step = graph_.steps[tk.segment_step];
+      for (const TaskBox& b : step.kernels[tk.kernel].boxes) {
+        if (b.write || b.slot < 0 || static_cast<size_t>(b.slot) >= step.reads.size() ||
+            written.count(step.reads[b.slot])) {
+          continue;
+        }
+        prefetch_.push_back({tk.segment_step, static_cast<size_t>(b.slot), &b, st.block});
       }
+      t.prefetch_count = static_cast<unsigned>(prefetch_.size()) - t.prefetch_first;
       tasks.push_back(t);
     }
   }
   queue_start.push_back(static_cast<unsigned>(tasks.size()));
-  // a kernel publishes its tasks' completion only when some task waits on its counter
+  // a task adds to the counters that count it only where some task waits for them
   for (SinterMegaTask& t : tasks) {
     if (waited_for[t.kernel]) t.publish = t.kernel;
+    const long range = graph_.kernels[t.kernel].group_counter(t.block);
+    if (range >= 0 && waited_for[range]) t.publish_range = static_cast<unsigned>(range);
   }
   auto bytes_of = [](const auto& v) { return v.size() * sizeof(v[0]); };
   waits_at_ = 0;
@@ -126,7 +151,8 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
   tables_.copy_from_host(host.data(), table_bytes);
   // 16 bytes past the last struct: a task's arguments are fetched in 16-byte pieces
   args_ = cuda::DeviceBuffer(align_up(arg_bytes_, 64) + 64);
-  counters_ = cuda::DeviceBuffer((graph_.kernels.size() + SINTER_MEGA_CONTROL_WORDS) * kCounterBytes);
+  counters_ = cuda::DeviceBuffer((graph_.counters.size() + SINTER_MEGA_CONTROL_WORDS) * kCounterBytes);
+  if (!prefetch_.empty()) prefetch_table_ = cuda::DeviceBuffer(prefetch_.size() * sizeof(SinterMegaPrefetch));
   SINTER_CUDA_CHECK(cudaMemset(counters_.data(), 0, counters_.size()));
   if (options_.trace) trace_ = cuda::DeviceBuffer(schedule_.tasks.size() * SINTER_MEGA_TRACE_WORDS * 8);
   SINTER_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&staging_), align_up(arg_bytes_, 64) + 64, cudaHostAllocDefault));
@@ -151,6 +177,26 @@ void Segment::bind(const std::vector<const Binding*>& bindings, cudaStream_t str
     std::memcpy(staging_ + arg_offsets_[k], a.data(), a.size());
   }
   SINTER_CUDA_CHECK(cudaMemcpyAsync(args_.data(), staging_, args_.size(), cudaMemcpyHostToDevice, stream));
+  if (!prefetch_.empty()) {
+    std::vector<SinterMegaPrefetch>& boxes = prefetch_staging_;
+    boxes.assign(prefetch_.size(), SinterMegaPrefetch{});
+    for (size_t i = 0; i < prefetch_.size(); ++i) {
+      const PrefetchBox& pb = prefetch_[i];
+      const TaskBox& b = *pb.box;
+      const PlacedBox at = place_box(b, pb.block);
+      const void* base = bindings[pb.step]->inputs.at(pb.slot);
+      if (at.empty() || base == nullptr) continue;
+      // 16-byte aligned rows, trimmed inward: bulk prefetches move whole 16-byte pieces
+      const uint64_t pitch = static_cast<uint64_t>(b.pitch) * b.elem_bytes;
+      const uint64_t first = reinterpret_cast<uint64_t>(base) + static_cast<uint64_t>(at.row * b.pitch + at.col) * b.elem_bytes;
+      const uint64_t lo = align_up(first, 16), hi = (first + static_cast<uint64_t>(at.cols) * b.elem_bytes) / 16 * 16;
+      if (hi <= lo || (at.rows > 1 && pitch % 16 != 0)) continue;
+      boxes[i] = {lo, pitch, static_cast<unsigned>(at.rows), static_cast<unsigned>(hi - lo)};
+    }
+    // pageable staging: the copy is done before cudaMemcpyAsync returns
+    SINTER_CUDA_CHECK(cudaMemcpyAsync(prefetch_table_.data(), boxes.data(), boxes.size() * sizeof(boxes[0]),
+                                      cudaMemcpyHostToDevice, stream));
+  }
 }
 
 void Segment::launch(cudaStream_t stream) {
@@ -162,7 +208,9 @@ void Segment::launch(cudaStream_t stream) {
   p.args = static_cast<const char*>(args_.data());
   auto* counters = static_cast<unsigned long long*>(counters_.data());
   p.counters = counters;
-  p.control = counters + graph_.kernels.size() * SINTER_MEGA_COUNTER_STRIDE;
+  p.control = counters + graph_.counters.size() * SINTER_MEGA_COUNTER_STRIDE;
+  p.prefetch = options_.prefetch && !prefetch_.empty() ? static_cast<const SinterMegaPrefetch*>(prefetch_table_.data())
+                                                       : nullptr;
   p.fault = static_cast<SinterMegaFault*>(fault_device_);
   p.trace = options_.trace ? static_cast<unsigned long long*>(trace_.data()) : nullptr;
   p.watchdog_ns = static_cast<unsigned long long>(options_.watchdog_ms * 1e6);

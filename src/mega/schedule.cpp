@@ -10,42 +10,60 @@ Schedule schedule_tasks(const TaskGraph& g, int ctas) {
   if (ctas <= 0) throw Error(ErrorCode::internal, "megakernel: a schedule needs at least one CTA");
   std::vector<std::vector<ScheduledTask>> queues(ctas);
   std::vector<double> free_at(ctas, 0.0);
-  std::vector<double> finish(g.kernels.size(), 0.0);
-  std::vector<std::vector<int>> ran_on(g.kernels.size());  // CTAs that ran each kernel's tasks
-  std::vector<char> preferred(ctas, 0);
+  std::vector<std::vector<int>> cta_of(g.kernels.size());
+  std::vector<std::vector<double>> finish_of(g.kernels.size());
+  std::vector<double> counter_finish(g.counters.size(), 0.0);
+  std::vector<int> counter_cta(g.counters.size(), -1);  // the one CTA that ran all its tasks, else -1
+  std::vector<std::vector<unsigned>> counters_of(g.kernels.size());
+  for (unsigned c = 0; c < g.counters.size(); ++c) counters_of[g.counters[c].kernel].push_back(c);
   double makespan = 0;
   constexpr double kTie = 1e-9;
   for (size_t k = 0; k < g.kernels.size(); ++k) {
     const TaskKernel& tk = g.kernels[k];
-    double ready = 0;
-    for (unsigned w : tk.waits) ready = std::max(ready, finish[w]);
-    std::fill(preferred.begin(), preferred.end(), 0);
-    for (unsigned w : tk.waits) {
-      for (int c : ran_on[w]) preferred[c] = 1;
-    }
+    cta_of[k].assign(tk.tasks(), -1);
+    finish_of[k].assign(tk.tasks(), 0.0);
     for (unsigned b = 0; b < tk.tasks(); ++b) {
-      int best = 0;
-      double best_start = std::max(free_at[0], ready);
-      for (int c = 1; c < ctas; ++c) {
-        const double start = std::max(free_at[c], ready);
-        if (start < best_start - kTie || (start < best_start + kTie && preferred[c] && !preferred[best])) {
+      const std::vector<unsigned>& waits = tk.task_waits[b];
+      // the ready time on a CTA that ran none of the producers, and the CTAs that ran some
+      double remote_ready = 0;
+      for (unsigned w : waits) remote_ready = std::max(remote_ready, counter_finish[w] + kRemoteWaitUs);
+      auto ready_on = [&](int c) {
+        double r = 0;
+        for (unsigned w : waits) r = std::max(r, counter_finish[w] + (counter_cta[w] == c ? 0.0 : kRemoteWaitUs));
+        return r;
+      };
+      int best = -1;
+      double best_start = 0;
+      bool best_near = false;
+      for (int c = 0; c < ctas; ++c) {
+        bool near = false;
+        for (unsigned w : waits) near |= counter_cta[w] == c;
+        const double start = std::max(free_at[c], near ? ready_on(c) : remote_ready);
+        if (best < 0 || start < best_start - kTie || (start < best_start + kTie && near && !best_near)) {
           best = c;
           best_start = start;
+          best_near = near;
         }
       }
-      ScheduledTask t{static_cast<unsigned>(k), b, !tk.waits.empty()};
-      for (unsigned w : tk.waits) {
-        t.waits_met_locally &= ran_on[w].size() == 1 && ran_on[w][0] == best;
-      }
-      queues[best].push_back(t);
-      preferred[best] = 0;  // the next task of this kernel: spread, not stacked on one CTA
+      bool local = !waits.empty();
+      for (unsigned w : waits) local &= counter_cta[w] == best;
+      queues[best].push_back({static_cast<unsigned>(k), b, local});
       free_at[best] = best_start + tk.task_cost_us;
-      finish[k] = std::max(finish[k], free_at[best]);
-      if (ran_on[k].empty() || ran_on[k].back() != best) ran_on[k].push_back(best);
+      cta_of[k][b] = best;
+      finish_of[k][b] = free_at[best];
+      makespan = std::max(makespan, free_at[best]);
     }
-    std::sort(ran_on[k].begin(), ran_on[k].end());
-    ran_on[k].erase(std::unique(ran_on[k].begin(), ran_on[k].end()), ran_on[k].end());
-    makespan = std::max(makespan, finish[k]);
+    for (unsigned c : counters_of[k]) {
+      const Counter& ct = g.counters[c];
+      double f = 0;
+      int cta = cta_of[k][ct.lo];
+      for (unsigned b = ct.lo; b < ct.hi; ++b) {
+        f = std::max(f, finish_of[k][b]);
+        if (cta_of[k][b] != cta) cta = -1;
+      }
+      counter_finish[c] = f;
+      counter_cta[c] = cta;
+    }
   }
   Schedule s;
   s.ctas = ctas;
@@ -61,16 +79,24 @@ Schedule schedule_tasks(const TaskGraph& g, int ctas) {
 void check_schedule(const TaskGraph& g, const Schedule& s) {
   auto fail = [](const std::string& what) { throw Error(ErrorCode::internal, "megakernel schedule: " + what); };
   for (size_t k = 0; k < g.kernels.size(); ++k) {
-    for (unsigned w : g.kernels[k].waits) {
-      if (w >= k) fail("task kernel " + std::to_string(k) + " waits for kernel " + std::to_string(w) + ", not an earlier one");
+    const TaskKernel& tk = g.kernels[k];
+    if (tk.task_waits.size() != tk.tasks()) fail("task kernel " + std::to_string(k) + " lacks the waits of some task");
+    for (const auto& waits : tk.task_waits) {
+      for (unsigned w : waits) {
+        if (w >= g.counters.size() || g.counters[w].kernel >= k) {
+          fail("a task of kernel " + std::to_string(k) + " waits for counter " + std::to_string(w) +
+               ", not one of an earlier kernel");
+        }
+      }
     }
   }
   if (static_cast<int>(s.queue_start.size()) != s.ctas + 1 || s.queue_start.front() != 0 ||
       s.queue_start.back() != s.tasks.size()) {
     fail("the queue bounds do not cover the task list");
   }
-  std::vector<std::vector<char>> seen(g.kernels.size());
-  for (size_t k = 0; k < g.kernels.size(); ++k) seen[k].assign(g.kernels[k].tasks(), 0);
+  // where each task runs: CTA and position in the task list (-1: nowhere yet)
+  std::vector<std::vector<std::pair<int, long>>> at(g.kernels.size());
+  for (size_t k = 0; k < g.kernels.size(); ++k) at[k].assign(g.kernels[k].tasks(), {-1, -1});
   for (int c = 0; c < s.ctas; ++c) {
     if (s.queue_start[c] > s.queue_start[c + 1]) fail("CTA " + std::to_string(c) + "'s queue ends before it starts");
     for (unsigned i = s.queue_start[c]; i < s.queue_start[c + 1]; ++i) {
@@ -78,20 +104,10 @@ void check_schedule(const TaskGraph& g, const Schedule& s) {
       if (t.kernel >= g.kernels.size() || t.block >= g.kernels[t.kernel].tasks()) {
         fail("CTA " + std::to_string(c) + " has a task outside every grid");
       }
-      if (t.waits_met_locally) {
-        // every task of every kernel it waits for is earlier in this queue
-        for (unsigned w : g.kernels[t.kernel].waits) {
-          unsigned here = 0;
-          for (unsigned j = s.queue_start[c]; j < i; ++j) here += s.tasks[j].kernel == w;
-          if (here != g.kernels[w].tasks()) {
-            fail("a task of kernel " + std::to_string(t.kernel) + " on CTA " + std::to_string(c) +
-                 " skips its wait for kernel " + std::to_string(w) + ", whose tasks did not all run before it there");
-          }
-        }
-      }
-      if (seen[t.kernel][t.block]++) {
+      if (at[t.kernel][t.block].first >= 0) {
         fail("task " + std::to_string(t.block) + " of kernel " + std::to_string(t.kernel) + " runs twice");
       }
+      at[t.kernel][t.block] = {c, static_cast<long>(i)};
       if (i > s.queue_start[c]) {
         const ScheduledTask& p = s.tasks[i - 1];
         if (p.kernel > t.kernel || (p.kernel == t.kernel && p.block > t.block)) {
@@ -102,8 +118,23 @@ void check_schedule(const TaskGraph& g, const Schedule& s) {
     }
   }
   for (size_t k = 0; k < g.kernels.size(); ++k) {
-    for (size_t b = 0; b < seen[k].size(); ++b) {
-      if (!seen[k][b]) fail("task " + std::to_string(b) + " of kernel " + std::to_string(k) + " is in no queue");
+    for (size_t b = 0; b < at[k].size(); ++b) {
+      if (at[k][b].first < 0) fail("task " + std::to_string(b) + " of kernel " + std::to_string(k) + " is in no queue");
+    }
+  }
+  // a task that skips its waits: every task it waits for ran earlier on its CTA
+  for (const ScheduledTask& t : s.tasks) {
+    if (!t.waits_met_locally) continue;
+    const auto [cta, pos] = at[t.kernel][t.block];
+    for (unsigned w : g.kernels[t.kernel].task_waits[t.block]) {
+      const Counter& ct = g.counters[w];
+      for (unsigned b = ct.lo; b < ct.hi; ++b) {
+        if (at[ct.kernel][b].first != cta || at[ct.kernel][b].second >= pos) {
+          fail("task " + std::to_string(t.block) + " of kernel " + std::to_string(t.kernel) + " on CTA " +
+               std::to_string(cta) + " skips its wait for task " + std::to_string(b) + " of kernel " +
+               std::to_string(ct.kernel) + ", which does not run before it there");
+        }
+      }
     }
   }
 }

@@ -1,7 +1,9 @@
 // The static schedule of a task graph: one queue of tasks per CTA of the megakernel, built by list
 // scheduling over the cost model: tasks in topological order (task kernels in order, a kernel's
-// tasks by block), each to the CTA that can start it first, and among those to one that ran a
-// task it waits for (a chain of one-task kernels stays on one CTA and needs no counter waits). Every queue is then
+// tasks by block), each to the CTA that can start it first, where a task whose producers all ran
+// on that CTA starts when they finish and any other waits kRemoteWaitUs longer (a chain of tasks
+// that each read what one task wrote stays on one CTA and needs no counter waits); among equal
+// starts, to a CTA that ran one of its producers. Every queue is then
 // in the one global topological order, which is what makes the megakernel deadlock-free with
 // every CTA resident: the earliest unfinished task has all its producers done and every task
 // before it on its CTA done, so it can always run. check_schedule proves that property of a

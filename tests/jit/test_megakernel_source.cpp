@@ -34,16 +34,18 @@ struct Built {
   size_t tasks = 0, functions = 0;
 };
 
-// Every region of g on its default jit config; the runs of regions that can be tasks become
-// megakernels, each checked and compiled.
-Built build_megakernels(const Graph& g, bool compile = true) {
+// Every region of g on its default jit config for `device` (the default, a device without the
+// shared memory of the TMA kernels, gives every region a kernel that can be a task); the runs of
+// regions that can be tasks become megakernels, each checked and compiled.
+Built build_megakernels(const Graph& g, bool compile = true,
+                        const cuda::DeviceProperties& device = sinter::testing::fake_h200()) {
   const fuse::Partition p = fuse::partition_graph(g);
   std::vector<std::vector<MegaTaskKernel>> kernels(p.regions.size());
   std::vector<mega::StepView> views(p.regions.size());
   std::vector<std::string> why(p.regions.size());
   for (size_t i = 0; i < p.regions.size(); ++i) {
     const fuse::Region& r = p.regions[i];
-    const jit::RegionKernels rk = jit::build_region(g, r, sinter::testing::fake_h200());
+    const jit::RegionKernels rk = jit::build_region(g, r, device);
     bool ok = !rk.kernels.empty();
     for (const jit::KernelSpec& k : rk.kernels) {
       why[i] = jit::mega_refusal(k, k.source);
@@ -117,7 +119,8 @@ TEST(MegakernelSource, ExamplesCompile) {
 TEST(MegakernelSource, DecodeStackIsOneSegment) {
   examples::LlamaConfig c;
   c.layers = 2;
-  const Built b = build_megakernels(examples::llama_decode_stack(c));
+  // on the H200's own default configs: the decode GEMVs' task boxes, tile-level waits, prefetch
+  const Built b = build_megakernels(examples::llama_decode_stack(c), true, cuda::assumed_h200());
   // every region of the decode stack has a task form: one megakernel
   EXPECT_EQ(b.segments, 1);
   EXPECT_EQ(b.steps_outside, 0);

@@ -31,6 +31,27 @@ SegmentStep step(size_t index, std::vector<TensorId> reads, std::vector<TensorId
   return s;
 }
 
+// Task b of a `tasks`-task kernel reads (or writes) rows [b * rows, (b + 1) * rows) of its step's
+// tensor `slot`, a [tasks * rows, 64] f32 matrix.
+TaskBox row_blocks(bool write, int slot, unsigned tasks, int64_t rows) {
+  TaskBox b;
+  b.write = write;
+  b.slot = slot;
+  b.elem_bytes = 4;
+  b.rows = tasks * rows;
+  b.cols = b.pitch = 64;
+  b.digits = {{tasks, rows, 0}};
+  b.box_rows = rows;
+  b.box_cols = 64;
+  return b;
+}
+
+MegaTaskKernel rows_kernel(unsigned tasks, int64_t rows, std::vector<TaskBox> boxes) {
+  MegaTaskKernel k = kernel(tasks);
+  k.boxes = std::move(boxes);
+  return k;
+}
+
 }  // namespace
 
 TEST(MegaSegments, VendorStepsSplitAndAliasesJoin) {
@@ -103,6 +124,71 @@ TEST(MegaSchedule, AChainOfOneTaskKernelsStaysOnOneCtaWithoutWaits) {
   EXPECT_EQ(busy, 1);
   for (size_t i = 1; i < sch.tasks.size(); ++i) EXPECT_TRUE(sch.tasks[i].waits_met_locally) << i;
   EXPECT_FALSE(sch.tasks[0].waits_met_locally);  // it waits for nothing
+}
+
+// Row-block kernels: a consumer task waits only for the producer tasks that wrote its rows,
+// through range counters; a consumer block of two producer blocks waits for both; one that reads
+// a tensor without a box waits for the whole producer.
+TEST(MegaTaskGraph, BoxesGiveTileLevelWaits) {
+  std::vector<SegmentStep> s;
+  // step 0: 8 tasks write 4 rows each of t1
+  s.push_back(step(0, {0}, {1}, {rows_kernel(8, 4, {row_blocks(true, 0, 8, 4)})}));
+  // step 1: 8 tasks read the same rows of t1 and write t2 row by row
+  s.push_back(step(1, {1}, {2}, {rows_kernel(8, 4, {row_blocks(false, 0, 8, 4), row_blocks(true, 0, 8, 4)})}));
+  // step 2: 4 tasks read 8 rows each of t2 (two producer tasks each)
+  s.push_back(step(2, {2}, {3}, {rows_kernel(4, 8, {row_blocks(false, 0, 4, 8)})}));
+  // step 3: reads t1 without a box: every task of step 0
+  s.push_back(step(3, {1}, {4}, {kernel(2)}));
+  // step 4: 3 tasks read rows [0, 12), [12, 24), [24, 32) of t2: ranges cut by step 2's too
+  TaskBox thirds = row_blocks(false, 0, 3, 12);
+  thirds.rows = 32;
+  s.push_back(step(4, {2}, {5}, {rows_kernel(3, 12, {thirds})}));
+  const TaskGraph g = build_task_graph(std::move(s));
+  ASSERT_EQ(g.kernels.size(), 5u);
+  const TaskKernel& k1 = g.kernels[1];
+  for (unsigned b = 0; b < 8; ++b) {
+    ASSERT_EQ(k1.task_waits[b].size(), 1u) << b;
+    const Counter& c = g.counters[k1.task_waits[b][0]];
+    EXPECT_EQ(c.kernel, 0u);
+    EXPECT_EQ(c.lo, b);
+    EXPECT_EQ(c.hi, b + 1);
+    EXPECT_EQ(g.kernels[0].group_counter(b), static_cast<long>(k1.task_waits[b][0]));
+  }
+  const TaskKernel& k2 = g.kernels[2];  // kernel 1's counters are cut where its consumers' needs are
+  for (unsigned b = 0; b < 4; ++b) {
+    const std::vector<unsigned>& w = k2.task_waits[b];
+    ASSERT_FALSE(w.empty());
+    EXPECT_EQ(g.counters[w.front()].lo, 2 * b) << b;
+    EXPECT_EQ(g.counters[w.back()].hi, 2 * b + 2) << b;
+    for (size_t i = 1; i < w.size(); ++i) EXPECT_EQ(g.counters[w[i]].lo, g.counters[w[i - 1]].hi);
+  }
+  for (unsigned b = 0; b < 2; ++b) EXPECT_EQ(g.kernels[3].task_waits[b], (std::vector<unsigned>{0}));  // whole grid
+  EXPECT_EQ(g.kernels[3].waits, (std::vector<unsigned>{0}));
+  // kernel 1 (8 tasks of 4 rows) is cut at 0, 2, 3, 4, 6, 8: step 4's task 1 (rows 12..23, blocks
+  // 3..5) waits for the counters of [3, 4) and [4, 6)
+  EXPECT_EQ(g.kernels[1].group_bounds, (std::vector<unsigned>{0, 2, 3, 4, 6, 8}));
+  const std::vector<unsigned>& w = g.kernels[4].task_waits[1];
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(g.counters[w[0]].lo, 3u);
+  EXPECT_EQ(g.counters[w[0]].hi, 4u);
+  EXPECT_EQ(g.counters[w[1]].lo, 4u);
+  EXPECT_EQ(g.counters[w[1]].hi, 6u);
+}
+
+// A chain of row-block kernels over 4 tasks each stays in 4 columns, one per CTA, and no task
+// waits on a counter: each reads only what the task before it on its CTA wrote.
+TEST(MegaSchedule, RowBlockChainsStayOnTheirCtas) {
+  std::vector<SegmentStep> s;
+  for (int i = 0; i < 10; ++i) {
+    s.push_back(step(i, {i}, {i + 1}, {rows_kernel(4, 16, {row_blocks(false, 0, 4, 16), row_blocks(true, 0, 4, 16)})}));
+  }
+  const TaskGraph g = build_task_graph(std::move(s));
+  const Schedule sch = schedule_tasks(g, 132);
+  check_schedule(g, sch);
+  int busy = 0;
+  for (int c = 0; c < sch.ctas; ++c) busy += sch.queue_start[c + 1] > sch.queue_start[c];
+  EXPECT_EQ(busy, 4);
+  for (const ScheduledTask& t : sch.tasks) EXPECT_EQ(t.waits_met_locally, t.kernel > 0) << t.kernel << " " << t.block;
 }
 
 TEST(MegaSchedule, CheckerCatchesBrokenSchedules) {

@@ -236,6 +236,53 @@ std::string decode_description(const Decode& d, const TileKind& tk, const Anchor
          std::to_string(tk.split.chunk) + (epi.index64() ? " idx64" : "") + epi.describe();
 }
 
+// What CTA `item` = (column tile, k chunk), chunk-minor, reads and writes: W's k chunk of its
+// column tile, x's k chunk, and the column tile of every output of the GEMM's shape (any chunk of
+// a tile may be the one that runs the epilogue). One batch only; W and x with a unit stride.
+std::vector<TaskBox> decode_task_boxes(const Graph& g, const fuse::Region& r, const Decode& d, const TileKind& tk) {
+  std::vector<TaskBox> boxes;
+  if (d.batch.numel != 1) return boxes;
+  const TensorInfo &ta = *d.ta, &tb = *d.tb;
+  const size_t ra = ta.dims.size(), rb = tb.dims.size();
+  const int64_t tiles = (d.n + tk.bn - 1) / tk.bn, splits = tk.split.splits, chunk = tk.split.chunk;
+  const int64_t w_stride_k = tb.strides[rb - 2], w_stride_n = tb.strides[rb - 1];
+  TaskBox w;
+  w.slot = region_input_index(r, d.mm->inputs[1]);
+  w.elem_bytes = 2;
+  if (w_stride_k == 1) {  // [N, K]: a tile is bn rows of a chunk
+    w.rows = d.n, w.cols = d.k, w.pitch = w_stride_n;
+    w.digits = {{splits, 0, chunk}, {tiles, tk.bn, 0}};
+    w.box_rows = tk.bn, w.box_cols = chunk;
+  } else if (w_stride_n == 1) {  // [K, N]: a tile is a chunk of rows, bn wide
+    w.rows = d.k, w.cols = d.n, w.pitch = w_stride_k;
+    w.digits = {{splits, chunk, 0}, {tiles, 0, tk.bn}};
+    w.box_rows = chunk, w.box_cols = tk.bn;
+  }
+  if (!w.digits.empty() && w.slot >= 0) boxes.push_back(w);
+  if (ta.strides[ra - 1] == 1 && region_input_index(r, d.mm->inputs[0]) >= 0) {
+    TaskBox x;
+    x.slot = region_input_index(r, d.mm->inputs[0]);
+    x.elem_bytes = 2;
+    x.rows = d.m, x.cols = d.k, x.pitch = ta.strides[ra - 2];
+    x.digits = {{splits, 0, chunk}, {tiles, 0, 0}};
+    x.box_rows = d.m, x.box_cols = chunk;
+    boxes.push_back(x);
+  }
+  for (size_t o = 0; o < r.outputs.size(); ++o) {
+    const TensorInfo& t = g.tensor(r.outputs[o]);
+    if (num_elements(t.dims) != d.m * d.n || t.dims.empty() || t.dims.back() != d.n || t.strides != contiguous_strides(t.dims)) continue;
+    TaskBox y;
+    y.write = true;
+    y.slot = static_cast<int>(o);
+    y.elem_bytes = static_cast<int>(dtype_size(t.dtype));
+    y.rows = d.m, y.cols = d.n, y.pitch = d.n;
+    y.digits = {{splits, 0, 0}, {tiles, 0, tk.bn}};
+    y.box_rows = d.m, y.box_cols = tk.bn;
+    boxes.push_back(y);
+  }
+  return boxes;
+}
+
 RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev, bool ffma) {
   const std::string why_not = decode_unsupported(g, r, dev, ffma);
   if (!why_not.empty()) {
@@ -279,6 +326,7 @@ RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::De
   w.workspace_pointer("unsigned int*", "counts", ws.count_offset, 4);
   epi.declare(w);
 
+  spec.task_boxes = decode_task_boxes(g, r, d, tk);
   spec.source = decode_source(g, r, d, tk, epi, w.finish());
   spec.description = decode_description(d, tk, epi);
   spec.launch.grid = dim3(static_cast<unsigned>(split.tiles * split.splits));

@@ -57,6 +57,7 @@ MegaTaskKernel mega_task_kernel(const KernelSpec& spec, std::string source) {
   k.threads = spec.launch.block.x;
   k.dynamic_shared_memory = spec.launch.dynamic_shared_memory;
   k.arg_bytes = spec.args.size();
+  k.boxes = spec.task_boxes;
   return k;
 }
 
@@ -66,7 +67,11 @@ std::unique_ptr<MegaStep> JitEngine::mega_step(const Graph& g, const fuse::Regio
   auto* jit = dynamic_cast<JitStep*>(&step);
   if (!jit) throw Error(ErrorCode::internal, "jit engine: mega_step of another engine's step");
   std::vector<std::string> sources;
-  for (const JitStep::Loaded& k : jit->kernels()) sources.push_back(k.spec.source);
+  std::vector<std::vector<TaskBox>> boxes;
+  for (const JitStep::Loaded& k : jit->kernels()) {
+    sources.push_back(k.spec.source);
+    boxes.push_back(k.spec.task_boxes);
+  }
   if (!sources.empty() && sources.front().empty()) {
     // loaded from a plan: the same generator, config and region give the same source
     RegionKernels rk = build_region(g, r, device, parse_kernel_config(config));
@@ -81,6 +86,7 @@ std::unique_ptr<MegaStep> JitEngine::mega_step(const Graph& g, const fuse::Regio
                                              " regenerates another argument struct than the plan's kernel");
       }
       sources[i] = std::move(rk.kernels[i].source);
+      boxes[i] = std::move(rk.kernels[i].task_boxes);
     }
   }
   std::vector<KernelSpec> specs;
@@ -92,6 +98,7 @@ std::unique_ptr<MegaStep> JitEngine::mega_step(const Graph& g, const fuse::Regio
       return nullptr;
     }
     MegaTaskKernel k = mega_task_kernel(spec, sources[i]);
+    k.boxes = boxes[i];
     kernels.push_back(std::move(k));
     specs.push_back(spec);
   }

@@ -8,6 +8,7 @@
 
 #include "cuda/library.hpp"
 #include "engines/jit/kernel_args.hpp"
+#include "engines/task_box.hpp"
 
 namespace sinter::jit {
 
@@ -60,6 +61,10 @@ struct KernelSpec {
   ArgPacker args;
   std::vector<PointerSlot> pointers;
   std::vector<TensorMapSlot> tensor_maps;
+  // What each CTA reads and writes of the region's tensors, where the generator knows its tiling
+  // (the megakernel's tile-level dependencies and weight prefetch; not saved in plans: a loaded
+  // step regenerates them).
+  std::vector<TaskBox> task_boxes;
 };
 
 // A region's kernels, launched in order, and the workspace they share.
