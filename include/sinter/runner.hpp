@@ -76,11 +76,16 @@ struct MegaSegmentDescription {
     std::string description;
     int tasks = 0, threads = 0;
     int function = 0;             // the generated task function it runs
-    std::vector<int> waits;       // task kernels (indices in this segment) it waits for
+    std::vector<int> waits;       // task kernels (indices in this segment) some of its tasks wait for
     int dependents = 0;           // task kernels that wait for it
+    int range_counters = 0;       // counters over ranges of its blocks (consumers that need part of it)
   };
   std::vector<TaskKernel> kernels;
   int functions = 0, tasks = 0, ctas = 0, threads = 0;
+  int counters = 0;               // whole-grid and range counters
+  int counter_waits = 0;          // counter waits in the CTAs' queues (a wait an earlier task of the CTA made is not repeated)
+  int waitless_tasks = 0;         // tasks that wait on no counter (none needed, or their producers ran before them on their CTA)
+  int prefetch_boxes = 0;         // weight boxes tasks ask L2 for while they wait
   size_t shared_memory_bytes = 0;
   double critical_path_us = 0;    // the cost model's longest dependency chain
   double estimated_us = 0;        // the cost model's time of the schedule

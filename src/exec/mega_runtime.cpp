@@ -109,6 +109,7 @@ MegaDescription MegaRuntime::describe() const {
       out.function = static_cast<int>(tk.function);
       for (unsigned w : tk.waits) out.waits.push_back(static_cast<int>(w));
       out.dependents = dependents[k];
+      out.range_counters = tk.group_bounds.empty() ? 0 : static_cast<int>(tk.group_bounds.size() - 1);
       sd.kernels.push_back(std::move(out));
     }
     const mega::Schedule& s = seg.schedule();
@@ -116,6 +117,10 @@ MegaDescription MegaRuntime::describe() const {
     sd.tasks = static_cast<int>(g.tasks);
     sd.ctas = s.ctas;
     sd.threads = seg.threads();
+    sd.counters = static_cast<int>(g.counters.size());
+    sd.counter_waits = static_cast<int>(seg.counter_waits());
+    sd.waitless_tasks = static_cast<int>(seg.waitless_tasks());
+    sd.prefetch_boxes = static_cast<int>(seg.prefetch_boxes());
     sd.shared_memory_bytes = seg.shared_memory_bytes();
     sd.critical_path_us = mega::critical_path_us(g, sm_count_);
     sd.estimated_us = s.estimated_us;

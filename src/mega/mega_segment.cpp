@@ -114,6 +114,7 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
         }
       }
       t.wait_count = static_cast<unsigned>(waits.size()) - t.first_wait;
+      waitless_tasks_ += t.wait_count == 0;
       t.publish = SINTER_MEGA_NO_COUNTER;
       t.publish_range = SINTER_MEGA_NO_COUNTER;
       t.args_offset = static_cast<unsigned>(arg_offsets_[st.kernel]);
@@ -132,6 +133,7 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
     }
   }
   queue_start.push_back(static_cast<unsigned>(tasks.size()));
+  counter_waits_ = waits.size();
   // a task adds to the counters that count it only where some task waits for them
   for (SinterMegaTask& t : tasks) {
     if (waited_for[t.kernel]) t.publish = t.kernel;

@@ -66,6 +66,9 @@ class Segment {
   size_t shared_memory_bytes() const { return shared_bytes_; }
   double compile_ms() const { return compile_ms_; }
   bool from_plan() const { return from_plan_; }  // loaded from the plan's cubin, not compiled
+  size_t counter_waits() const { return counter_waits_; }
+  size_t waitless_tasks() const { return waitless_tasks_; }
+  size_t prefetch_boxes() const { return prefetch_.size(); }
 
  private:
   void reset(cudaStream_t stream);
@@ -81,6 +84,7 @@ class Segment {
   size_t shared_bytes_ = 0;
   double compile_ms_ = 0;
   bool from_plan_ = false;
+  size_t counter_waits_ = 0, waitless_tasks_ = 0;
   // A box of a tensor no task writes that one task reads (a weight), prefetched while it waits.
   struct PrefetchBox {
     size_t step = 0;         // segment step

@@ -97,10 +97,13 @@ Built build_megakernels(const Graph& g, bool compile = true,
     ++b.segments;
     b.steps_inside += static_cast<int>(piece.steps.size());
     b.tasks += tg.tasks;
-    std::printf("    segment: steps %zu..%zu, %zu task kernels, %zu functions, %zu tasks, critical path %.1f us, "
-                "schedule %.1f us\n",
-                piece.steps.front(), piece.steps.back(), tg.kernels.size(), tg.functions.size(), tg.tasks,
-                mega::critical_path_us(tg, 132), sched.estimated_us);
+    size_t waitless = 0;
+    for (const mega::ScheduledTask& t : sched.tasks) waitless += t.waits_met_locally;
+    std::printf("    segment: steps %zu..%zu, %zu task kernels, %zu functions, %zu tasks (%zu waitless by their "
+                "CTA's order), %zu counters (%zu over ranges), critical path %.1f us, schedule %.1f us\n",
+                piece.steps.front(), piece.steps.back(), tg.kernels.size(), tg.functions.size(), tg.tasks, waitless,
+                tg.counters.size(), tg.counters.size() - tg.kernels.size(), mega::critical_path_us(tg, 132),
+                sched.estimated_us);
   }
   return b;
 }

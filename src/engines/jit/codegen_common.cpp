@@ -85,6 +85,37 @@ bool set_work_grid(KernelSpec& spec, int64_t work, bool want_flat, const cuda::D
   return false;
 }
 
+namespace {
+
+Dims without_leading_ones(const Dims& d) {
+  size_t i = 0;
+  while (i + 1 < d.size() && d[i] == 1) ++i;
+  return Dims(d.begin() + static_cast<std::ptrdiff_t>(i), d.end());
+}
+
+}  // namespace
+
+std::vector<TaskBox> flat_task_boxes(const Graph& g, const fuse::Region& r, const Dims& shape, int64_t rows, int64_t cols,
+                                     int64_t box_rows, int64_t box_cols, int64_t tasks) {
+  std::vector<TaskBox> boxes;
+  const Dims want = without_leading_ones(shape);
+  auto add = [&](TensorId t, bool write, int slot) {
+    const TensorInfo& info = g.tensor(t);
+    if (without_leading_ones(info.dims) != want || info.strides != contiguous_strides(info.dims)) return;
+    TaskBox b;
+    b.write = write;
+    b.slot = slot;
+    b.elem_bytes = static_cast<int>(dtype_size(info.dtype));
+    b.rows = rows, b.cols = cols, b.pitch = cols;
+    b.digits = {{tasks, box_cols == cols ? box_rows : 0, box_cols == cols ? 0 : box_cols}};
+    b.box_rows = box_rows, b.box_cols = box_cols;
+    boxes.push_back(b);
+  };
+  for (size_t i = 0; i < r.inputs.size(); ++i) add(r.inputs[i], false, static_cast<int>(i));
+  for (size_t o = 0; o < r.outputs.size(); ++o) add(r.outputs[o], true, static_cast<int>(o));
+  return boxes;
+}
+
 int region_output_index(const fuse::Region& r, TensorId t) {
   auto it = std::find(r.outputs.begin(), r.outputs.end(), t);
   if (it == r.outputs.end()) return -1;

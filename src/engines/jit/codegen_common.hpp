@@ -72,6 +72,14 @@ int64_t balanced_grid(int64_t work, int64_t max_grid);
 // (callers tag the description " flat").
 bool set_work_grid(KernelSpec& spec, int64_t work, bool want_flat, const cuda::DeviceProperties& dev);
 
+// The task boxes (engines/task_box.hpp) of a flat kernel whose CTA b handles the elements of one
+// block of a [rows, cols] iteration space: rows [b * box_rows, ...) and all columns when
+// box_cols == cols (row blocks), else columns [b * box_cols, ...) of a one-row space. Given to every
+// region input and output stored contiguously in that iteration order (same shape, leading 1s
+// aside); other tensors (broadcast, strided, reductions) get none: read or written whole.
+std::vector<TaskBox> flat_task_boxes(const Graph& g, const fuse::Region& r, const Dims& shape, int64_t rows, int64_t cols,
+                                     int64_t box_rows, int64_t box_cols, int64_t tasks);
+
 int region_output_index(const fuse::Region& r, TensorId t);
 int region_input_index(const fuse::Region& r, TensorId t);
 

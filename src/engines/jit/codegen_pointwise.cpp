@@ -370,6 +370,9 @@ RegionKernels PointwiseGen::build() {
   // Flat only without exit reductions: each CTA ends its part of a reduction with atomics on one
   // address, which a grid of 10^5 CTAs would serialize; a persistent grid has a few hundred.
   if (set_work_grid(spec, tiles, variant_.flat && r_.reductions.empty(), dev_)) spec.description += " flat";
+  // a tile a CTA (a persistent grid of as many CTAs as tiles too; the engine drops the boxes
+  // where it sizes the grid smaller)
+  if (r_.reductions.empty() && spec.launch.grid.x == tiles) spec.task_boxes = flat_task_boxes(g_, r_, r_.iteration_shape, 1, cs_.numel, 1, tile_elems, tiles);
   rk.kernels.push_back(std::move(spec));
   return rk;
 }

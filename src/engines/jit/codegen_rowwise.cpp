@@ -616,6 +616,9 @@ RegionKernels RowwiseGen::build() {
   // One row per CTA where the variant asks (RowwiseConfig::flat) and no exit reduction ends each
   // CTA with atomics on one address (as for pointwise tiles).
   if (set_work_grid(spec, rows_, variant_.flat && global_exits_.empty(), dev_)) spec.description += " flat";
+  // a row a CTA (a persistent grid of as many CTAs as rows too; the engine drops the boxes where
+  // it sizes the grid smaller)
+  if (global_exits_.empty() && spec.launch.grid.x == rows_) spec.task_boxes = flat_task_boxes(g_, r_, shape, rows_, cols_, 1, cols_, rows_);
   rk.kernels.push_back(std::move(spec));
   return rk;
 }

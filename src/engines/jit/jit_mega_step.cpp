@@ -86,7 +86,10 @@ std::unique_ptr<MegaStep> JitEngine::mega_step(const Graph& g, const fuse::Regio
                                              " regenerates another argument struct than the plan's kernel");
       }
       sources[i] = std::move(rk.kernels[i].source);
-      boxes[i] = std::move(rk.kernels[i].task_boxes);
+      // the boxes hold for an item a CTA: not where the engine sized a persistent grid smaller
+      const KernelSpec& fresh = rk.kernels[i];
+      const unsigned grid = jit->kernels()[i].spec.launch.grid.x;
+      if (fresh.persistent_work == 0 || grid >= fresh.persistent_work) boxes[i] = fresh.task_boxes;
     }
   }
   std::vector<KernelSpec> specs;
