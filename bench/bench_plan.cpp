@@ -113,12 +113,10 @@ std::unique_ptr<Runner> graph_runner(const Plan& plan, const DeviceTensors& io) 
 }
 
 // A mega-mode runner of `plan` on `io`'s buffers, its megakernels compiled into `kernel_cache`.
-std::unique_ptr<Runner> mega_runner(const Plan& plan, const DeviceTensors& io, const std::string& kernel_cache,
-                                    bool prefetch = true) {
+std::unique_ptr<Runner> mega_runner(const Plan& plan, const DeviceTensors& io, const std::string& kernel_cache) {
   RunnerOptions o;
   o.mode = ExecMode::mega;
   o.mega.kernel_cache_dir = kernel_cache;
-  o.mega.prefetch = prefetch;
   auto r = std::make_unique<Runner>(plan, o);
   io.bind(*r);
   return r;
@@ -422,14 +420,9 @@ int main(int argc, char** argv) {
         ok &= jit_ok && jm_ok;
         const double jg_ms = batch_ms(jx.stream(), 1, runs, [&] { jg->enqueue(jx.stream()); });
         const double jm_ms = batch_ms(jx.stream(), 1, runs, [&] { jm->enqueue(jx.stream()); });
-        const std::unique_ptr<Runner> jn = mega_runner(jx.plan(), jx.io(), kernels.str(), false);
-        const bool jn_ok = mega_matches(stack, in, *jn, jx.io(), jx.stream(), "jit mega, no prefetch", &stack_want);
-        ok &= jn_ok;
-        const double jn_ms = batch_ms(jx.stream(), 1, runs, [&] { jn->enqueue(jx.stream()); });
         std::printf("4m. compiled on our kernels only (jit + alias): graph executor %.3f ms, megakernel %.3f ms "
-                    "(%.2f TB/s; without weight prefetch %.3f ms), outputs %s; %s\n",
-                    jg_ms, jm_ms, gb / jm_ms, jn_ms, jit_ok && jm_ok && jn_ok ? "correct" : "WRONG",
-                    mega_summary(*jm).c_str());
+                    "(%.2f TB/s), outputs %s; %s\n",
+                    jg_ms, jm_ms, gb / jm_ms, jit_ok && jm_ok ? "correct" : "WRONG", mega_summary(*jm).c_str());
         trace_report(jx.plan(), jx.io(), jx.stream(), kernels.str(), "decode_stack", trace_dir);
       }
       // Where a decode step's time goes: every step launched alone (Runner::time_steps; the few

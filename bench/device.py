@@ -244,7 +244,7 @@ def step_sanitize(run, arg):
                           [tool, "--tool", check, "--error-exitcode", "99", exe, "--gtest_filter=" + flt],
                           f"sanitize_{check}.log", run.limit(150), json_lines=False)
         if not run.dry and os.path.exists(log):
-            run.say_lines(grep(log, r"ERROR SUMMARY|RACECHECK SUMMARY|hazard|Invalid|PASSED|FAILED"), "   ")
+            run.say_lines(grep(log, r"ERROR SUMMARY|RACECHECK SUMMARY|hazard|Invalid|PASSED|FAILED", 12), "   ")
 
 
 @step("memory", "memory-bound regions, Sinter and PyTorch",
@@ -399,10 +399,6 @@ def parse_bench_plan(text):
                     "outputs": m.group(3)})
         out.append({"case": "llama_decode_stack", "engine": "sinter-mega-jit", "ms": float(m.group(2)),
                     "outputs": m.group(3)})
-    m = re.search(r"^4m\. compiled on our kernels only .*?without weight prefetch ([0-9.]+) ms.*?outputs (\w+)", text, re.M)
-    if m:
-        out.append({"case": "llama_decode_stack", "engine": "sinter-mega-jit-no-prefetch", "ms": float(m.group(1)),
-                    "outputs": m.group(2)})
     m = re.search(r"^4b\. the stack tuned .*?outputs (\w+); graph executor ([0-9.]+) ms", text, re.M)
     if m:
         out.append({"case": "llama_decode_stack", "engine": "sinter-graph-tuned", "ms": float(m.group(2)),

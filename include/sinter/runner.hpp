@@ -48,9 +48,6 @@ struct MegaOptions {
   double watchdog_ms = 5000;
   // Record every task's start, end and SM (Runner::mega_trace).
   bool trace = false;
-  // A task that must wait for a producer first asks L2 for the part of the weights (tensors no
-  // task of the launch writes) its kernel says it reads, so the wait overlaps their reading.
-  bool prefetch = true;
   // Where the megakernels are compiled and cached; "" the default kernel cache
   // (default_kernel_cache_dir()).
   std::string kernel_cache_dir;
@@ -85,7 +82,6 @@ struct MegaSegmentDescription {
   int counters = 0;               // whole-grid and range counters
   int counter_waits = 0;          // counter waits in the CTAs' queues (a wait an earlier task of the CTA made is not repeated)
   int waitless_tasks = 0;         // tasks that wait on no counter (none needed, or their producers ran before them on their CTA)
-  int prefetch_boxes = 0;         // weight boxes tasks ask L2 for while they wait
   size_t shared_memory_bytes = 0;
   double critical_path_us = 0;    // the cost model's longest dependency chain
   double estimated_us = 0;        // the cost model's time of the schedule

@@ -39,19 +39,7 @@ struct SinterMegaTask {
   unsigned int publish_range; /* the counter of its range of blocks, or SINTER_MEGA_NO_COUNTER */
   unsigned int args_offset;   /* its kernel's argument struct in the argument buffer (64-aligned) */
   unsigned int args_bytes;    /* its size, rounded up to 16 */
-  unsigned int prefetch_first; /* into the prefetch table: what it reads that no task writes */
-  unsigned int prefetch_count;
-  unsigned int reserved;
-};
-
-/* A box of memory a task reads that no task of the launch writes (a weight): `rows` rows of
-   `row_bytes` bytes, `pitch` bytes apart from `address`; all multiples of 16. A task that must
-   wait for a producer asks L2 for it first, so the wait overlaps the box's trip from memory. */
-struct SinterMegaPrefetch {
-  unsigned long long address;
-  unsigned long long pitch;
-  unsigned int rows;
-  unsigned int row_bytes;
+  unsigned int reserved[3];
 };
 
 /* Wait until counters[counter] >= (epoch + 1) * tasks: every task of the producer kernel done. */
@@ -78,7 +66,6 @@ struct SinterMegaFault {
 struct SinterMegaParams {
   const struct SinterMegaWait* waits;
   const struct SinterMegaTask* tasks;  /* every CTA's queue, one after the other */
-  const struct SinterMegaPrefetch* prefetch; /* null: no prefetching */
   const unsigned int* queue_start;     /* CTA c runs tasks[queue_start[c] .. queue_start[c + 1]) */
   const char* args;                    /* argument structs; 16 readable bytes past the last one */
   unsigned long long* counters;        /* counter i at counters[i * SINTER_MEGA_COUNTER_STRIDE] */

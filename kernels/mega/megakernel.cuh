@@ -108,18 +108,6 @@ __device__ __noinline__ bool sinter_mega_wait(const SinterMegaParams& p, u32 cou
   }
 }
 
-// Thread 0: asks L2 for the boxes a task will read (cp.async.bulk.prefetch: no registers, no
-// completion to wait for).
-__device__ __noinline__ void sinter_mega_prefetch(const SinterMegaPrefetch* boxes, u32 count) {
-  for (u32 i = 0; i < count; ++i) {
-    const SinterMegaPrefetch b = boxes[i];
-    for (u32 r = 0; r < b.rows; ++r) {
-      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(b.address + r * b.pitch), "r"(b.row_bytes)
-                   : "memory");
-    }
-  }
-}
-
 // Thread 0: starts copying `bytes` (a multiple of 16, both addresses 16-aligned) from global to
 // shared memory; sinter_mega_fetch_commit then sinter_mega_fetch_wait complete them.
 __device__ __forceinline__ void sinter_mega_fetch(void* to, const void* from, u32 bytes) {
@@ -168,12 +156,6 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
       const u64 t_wait = p.trace != nullptr ? sinter_mega_now() : 0;
       u64 waited = 0;
       int go = 1;
-      if (t.wait_count > 0 && t.prefetch_count > 0 && p.prefetch != nullptr) {
-        const SinterMegaWait w0 = p.waits[t.first_wait];
-        if (sinter_mega_acquire(sinter_mega_counter(p, w0.counter)) < (epoch + 1) * w0.tasks) {
-          sinter_mega_prefetch(p.prefetch + t.prefetch_first, t.prefetch_count);
-        }
-      }
       for (u32 w = 0; w < t.wait_count && go; ++w) {
         const SinterMegaWait wt = p.waits[t.first_wait + w];
         go = sinter_mega_wait(p, wt.counter, (epoch + 1) * wt.tasks, n, t.kernel, epoch, waited);

@@ -29,7 +29,6 @@ MegaRuntime::MegaRuntime(const plan::Plan& data, const fuse::Partition& partitio
   so.watchdog_ms = options.watchdog_ms;
   so.trace = options.trace;
   so.inject = options.inject;
-  so.prefetch = options.prefetch;
   for (size_t p = 0; p < pieces_.size(); ++p) {
     if (!m.graphs[p]) {
       segments_.push_back(nullptr);
@@ -120,7 +119,6 @@ MegaDescription MegaRuntime::describe() const {
     sd.counters = static_cast<int>(g.counters.size());
     sd.counter_waits = static_cast<int>(seg.counter_waits());
     sd.waitless_tasks = static_cast<int>(seg.waitless_tasks());
-    sd.prefetch_boxes = static_cast<int>(seg.prefetch_boxes());
     sd.shared_memory_bytes = seg.shared_memory_bytes();
     sd.critical_path_us = mega::critical_path_us(g, sm_count_);
     sd.estimated_us = s.estimated_us;

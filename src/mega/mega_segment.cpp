@@ -58,7 +58,7 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
   schedule_ = schedule_tasks(graph_, device.sm_count * ctas_per_sm);
   check_schedule(graph_, schedule_);
 
-  // tables: waits, tasks (every CTA's queue), queue starts; the prefetch boxes' places
+  // tables: waits, tasks (every CTA's queue), queue starts
   for (size_t k = 0; k < graph_.kernels.size(); ++k) {
     // 64: the strictest alignment an argument struct has (a CUtensorMap)
     arg_bytes_ = align_up(arg_bytes_, 64);
@@ -66,8 +66,6 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
     arg_bytes_ += graph_.kernels[k].arg_bytes;
   }
   if (arg_bytes_ > 0xffffffffu) throw Error(ErrorCode::unsupported, "megakernel: over 4 GiB of kernel arguments");
-  std::set<TensorId> written;  // by some task of this launch: never prefetched
-  for (const SegmentStep& st : graph_.steps) written.insert(st.writes.begin(), st.writes.end());
   // a planted fault: the producer of the first counter some task waits for loses its tasks
   // (missing_producer), or that wait asks for one task more than the counter counts (wrong_count)
   unsigned victim = ~0u;
@@ -119,16 +117,6 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
       t.publish_range = SINTER_MEGA_NO_COUNTER;
       t.args_offset = static_cast<unsigned>(arg_offsets_[st.kernel]);
       t.args_bytes = static_cast<unsigned>(align_up(tk.arg_bytes, 16));
-      t.prefetch_first = static_cast<unsigned>(prefetch_.size());
-      const SegmentStep& step = graph_.steps[tk.segment_step];
-      for (const TaskBox& b : step.kernels[tk.kernel].boxes) {
-        if (b.write || b.slot < 0 || static_cast<size_t>(b.slot) >= step.reads.size() ||
-            written.count(step.reads[b.slot])) {
-          continue;
-        }
-        prefetch_.push_back({tk.segment_step, static_cast<size_t>(b.slot), &b, st.block});
-      }
-      t.prefetch_count = static_cast<unsigned>(prefetch_.size()) - t.prefetch_first;
       tasks.push_back(t);
     }
   }
@@ -154,7 +142,6 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
   // 16 bytes past the last struct: a task's arguments are fetched in 16-byte pieces
   args_ = cuda::DeviceBuffer(align_up(arg_bytes_, 64) + 64);
   counters_ = cuda::DeviceBuffer((graph_.counters.size() + SINTER_MEGA_CONTROL_WORDS) * kCounterBytes);
-  if (!prefetch_.empty()) prefetch_table_ = cuda::DeviceBuffer(prefetch_.size() * sizeof(SinterMegaPrefetch));
   SINTER_CUDA_CHECK(cudaMemset(counters_.data(), 0, counters_.size()));
   if (options_.trace) trace_ = cuda::DeviceBuffer(schedule_.tasks.size() * SINTER_MEGA_TRACE_WORDS * 8);
   SINTER_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&staging_), align_up(arg_bytes_, 64) + 64, cudaHostAllocDefault));
@@ -179,26 +166,6 @@ void Segment::bind(const std::vector<const Binding*>& bindings, cudaStream_t str
     std::memcpy(staging_ + arg_offsets_[k], a.data(), a.size());
   }
   SINTER_CUDA_CHECK(cudaMemcpyAsync(args_.data(), staging_, args_.size(), cudaMemcpyHostToDevice, stream));
-  if (!prefetch_.empty()) {
-    std::vector<SinterMegaPrefetch>& boxes = prefetch_staging_;
-    boxes.assign(prefetch_.size(), SinterMegaPrefetch{});
-    for (size_t i = 0; i < prefetch_.size(); ++i) {
-      const PrefetchBox& pb = prefetch_[i];
-      const TaskBox& b = *pb.box;
-      const PlacedBox at = place_box(b, pb.block);
-      const void* base = bindings[pb.step]->inputs.at(pb.slot);
-      if (at.empty() || base == nullptr) continue;
-      // 16-byte aligned rows, trimmed inward: bulk prefetches move whole 16-byte pieces
-      const uint64_t pitch = static_cast<uint64_t>(b.pitch) * b.elem_bytes;
-      const uint64_t first = reinterpret_cast<uint64_t>(base) + static_cast<uint64_t>(at.row * b.pitch + at.col) * b.elem_bytes;
-      const uint64_t lo = align_up(first, 16), hi = (first + static_cast<uint64_t>(at.cols) * b.elem_bytes) / 16 * 16;
-      if (hi <= lo || (at.rows > 1 && pitch % 16 != 0)) continue;
-      boxes[i] = {lo, pitch, static_cast<unsigned>(at.rows), static_cast<unsigned>(hi - lo)};
-    }
-    // pageable staging: the copy is done before cudaMemcpyAsync returns
-    SINTER_CUDA_CHECK(cudaMemcpyAsync(prefetch_table_.data(), boxes.data(), boxes.size() * sizeof(boxes[0]),
-                                      cudaMemcpyHostToDevice, stream));
-  }
 }
 
 void Segment::launch(cudaStream_t stream) {
@@ -211,8 +178,6 @@ void Segment::launch(cudaStream_t stream) {
   auto* counters = static_cast<unsigned long long*>(counters_.data());
   p.counters = counters;
   p.control = counters + graph_.counters.size() * SINTER_MEGA_COUNTER_STRIDE;
-  p.prefetch = options_.prefetch && !prefetch_.empty() ? static_cast<const SinterMegaPrefetch*>(prefetch_table_.data())
-                                                       : nullptr;
   p.fault = static_cast<SinterMegaFault*>(fault_device_);
   p.trace = options_.trace ? static_cast<unsigned long long*>(trace_.data()) : nullptr;
   p.watchdog_ns = static_cast<unsigned long long>(options_.watchdog_ms * 1e6);

@@ -26,7 +26,6 @@ struct SegmentOptions {
   double watchdog_ms = 5000;  // the longest a task waits for a producer before the launch aborts
   bool trace = false;         // record every task's start, end and SM
   MegaFault inject = MegaFault::none;  // a fault planted in the tables (the watchdog's tests)
-  bool prefetch = true;       // a task that must wait asks L2 for its weights first
 };
 
 // A finished task as the trace recorded it.
@@ -68,7 +67,6 @@ class Segment {
   bool from_plan() const { return from_plan_; }  // loaded from the plan's cubin, not compiled
   size_t counter_waits() const { return counter_waits_; }
   size_t waitless_tasks() const { return waitless_tasks_; }
-  size_t prefetch_boxes() const { return prefetch_.size(); }
 
  private:
   void reset(cudaStream_t stream);
@@ -85,18 +83,9 @@ class Segment {
   double compile_ms_ = 0;
   bool from_plan_ = false;
   size_t counter_waits_ = 0, waitless_tasks_ = 0;
-  // A box of a tensor no task writes that one task reads (a weight), prefetched while it waits.
-  struct PrefetchBox {
-    size_t step = 0;         // segment step
-    size_t slot = 0;         // its input
-    const TaskBox* box = nullptr;
-    unsigned block = 0;
-  };
-  std::vector<PrefetchBox> prefetch_;              // in the prefetch table's order
-  std::vector<SinterMegaPrefetch> prefetch_staging_;
   std::vector<size_t> arg_offsets_;  // per task kernel
   size_t arg_bytes_ = 0;
-  cuda::DeviceBuffer tables_, args_, counters_, trace_, prefetch_table_;
+  cuda::DeviceBuffer tables_, args_, counters_, trace_;
   size_t waits_at_ = 0, tasks_at_ = 0, queues_at_ = 0;
   char* staging_ = nullptr;          // pinned host copy of the arguments
   SinterMegaFault* fault_ = nullptr;  // host-mapped

@@ -72,11 +72,9 @@ std::string mega_text(const MegaDescription& d) {
     out += printf_string("   cost model: critical path %.1f us, schedule %.1f us; queues of %d to %d tasks a CTA; "
                          "compiled or loaded in %s\n",
                          s.critical_path_us, s.estimated_us, s.min_queue, s.max_queue, human_ms(s.compile_ms).c_str());
-    out += printf_string("   %s (%d over ranges of a kernel's tasks), %s in the queues, %d of %d tasks wait on none; "
-                         "%s prefetched while waiting\n",
+    out += printf_string("   %s (%d over ranges of a kernel's tasks), %s in the queues, %d of %d tasks wait on none\n",
                          plural(s.counters, "counter", "counters").c_str(), s.counters - static_cast<int>(s.kernels.size()),
-                         plural(s.counter_waits, "counter wait", "counter waits").c_str(), s.waitless_tasks, s.tasks,
-                         plural(s.prefetch_boxes, "weight box", "weight boxes").c_str());
+                         plural(s.counter_waits, "counter wait", "counter waits").c_str(), s.waitless_tasks, s.tasks);
     out += "   task kernel  step kernel  tasks threads function  waits       dependents  ranges  description\n";
     for (size_t k = 0; k < s.kernels.size(); ++k) {
       const MegaSegmentDescription::TaskKernel& t = s.kernels[k];
@@ -108,7 +106,6 @@ nlohmann::ordered_json mega_json(const MegaDescription& d) {
                         {"counters", s.counters},
                         {"counter_waits", s.counter_waits},
                         {"waitless_tasks", s.waitless_tasks},
-                        {"prefetch_boxes", s.prefetch_boxes},
                         {"shared_memory_bytes", s.shared_memory_bytes},
                         {"critical_path_us", s.critical_path_us},
                         {"estimated_us", s.estimated_us},
