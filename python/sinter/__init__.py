@@ -14,7 +14,11 @@
     plan.save("mlp.plan")
     runner = sinter.Runner(plan, mode="graph")      # bind device addresses by name, enqueue on a stream
 
-The module binds the public C++ API (include/sinter); errors are sinter.Error (errors.py).
+    graph = sinter.from_onnx("model.onnx")          # an ONNX model as a Sinter graph (pip install onnx)
+
+The module binds the public C++ API (include/sinter); errors are sinter.Error (errors.py). ONNX
+import (onnx_import.py): from_onnx returns the graph, import_onnx the graph and the values of its
+weight inputs (initializers become inputs named after them).
 """
 
 from ._core import (
@@ -39,6 +43,7 @@ from ._core import (
 )
 from .errors import *  # noqa: F401,F403  (Error and one subclass per ErrorCode)
 from .errors import Error
+from .onnx_import import OnnxImport, from_onnx, import_onnx
 from .reference import numpy_type, run_reference
 
 # The dtypes by their short names, as torch spells them: sinter.bf16, sinter.f32, ...
