@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The command-line tool's contract, without a GPU: the documented exit codes, --json output that
-# parses, .npy inputs read by name, a plan bundle inspected, and the mega executor's options (with
-# the clear "needs a GPU" error where there is none). Fails naming every broken case.
+# parses, .npy inputs read by name, a plan bundle inspected, the mega executor's options (with
+# the clear "needs a GPU" error where there is none), and import's error when it finds no Python
+# module. Fails naming every broken case.
 #   check_cli.sh SINTER SOURCE_DIR
 set -uo pipefail
 sinter="$1"
@@ -24,6 +25,10 @@ expect() {
 err_has() {  # the last command's stderr holds TEXT
   if grep -qF -- "$1" "$work/err"; then echo "ok: stderr says '$1'"; else
     echo "FAIL: stderr lacks '$1':"; sed 's/^/   | /' "$work/err" | head -5; failures=$((failures + 1)); fi
+}
+err_one_line() {  # the last command's stderr is one line
+  if [ "$(wc -l <"$work/err")" = 1 ]; then echo "ok: stderr is one line"; else
+    echo "FAIL: stderr is not one line:"; sed 's/^/   | /' "$work/err" | head -5; failures=$((failures + 1)); fi
 }
 json_ok() {  # the last command's stdout is one JSON document
   if python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$work/out"; then echo "ok: JSON: $*"; else
@@ -91,6 +96,15 @@ expect 1 -- "$sinter" bench "$work/scale.json" --trace "$work/trace.json"; err_h
   "$sinter" --help | grep -q "4 internal error (a bug: please report it) or a megakernel watchdog timeout" &&
   echo "ok: help names the mega executor, --trace and the watchdog's exit code" ||
   { echo "FAIL: help lacks the mega executor, --trace or the watchdog's exit code"; failures=$((failures + 1)); }
+# import runs `PYTHON -m sinter import`: an interpreter that does not start, or that lacks the
+# module (a Python without site-packages or PYTHONPATH), is one line naming it and the install (1)
+expect 2 -- "$sinter" import "$work/model.onnx"
+expect 1 -- "$sinter" import "$work/model.onnx" -o "$work/model.json" --python /nonexistent
+err_has "cannot start the Python interpreter '/nonexistent'"; err_has "pip install ."; err_one_line
+printf '#!/bin/sh\nexec python3 -I -S "$@"\n' >"$work/bare-python"
+chmod +x "$work/bare-python"
+expect 1 -- "$sinter" import "$work/model.onnx" -o "$work/model.json" --python "$work/bare-python"
+err_has "'$work/bare-python' cannot import the sinter module (ModuleNotFoundError"; err_has "pip install ."; err_one_line
 # without a GPU, every mega command says it needs one (exit 1), never crashes
 if "$sinter" run "$work/scale.json" --on auto 2>/dev/null | grep -q "^device: cpu"; then
   expect 1 -- "$sinter" run "$work/scale.json" --executor mega --on gpu; err_has "needs a GPU"

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace sinter::cli {
 
@@ -106,5 +107,16 @@ struct DemoOptions {
   uint64_t seed = 1;
 };
 int cmd_demo(const Common& c, const DemoOptions& o);
+
+// The arguments of `python -m sinter import` (python/sinter/cli.py), which the command runs.
+struct ImportOptions {
+  std::string model;                      // the ONNX model file
+  std::string output;                     // -o: the graph file to write
+  std::string name;                       // --name; "": the ONNX graph's name
+  std::vector<std::string> input_shapes;  // --input-shape NAME=D0,D1,..., each as given
+  std::string weights_out;                // --weights-out DIR; "": no weights written
+  std::string python = "python3";         // --python: the interpreter (searched on PATH without a '/')
+};
+int cmd_import(const Common& c, const ImportOptions& o);
 
 }  // namespace sinter::cli

@@ -169,6 +169,21 @@ int main(int argc, char** argv) {
   d->add_option("--examples", demo.examples_dir, "folder of example graphs")->default_val(SINTER_EXAMPLES_DIR);
   d->add_option("--seed", demo.seed, "seed of the random inputs")->default_val(1)->check(kUnsigned);
 
+  ImportOptions import;
+  auto* im = app.add_subcommand("import",
+                                "Import an ONNX model as a graph file, and its weights as .npy files, with the sinter "
+                                "Python module's importer (runs PYTHON -m sinter import; needs the module and onnx)");
+  im->add_option("MODEL", import.model, "ONNX model file (.onnx)")->required();
+  im->add_option("-o,--output", import.output, "graph file to write (.json)")->required();
+  im->add_option("--name", import.name, "the graph's name (default: the ONNX graph's name)");
+  im->add_option("--input-shape", import.input_shapes,
+                 "NAME=D0,D1,...: the static shape of an ONNX input with symbolic dimensions (repeatable)")
+      ->allow_extra_args(false);
+  im->add_option("--weights-out", import.weights_out,
+                 "write each weight input as DIR/NAME.npy (bf16 and fp8 as float32), as run --load-inputs DIR reads them");
+  im->add_option("--python", import.python, "the Python interpreter that has the sinter module")
+      ->default_val(import.python);
+
   for (CLI::App* sub : app.get_subcommands({})) sub->footer(kFooter);
   // a misspelled command: CLI11 alone would say only that a subcommand is required
   if (argc > 1 && argv[1][0] != '-') {
@@ -199,6 +214,7 @@ int main(int argc, char** argv) {
     if (*b) return cmd_build(common, build);
     if (*in) return cmd_inspect(common, inspect);
     if (*be) return cmd_bench(common, bench);
+    if (*im) return cmd_import(common, import);
   } catch (const sinter::Error& err) {
     std::fprintf(stderr, "sinter: %s\n", err.what());
     return err.code() == sinter::ErrorCode::internal || err.code() == sinter::ErrorCode::timeout ? kInternal
