@@ -134,14 +134,40 @@ Graph llama_decode_layer() {
 
 Graph llama_decode_stack(const LlamaConfig& c) {
   if (c.layers < 1) throw Error(ErrorCode::invalid_argument, "llama_decode_stack: layers must be >= 1");
-  Graph g("llama_decode_stack");
+  Graph g(c.name);
   Tensor x = g.input("x", DType::bf16, {1, 1, c.d_model});
   auto cos = g.input("cos", DType::f32, {1, c.head_dim / 2});
   auto sin = g.input("sin", DType::f32, {1, c.head_dim / 2});
   for (int l = 0; l < c.layers; ++l) x = add_llama_layer(g, x, c, "l" + std::to_string(l) + ".", cos, sin);
   auto final_norm = g.input("final_norm_w", DType::bf16, {c.d_model});
-  g.output(g.rmsnorm(x, final_norm, std::nullopt, 1e-5), "y");
+  Tensor y = g.rmsnorm(x, final_norm, std::nullopt, 1e-5);
+  if (!c.lm_head) {
+    g.output(y, "y");
+    return g;
+  }
+  auto lm_head_w = g.input("lm_head_w", DType::bf16, {c.d_model, c.vocab});
+  auto logits = g.matmul(y, lm_head_w);  // [1, 1, vocab]
+  g.output(g.argmax(logits, -1), "next_token");  // [1, 1] i64: greedy decoding
   return g;
+}
+
+LlamaConfig llama_3_2_1b() {
+  return LlamaConfig{.layers = 16, .d_model = 2048, .heads = 32, .kv_heads = 8, .head_dim = 64,
+                     .ffn = 8192, .past = 1024, .lm_head = true, .vocab = 128256,
+                     .name = "llama3_2_1b_decode_step"};
+}
+
+LlamaConfig llama_3_8b() {
+  return LlamaConfig{.layers = 32, .d_model = 4096, .heads = 32, .kv_heads = 8, .head_dim = 128,
+                     .ffn = 14336, .past = 4096, .lm_head = true, .vocab = 128256,
+                     .name = "llama3_8b_decode_step"};
+}
+
+std::vector<Example> model_examples() {
+  return {
+      {"llama3_2_1b_decode_step.json", [] { return llama_decode_stack(llama_3_2_1b()); }},
+      {"llama3_8b_decode_step.json", [] { return llama_decode_stack(llama_3_8b()); }},
+  };
 }
 
 std::vector<Example> all_examples() {

@@ -1,15 +1,23 @@
 // Writes examples/*.json from the C++ builders in example_graphs.cpp.
 //   sinter_make_examples [OUTPUT_DIR]
+//   sinter_make_examples --models OUTPUT_DIR   the whole-model graphs (model_examples()) instead:
+//                                              graph JSON only, no weights
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include "example_graphs.hpp"
 #include "sinter/json.hpp"
 
 int main(int argc, char** argv) {
-  const std::string dir = argc > 1 ? argv[1] : SINTER_EXAMPLES_DIR;
+  const bool models = argc > 1 && std::strcmp(argv[1], "--models") == 0;
+  if (models && argc != 3) {
+    std::fprintf(stderr, "usage: sinter_make_examples [OUTPUT_DIR] | --models OUTPUT_DIR\n");
+    return 2;
+  }
+  const std::string dir = models ? argv[2] : argc > 1 ? argv[1] : SINTER_EXAMPLES_DIR;
   try {
-    for (const auto& ex : sinter::examples::all_examples()) {
+    for (const auto& ex : models ? sinter::examples::model_examples() : sinter::examples::all_examples()) {
       sinter::Graph g = ex.build();
       g.validate();
       sinter::save_graph_file(g, dir + "/" + ex.file);

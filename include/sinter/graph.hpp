@@ -187,6 +187,16 @@ class Graph {
     return reduce(OpKind::reduce_amax, x, std::move(axes), keepdim);
   }
 
+  // index of the first maximum (minimum) along `axis`, as i64; NaN counts as the maximum
+  // (minimum), as in torch.argmax. Negative axes count from the end.
+  Tensor arg_reduce(OpKind op, Tensor x, int64_t axis, bool keepdim = false);
+  Tensor argmax(Tensor x, int64_t axis, bool keepdim = false) {
+    return arg_reduce(OpKind::argmax, x, axis, keepdim);
+  }
+  Tensor argmin(Tensor x, int64_t axis, bool keepdim = false) {
+    return arg_reduce(OpKind::argmin, x, axis, keepdim);
+  }
+
   // row-wise, last axis
   Tensor softmax(Tensor x);
   Tensor layernorm(Tensor x, Tensor weight, std::optional<Tensor> bias = std::nullopt,

@@ -58,6 +58,9 @@ enum class OpKind : uint8_t {
   reduce_max,
   reduce_min,
   reduce_amax,  // max |x|
+  // index reductions along one axis (i64 result)
+  argmax,  // index of the first maximum; NaN counts as the maximum
+  argmin,  // index of the first minimum; NaN counts as the minimum
   // row-wise (last axis)
   softmax,
   layernorm,
@@ -81,6 +84,7 @@ enum class OpClass : uint8_t {
   constant,
   cast,
   reduce,
+  arg_reduce,
   softmax,
   norm,
   rope,
@@ -163,6 +167,16 @@ struct ReduceAttrs {
   bool operator==(const ReduceAttrs&) const = default;
 };
 
+// argmax(x) / argmin(x) along one axis: the i64 index of the first maximum (minimum) of each
+// slice, as torch.argmax/argmin: ties give the lowest index, and a NaN beats every number (NaN
+// propagates as in reduce_max), so a slice with NaNs gives the index of its first NaN. -0.0 and
+// +0.0 are equal.
+struct ArgReduceAttrs {
+  int64_t axis = 0;  // non-negative once in the graph
+  bool keepdim = false;
+  bool operator==(const ArgReduceAttrs&) const = default;
+};
+
 // layernorm(x, weight[, bias]) and rmsnorm(x, weight[, bias]) over the last axis; weight and bias
 // have shape [C] where C is x's last dimension.
 struct NormAttrs {
@@ -203,7 +217,7 @@ struct ConcatAttrs {
 };
 
 using Attrs = std::variant<std::monostate, MatmulAttrs, Conv2dAttrs, SdpaAttrs, ConstantAttrs,
-                           CastAttrs, ReduceAttrs, NormAttrs, RopeAttrs, ReshapeAttrs, PermuteAttrs,
+                           CastAttrs, ReduceAttrs, ArgReduceAttrs, NormAttrs, RopeAttrs, ReshapeAttrs, PermuteAttrs,
                            SliceAttrs, ConcatAttrs>;
 
 // The attribute struct an op carries (monostate for ops without attributes).

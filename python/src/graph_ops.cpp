@@ -135,6 +135,17 @@ void bind_reductions(nb::class_<Graph>& cls) {
         },
         nb::arg("x"), nb::arg("axes") = std::vector<int64_t>{}, nb::arg("keepdim") = false);
   }
+  cls.def("argmax", [](Graph& g, Handle x, int64_t axis, bool keepdim) {
+        return make_handle(g, g.argmax(tensor_of(g, x, "argmax x"), axis, keepdim));
+      },
+      nb::arg("x"), nb::arg("axis"), nb::arg("keepdim") = false,
+      "i64 index of the first maximum along axis (as torch.argmax: ties give the lowest index, "
+      "NaN counts as the maximum)");
+  cls.def("argmin", [](Graph& g, Handle x, int64_t axis, bool keepdim) {
+        return make_handle(g, g.argmin(tensor_of(g, x, "argmin x"), axis, keepdim));
+      },
+      nb::arg("x"), nb::arg("axis"), nb::arg("keepdim") = false,
+      "i64 index of the first minimum along axis (ties: the lowest index; NaN counts as the minimum)");
 }
 
 void bind_rowwise(nb::class_<Graph>& cls) {

@@ -110,6 +110,7 @@ def every_op_graph():
     outs.append(g.cast(x, sinter.fp8_e4m3, scale=g.scalar(2.0, sinter.f32)))
     outs += [g.sum(x, [-1]), g.mean(x, [1, 2], keepdim=True), g.reduce_max(x), g.reduce_min(x, [0]),
              g.amax(x), g.reduce(sinter.OpKind.reduce_sum, x, [3], out_dtype=sinter.f32)]
+    outs += [g.argmax(x, -1), g.argmin(x, 1, keepdim=True)]
     outs += [g.softmax(x), g.layernorm(x, gamma), g.rmsnorm(x, gamma, bias=gamma, epsilon=1e-5),
              g.rope(x, c, s, interleaved=True)]
     outs += [g.reshape(x, [2, -1]), g.permute(x, [0, 2, 1, 3]), g.transpose(x, 1, 2),

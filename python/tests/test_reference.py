@@ -251,3 +251,20 @@ def test_ml_dtypes_arrays_are_accepted_when_installed():
     xs = np.array([1.0, 0.333, -7.5], dtype=ml_dtypes.bfloat16)
     y = sinter.run_reference(g, {"x": xs})["y"]
     np.testing.assert_array_equal(y, xs.astype(np.float32))
+
+
+def test_argmax_argmin_like_numpy_with_ties_and_nan(rng):
+    g = sinter.Graph()
+    x = g.input("x", sinter.f32, [3, 5, 7])
+    g.output(g.argmax(x, -1), "amax_last")
+    g.output(g.argmin(x, 1, keepdim=True), "amin_mid")
+    g.output(g.argmax(x, 0), "amax_first")
+    xs = np.round(rng.standard_normal((3, 5, 7)) * 2).astype(np.float32)  # many ties
+    xs[1, 2, 4] = np.nan
+    out = sinter.run_reference(g, {"x": xs})
+    assert out["amax_last"].dtype == np.int64
+    # numpy's argmax/argmin: the first extreme, and a NaN counts as the extreme (as in torch)
+    np.testing.assert_array_equal(out["amax_last"], np.argmax(xs, -1))
+    np.testing.assert_array_equal(out["amin_mid"], np.argmin(xs, 1)[:, None, :])
+    np.testing.assert_array_equal(out["amax_first"], np.argmax(xs, 0))
+    assert out["amax_last"][1, 2] == 4

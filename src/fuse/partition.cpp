@@ -391,6 +391,11 @@ class Partitioner {
     if (is_rowwise(nd.op)) return place_rowwise(n);
     switch (op_info(nd.op).cls) {
       case OpClass::reduce: return place_reduction(n);
+      case OpClass::arg_reduce:
+        // (value, index) pairs fold into no epilogue: always a standalone reduction region
+        return place_anchor(n, RegionKind::reduction,
+                            "an " + op + " is a reduction region of its own and reads its input "
+                            "from memory");
       case OpClass::matmul:
         return place_anchor(n, RegionKind::matmul,
                             "a matmul starts its own region and loads its operands from memory "

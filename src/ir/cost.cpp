@@ -50,7 +50,8 @@ NodeCost node_cost(const Graph& g, const Node& n) {
       c.flops = 2.0 * static_cast<double>(q[0] * q[1]) * pairs * static_cast<double>(q[3] + v[3]);
       break;
     }
-    case OpClass::reduce: c.flops = in_elems(); break;
+    case OpClass::reduce:
+    case OpClass::arg_reduce: c.flops = in_elems(); break;
     case OpClass::softmax: c.flops = 4.0 * in_elems(); break;
     case OpClass::norm: c.flops = 6.0 * in_elems(); break;
     case OpClass::rope: c.flops = 3.0 * in_elems(); break;

@@ -391,6 +391,16 @@ Tensor Graph::reduce(OpKind op, Tensor x, std::vector<int64_t> axes, bool keepdi
   return add_node(op, {x}, ReduceAttrs{axes, keepdim, out_dtype})[0];
 }
 
+Tensor Graph::arg_reduce(OpKind op, Tensor x, int64_t axis, bool keepdim) {
+  check_tensor(x, "arg_reduce");
+  if (op_info(op).cls != OpClass::arg_reduce) {
+    throw Error(ErrorCode::invalid_argument,
+                std::string(to_string(op)) + " is not an index reduction (argmax, argmin)");
+  }
+  const auto rank = static_cast<int64_t>(tensors_[x.id].dims.size());
+  return add_node(op, {x}, ArgReduceAttrs{normalize_axis(axis, rank, std::string(to_string(op))), keepdim})[0];
+}
+
 Tensor Graph::softmax(Tensor x) { return add_node(OpKind::softmax, {x}, std::monostate{})[0]; }
 
 Tensor Graph::layernorm(Tensor x, Tensor weight, std::optional<Tensor> bias, double epsilon) {

@@ -75,6 +75,9 @@ void hash_attrs(Hasher& h, const Attrs& attrs, bool with_shapes) {
           h.add_dims(a.axes, true);
           h.add(a.keepdim);
           h.add(a.out_dtype ? 1 + static_cast<uint64_t>(*a.out_dtype) : 0);
+        } else if constexpr (std::is_same_v<A, ArgReduceAttrs>) {
+          h.add(a.axis);
+          h.add(a.keepdim);
         } else if constexpr (std::is_same_v<A, NormAttrs>) {
           h.add_double(a.epsilon);
           h.add(a.has_bias);

@@ -298,6 +298,33 @@ std::vector<TensorType> infer_reduce(const NodeChecker& c, OpKind op) {
   return {{at.out_dtype.value_or(c.in(0).dtype), out}};
 }
 
+// The index is i64 as in torch.argmax; the slice length is bounded so an index fits 32 bits
+// (the jit kernel packs (value, index) pairs into 64-bit words).
+std::vector<TensorType> infer_arg_reduce(const NodeChecker& c) {
+  const auto& at = c.attrs<ArgReduceAttrs>();
+  const Dims& x = c.in(0).dims;
+  const auto rank = static_cast<int64_t>(x.size());
+  if (rank == 0) c.fail(c.in_name(0) + " is a scalar; it needs an axis to reduce along");
+  c.expect_float(0);
+  if (at.axis < 0 || at.axis >= rank) {
+    c.fail("axis " + std::to_string(at.axis) + " is out of range for " + c.in_name(0) +
+           " of rank " + std::to_string(rank));
+  }
+  if (x[static_cast<size_t>(at.axis)] > int64_t{0xffffffff}) {
+    c.fail("reduces " + std::to_string(x[static_cast<size_t>(at.axis)]) + " elements along axis " +
+           std::to_string(at.axis) + "; at most 2^32 - 1 are supported");
+  }
+  Dims out;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i != at.axis) {
+      out.push_back(x[static_cast<size_t>(i)]);
+    } else if (at.keepdim) {
+      out.push_back(1);
+    }
+  }
+  return {{DType::i64, out}};
+}
+
 std::vector<TensorType> infer_softmax(const NodeChecker& c) {
   c.expect_min_rank(0, 1);
   c.expect_float(0);
@@ -465,6 +492,7 @@ std::vector<TensorType> infer_node(const Graph& g, const Node& n) {
     case OpClass::constant: return infer_constant(c);
     case OpClass::cast: return infer_cast(c);
     case OpClass::reduce: return infer_reduce(c, n.op);
+    case OpClass::arg_reduce: return infer_arg_reduce(c);
     case OpClass::softmax: return infer_softmax(c);
     case OpClass::norm: return infer_norm(c);
     case OpClass::rope: return infer_rope(c);

@@ -23,6 +23,7 @@ std::vector<std::string_view> attr_keys(OpKind op) {
     case OpClass::constant: return {"value", "dtype"};
     case OpClass::cast: return {"dtype"};
     case OpClass::reduce: return {"axes", "keepdim", "out_dtype"};
+    case OpClass::arg_reduce: return {"axis", "keepdim"};
     case OpClass::norm: return {"epsilon", "has_bias"};
     case OpClass::rope: return {"interleaved"};
     case OpClass::layout:
@@ -103,6 +104,13 @@ void read(const Cursor& a, ReduceAttrs& at) {
              [&](const Cursor& c) { at.axes = c.as_ints(-kMaxRank, kMaxAxis, kMaxRank); });
   if_present(a, "keepdim", [&](const Cursor& c) { at.keepdim = c.as_bool(); });
   if_present(a, "out_dtype", [&](const Cursor& c) { at.out_dtype = c.as_dtype(); });
+}
+
+void read(const Cursor& a, ArgReduceAttrs& at) {
+  // Required: torch's argmax without a dim flattens, which is no axis; a file must say which.
+  // A negative axis counts from the end; resolve_attrs() normalizes it.
+  at.axis = a.at("axis").as_int(-kMaxRank, kMaxAxis);
+  if_present(a, "keepdim", [&](const Cursor& c) { at.keepdim = c.as_bool(); });
 }
 
 void read(const Cursor& a, NormAttrs& at) {
@@ -194,6 +202,9 @@ ParsedAttrs parse_attrs(OpKind op, const Cursor& node) {
       case OpKind::reshape: node.fail("reshape needs \"attrs\": {\"dims\": [...]}");
       case OpKind::permute: node.fail("permute needs \"attrs\": {\"perm\": [...]}");
       case OpKind::slice: node.fail("slice needs \"attrs\": {\"starts\": [...], \"ends\": [...]}");
+      case OpKind::argmax:
+      case OpKind::argmin:
+        node.fail(std::string(to_string(op)) + " needs \"attrs\": {\"axis\": ...}");
       default: return p;
     }
   }
@@ -230,6 +241,9 @@ void resolve_attrs(OpKind op, ParsedAttrs& p, const std::vector<const TensorInfo
     for (int64_t& a : r->axes) a = normalize_axis(a, rank, c, who, input);
     std::sort(r->axes.begin(), r->axes.end());
     r->axes.erase(std::unique(r->axes.begin(), r->axes.end()), r->axes.end());
+  } else if (auto* arg = std::get_if<ArgReduceAttrs>(&p.attrs)) {
+    const Cursor c = p.where->find("axis").value_or(*p.where);
+    arg->axis = normalize_axis(arg->axis, rank, c, who, input);
   } else if (auto* cat = std::get_if<ConcatAttrs>(&p.attrs)) {
     const Cursor c = p.where->find("axis").value_or(*p.where);
     cat->axis = normalize_axis(cat->axis, rank, c, who, input);
@@ -293,6 +307,8 @@ std::string write_attrs(const Node& n) {
           w.name("dtype", to_string(at.dtype));
         } else if constexpr (std::is_same_v<A, ReduceAttrs>) {
           w.ints("axes", at.axes).boolean("keepdim", at.keepdim).dtype("out_dtype", at.out_dtype);
+        } else if constexpr (std::is_same_v<A, ArgReduceAttrs>) {
+          w.integer("axis", at.axis).boolean("keepdim", at.keepdim);
         } else if constexpr (std::is_same_v<A, NormAttrs>) {
           w.number("epsilon", at.epsilon).boolean("has_bias", at.has_bias);
         } else if constexpr (std::is_same_v<A, RopeAttrs>) {

@@ -47,6 +47,8 @@ constexpr OpInfo kOps[] = {
     {OpKind::reduce_max, "reduce_max", OpClass::reduce, 1, 1},
     {OpKind::reduce_min, "reduce_min", OpClass::reduce, 1, 1},
     {OpKind::reduce_amax, "reduce_amax", OpClass::reduce, 1, 1},
+    {OpKind::argmax, "argmax", OpClass::arg_reduce, 1, 1},
+    {OpKind::argmin, "argmin", OpClass::arg_reduce, 1, 1},
     {OpKind::softmax, "softmax", OpClass::softmax, 1, 1},
     {OpKind::layernorm, "layernorm", OpClass::norm, 2, 3},
     {OpKind::rmsnorm, "rmsnorm", OpClass::norm, 2, 3},
@@ -122,6 +124,7 @@ Attrs default_attrs(OpKind op) {
     case OpClass::constant: return ConstantAttrs{};
     case OpClass::cast: return CastAttrs{};
     case OpClass::reduce: return ReduceAttrs{};
+    case OpClass::arg_reduce: return ArgReduceAttrs{};
     case OpClass::norm: return NormAttrs{};
     case OpClass::rope: return RopeAttrs{};
     case OpClass::layout:

@@ -77,6 +77,8 @@ std::vector<RefTensor> run_node(const Graph& g, const Node& n,
     case OpClass::constant: return {ref::constant(std::get<ConstantAttrs>(a))};
     case OpClass::cast: return {ref::cast(*in[0], opt(1))};
     case OpClass::reduce: return {ref::reduce(n.op, *in[0], std::get<ReduceAttrs>(a))};
+    case OpClass::arg_reduce:
+      return {ref::arg_reduce(n.op, *in[0], std::get<ArgReduceAttrs>(a))};
     case OpClass::softmax: return {ref::softmax(*in[0])};
     case OpClass::norm: {
       const auto& at = std::get<NormAttrs>(a);

@@ -48,6 +48,10 @@ RefTensor cast(const RefTensor& x, const RefTensor* scale);
 // reduce_sum / mean / max / min / amax over at.axes (all when empty); NaN propagates.
 RefTensor reduce(OpKind op, const RefTensor& x, const ReduceAttrs& at);
 
+// arg_reduce.cpp ----------------------------------------------------------------------------------
+// argmax / argmin along at.axis: the index of the first extreme; the first NaN wins.
+RefTensor arg_reduce(OpKind op, const RefTensor& x, const ArgReduceAttrs& at);
+
 // rowwise.cpp -------------------------------------------------------------------------------------
 // All over the last axis of x [..., C].
 RefTensor softmax(const RefTensor& x);

@@ -54,3 +54,58 @@ TEST(Examples, SmallLlamaDecodeStackRunsAndPartitions) {
   const examples::LlamaConfig none{.layers = 0};
   EXPECT_THROW(examples::llama_decode_stack(none), Error);
 }
+
+namespace {
+
+// Bytes of a graph's weights: every input but the token, the rope angles and the KV caches.
+double weight_bytes(const Graph& g) {
+  double bytes = 0;
+  for (TensorId t : g.inputs()) {
+    const TensorInfo& ti = g.tensor(t);
+    const bool state = ti.name == "x" || ti.name == "cos" || ti.name == "sin" ||
+                       ti.name.find("_cache") != std::string::npos;
+    if (!state) bytes += static_cast<double>(num_elements(ti.dims) * dtype_size(ti.dtype));
+  }
+  return bytes;
+}
+
+}  // namespace
+
+// Llama-3.2-1B: 16 x 60,821,504 layer weights + the final norm + the LM head [2048, 128256]
+// (tied to the embedding, which the graph does not read: the model's 1,235,814,400 weights).
+TEST(Examples, Llama3_2_1bDecodeStepHasTheModelsSize) {
+  Graph g = examples::llama_decode_stack(examples::llama_3_2_1b());
+  g.validate();
+  EXPECT_EQ(g.name(), "llama3_2_1b_decode_step");
+  EXPECT_DOUBLE_EQ(weight_bytes(g), 2.0 * 1'235'814'400);  // 2.47 GB of bf16
+  const TensorInfo& token = g.tensor(*g.find_tensor("next_token"));
+  EXPECT_EQ(token.dtype, DType::i64);
+  EXPECT_EQ(token.dims, (Dims{1, 1}));
+  EXPECT_EQ(g.outputs().size(), 1u + 2u * 16u);
+  // per decode step: the weights, and the caches read and written back
+  const GraphCost cost = graph_cost(g);
+  EXPECT_GT(cost.min_bytes, 2.47e9 + 2 * 0.0335e9);
+  EXPECT_GT(cost.flops, 2.0 * 1.2e9);
+  // the partition puts the argmax in a reduction region of its own after the LM head
+  const fuse::Partition p = fuse::partition_graph(g);
+  fuse::verify_partition(g, p);
+  const fuse::Region& last = p.regions.back();
+  EXPECT_EQ(last.kind, fuse::RegionKind::reduction);
+  EXPECT_EQ(g.node(last.anchor).op, OpKind::argmax);
+  // its JSON (no weights) is small, and loads back to the same graph
+  const std::string json = save_graph_json(g);
+  EXPECT_LT(json.size(), 200'000u);
+  EXPECT_EQ(save_graph_json(load_graph_json(json)), json);
+}
+
+// Llama-3-8B: 32 x 218,112,000 layer weights + the final norm + the LM head [4096, 128256]; the
+// untied embedding table (525,336,576 more, outside the graph) makes the model's 8.03e9.
+TEST(Examples, Llama3_8bDecodeStepHasTheModelsSize) {
+  Graph g = examples::llama_decode_stack(examples::llama_3_8b());
+  g.validate();
+  const double graph_weights = 32.0 * 218'112'000 + 4096 + 4096.0 * 128256;
+  EXPECT_DOUBLE_EQ(weight_bytes(g), 2.0 * graph_weights);  // 15.0 GB of bf16
+  EXPECT_NEAR(2.0 * (graph_weights + 128256.0 * 4096) / 1e9, 16.06, 0.01);
+  EXPECT_EQ(g.tensor(*g.find_tensor("l31.k_cache")).dims, (Dims{1, 8, 4096, 128}));
+  EXPECT_EQ(g.outputs().size(), 1u + 2u * 32u);
+}

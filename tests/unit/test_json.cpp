@@ -144,6 +144,8 @@ Graph cast_reduce_norm_graph() {
   g.reduce_max(x, {-2, -2, 2});
   g.reduce_min(x);
   g.output(g.amax(x, {}, true), "amax");
+  g.argmax(x, -1);
+  g.argmin(x, 1, true);
   g.softmax(x);
   auto w = g.input("w", DType::bf16, {8});
   auto b = g.input("b", DType::bf16, {8});

@@ -205,3 +205,27 @@ TEST(Partition, RandomGraphsComputeTheSameWhenPartitioned) {
   EXPECT_GT(fused_nodes, 150);
   EXPECT_GT(regions, 600);
 }
+
+// argmax carries (value, index) pairs that no epilogue folds: it is a reduction region of its own
+// even after a matmul (the LM head) or a pointwise op, with the reason on the boundary.
+TEST(Partition, ArgmaxIsAStandaloneReductionRegion) {
+  Graph g("lm_head_argmax");
+  auto x = g.input("x", DType::bf16, {1, 64});
+  auto w = g.input("w", DType::bf16, {64, 1000});
+  auto logits = g.matmul(x, w);
+  g.output(g.argmax(logits, -1), "token");
+  g.output(g.argmin(g.relu(x), 0), "lowest");
+  g.validate();
+  const Partition p = partition_graph(g);
+  verify_partition(g, p);
+  const Region& r = region_of(g, p, "token");
+  EXPECT_EQ(r.kind, RegionKind::reduction);
+  EXPECT_EQ(g.node(r.anchor).op, OpKind::argmax);
+  EXPECT_TRUE(r.epilogue.empty());
+  EXPECT_EQ(region_of(g, p, "lowest").kind, RegionKind::reduction);
+  int reasons = 0;
+  for (const Boundary& b : p.boundaries) {
+    reasons += b.reason.find("is a reduction region of its own") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_EQ(reasons, 2);
+}

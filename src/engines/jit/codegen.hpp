@@ -26,6 +26,8 @@ RegionKernels build_pointwise(const Graph& g, const fuse::Region& r, const cuda:
 RegionKernels build_rowwise(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                             RowwiseConfig config = {});
 RegionKernels build_reduction(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// argmax / argmin regions (codegen_arg_reduction.cpp), reached through build_reduction.
+RegionKernels build_arg_reduction(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 // The mma.sync tile that runs any matmul region (codegen_simt_matmul.cpp).
 RegionKernels build_matmul_generic(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);

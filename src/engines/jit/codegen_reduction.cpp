@@ -1,5 +1,6 @@
 // Standalone reduction regions: reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_amax over
-// any axes of a tensor of rank 0..8, with any input strides. The device code is
+// any axes of a tensor of rank 0..8, with any input strides (argmax and argmin regions go on to
+// codegen_arg_reduction.cpp). The device code is
 // kernels/reduce/reduction.cuh; this file collapses the shapes, picks a strategy and emits the
 // Cfg, the Args struct (field by field in the order the host packs it) and the kernel that runs
 // the template's tile function once per CTA.
@@ -234,6 +235,9 @@ std::string config(const Node& n, DType in, DType out, const Plan& p) {
 
 RegionKernels build_reduction(const Graph& g, const fuse::Region& r,
                               const cuda::DeviceProperties& dev) {
+  if (r.anchor >= 0 && op_info(g.node(r.anchor).op).cls == OpClass::arg_reduce) {
+    return build_arg_reduction(g, r, dev);
+  }
   if (r.anchor < 0 || op_info(g.node(r.anchor).op).cls != OpClass::reduce ||
       r.outputs.size() != 1) {
     throw Error(ErrorCode::internal,
