@@ -61,6 +61,21 @@ __device__ __forceinline__ float block_reduce_alternating(float v, float* slots)
   return warp_reduce<kKind>(v);
 }
 
+// A reduction split over CTAs: called by every thread of each of the `splits` CTAs that count
+// on `counter`, once its part is out (stored or added atomically). True in the last CTA to
+// arrive, which then sees every other CTA's part; false in the others. The caller of the true
+// side resets the counter for the next launch.
+__device__ __forceinline__ bool last_of_splits(unsigned int* counter, int splits) {
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == static_cast<unsigned int>(splits - 1);
+  __syncthreads();
+  if (!last) return false;
+  __threadfence();
+  return true;
+}
+
 // Max and min accumulate through an order-preserving map of floats onto unsigned integers in
 // which 0 lies below every float, so a zeroed accumulator is the identity. Min is the max of -x.
 __device__ __forceinline__ unsigned int ordered_bits(float x) {

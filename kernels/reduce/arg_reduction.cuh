@@ -23,6 +23,7 @@
 #include "common/abi.h"
 #include "common/index.cuh"
 #include "common/pdl.cuh"
+#include "common/reduce.cuh"
 #include "common/types.cuh"
 
 enum ArgReduceKind { kArgMax = 0, kArgMin = 1 };
@@ -112,13 +113,7 @@ __device__ __forceinline__ void arg_reduce_tile(const Args& a, i64 tile) {
   }
   if (writer) atomicMax(a.acc + o, best);
   // The last of the a.splits CTAs of tile_x writes the outputs and leaves the workspace zeroed.
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(a.counters + tile_x, 1u) == static_cast<u32>(a.splits - 1);
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
+  if (!last_of_splits(a.counters + tile_x, a.splits)) return;
   const i64 o_begin = tile_x * kOutsPerCta, o_end = min(a.n_out, o_begin + kOutsPerCta);
   for (i64 i = o_begin + threadIdx.x; i < o_end; i += blockDim.x) {
     a.out[i] = arg_key_index(*reinterpret_cast<volatile u64*>(a.acc + i));

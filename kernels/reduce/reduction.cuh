@@ -156,13 +156,7 @@ __device__ __forceinline__ Out red_drain(i64* acc, float) {
 // tile_x writes outputs [o_begin, o_end) and resets their accumulators and the tile's counter.
 template <class C, class Args>
 __device__ __forceinline__ void finish_split(const Args& a, i64 tile_x, i64 o_begin, i64 o_end) {
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(a.counters + tile_x, 1u) == static_cast<u32>(a.splits - 1);
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
+  if (!last_of_splits(a.counters + tile_x, a.splits)) return;
   for (i64 o = o_begin + threadIdx.x; o < o_end; o += blockDim.x) {
     a.out[o] = red_drain<C::kKind, typename C::Out>(a.acc + o, a.scale);
   }

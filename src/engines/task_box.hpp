@@ -2,8 +2,7 @@
 // elements whose origin moves with the task's block index. Code generators that know their
 // tiling declare boxes (KernelSpec::task_boxes); the megakernel derives tile-level dependencies
 // from them (a consumer task waits only for the producer tasks whose written box meets the box
-// it reads) and prefetches the boxes of tensors no task of the launch writes (weights) into L2
-// while a task waits. A tensor without a box is read or written whole by every task.
+// it reads). A tensor without a box is read or written whole by every task.
 #pragma once
 
 #include <algorithm>

@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "cuda/device.hpp"
 #include "cuda/nvrtc.hpp"
 #include "engines/jit/codegen.hpp"
 #include "fuse/region.hpp"
@@ -13,14 +14,6 @@
 
 namespace sinter::jit {
 namespace {
-
-cuda::DeviceProperties h200() {
-  cuda::DeviceProperties d;
-  d.sm_count = 132;
-  d.cc_major = 9;
-  d.arch = "sm_90a";
-  return d;
-}
 
 struct ArgCase {
   std::string name;
@@ -40,7 +33,7 @@ RegionKernels build_case(const ArgCase& c) {
   EXPECT_EQ(p.regions.size(), 1u);
   const fuse::Region& r = p.regions.at(0);
   EXPECT_EQ(r.kind, fuse::RegionKind::reduction);
-  return build_reduction(g, r, h200());
+  return build_reduction(g, r, cuda::assumed_h200());
 }
 
 void check_and_compile(const ArgCase& c) {
@@ -49,7 +42,9 @@ void check_and_compile(const ArgCase& c) {
   ASSERT_EQ(rk.kernels.size(), 1u);
   const KernelSpec& k = rk.kernels[0];
   EXPECT_EQ(k.entry, "sinter_region");
-  if (!c.expect.empty()) EXPECT_NE(k.description.find(c.expect), std::string::npos) << k.description;
+  if (!c.expect.empty()) {
+    EXPECT_NE(k.description.find(c.expect), std::string::npos) << k.description;
+  }
   EXPECT_NE(k.source.find("static_assert(sizeof(Args) == " + std::to_string(k.args.size())),
             std::string::npos);
   const bool split = k.launch.grid.y > 1;

@@ -52,6 +52,13 @@ MegaTaskKernel rows_kernel(unsigned tasks, int64_t rows, std::vector<TaskBox> bo
   return k;
 }
 
+// The CTAs whose queues are not empty.
+int busy_ctas(const Schedule& s) {
+  int busy = 0;
+  for (int c = 0; c < s.ctas; ++c) busy += s.queue_start[c + 1] > s.queue_start[c];
+  return busy;
+}
+
 }  // namespace
 
 TEST(MegaSegments, VendorStepsSplitAndAliasesJoin) {
@@ -119,8 +126,7 @@ TEST(MegaSchedule, AChainOfOneTaskKernelsStaysOnOneCtaWithoutWaits) {
   const TaskGraph g = build_task_graph(std::move(s));
   const Schedule sch = schedule_tasks(g, 132);
   check_schedule(g, sch);
-  int busy = 0;
-  for (int c = 0; c < sch.ctas; ++c) busy += sch.queue_start[c + 1] > sch.queue_start[c];
+  const int busy = busy_ctas(sch);
   EXPECT_EQ(busy, 1);
   for (size_t i = 1; i < sch.tasks.size(); ++i) EXPECT_TRUE(sch.tasks[i].waits_met_locally) << i;
   EXPECT_FALSE(sch.tasks[0].waits_met_locally);  // it waits for nothing
@@ -185,8 +191,7 @@ TEST(MegaSchedule, RowBlockChainsStayOnTheirCtas) {
   const TaskGraph g = build_task_graph(std::move(s));
   const Schedule sch = schedule_tasks(g, 132);
   check_schedule(g, sch);
-  int busy = 0;
-  for (int c = 0; c < sch.ctas; ++c) busy += sch.queue_start[c + 1] > sch.queue_start[c];
+  const int busy = busy_ctas(sch);
   EXPECT_EQ(busy, 4);
   for (const ScheduledTask& t : sch.tasks) EXPECT_EQ(t.waits_met_locally, t.kernel > 0) << t.kernel << " " << t.block;
 }

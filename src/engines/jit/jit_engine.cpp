@@ -244,7 +244,7 @@ std::unique_ptr<PreparedStep> JitEngine::prepare(const Graph& g, const fuse::Reg
         spec.launch.grid = dim3(static_cast<unsigned>(cx * balanced_grid(spec.persistent_work, units)));
       }
       spec.description += " grid" + std::to_string(spec.launch.grid.x);
-      if (spec.launch.grid.x < spec.persistent_work) spec.task_boxes.clear();  // boxes hold for an item a CTA
+      if (!task_boxes_hold(spec, spec.launch.grid.x)) spec.task_boxes.clear();
       if (spec.unit_order) {
         // the units one GPC holds on items of one raster row, as this GPU places them
         // (gpc_order.hpp); a correct permutation under any other placement, only slower

@@ -67,7 +67,7 @@ std::unique_ptr<MegaStep> JitEngine::mega_step(const Graph& g, const fuse::Regio
   auto* jit = dynamic_cast<JitStep*>(&step);
   if (!jit) throw Error(ErrorCode::internal, "jit engine: mega_step of another engine's step");
   std::vector<std::string> sources;
-  std::vector<std::vector<TaskBox>> boxes;
+  std::vector<std::vector<TaskBox>> boxes;  // the prepared specs' own, or regenerated with the source
   for (const JitStep::Loaded& k : jit->kernels()) {
     sources.push_back(k.spec.source);
     boxes.push_back(k.spec.task_boxes);
@@ -86,10 +86,7 @@ std::unique_ptr<MegaStep> JitEngine::mega_step(const Graph& g, const fuse::Regio
                                              " regenerates another argument struct than the plan's kernel");
       }
       sources[i] = std::move(rk.kernels[i].source);
-      // the boxes hold for an item a CTA: not where the engine sized a persistent grid smaller
-      const KernelSpec& fresh = rk.kernels[i];
-      const unsigned grid = jit->kernels()[i].spec.launch.grid.x;
-      if (fresh.persistent_work == 0 || grid >= fresh.persistent_work) boxes[i] = fresh.task_boxes;
+      if (task_boxes_hold(rk.kernels[i], jit->kernels()[i].spec.launch.grid.x)) boxes[i] = rk.kernels[i].task_boxes;
     }
   }
   std::vector<KernelSpec> specs;
@@ -101,7 +98,7 @@ std::unique_ptr<MegaStep> JitEngine::mega_step(const Graph& g, const fuse::Regio
       return nullptr;
     }
     MegaTaskKernel k = mega_task_kernel(spec, sources[i]);
-    k.boxes = boxes[i];
+    k.boxes = std::move(boxes[i]);
     kernels.push_back(std::move(k));
     specs.push_back(spec);
   }

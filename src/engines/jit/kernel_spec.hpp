@@ -62,10 +62,16 @@ struct KernelSpec {
   std::vector<PointerSlot> pointers;
   std::vector<TensorMapSlot> tensor_maps;
   // What each CTA reads and writes of the region's tensors, where the generator knows its tiling
-  // (the megakernel's tile-level dependencies and weight prefetch; not saved in plans: a loaded
-  // step regenerates them).
+  // (the megakernel's tile-level dependencies; not saved in plans: a loaded step regenerates
+  // them). They hold for one work item a CTA: see task_boxes_hold.
   std::vector<TaskBox> task_boxes;
 };
+
+// Whether `spec`'s task boxes hold on a grid of `grid_x` CTAs: a persistent kernel sized below its
+// work runs several items a CTA, which its boxes do not describe.
+inline bool task_boxes_hold(const KernelSpec& spec, unsigned grid_x) {
+  return spec.persistent_work == 0 || grid_x >= spec.persistent_work;
+}
 
 // A region's kernels, launched in order, and the workspace they share.
 struct RegionKernels {
