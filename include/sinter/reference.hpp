@@ -3,6 +3,9 @@
 // nearest even; fp8 saturates) at the tensor boundary, exactly once.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "sinter/graph.hpp"
 #include "sinter/host_tensor.hpp"
 
@@ -16,6 +19,11 @@ struct ReferenceOptions {
   // one (false) are both correct answers; where they differ (a sum that cancels after its terms
   // were rounded) a GPU test accepts an output that agrees with either.
   bool round_intermediates = true;
+  // With round_intermediates false, the plan's semantics: the nodes of each step of a plan (by
+  // name; StepDescription::nodes). A float value read inside its step stays unrounded (a fused
+  // kernel keeps it in a register); one read by another step went through memory and is read
+  // rounded, as is every graph output. Nodes in no step are steps of their own.
+  std::vector<std::vector<std::string>> fused_steps;
 };
 
 // `inputs` must hold every graph input by name, with its declared dtype and dims (strides may

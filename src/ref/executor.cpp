@@ -109,6 +109,36 @@ HostTensor to_host(const RefTensor& t, DType dtype) {
   return h;
 }
 
+// Each node's step under ReferenceOptions::fused_steps (a node in none is a step of its own).
+std::vector<int> step_of_node(const Graph& g, const ReferenceOptions& opts) {
+  std::vector<int> step(g.nodes().size(), -1);
+  int next = 0;
+  for (const auto& names : opts.fused_steps) {
+    for (const std::string& name : names) {
+      const auto it = std::find_if(g.nodes().begin(), g.nodes().end(), [&](const Node& n) { return n.name == name; });
+      if (it == g.nodes().end()) {
+        throw Error(ErrorCode::invalid_argument,
+                    "run_reference: fused_steps names node '" + name + "', which graph '" + g.name() + "' lacks");
+      }
+      step[static_cast<size_t>(it - g.nodes().begin())] = next;
+    }
+    ++next;
+  }
+  for (int& s : step) {
+    if (s < 0) s = next++;
+  }
+  return step;
+}
+
+// The node that computes each tensor (an input's entry is unused: inputs are never stored copies).
+std::vector<NodeId> producer_of_tensor(const Graph& g) {
+  std::vector<NodeId> producer(g.tensors().size(), NodeId{0});
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    for (TensorId t : g.nodes()[i].outputs) producer[t] = static_cast<NodeId>(i);
+  }
+  return producer;
+}
+
 }  // namespace
 
 TensorMap run_reference(const Graph& g, const TensorMap& inputs, const ReferenceOptions& opts) {
@@ -132,6 +162,11 @@ TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Reference
   for (const Node& n : g.nodes()) {
     for (TensorId t : n.inputs) ++reads_left[t];
   }
+  const std::vector<int> step = step_of_node(g, opts);
+  const std::vector<NodeId> producer = producer_of_tensor(g);
+  // The rounded copy of a float value that stays unrounded for readers in its own step and is
+  // read rounded by readers in other steps (ReferenceOptions::fused_steps).
+  std::vector<RefTensor> stored(tensors.size());
 
   for (NodeId nid : g.topological_order()) {
     const Node& n = g.node(nid);
@@ -141,7 +176,8 @@ TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Reference
         throw Error(ErrorCode::internal, "run_reference: node '" + n.name + "' reads tensor '" +
                                              tensors[t].name + "' before it is computed");
       }
-      in.push_back(&values[t]);
+      const bool through_memory = !stored[t].data.empty() && step[producer[t]] != step[nid];
+      in.push_back(through_memory ? &stored[t] : &values[t]);
     }
     std::vector<RefTensor> out = run_node(g, n, in);
     if (out.size() != n.outputs.size()) {
@@ -159,17 +195,22 @@ TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Reference
       }
       // The tensor boundary: the one place where values are rounded to the dtype.
       // Constants are rounded either way: a kernel reads them already in their dtype.
+      // Under fused_steps a graph output is rounded where it is stored, not for its own step's readers.
+      const bool is_output =
+          std::find(g.outputs().begin(), g.outputs().end(), n.outputs[i]) != g.outputs().end();
       const bool rounds = opts.round_intermediates || !is_float(info.dtype) || n.op == OpKind::cast ||
-                          n.op == OpKind::constant ||
-                          std::find(g.outputs().begin(), g.outputs().end(), n.outputs[i]) != g.outputs().end();
+                          n.op == OpKind::constant || (is_output && opts.fused_steps.empty());
       if (rounds) {
         for (double& v : out[i].data) v = round_to_dtype(v, info.dtype);
+      } else if (!opts.fused_steps.empty()) {
+        stored[n.outputs[i]] = out[i];
+        for (double& v : stored[n.outputs[i]].data) v = round_to_dtype(v, info.dtype);
       }
       values[n.outputs[i]] = std::move(out[i]);
       ready[n.outputs[i]] = true;
     }
     for (TensorId t : n.inputs) {
-      if (--reads_left[t] == 0 && !keep[t]) values[t] = RefTensor();
+      if (--reads_left[t] == 0 && !keep[t]) values[t] = stored[t] = RefTensor();
     }
   }
 
@@ -180,7 +221,8 @@ TensorMap run_reference(const Graph& g, const TensorMap& inputs, const Reference
       throw Error(ErrorCode::internal,
                   "run_reference: tensor '" + tensors[id].name + "' was never computed");
     }
-    result.insert_or_assign(tensors[id].name, to_host(values[id], tensors[id].dtype));
+    const RefTensor& v = stored[id].data.empty() ? values[id] : stored[id];
+    result.insert_or_assign(tensors[id].name, to_host(v, tensors[id].dtype));
   }
   return result;
 }

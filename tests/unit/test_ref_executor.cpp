@@ -124,6 +124,30 @@ TEST(RefExecutor, FusedSemanticsRoundOnlyOutputsCastsAndIntegers) {
   expect_values(run_reference(g, in).at("add_first").values(), {1});
 }
 
+// The plan's semantics: a value read inside its step is unrounded even where it is also a stored
+// graph output; read by another step, it is the rounded value from memory.
+TEST(RefExecutor, FusedStepsReadUnroundedInsideAStepAndRoundedAcross) {
+  Graph g;
+  auto a = g.input("a", DType::bf16, {1});
+  auto m = g.mul(a, a);  // (1 + 2^-7)^2 = 1 + 2^-6 + 2^-14, rounds to 1 + 2^-6
+  g.output(m, "m");
+  g.output(g.sub(m, a), "s");
+  g.validate();
+  const std::string mul = g.nodes()[0].name, sub = g.nodes()[1].name;
+  TensorMap in{{"a", tensor(DType::bf16, {1}, {1.0078125})}};
+  ReferenceOptions plan;
+  plan.round_intermediates = false;
+  plan.fused_steps = {{mul, sub}};
+  TensorMap out = run_reference(g, in, plan);
+  expect_values(out.at("m").values(), {1.015625});
+  expect_values(out.at("s").values(), {0.00787353515625});  // 2^-7 (1 + 2^-7): m unrounded
+  plan.fused_steps = {{mul}, {sub}};
+  out = run_reference(g, in, plan);
+  expect_values(out.at("s").values(), {0.0078125});  // the stored m, rounded
+  plan.fused_steps = {{"nope"}};
+  EXPECT_THROW(run_reference(g, in, plan), Error);
+}
+
 TEST(RefExecutor, StridedInputIsReadLogicallyAndOutputsAreContiguous) {
   // x is logically [2, 3] but stored column-major: storage [1, 4, 2, 5, 3, 6].
   Graph g;
