@@ -14,10 +14,13 @@
 //   4. the Llama-style decode stack (16 layers, d 2048, ffn 8192, GQA 32/8, cache 1024, batch 1,
 //      ~1.98 GB of bf16 weights and cache): compile, save, load, run, checked against the CPU
 //      reference; one decode step through stream- and graph-mode runners. bench/torch_decode_stack.py
-//      times the same model in PyTorch (eager and CUDA graph) for the same run.
+//      times the same model in PyTorch (eager and CUDA graph) for the same run. Every time is also
+//      given as a fraction of the read-once floor of the same bytes (read_floor.hpp), measured here.
+//   5. (--models) whole-model decode steps: Llama-3.2-1B and Llama-3-8B's shape, graph executor and
+//      megakernel against their read-once floors (bench_model).
 // Every run's outputs are checked against the CPU reference once; a mismatch fails the program.
 //
-//   sinter_bench_plan [--runs N] [--tuned] [--chain-only] [--trace-dir DIR]
+//   sinter_bench_plan [--runs N] [--tuned] [--chain-only] [--models 1b,8b] [--trace-dir DIR]
 //     --runs N: medians of N (at least 3; 21 by default); --tuned: also compile the decode stack
 //     with fast tuning (minutes: every distinct region timed); --chain-only: part 1 alone;
 //     --trace-dir: the megakernel runs' Chrome traces written there (a summary is always printed)
@@ -37,6 +40,7 @@
 #include <vector>
 
 #include "bench_plan_timing.hpp"
+#include "read_floor.hpp"
 #include "cuda/sha256.hpp"
 #include "example_graphs.hpp"
 #include "gpu/plan_graphs.hpp"
@@ -189,16 +193,55 @@ void trace_report(const Plan& plan, const DeviceTensors& io, cudaStream_t s, con
   }
 }
 
+// 5. A whole model's decode step at batch 1 (Llama-3.2-1B: 16 layers, LM head and argmax;
+// Llama-3-8B's shape: 32 layers, LM head and argmax) through the graph executor and the megakernel,
+// each as a fraction of the read-once floor of the step's bytes. Correctness: the step against the
+// CPU reference, the 8B's shape on two of its layers (its 15 GB in float64 on the host would take
+// minutes); the 8B timings run on whatever values device memory holds (they do not depend on them).
+bool bench_model(const std::string& which, int runs, const std::string& kernels) {
+  examples::LlamaConfig c = which == "8b" ? examples::llama_3_8b() : examples::llama_3_2_1b();
+  bool ok = true;
+  {
+    examples::LlamaConfig small = c;
+    if (which == "8b") small.layers = 2;
+    const Graph g = examples::llama_decode_stack(small);
+    BenchPlan x(make_plan(g, {}, kernels));
+    const TensorMap in = random_inputs(g, 17);
+    const TensorMap want = run_reference(g, in);
+    ok &= matches_want(g, want, x.run(in), (which + " graph").c_str());
+    const std::unique_ptr<Runner> m = mega_runner(x.plan(), x.io(), kernels);
+    ok &= mega_matches(g, in, *m, x.io(), x.stream(), (which + " mega").c_str(), &want);
+    std::printf("5. %s decode step, %d layers: outputs (graph, megakernel) against the CPU reference: %s\n",
+                c.name.c_str(), small.layers, ok ? "correct" : "WRONG");
+  }
+  const Graph g = examples::llama_decode_stack(c);
+  const double gb = graph_cost(g).min_bytes / 1e9;
+  BenchPlan x(make_plan(g, {}, kernels));
+  const std::unique_ptr<Runner> graph = graph_runner(x.plan(), x.io());
+  const std::unique_ptr<Runner> mega = mega_runner(x.plan(), x.io(), kernels);
+  const double graph_ms = batch_ms(x.stream(), 1, runs, [&] { graph->enqueue(x.stream()); });
+  const double mega_ms = batch_ms(x.stream(), 1, runs, [&] { mega->enqueue(x.stream()); });
+  mega->check();
+  const bench::ReadFloor floor = bench::read_once_floor(static_cast<size_t>(graph_cost(g).min_bytes), x.stream(), runs);
+  std::printf("5. %s decode step, %d layers, batch 1, %.2f GB: read-once floor %.3f ms (%.2f TB/s); graph executor "
+              "%.3f ms (%.0f%% of the floor's speed), megakernel %.3f ms (%.0f%%; %s)   acceptance >= 80%%: %s\n",
+              c.name.c_str(), c.layers, gb, floor.ms, floor.tb_per_s, graph_ms, 100 * floor.ms / graph_ms, mega_ms,
+              100 * floor.ms / mega_ms, mega_summary(*mega).c_str(),
+              floor.ms / std::min(graph_ms, mega_ms) >= 0.8 ? "met" : "NOT met");
+  return ok;
+}
+
 std::string temp_file(const std::string& stem) {
   return (std::filesystem::temp_directory_path() / (stem + std::to_string(::getpid()) + ".plan")).string();
 }
 
 void usage(std::FILE* to) {
   std::fprintf(to,
-               "usage: sinter_bench_plan [--runs N] [--tuned] [--chain-only] [--trace-dir DIR]   (needs a GPU)\n"
+               "usage: sinter_bench_plan [--runs N] [--tuned] [--chain-only] [--models 1b,8b] [--trace-dir DIR]   (needs a GPU)\n"
                "  --runs N       medians of N runs (at least 3, default 21)\n"
                "  --tuned        also compile the decode stack with fast tuning (minutes)\n"
                "  --chain-only   only part 1, the launch cost of a 200-op chain\n"
+               "  --models LIST  only part 5: whole-model decode steps (1b: Llama-3.2-1B, 8b: Llama-3-8B's shape)\n"
                "  --trace-dir D  write the megakernel traces (Chrome trace JSON) into folder D\n");
 }
 
@@ -211,6 +254,7 @@ int main(int argc, char** argv) {
   bool tuned = false;
   bool chain_only = false;
   std::string trace_dir;
+  std::vector<std::string> models;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
       runs = std::max(3, std::atoi(argv[++i]));
@@ -218,6 +262,18 @@ int main(int argc, char** argv) {
       tuned = true;
     } else if (std::strcmp(argv[i], "--chain-only") == 0) {
       chain_only = true;
+    } else if (std::strcmp(argv[i], "--models") == 0 && i + 1 < argc) {
+      std::string list = argv[++i];
+      for (size_t at = 0; at <= list.size();) {
+        const size_t comma = std::min(list.find(',', at), list.size());
+        const std::string m = list.substr(at, comma - at);
+        if (m != "1b" && m != "8b") {
+          std::fprintf(stderr, "sinter_bench_plan: --models takes 1b and 8b, not '%s'\n", m.c_str());
+          return 2;
+        }
+        models.push_back(m);
+        at = comma + 1;
+      }
     } else if (std::strcmp(argv[i], "--trace-dir") == 0 && i + 1 < argc) {
       trace_dir = argv[++i];
     } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
@@ -236,6 +292,11 @@ int main(int argc, char** argv) {
     // Compiled kernels go to a folder of this run: build times do not depend on the user's cache.
     const bench::ScratchDir kernels("sinter_bench_plan_kernels_");
     bool ok = true;
+    if (!models.empty()) {
+      for (const std::string& m : models) ok &= bench_model(m, runs, kernels.str());
+      std::printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
+      return ok ? 0 : 1;
+    }
 
     // 1. Launch cost of a 200-op unfused chain.
     const int ops = 200;
@@ -400,6 +461,13 @@ int main(int argc, char** argv) {
                   gb, sx.steps().size(), nodes, build_ms,
                   static_cast<uintmax_t>(std::filesystem::file_size(sfile)), stack_ok ? "correct" : "WRONG",
                   stream_ms, graph_ms, gb / graph_ms, runs);
+      // The floor: the same bytes read once, in this process, on this GPU.
+      const bench::ReadFloor floor = bench::read_once_floor(static_cast<size_t>(graph_cost(stack).min_bytes),
+                                                            sx.stream(), runs);
+      std::printf("4f. read-once floor of the stack's %.2f GB: %.3f ms (%.2f TB/s, %d CTAs/SM); stream executor %.0f%% "
+                  "of the floor's speed, graph executor %.0f%%   acceptance >= 80%%: %s\n",
+                  gb, floor.ms, floor.tb_per_s, floor.ctas_per_sm, 100 * floor.ms / stream_ms, 100 * floor.ms / graph_ms,
+                  floor.ms / graph_ms >= 0.8 ? "met" : "NOT met");
       // The stack as megakernels: on this plan (vendor steps split it into segments), and compiled
       // on our kernels only (one megakernel), beside that plan's graph executor.
       {
@@ -407,8 +475,8 @@ int main(int argc, char** argv) {
         const bool mega_ok = mega_matches(stack, in, *sm, sx.io(), sx.stream(), "mega", &stack_want);
         ok &= mega_ok;
         const double mega_ms = batch_ms(sx.stream(), 1, runs, [&] { sm->enqueue(sx.stream()); });
-        std::printf("4m. the same plan in mega mode: %.3f ms (%.2f TB/s), outputs %s; %s\n", mega_ms, gb / mega_ms,
-                    mega_ok ? "correct" : "WRONG", mega_summary(*sm).c_str());
+        std::printf("4m. the same plan in mega mode: %.3f ms (%.2f TB/s, %.0f%% of the floor's speed), outputs %s; %s\n",
+                    mega_ms, gb / mega_ms, 100 * floor.ms / mega_ms, mega_ok ? "correct" : "WRONG", mega_summary(*sm).c_str());
         CompileOptions jo;
         jo.kernel_cache_dir = kernels.str();
         jo.engines = {"jit", "alias"};
@@ -421,8 +489,9 @@ int main(int argc, char** argv) {
         const double jg_ms = batch_ms(jx.stream(), 1, runs, [&] { jg->enqueue(jx.stream()); });
         const double jm_ms = batch_ms(jx.stream(), 1, runs, [&] { jm->enqueue(jx.stream()); });
         std::printf("4m. compiled on our kernels only (jit + alias): graph executor %.3f ms, megakernel %.3f ms "
-                    "(%.2f TB/s), outputs %s; %s\n",
-                    jg_ms, jm_ms, gb / jm_ms, jit_ok && jm_ok ? "correct" : "WRONG", mega_summary(*jm).c_str());
+                    "(%.2f TB/s, %.0f%% of the floor's speed), outputs %s; %s\n",
+                    jg_ms, jm_ms, gb / jm_ms, 100 * floor.ms / jm_ms, jit_ok && jm_ok ? "correct" : "WRONG",
+                    mega_summary(*jm).c_str());
         trace_report(jx.plan(), jx.io(), jx.stream(), kernels.str(), "decode_stack", trace_dir);
       }
       // Where a decode step's time goes: every step launched alone (Runner::time_steps; the few

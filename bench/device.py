@@ -404,9 +404,38 @@ def parse_bench_plan(text):
     if m:
         out.append({"case": "llama_decode_stack", "engine": "sinter-graph-tuned", "ms": float(m.group(2)),
                     "outputs": m.group(1)})
+    m = re.search(r"^4f\. read-once floor of the stack's ([0-9.]+) GB: ([0-9.]+) ms \(([0-9.]+) TB/s", text, re.M)
+    if m:
+        out.append({"case": "llama_decode_stack", "engine": "read-once-floor", "ms": float(m.group(2)),
+                    "tbps": float(m.group(3))})
+    for m in re.finditer(r"^5\. (\S+) decode step, (\d+) layers, batch 1, ([0-9.]+) GB: read-once floor ([0-9.]+) ms "
+                         r"\(([0-9.]+) TB/s\); graph executor ([0-9.]+) ms .*?megakernel ([0-9.]+) ms", text, re.M):
+        for engine, ms in (("read-once-floor", m.group(4)), ("sinter-graph", m.group(6)), ("sinter-mega", m.group(7))):
+            out.append({"case": m.group(1), "engine": engine, "ms": float(ms), "layers": int(m.group(2))})
     if "SOME CHECKS FAILED" in text or "all checks passed" in text:
         out.append({"case": "checks", "passed": "SOME CHECKS FAILED" not in text})
     return out
+
+
+@step("llama", "whole-model decode steps (Llama-3.2-1B, Llama-3-8B's shape), Sinter and PyTorch",
+      arg="models (default 1b,8b)", limits="300 s + 240 s (PyTorch, per model)", needs=("sinter_bench_plan",))
+def step_llama(run, arg):
+    """sinter_bench_plan --models: each model's decode step at batch 1 checked against the CPU
+    reference (the 8B's shape on two layers), then timed through the graph executor and the
+    megakernel beside the read-once floor of its bytes; then the same model in PyTorch (eager,
+    CUDA graph, torch.compile: bench/torch_decode_stack.py --model)."""
+    exe = run.need("sinter_bench_plan")[0]
+    models = arg or "1b,8b"
+    log = run.command("sinter_bench_plan --models", [exe, "--runs", "7", "--models", models], "bench_models.log",
+                      run.limit(300), json_lines=False)
+    if not run.dry and os.path.exists(log):
+        for r in parse_bench_plan(open(log, errors="replace").read()):
+            run.record(dict(r, _source="sinter_bench_plan"))
+        run.say_lines(grep(log, r"^5\.|WRONG|FAILED|all checks", 12), "   ")
+    for m in models.split(","):
+        run.torch("torch_decode_stack.py", run.quick_flag() + ["--model", m] +
+                  (["--no-compile"] if run.opts.no_compile else []), f"torch_model_{m}.jsonl", run.limit(240),
+                  source="torch_decode_stack")
 
 
 @step("blocks", "the example graphs, Sinter's executors and PyTorch",

@@ -8,7 +8,12 @@ so that a failure or a timeout there costs only that number); CUDA events, warm-
 Prints a versions line, then one JSON object per measurement ({"case", "engine", "ms", ...}, or
 "error" where one could not be measured).
 
-    python3 bench/torch_decode_stack.py [--quick] [--no-compile]
+    python3 bench/torch_decode_stack.py [--quick] [--no-compile] [--model 1b|8b]
+
+--model: a whole model's decode step instead, as examples::llama_3_2_1b() and llama_3_8b() build
+it: the layers, the final rmsnorm, the LM head [d, 128256] and a greedy argmax (1b: the stack's
+shape; 8b: 32 layers, d 4096, ffn 14336, GQA 32/8 heads of 128, cache 4096). Case llama_3_2_1b or
+llama_3_8b.
 """
 import json
 import sys
@@ -18,7 +23,14 @@ import torch
 from torch_timing import cuda_graph_of, median_ms as _median_ms
 import torch.nn.functional as F
 
+MODEL = sys.argv[sys.argv.index("--model") + 1] if "--model" in sys.argv else None
+if MODEL not in (None, "1b", "8b"):
+    sys.exit(f"torch_decode_stack.py: --model takes 1b or 8b, not {MODEL!r}")
 LAYERS, D, HEADS, KV_HEADS, DH, FF, PAST = 16, 2048, 32, 8, 64, 8192, 1024
+if MODEL == "8b":
+    LAYERS, D, HEADS, KV_HEADS, DH, FF, PAST = 32, 4096, 32, 8, 128, 14336, 4096
+VOCAB = 128256
+CASE = {None: "llama_decode_stack", "1b": "llama_3_2_1b", "8b": "llama_3_8b"}[MODEL]
 ITERS = 20 if "--quick" in sys.argv else 100
 
 
@@ -70,20 +82,26 @@ def main():
             "v_cache": torch.rand(1, KV_HEADS, PAST, DH, device=dev).to(bf),
         })
     final_norm = torch.rand(D, device=dev).to(bf)
+    lm_head = w(D, VOCAB) if MODEL else None
     x = (torch.rand(1, 1, D, device=dev) * 2 - 1).to(bf)
     cos = torch.rand(1, DH // 2, device=dev)
     sin = torch.rand(1, DH // 2, device=dev)
     nbytes = sum(t.numel() * t.element_size() for p in params for t in p.values()) + final_norm.numel() * 2
+    if lm_head is not None:
+        nbytes += lm_head.numel() * 2
 
     def step():
         h, caches = x, []
         for p in params:
             h, k, v = layer(h, p, cos, sin)
             caches.append((k, v))
-        return rmsnorm(h, final_norm), caches
+        y = rmsnorm(h, final_norm)
+        if lm_head is not None:
+            return torch.argmax(y.view(1, D) @ lm_head, dim=-1, keepdim=True), caches
+        return y, caches
 
     def emit(engine, ms, **extra):
-        print(json.dumps({"case": "llama_decode_stack", "engine": engine, "ms": round(ms, 4),
+        print(json.dumps({"case": CASE, "engine": engine, "ms": round(ms, 4),
                           "bytes": nbytes, "tbps": round(nbytes / (ms * 1e-3) / 1e12, 3), **extra}), flush=True)
 
     print(json.dumps({"case": "torch_versions", "torch": torch.__version__, "gpu": torch.cuda.get_device_name()}),
@@ -100,7 +118,7 @@ def main():
             torch.cuda.synchronize()
             emit("torch-compile", median_ms(compiled), compile_s=round(time.perf_counter() - t0, 1))
         except Exception as e:  # noqa: BLE001 (no compiler toolchain, a graph break that fails: say so)
-            print(json.dumps({"case": "llama_decode_stack", "engine": "torch-compile",
+            print(json.dumps({"case": CASE, "engine": "torch-compile",
                               "error": f"{type(e).__name__}: {e}"[:300]}), flush=True)
 
 
