@@ -45,6 +45,7 @@ from .errors import *  # noqa: F401,F403  (Error and one subclass per ErrorCode)
 from .errors import Error
 from .onnx_import import OnnxImport, from_onnx, import_onnx
 from .reference import numpy_type, run_reference
+from .torch_import import TorchImport, from_torch, import_torch
 
 # The dtypes by their short names, as torch spells them: sinter.bf16, sinter.f32, ...
 f32 = DType.f32

@@ -1,0 +1,540 @@
+"""An FX graph of ATen ops as a Sinter graph: the walk shared by ``from_torch`` (torch.export)
+and the torch.compile backend (one partition of a Dynamo graph at a time).
+
+``FxConverter`` visits the FX nodes in order and keeps, for each, its value:
+
+- a Sinter tensor (``sinter.Tensor``) for what the graph computes at run time;
+- a ``Folded`` constant: a real torch tensor computed here, at import time, because it depends
+  on no run-time value (``torch.arange(8)``, a causal mask built with ``torch.ones(...).tril()``,
+  a lifted constant). One that a Sinter op reads becomes a scalar constant when it has one
+  element, else a weight input named after its node (``FxConverter.weights`` has its value);
+- a Python value (ints, floats, lists), or a tuple of values for an op with several outputs
+  (``None`` for an output Sinter does not compute).
+
+Each ATen op is converted by its entry in ``aten_ops.CONVERTERS``; an op without one raises
+``UnsupportedError`` naming the op, the FX node and the source line that made it. Every converted
+tensor is checked against the shape and dtype that torch recorded for the node
+(``node.meta['val']``).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional
+
+from . import _core
+from .errors import Error, InternalError, ParseError, UnsupportedError
+from .torch_types import sinter_dtype, sinter_dtype_or_none, torch_module
+
+
+@dataclass
+class Folded:
+    """A value computed at import time: a real (CPU) torch tensor and the name it gets as a weight."""
+
+    tensor: object
+    name: str
+    handle: Optional[object] = field(default=None, repr=False)  # its Sinter tensor, once made
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    """What an FX placeholder is to the Sinter graph: a run-time input of this name (``kind``
+    "input", added in the order given when a node reads its data), a weight (``kind`` "weight",
+    added when first read, its value in ``value``), or a constant (``kind`` "constant": folded,
+    so the ops that read it can be computed at import time too)."""
+
+    name: str
+    kind: str
+    value: object = None
+
+
+def packet_name(target) -> str:
+    """"add" for torch.ops.aten.add.Tensor; the function's name for other targets."""
+    packet = getattr(target, "overloadpacket", None)
+    if packet is not None:
+        return packet.__name__
+    return getattr(target, "__name__", str(target))
+
+
+def op_label(target) -> str:
+    """"aten.add.Tensor", or "operator.getitem" for a Python function."""
+    if hasattr(target, "overloadpacket"):
+        return str(target)
+    module = getattr(target, "__module__", None) or ""
+    return f"{module.lstrip('_')}.{getattr(target, '__name__', target)}" if module else str(target)
+
+
+def source_line(node) -> str:
+    """'file.py:12: code' for the frame that made `node`: the last frame of its stack trace outside
+    torch itself, or the last frame; '' when the node has no stack trace."""
+    trace = node.meta.get("stack_trace") if hasattr(node, "meta") else None
+    if not trace:
+        return ""
+    frames = []  # (path, line, code)
+    lines = trace.strip().splitlines()
+    for i, text in enumerate(lines):
+        text = text.strip()
+        if text.startswith('File "'):
+            path = text[6:text.find('"', 6)]
+            number = text.split(", line ")[1].split(",")[0] if ", line " in text else "?"
+            code = lines[i + 1].strip() if i + 1 < len(lines) and not lines[i + 1].strip().startswith("File ") else ""
+            frames.append((path, number, code))
+    if not frames:
+        return ""
+    torch_dir = os.path.dirname(torch_module().__file__) + os.sep
+    outside = [f for f in frames if not f[0].startswith(torch_dir)]
+    path, number, code = (outside or frames)[-1]
+    return f"{os.path.basename(path)}:{number}" + (f": {code}" if code else "")
+
+
+# Ops that check what tracing assumed and compute nothing.
+IGNORED = {"_assert_tensor_metadata", "_assert_async", "_assert_scalar", "sym_constrain_range",
+           "sym_constrain_range_for_size", "_assert_tensor_metadata_default"}
+# Ops whose result depends on a tensor argument's shape and dtype only, not its values: computed
+# at import time from a stand-in of that shape.
+SHAPE_ONLY = {"zeros_like", "ones_like", "full_like", "empty_like", "new_zeros", "new_ones",
+              "new_full", "new_empty", "sym_size", "sym_numel", "sym_stride"}
+
+
+def meta_value(node):
+    """The value torch recorded for an FX node at trace time (a FakeTensor, a tuple, a number)."""
+    return node.meta.get("val", node.meta.get("example_value")) if hasattr(node, "meta") else None
+
+
+def is_tensor_like(value) -> bool:
+    return value is not None and hasattr(value, "shape") and hasattr(value, "dtype")
+
+
+def static_shape(value, what: str) -> List[int]:
+    try:
+        return [int(d) for d in value.shape]
+    except (TypeError, ValueError):
+        raise UnsupportedError(f"{what} has the symbolic shape {list(value.shape)}; Sinter needs "
+                               "static shapes (torch.compile(..., dynamic=False))") from None
+
+
+class FxConverter:
+    """One conversion: an FX graph (or the nodes of one partition of it) into a new Sinter graph."""
+
+    def __init__(self, name: str, placeholders: Dict[object, Placeholder], owner=None):
+        from . import aten_ops  # the op table reads this module's helpers
+        self.converters: Dict[str, Callable] = aten_ops.CONVERTERS
+        self.torch = torch_module()
+        self.g = _core.Graph(name)
+        self.placeholders = placeholders
+        self.owner = owner              # the GraphModule that get_attr nodes read
+        self.env: Dict[object, object] = {}
+        self.weights: Dict[str, object] = {}  # name -> torch tensor of each weight input made
+        self.claimed = set()            # tensor names given out on purpose
+
+    # -- the walk
+
+    def run(self, graph, output_names: Optional[Callable[[int], str]] = None):
+        """Converts every node of `graph` and marks what its output node returns as the Sinter
+        graph's outputs, named by `output_names(i)` ("output" or "output_i" by default)."""
+        nodes = list(graph.nodes)
+        for node in nodes:
+            if node.op == "placeholder":
+                self._placeholder(node)
+        for node in nodes:
+            if node.op == "placeholder":
+                continue
+            if node.op == "output":
+                self._outputs(node, output_names)
+            else:
+                self.env[node] = self.convert(node)
+        self.g.validate()
+        return self.g
+
+    def _placeholder(self, node):
+        spec = self.placeholders.get(node)
+        if spec is None:
+            raise InternalError(f"FX placeholder '{node.name}' has no Placeholder entry")
+        if spec.kind == "constant":
+            self.env[node] = Folded(spec.value, spec.name)
+            return
+        value = meta_value(node)
+        if not is_tensor_like(value):  # a Python number traced as a constant
+            self.env[node] = value
+            return
+        if spec.kind == "input" and reads_data(node):
+            self.env[node] = self._new_input(node, spec.name)
+        else:
+            self.env[node] = _Lazy(node, spec)
+
+    def _new_input(self, node, name: str):
+        value = meta_value(node)
+        what = f"input '{name}'"
+        dtype = sinter_dtype(value.dtype, what)
+        self._claim(name)
+        return self.g.input(name, dtype, static_shape(value, what))
+
+    def _outputs(self, node, output_names):
+        results = _flatten(node.args[0])
+        names = output_names or (lambda i: "output" if len(results) == 1 else f"output_{i}")
+        for i, result in enumerate(results):
+            name = names(i)
+            value = self.env.get(result) if hasattr(result, "op") else result
+            if isinstance(value, (Folded, _Lazy)):
+                value = self.tensor(value, f"graph output {i}")
+            if not isinstance(value, _core.Tensor):
+                raise UnsupportedError(f"graph output {i} ('{getattr(result, 'name', result)}') is "
+                                       f"{type(value).__name__} {value!r}; a Sinter graph returns tensors only")
+            if value.is_input or value in self.g.outputs:
+                value = self.g.identity(value)
+            self._claim(name)
+            self.g.output(value, name)
+
+    def claimed_inputs(self):
+        return {t.name for t in self.g.inputs}
+
+    # -- one node
+
+    def convert(self, node):
+        """The value of one call_function (or get_attr) node."""
+        if node.op == "get_attr":
+            return Folded(_attribute(self.owner, node.target), node.name)
+        if node.op != "call_function":
+            raise UnsupportedError(f"FX node '{node.name}' is a {node.op} node; the importer takes "
+                                   "call_function nodes of ATen ops")
+        ctx = AtenNode(self, node)
+        try:
+            return self._call(ctx)
+        except Error as e:
+            raise type(e)(f"{ctx.where}: {e.message}") from e
+
+    def _call(self, ctx):
+        node, name = ctx.node, packet_name(ctx.node.target)
+        if name in IGNORED:
+            return None
+        if node.target is operator.getitem:
+            return self._getitem(ctx)
+        if self._can_fold(node):
+            return self._fold(ctx)
+        if name in SHAPE_ONLY:
+            return self._fold(ctx, stand_ins=True)
+        converter = self.converters.get(name)
+        if converter is None or not hasattr(node.target, "_schema"):
+            raise UnsupportedError(f"Sinter has no equivalent of the aten op {ctx.op}")
+        ctx.check_output_dtypes()
+        result = converter(ctx)
+        ctx.check_result(result)
+        self._name_results(node, result)
+        return result
+
+    def _getitem(self, ctx):
+        container, index = ctx.node.args
+        value = self.env[container] if hasattr(container, "op") else container
+        if isinstance(value, Folded):
+            return Folded(value.tensor[index], ctx.node.name)
+        if not isinstance(value, (tuple, list)):
+            raise UnsupportedError(f"indexes {type(value).__name__} {value!r}; the importer indexes "
+                                   "the outputs of multi-output ops only")
+        result = value[index]
+        if result is None:
+            raise UnsupportedError(f"reads output {index} of '{container.name}' "
+                                   f"({op_label(container.target)}), which Sinter does not compute")
+        return result
+
+    def _can_fold(self, node) -> bool:
+        """Whether the node reads no run-time value (and is deterministic): computed now."""
+        tags = getattr(node.target, "tags", ())
+        if self.torch.Tag.nondeterministic_seeded in tags:
+            return False
+        values = [self.env[a] if hasattr(a, "op") else a for a in _flatten((node.args, node.kwargs))]
+        return not any(isinstance(v, (_core.Tensor, _Lazy)) for v in values)
+
+    def _fold(self, ctx, stand_ins: bool = False):
+        """Runs the op on real CPU tensors: folded constants, or (stand_ins) zeros of each tensor
+        argument's shape for ops that read only shapes."""
+        torch = self.torch
+
+        def real(a):
+            if not hasattr(a, "op"):
+                return a
+            v = self.env[a]
+            if isinstance(v, Folded):
+                return v.tensor
+            if isinstance(v, (_core.Tensor, _Lazy)):
+                m = meta_value(a)
+                return torch.zeros(static_shape(m, f"'{a.name}'"), dtype=m.dtype)
+            return v
+
+        args = _map(ctx.node.args, real)
+        kwargs = {k: _map(v, real) for k, v in ctx.node.kwargs.items()}
+        if "device" in kwargs:
+            kwargs["device"] = torch.device("cpu")
+        result = ctx.node.target(*args, **kwargs)
+        return _map(result, lambda r: Folded(r, ctx.node.name) if isinstance(r, torch.Tensor) else r)
+
+    def _name_results(self, node, result):
+        tensors = [r for r in (result if isinstance(result, (tuple, list)) else [result])
+                   if isinstance(r, _core.Tensor)]
+        for i, t in enumerate(tensors):
+            self.name_tensor(t, node.name if i == 0 else f"{node.name}.{i}")
+
+    # -- values
+
+    def value_of(self, arg):
+        """An argument's value: the node's value for an FX node, the argument itself otherwise."""
+        if hasattr(arg, "op"):
+            return self.env[arg]
+        return arg
+
+    def tensor(self, value, what: str, dtype: Optional["_core.DType"] = None):
+        """A Sinter tensor for an argument's value (a tensor, a Folded constant, a lazy weight, or a
+        Python number when `dtype` is given), cast to `dtype` when given."""
+        if isinstance(value, _Lazy):
+            value = self._weight(value)
+        if isinstance(value, Folded):
+            if dtype is not None and value.tensor.numel() == 1:
+                return self._scalar_constant(value.tensor, dtype)
+            value = self._materialize(value, what)
+        elif isinstance(value, (bool, int, float)) and not isinstance(value, _core.Tensor):
+            if dtype is None:
+                raise InternalError(f"{what} is the number {value!r}, but no dtype was given for it")
+            if isinstance(value, float) and math.isnan(value) and not dtype.is_float:
+                raise UnsupportedError(f"{what} is NaN for a {dtype.label} tensor")
+            return self.g.scalar(float(value), dtype)
+        if not isinstance(value, _core.Tensor):
+            raise UnsupportedError(f"{what} is {type(value).__name__} {value!r}; expected a tensor")
+        if dtype is not None and value.dtype != dtype:
+            value = self.g.cast(value, dtype)
+        return value
+
+    def _weight(self, lazy):
+        if lazy.handle is None:
+            spec = lazy.spec
+            lazy.handle = self._new_input(lazy.node, spec.name)
+            if spec.kind == "weight":
+                self.weights[spec.name] = spec.value
+        return lazy.handle
+
+    def _materialize(self, folded: Folded, what: str):
+        if folded.handle is not None:
+            return folded.handle
+        t = folded.tensor
+        dtype = sinter_dtype(t.dtype, f"{what} (the constant '{folded.name}')")
+        if t.numel() == 1:
+            handle = self._scalar_constant(t, dtype)
+        elif t.numel() == 0:
+            raise UnsupportedError(f"{what} is the empty constant '{folded.name}'; Sinter's dims are >= 1")
+        else:
+            name = self._free_name(folded.name)
+            self._claim(name)
+            handle = self.g.input(name, dtype, list(t.shape))
+            self.weights[name] = t.detach().contiguous()
+        folded.handle = handle
+        return handle
+
+    def _scalar_constant(self, t, dtype):
+        """A one-element constant tensor as a Sinter scalar constant of its shape."""
+        handle = self.g.scalar(float(t.reshape(()).item()), dtype)
+        return self.g.reshape(handle, list(t.shape)) if t.dim() else handle
+
+    def _free_name(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.weights or name in self.claimed_inputs():
+            name, k = f"{base}_{k}", k + 1
+        return name
+
+    # -- names
+
+    def _claim(self, name: str):
+        """Frees `name`: a tensor the builder named so is renamed out of the way."""
+        holder = self.g.find_tensor(name)
+        if holder is not None:
+            if holder.is_input:
+                raise UnsupportedError(f"two graph inputs would be named '{name}'")
+            k = 1
+            while self.g.find_tensor(f"{name}_{k}") is not None:
+                k += 1
+            self.g.rename(holder, f"{name}_{k}")
+        self.claimed.add(name)
+
+    def name_tensor(self, t, name: str):
+        """Gives a computed tensor its FX node's name, unless it already has a name given on purpose."""
+        if t.is_input or t.name in self.claimed:
+            return
+        if self.g.find_tensor(name) is not None and self.g.find_tensor(name).is_input:
+            return
+        self._claim(name)
+        self.g.rename(t, name)
+
+
+class _Lazy:
+    """A weight placeholder, made a graph input when a node first reads it."""
+
+    def __init__(self, node, spec: Placeholder):
+        self.node, self.spec, self.handle = node, spec, None
+
+
+class AtenNode:
+    """One ATen op node as a converter sees it: its arguments by schema name, its values as
+    Sinter tensors or constants, the output torch recorded, and the graph to build on."""
+
+    def __init__(self, conv: FxConverter, node):
+        self.conv = conv
+        self.g = conv.g
+        self.node = node
+        self.op = op_label(node.target)
+        self.where = f"torch node '{node.name}' ({self.op})"
+        line = source_line(node)
+        if line:
+            self.where += f" at {line}"
+        self.args = _bind(node)
+        self.out = meta_value(node)
+
+    # arguments
+    def has(self, name: str) -> bool:
+        return self.args.get(name) is not None
+
+    def raw(self, name: str):
+        """The argument's value: a Sinter tensor, a Folded constant, a lazy weight or a Python value."""
+        if name not in self.args:
+            raise ParseError(f"has no argument '{name}'")
+        return _map(self.args[name], self.conv.value_of)
+
+    def value(self, name: str, default=None):
+        """A non-tensor argument (a number, a list, a dtype), which must be known at import time."""
+        if not self.has(name):
+            return default
+        value = self.raw(name)
+        if isinstance(value, Folded):
+            t = value.tensor
+            return t.item() if t.numel() == 1 else t.tolist()
+        if _contains_runtime(value):
+            raise UnsupportedError(f"argument '{name}' is computed at run time; Sinter needs it at import time")
+        return value
+
+    def tensor(self, name: str, dtype: Optional["_core.DType"] = None):
+        """Argument `name` as a Sinter tensor (cast to `dtype` when given)."""
+        if not self.has(name):
+            raise ParseError(f"argument '{name}' is missing")
+        return self.conv.tensor(self.raw(name), f"argument '{name}'", dtype)
+
+    def opt_tensor(self, name: str, dtype: Optional["_core.DType"] = None):
+        return self.tensor(name, dtype) if self.has(name) else None
+
+    def tensors(self, name: str, dtype: Optional["_core.DType"] = None) -> list:
+        return [self.conv.tensor(v, f"argument '{name}'", dtype) for v in self.raw(name)]
+
+    def is_number(self, name: str) -> bool:
+        v = self.raw(name)
+        return isinstance(v, (bool, int, float))
+
+    def meta(self, name: str):
+        """What torch recorded for a tensor argument (a FakeTensor), or the value for a constant."""
+        arg = self.args[name]
+        if hasattr(arg, "op"):
+            value = self.conv.env[arg]
+            return value.tensor if isinstance(value, Folded) else meta_value(arg)
+        return arg
+
+    def torch_dtype_of(self, name: str):
+        """The torch dtype of a tensor argument, or None for a Python number."""
+        m = self.meta(name)
+        return m.dtype if is_tensor_like(m) else None
+
+    # the output torch recorded
+    def out_meta(self, index: int = 0):
+        return self.out[index] if isinstance(self.out, (tuple, list)) else self.out
+
+    def out_dtype(self, index: int = 0) -> "_core.DType":
+        return sinter_dtype(self.out_meta(index).dtype, f"output {index}")
+
+    def out_shape(self, index: int = 0) -> List[int]:
+        return static_shape(self.out_meta(index), f"output {index}")
+
+    def promoted(self, a: str, b: str) -> "_core.DType":
+        """The dtype torch computes arguments `a` and `b` in (torch.result_type's promotion, where
+        a tensor of rank >= 1 outranks a rank-0 one and a Python number of the same kind)."""
+        torch = self.conv.torch
+
+        def stand_in(name):
+            m = self.meta(name)
+            if is_tensor_like(m):
+                return torch.empty((1,) * min(m.dim(), 1), dtype=m.dtype)
+            return m
+
+        return sinter_dtype(torch.result_type(stand_in(a), stand_in(b)),
+                            f"the promoted type of '{a}' and '{b}'")
+
+    # checks
+    def check_output_dtypes(self):
+        outs = self.out if isinstance(self.out, (tuple, list)) else [self.out]
+        for i, m in enumerate(outs):
+            if is_tensor_like(m) and sinter_dtype_or_none(m.dtype) is None and self._output_used(i):
+                raise UnsupportedError(f"computes a {m.dtype} output; Sinter takes float32, float16, bfloat16, "
+                                       "float8, int32, int64 and bool tensors")
+
+    def _output_used(self, index: int) -> bool:
+        if not isinstance(self.out, (tuple, list)):
+            return True
+        return any(u.target is operator.getitem and u.args[1] == index for u in self.node.users)
+
+    def check_result(self, result):
+        """Each tensor a converter returns must have the shape and dtype torch recorded."""
+        results = list(result) if isinstance(result, (tuple, list)) else [result]
+        metas = list(self.out) if isinstance(self.out, (tuple, list)) else [self.out]
+        for i, (r, m) in enumerate(zip(results, metas)):
+            if isinstance(r, _core.Tensor) and is_tensor_like(m):
+                want_dtype = sinter_dtype_or_none(m.dtype)
+                want_shape = tuple(static_shape(m, f"output {i}"))
+                if tuple(r.shape) != want_shape or r.dtype != want_dtype:
+                    raise InternalError(
+                        f"output {i} was converted to {r.dtype.label} {list(r.shape)}, but torch "
+                        f"computes {m.dtype} {list(want_shape)}: a bug in sinter's converter of {self.op}")
+
+
+def reads_data(node) -> bool:
+    """Whether some user of `node` reads its values (not only its shape, not only to check it)."""
+    return any(packet_name(u.target) not in IGNORED | SHAPE_ONLY for u in node.users
+               if u.op in ("call_function", "output"))
+
+
+def _bind(node) -> dict:
+    """The node's arguments by the names of its op's schema, defaults filled in."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return {f"arg{i}": a for i, a in enumerate(node.args)} | dict(node.kwargs)
+    bound = {}
+    positional = list(node.args)
+    for i, a in enumerate(schema.arguments):
+        if i < len(positional) and not a.kwarg_only:
+            bound[a.name] = positional[i]
+        elif a.name in node.kwargs:
+            bound[a.name] = node.kwargs[a.name]
+        elif a.has_default_value():
+            bound[a.name] = a.default_value
+    return bound
+
+
+def _attribute(owner, target: str):
+    value = owner
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _flatten(value) -> list:
+    if isinstance(value, (tuple, list)):
+        return [x for v in value for x in _flatten(v)]
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _flatten(v)]
+    return [value]
+
+
+def _map(value, fn):
+    if isinstance(value, tuple):
+        return tuple(_map(v, fn) for v in value)
+    if isinstance(value, list):
+        return [_map(v, fn) for v in value]
+    return fn(value)
+
+
+def _contains_runtime(value) -> bool:
+    return any(isinstance(v, (_core.Tensor, _Lazy)) for v in _flatten(value))
