@@ -10,7 +10,7 @@ mixed-dtype arithmetic follows torch's type promotion; a Python number becomes a
 of that dtype.
 
 Pointwise: add, sub, rsub (alpha), mul, div (no rounding_mode), pow (tensor or number exponent,
-x ** 2 as square), maximum, minimum, fmax/fmin-free max/min of two tensors, relu, gelu (none or
+x ** 2 as square), maximum, minimum, max/min of two tensors, relu, gelu (none or
 tanh), silu, sigmoid, tanh, exp, log, sqrt, rsqrt, reciprocal, neg, abs, square, hardtanh, clamp,
 clamp_min, clamp_max, leaky_relu, hardsigmoid, hardswish, eq, ne, lt, le, gt, ge, where,
 masked_fill, logical_not/and/or/xor, bitwise_not/and/or/xor on bool.
@@ -166,17 +166,16 @@ def _logical(ctx):
     if name.startswith("bitwise") and ctx.out_dtype() != BOOL:
         raise UnsupportedError(f"{name} of {ctx.out_dtype().label} tensors; Sinter has no bitwise integer ops")
     a = _as_bool(ctx, "self")
-    false, true = g.scalar(0.0, BOOL), g.scalar(1.0, BOOL)
     if name.endswith("not"):
-        y = g.eq(a, false)
+        y = g.eq(a, g.scalar(0.0, BOOL))
     else:
         b = _as_bool(ctx, "other")
         if name.endswith("and"):
-            y = g.select(a, b, false)
+            y = g.select(a, b, g.scalar(0.0, BOOL))
         elif name.endswith("xor"):
             y = g.ne(a, b)
         else:
-            y = g.select(a, true, b)
+            y = g.select(a, g.scalar(1.0, BOOL), b)
     return y if ctx.out_dtype() == BOOL else g.cast(y, ctx.out_dtype())
 
 
