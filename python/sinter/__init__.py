@@ -46,6 +46,7 @@ from .errors import Error
 from .onnx_import import OnnxImport, from_onnx, import_onnx
 from .reference import numpy_type, run_reference
 from .torch_import import TorchImport, from_torch, import_torch
+from .torch_runtime import TorchRunner, run_torch
 
 # The dtypes by their short names, as torch spells them: sinter.bf16, sinter.f32, ...
 f32 = DType.f32
