@@ -119,13 +119,17 @@ def static_shape(value, what: str) -> List[int]:
 class FxConverter:
     """One conversion: an FX graph (or the nodes of one partition of it) into a new Sinter graph."""
 
-    def __init__(self, name: str, placeholders: Dict[object, Placeholder], owner=None):
+    def __init__(self, name: str, placeholders: Dict[object, Placeholder], owner=None,
+                 canonical: bool = False):
+        """`canonical`: keep the builder's names for computed tensors and name folded constants
+        const_0, const_1, ..., so that graphs of the same structure have the same JSON text."""
         from . import aten_ops  # the op table reads this module's helpers
         self.converters: Dict[str, Callable] = aten_ops.CONVERTERS
         self.torch = torch_module()
         self.g = _core.Graph(name)
         self.placeholders = placeholders
         self.owner = owner              # the GraphModule that get_attr nodes read
+        self.canonical = canonical
         self.env: Dict[object, object] = {}
         self.weights: Dict[str, object] = {}  # name -> torch tensor of each weight input made
         self.claimed = set()            # tensor names given out on purpose
@@ -271,6 +275,8 @@ class FxConverter:
         return _map(result, lambda r: Folded(r, ctx.node.name) if isinstance(r, torch.Tensor) else r)
 
     def _name_results(self, node, result):
+        if self.canonical:
+            return
         tensors = [r for r in (result if isinstance(result, (tuple, list)) else [result])
                    if isinstance(r, _core.Tensor)]
         for i, t in enumerate(tensors):
@@ -323,7 +329,7 @@ class FxConverter:
         elif t.numel() == 0:
             raise UnsupportedError(f"{what} is the empty constant '{folded.name}'; Sinter's dims are >= 1")
         else:
-            name = self._free_name(folded.name)
+            name = f"const_{len(self.weights)}" if self.canonical else self._free_name(folded.name)
             self._claim(name)
             handle = self.g.input(name, dtype, list(t.shape))
             self.weights[name] = t.detach().contiguous()
