@@ -37,10 +37,12 @@ backward pass reads come from it as they would from torch.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
 import os
 import sys
+import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
@@ -60,6 +62,7 @@ BACKEND_NAME = "sinter"
 _EXECUTORS = ("gpu", "reference")
 _RUNNER_MODES = ("stream", "graph", "mega")
 _PLANS: Dict[Tuple[str, str, int], object] = {}  # (graph hash, compile options, device) -> Plan
+_REGIONS: "weakref.WeakSet" = weakref.WeakSet()  # every SinterRegion made, to release at exit
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,9 @@ def sinter_backend(gm, example_inputs, *, options: Optional[dict] = None, mode: 
 
 
 def compile_aten_graph(gm, example_inputs, *, options: BackendOptions):
-    """The ATen graph with its Sinter regions replaced by SinterRegion modules."""
+    """The ATen graph with its Sinter regions replaced by SinterRegion modules, as a function
+    of AOT autograd's boxed calling convention (one list of arguments)."""
+    from functorch.compile import make_boxed_func
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     with unset_fake_temporarily():  # constants are folded on real tensors
@@ -112,7 +117,7 @@ def compile_aten_graph(gm, example_inputs, *, options: BackendOptions):
         for region in split.regions:
             setattr(split.module, region, SinterRegion(getattr(split.module, region), options))
     _report(split, options)
-    return split.module
+    return make_boxed_func(split.module)
 
 
 class SinterRegion(torch.nn.Module):
@@ -134,6 +139,11 @@ class SinterRegion(torch.nn.Module):
         self.options = options
         self._runner = None
         self._device_constants = None
+        _REGIONS.add(self)
+
+    def release(self):
+        """Drops the Sinter objects (graph, runner): the region cannot run afterwards."""
+        self.sinter_graph = self._runner = None
 
     def forward(self, *args):
         if self.options.executor == "reference":
@@ -198,6 +208,15 @@ def _report(split: Partitioning, options: BackendOptions):
         print(line, file=sys.stderr)
     else:
         LOGGER.info(line)
+
+
+@atexit.register
+def _release_at_exit():
+    """Compiled models live in torch's caches until the interpreter exits; their Sinter objects are
+    released first, while the extension (and the CUDA context) are still whole."""
+    for region in list(_REGIONS):
+        region.release()
+    _PLANS.clear()
 
 
 def register() -> None:
