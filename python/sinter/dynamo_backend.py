@@ -107,9 +107,15 @@ def sinter_backend(gm, example_inputs, *, options: Optional[dict] = None, mode: 
 
 
 def compile_aten_graph(gm, example_inputs, *, options: BackendOptions):
-    """The ATen graph with its Sinter regions replaced by SinterRegion modules, as a function
-    of AOT autograd's boxed calling convention (one list of arguments)."""
+    """split_aten_graph's module as a function of AOT autograd's boxed calling convention (one
+    list of arguments)."""
     from functorch.compile import make_boxed_func
+
+    return make_boxed_func(split_aten_graph(gm, options))
+
+
+def split_aten_graph(gm, options: BackendOptions):
+    """The ATen graph (changed in place) with its Sinter regions replaced by SinterRegion modules."""
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     with unset_fake_temporarily():  # constants are folded on real tensors
@@ -117,7 +123,7 @@ def compile_aten_graph(gm, example_inputs, *, options: BackendOptions):
         for region in split.regions:
             setattr(split.module, region, SinterRegion(getattr(split.module, region), options))
     _report(split, options)
-    return make_boxed_func(split.module)
+    return split.module
 
 
 class SinterRegion(torch.nn.Module):

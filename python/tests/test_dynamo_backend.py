@@ -118,7 +118,7 @@ def test_identical_layers_give_identical_region_graphs():
 
     args = (torch.randn(4, 8), torch.randn(8, 8), torch.randn(8, 8))
     gm = make_fx(TwoLayers())(*args)
-    compiled = backend.compile_aten_graph(gm, list(args), options=backend.BackendOptions("reference"))
+    compiled = backend.split_aten_graph(gm, backend.BackendOptions("reference"))
     regions = [m for m in compiled.modules() if isinstance(m, backend.SinterRegion)]
     assert len(regions) == 2
     texts = [r.sinter_graph.to_json() for r in regions]
