@@ -1,7 +1,7 @@
 """Converters of ATen's layout ops (views, permutes, broadcasts, slices, concatenation) and of
 the ops that only pass a tensor on (clone, detach, dropout in eval mode, casts), for fx_converter.
 
-Each converter takes an ``AtenNode`` (fx_converter.py) and returns the Sinter tensor of the op's
+Each converter takes an ``AtenNode`` (aten_node.py) and returns the Sinter tensor of the op's
 output, or a tuple for several outputs (``None`` where Sinter does not compute one). Shapes that
 torch already resolved (a view's -1, a squeeze's axes) are read from the node's recorded output.
 

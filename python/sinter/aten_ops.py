@@ -3,7 +3,7 @@ aten.add.Tensor and aten.add.Scalar) to the function that builds it on a Sinter 
 holds the pointwise ops and reductions; aten_anchors.py the matrix products, convolution,
 attention, normalizations and softmax; aten_layout.py views, slices, concatenation and casts.
 
-Every converter takes an ``AtenNode`` (fx_converter.py) and returns the Sinter tensor of the
+Every converter takes an ``AtenNode`` (aten_node.py) and returns the Sinter tensor of the
 op's output, or a tuple for several outputs. Operands are cast to the dtype torch computes the op
 in (the node's recorded output dtype, or for comparisons the promoted dtype of the operands), so
 mixed-dtype arithmetic follows torch's type promotion; a Python number becomes a scalar constant

@@ -50,7 +50,8 @@ from typing import Dict, Optional, Tuple
 
 from . import _core
 from .errors import CudaError, InvalidArgumentError
-from .fx_converter import FxConverter, Placeholder
+from .fx_converter import FxConverter
+from .fx_values import Placeholder
 from .reference import run_reference
 from .torch_partition import Partitioning, partition
 from .torch_runtime import TorchRunner

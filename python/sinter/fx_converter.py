@@ -11,7 +11,8 @@ and the torch.compile backend (one partition of a Dynamo graph at a time).
 - a Python value (ints, floats, lists), or a tuple of values for an op with several outputs
   (``None`` for an output Sinter does not compute).
 
-Each ATen op is converted by its entry in ``aten_ops.CONVERTERS``; an op without one raises
+(fx_values.py defines these values.) Each ATen op is converted by its entry in
+``aten_ops.CONVERTERS``, which sees the node as an ``AtenNode`` (aten_node.py); an op without one raises
 ``UnsupportedError`` naming the op, the FX node and the source line that made it. Every converted
 tensor is checked against the shape and dtype that torch recorded for the node
 (``node.meta['val']``).
@@ -21,99 +22,23 @@ from __future__ import annotations
 
 import math
 import operator
-import os
-from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, Optional
 
 from . import _core
-from .errors import Error, InternalError, ParseError, UnsupportedError
-from .torch_types import sinter_dtype, sinter_dtype_or_none, torch_module
-
-
-@dataclass
-class Folded:
-    """A value computed at import time: a real (CPU) torch tensor and the name it gets as a weight."""
-
-    tensor: object
-    name: str
-    handle: Optional[object] = field(default=None, repr=False)  # its Sinter tensor, once made
-
-
-@dataclass(frozen=True)
-class Placeholder:
-    """What an FX placeholder is to the Sinter graph: a run-time input of this name (``kind``
-    "input", added in the order given when a node reads its data), a weight (``kind`` "weight",
-    added when first read, its value in ``value``), or a constant (``kind`` "constant": folded,
-    so the ops that read it can be computed at import time too)."""
-
-    name: str
-    kind: str
-    value: object = None
-
-
-def packet_name(target) -> str:
-    """"add" for torch.ops.aten.add.Tensor; the function's name for other targets."""
-    packet = getattr(target, "overloadpacket", None)
-    if packet is not None:
-        return packet.__name__
-    return getattr(target, "__name__", str(target))
-
-
-def op_label(target) -> str:
-    """"aten.add.Tensor", or "operator.getitem" for a Python function."""
-    if hasattr(target, "overloadpacket"):
-        return str(target)
-    module = getattr(target, "__module__", None) or ""
-    return f"{module.lstrip('_')}.{getattr(target, '__name__', target)}" if module else str(target)
-
-
-def source_line(node) -> str:
-    """'file.py:12: code' for the frame that made `node`: the last frame of its stack trace outside
-    torch itself, or the last frame; '' when the node has no stack trace."""
-    trace = node.meta.get("stack_trace") if hasattr(node, "meta") else None
-    if not trace:
-        return ""
-    frames = []  # (path, line, code)
-    lines = trace.strip().splitlines()
-    for i, text in enumerate(lines):
-        text = text.strip()
-        if text.startswith('File "'):
-            path = text[6:text.find('"', 6)]
-            number = text.split(", line ")[1].split(",")[0] if ", line " in text else "?"
-            code = lines[i + 1].strip() if i + 1 < len(lines) and not lines[i + 1].strip().startswith("File ") else ""
-            frames.append((path, number, code))
-    if not frames:
-        return ""
-    torch_dir = os.path.dirname(torch_module().__file__) + os.sep
-    outside = [f for f in frames if not f[0].startswith(torch_dir)]
-    path, number, code = (outside or frames)[-1]
-    return f"{os.path.basename(path)}:{number}" + (f": {code}" if code else "")
+from .aten_node import AtenNode
+from .errors import Error, InternalError, UnsupportedError
+from .fx_values import (Folded, LazyInput, Placeholder, flatten, is_tensor_like, map_values, meta_value,
+                        op_label, packet_name, static_shape)
+from .torch_types import sinter_dtype, torch_module
 
 
 # Ops that check what tracing assumed and compute nothing.
 IGNORED = {"_assert_tensor_metadata", "_assert_async", "_assert_scalar", "sym_constrain_range",
-           "sym_constrain_range_for_size", "_assert_tensor_metadata_default"}
+           "sym_constrain_range_for_size"}
 # Ops whose result depends on a tensor argument's shape and dtype only, not its values: computed
 # at import time from a stand-in of that shape.
 SHAPE_ONLY = {"zeros_like", "ones_like", "full_like", "empty_like", "new_zeros", "new_ones",
               "new_full", "new_empty", "sym_size", "sym_numel", "sym_stride"}
-
-
-def meta_value(node):
-    """The value torch recorded for an FX node at trace time (a FakeTensor, a tuple, a number)."""
-    return node.meta.get("val", node.meta.get("example_value")) if hasattr(node, "meta") else None
-
-
-def is_tensor_like(value) -> bool:
-    return value is not None and hasattr(value, "shape") and hasattr(value, "dtype")
-
-
-def static_shape(value, what: str) -> List[int]:
-    try:
-        return [int(d) for d in value.shape]
-    except (TypeError, ValueError):
-        raise UnsupportedError(f"{what} has the symbolic shape {list(value.shape)}; Sinter needs "
-                               "static shapes (torch.compile(..., dynamic=False))") from None
 
 
 class FxConverter:
@@ -167,7 +92,7 @@ class FxConverter:
         if spec.kind == "input" and reads_data(node):
             self.env[node] = self._new_input(node, spec.name)
         else:
-            self.env[node] = _Lazy(node, spec)
+            self.env[node] = LazyInput(node, spec)
 
     def _new_input(self, node, name: str):
         value = meta_value(node)
@@ -177,12 +102,12 @@ class FxConverter:
         return self.g.input(name, dtype, static_shape(value, what))
 
     def _outputs(self, node, output_names):
-        results = _flatten(node.args[0])
+        results = flatten(node.args[0])
         names = output_names or (lambda i: "output" if len(results) == 1 else f"output_{i}")
         for i, result in enumerate(results):
             name = names(i)
             value = self.env.get(result) if hasattr(result, "op") else result
-            if isinstance(value, (Folded, _Lazy)):
+            if isinstance(value, (Folded, LazyInput)):
                 value = self.tensor(value, f"graph output {i}")
             if not isinstance(value, _core.Tensor):
                 raise UnsupportedError(f"graph output {i} ('{getattr(result, 'name', result)}') is "
@@ -248,8 +173,8 @@ class FxConverter:
         tags = getattr(node.target, "tags", ())
         if self.torch.Tag.nondeterministic_seeded in tags:
             return False
-        values = [self.env[a] if hasattr(a, "op") else a for a in _flatten((node.args, node.kwargs))]
-        return not any(isinstance(v, (_core.Tensor, _Lazy)) for v in values)
+        values = [self.env[a] if hasattr(a, "op") else a for a in flatten((node.args, node.kwargs))]
+        return not any(isinstance(v, (_core.Tensor, LazyInput)) for v in values)
 
     def _fold(self, ctx, stand_ins: bool = False):
         """Runs the op on real CPU tensors: folded constants, or (stand_ins) zeros of each tensor
@@ -262,17 +187,17 @@ class FxConverter:
             v = self.env[a]
             if isinstance(v, Folded):
                 return v.tensor
-            if isinstance(v, (_core.Tensor, _Lazy)):
+            if isinstance(v, (_core.Tensor, LazyInput)):
                 m = meta_value(a)
                 return torch.zeros(static_shape(m, f"'{a.name}'"), dtype=m.dtype)
             return v
 
-        args = _map(ctx.node.args, real)
-        kwargs = {k: _map(v, real) for k, v in ctx.node.kwargs.items()}
+        args = map_values(ctx.node.args, real)
+        kwargs = {k: map_values(v, real) for k, v in ctx.node.kwargs.items()}
         if "device" in kwargs:
             kwargs["device"] = torch.device("cpu")
         result = ctx.node.target(*args, **kwargs)
-        return _map(result, lambda r: Folded(r, ctx.node.name) if isinstance(r, torch.Tensor) else r)
+        return map_values(result, lambda r: Folded(r, ctx.node.name) if isinstance(r, torch.Tensor) else r)
 
     def _name_results(self, node, result):
         if self.canonical:
@@ -293,7 +218,7 @@ class FxConverter:
     def tensor(self, value, what: str, dtype: Optional["_core.DType"] = None):
         """A Sinter tensor for an argument's value (a tensor, a Folded constant, a lazy weight, or a
         Python number when `dtype` is given), cast to `dtype` when given."""
-        if isinstance(value, _Lazy):
+        if isinstance(value, LazyInput):
             value = self._weight(value)
         if isinstance(value, Folded):
             if dtype is not None and value.tensor.numel() == 1:
@@ -371,152 +296,10 @@ class FxConverter:
         self.g.rename(t, name)
 
 
-class _Lazy:
-    """A weight placeholder, made a graph input when a node first reads it."""
-
-    def __init__(self, node, spec: Placeholder):
-        self.node, self.spec, self.handle = node, spec, None
-
-
-class AtenNode:
-    """One ATen op node as a converter sees it: its arguments by schema name, its values as
-    Sinter tensors or constants, the output torch recorded, and the graph to build on."""
-
-    def __init__(self, conv: FxConverter, node):
-        self.conv = conv
-        self.g = conv.g
-        self.node = node
-        self.op = op_label(node.target)
-        self.where = f"torch node '{node.name}' ({self.op})"
-        line = source_line(node)
-        if line:
-            self.where += f" at {line}"
-        self.args = _bind(node)
-        self.out = meta_value(node)
-
-    # arguments
-    def has(self, name: str) -> bool:
-        return self.args.get(name) is not None
-
-    def raw(self, name: str):
-        """The argument's value: a Sinter tensor, a Folded constant, a lazy weight or a Python value."""
-        if name not in self.args:
-            raise ParseError(f"has no argument '{name}'")
-        return _map(self.args[name], self.conv.value_of)
-
-    def value(self, name: str, default=None):
-        """A non-tensor argument (a number, a list, a dtype), which must be known at import time."""
-        if not self.has(name):
-            return default
-        value = self.raw(name)
-        if isinstance(value, Folded):
-            t = value.tensor
-            return t.item() if t.numel() == 1 else t.tolist()
-        if _contains_runtime(value):
-            raise UnsupportedError(f"argument '{name}' is computed at run time; Sinter needs it at import time")
-        return value
-
-    def tensor(self, name: str, dtype: Optional["_core.DType"] = None):
-        """Argument `name` as a Sinter tensor (cast to `dtype` when given)."""
-        if not self.has(name):
-            raise ParseError(f"argument '{name}' is missing")
-        return self.conv.tensor(self.raw(name), f"argument '{name}'", dtype)
-
-    def opt_tensor(self, name: str, dtype: Optional["_core.DType"] = None):
-        return self.tensor(name, dtype) if self.has(name) else None
-
-    def tensors(self, name: str, dtype: Optional["_core.DType"] = None) -> list:
-        return [self.conv.tensor(v, f"argument '{name}'", dtype) for v in self.raw(name)]
-
-    def is_number(self, name: str) -> bool:
-        v = self.raw(name)
-        return isinstance(v, (bool, int, float))
-
-    def meta(self, name: str):
-        """What torch recorded for a tensor argument (a FakeTensor), or the value for a constant."""
-        arg = self.args[name]
-        if hasattr(arg, "op"):
-            value = self.conv.env[arg]
-            return value.tensor if isinstance(value, Folded) else meta_value(arg)
-        return arg
-
-    def torch_dtype_of(self, name: str):
-        """The torch dtype of a tensor argument, or None for a Python number."""
-        m = self.meta(name)
-        return m.dtype if is_tensor_like(m) else None
-
-    # the output torch recorded
-    def out_meta(self, index: int = 0):
-        return self.out[index] if isinstance(self.out, (tuple, list)) else self.out
-
-    def out_dtype(self, index: int = 0) -> "_core.DType":
-        return sinter_dtype(self.out_meta(index).dtype, f"output {index}")
-
-    def out_shape(self, index: int = 0) -> List[int]:
-        return static_shape(self.out_meta(index), f"output {index}")
-
-    def promoted(self, a: str, b: str) -> "_core.DType":
-        """The dtype torch computes arguments `a` and `b` in (torch.result_type's promotion, where
-        a tensor of rank >= 1 outranks a rank-0 one and a Python number of the same kind)."""
-        torch = self.conv.torch
-
-        def stand_in(name):
-            m = self.meta(name)
-            if is_tensor_like(m):
-                return torch.empty((1,) * min(m.dim(), 1), dtype=m.dtype)
-            return m
-
-        return sinter_dtype(torch.result_type(stand_in(a), stand_in(b)),
-                            f"the promoted type of '{a}' and '{b}'")
-
-    # checks
-    def check_output_dtypes(self):
-        outs = self.out if isinstance(self.out, (tuple, list)) else [self.out]
-        for i, m in enumerate(outs):
-            if is_tensor_like(m) and sinter_dtype_or_none(m.dtype) is None and self._output_used(i):
-                raise UnsupportedError(f"computes a {m.dtype} output; Sinter takes float32, float16, bfloat16, "
-                                       "float8, int32, int64 and bool tensors")
-
-    def _output_used(self, index: int) -> bool:
-        if not isinstance(self.out, (tuple, list)):
-            return True
-        return any(u.target is operator.getitem and u.args[1] == index for u in self.node.users)
-
-    def check_result(self, result):
-        """Each tensor a converter returns must have the shape and dtype torch recorded."""
-        results = list(result) if isinstance(result, (tuple, list)) else [result]
-        metas = list(self.out) if isinstance(self.out, (tuple, list)) else [self.out]
-        for i, (r, m) in enumerate(zip(results, metas)):
-            if isinstance(r, _core.Tensor) and is_tensor_like(m):
-                want_dtype = sinter_dtype_or_none(m.dtype)
-                want_shape = tuple(static_shape(m, f"output {i}"))
-                if tuple(r.shape) != want_shape or r.dtype != want_dtype:
-                    raise InternalError(
-                        f"output {i} was converted to {r.dtype.label} {list(r.shape)}, but torch "
-                        f"computes {m.dtype} {list(want_shape)}: a bug in sinter's converter of {self.op}")
-
-
 def reads_data(node) -> bool:
     """Whether some user of `node` reads its values (not only its shape, not only to check it)."""
     return any(packet_name(u.target) not in IGNORED | SHAPE_ONLY for u in node.users
                if u.op in ("call_function", "output"))
-
-
-def _bind(node) -> dict:
-    """The node's arguments by the names of its op's schema, defaults filled in."""
-    schema = getattr(node.target, "_schema", None)
-    if schema is None:
-        return {f"arg{i}": a for i, a in enumerate(node.args)} | dict(node.kwargs)
-    bound = {}
-    positional = list(node.args)
-    for i, a in enumerate(schema.arguments):
-        if i < len(positional) and not a.kwarg_only:
-            bound[a.name] = positional[i]
-        elif a.name in node.kwargs:
-            bound[a.name] = node.kwargs[a.name]
-        elif a.has_default_value():
-            bound[a.name] = a.default_value
-    return bound
 
 
 def _attribute(owner, target: str):
@@ -524,23 +307,3 @@ def _attribute(owner, target: str):
     for part in target.split("."):
         value = getattr(value, part)
     return value
-
-
-def _flatten(value) -> list:
-    if isinstance(value, (tuple, list)):
-        return [x for v in value for x in _flatten(v)]
-    if isinstance(value, dict):
-        return [x for v in value.values() for x in _flatten(v)]
-    return [value]
-
-
-def _map(value, fn):
-    if isinstance(value, tuple):
-        return tuple(_map(v, fn) for v in value)
-    if isinstance(value, list):
-        return [_map(v, fn) for v in value]
-    return fn(value)
-
-
-def _contains_runtime(value) -> bool:
-    return any(isinstance(v, (_core.Tensor, _Lazy)) for v in _flatten(value))

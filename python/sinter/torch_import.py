@@ -51,7 +51,8 @@ import numpy as np
 
 from . import _core
 from .errors import UnsupportedError
-from .fx_converter import FxConverter, Placeholder
+from .fx_converter import FxConverter
+from .fx_values import Placeholder
 from .torch_types import as_torch_dtype, to_numpy, torch_module
 
 # ATen ops that Sinter imports as they are, kept whole by run_decompositions.

@@ -23,7 +23,8 @@ from typing import Dict, List, Optional
 
 from .aten_layout import NON_COMPUTE
 from .errors import Error
-from .fx_converter import IGNORED, FxConverter, Placeholder, meta_value, packet_name
+from .fx_converter import IGNORED, FxConverter
+from .fx_values import Placeholder, meta_value, packet_name
 from .torch_types import torch_module
 
 
