@@ -15,10 +15,14 @@
     runner = sinter.Runner(plan, mode="graph")      # bind device addresses by name, enqueue on a stream
 
     graph = sinter.from_onnx("model.onnx")          # an ONNX model as a Sinter graph (pip install onnx)
+    graph = sinter.from_torch(model, (x,))          # a torch.nn.Module, through torch.export
+    out = sinter.TorchRunner(plan)({"x": x, ...})   # a plan on torch CUDA tensors, zero-copy
 
 The module binds the public C++ API (include/sinter); errors are sinter.Error (errors.py). ONNX
 import (onnx_import.py): from_onnx returns the graph, import_onnx the graph and the values of its
-weight inputs (initializers become inputs named after them).
+weight inputs (initializers become inputs named after them). torch (imported only when used):
+from_torch / import_torch (torch_import.py), TorchRunner / run_torch (torch_runtime.py), and
+torch.compile(model, backend="sinter") after `import sinter.dynamo_backend` (dynamo_backend.py).
 """
 
 from ._core import (
@@ -45,6 +49,8 @@ from .errors import *  # noqa: F401,F403  (Error and one subclass per ErrorCode)
 from .errors import Error
 from .onnx_import import OnnxImport, from_onnx, import_onnx
 from .reference import numpy_type, run_reference
+from .torch_import import TorchImport, from_torch, import_torch
+from .torch_runtime import TorchRunner, run_torch
 
 # The dtypes by their short names, as torch spells them: sinter.bf16, sinter.f32, ...
 f32 = DType.f32

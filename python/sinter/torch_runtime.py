@@ -1,0 +1,210 @@
+"""Running a compiled Plan on torch CUDA tensors, zero-copy: the tensors' own memory is bound to
+the plan's inputs and outputs by name.
+
+    plan = sinter.compile(sinter.from_torch(model, (x,)))
+    runner = sinter.TorchRunner(plan)                     # or TorchRunner(plan, mode="graph")
+    out = runner({"x": x, **weights})["output"]           # enqueued on torch's current stream
+
+    out = sinter.run_torch(plan, {"x": x, **weights})     # one-off: makes a runner, waits for it
+
+``TorchRunner(plan_or_runner, *, mode="stream", device=None)`` wraps a ``sinter.Runner``: given a
+Plan it makes one on ``device`` (an index or a torch.device, default torch's current CUDA device)
+in ``mode`` ("stream", "graph": a CUDA graph captured once and replayed, its pointers updated when
+tensors change, or "mega"); given a Runner it uses it (pass ``device`` when that Runner was made for
+a device other than 0). Any object with ``plan``, ``set_tensor_address(name, address)`` and
+``enqueue(stream)`` is taken as a runner.
+
+``runner(inputs, outputs=None, stream=None) -> dict[str, torch.Tensor]``:
+
+- checks every tensor against what the plan's graph declares (``Plan.describe()``'s ``inputs`` and
+  ``outputs``): a torch.Tensor, on the runner's device, of the dtype, shape and strides (in
+  elements; axes of size 1 are not compared) declared, and raises ``sinter.InvalidArgumentError``
+  naming the tensor and saying what was expected and what was found; every plan input must be
+  given, and no name the plan does not have;
+- allocates each output not given in ``outputs`` with ``torch.empty_strided`` on the device;
+- binds each tensor's ``data_ptr()`` by name and enqueues the plan on ``stream`` (a
+  ``torch.cuda.Stream``, a raw ``cudaStream_t`` as an int, or None for
+  ``torch.cuda.current_stream(device)``), returning without waiting;
+- keeps a reference to every bound tensor until the next call, and on a torch stream other than
+  the one a tensor was made on marks the tensor used there (``record_stream``), so torch's
+  allocator does not hand its memory out while the plan may still read or write it. With a raw
+  int stream the caller keeps the tensors alive until the work is done.
+
+``run_torch(runner_or_plan, inputs, outputs=None, stream=None)`` calls a TorchRunner, wrapping a
+Runner in one; given a Plan it makes a runner for this call and synchronizes the stream before
+returning, since the runner's memory is freed with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional
+
+from . import _core
+from .errors import InvalidArgumentError
+from .torch_types import torch_dtype, torch_module
+
+_DTYPES = {d.label: d for d in _core.DType.__members__.values()}
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One plan input or output as the plan declares it (Plan.describe())."""
+
+    name: str
+    dtype: "_core.DType"
+    dims: List[int]
+    strides: List[int]
+
+    @staticmethod
+    def of(description: dict) -> "TensorSpec":
+        return TensorSpec(description["name"], _DTYPES[description["dtype"]], list(description["dims"]),
+                          list(description["strides"]))
+
+    def row_major(self) -> bool:
+        expected, stride = [], 1
+        for d in reversed(self.dims):
+            expected.append(stride)
+            stride *= d
+        return all(s == e for s, e, d in zip(self.strides, reversed(expected), self.dims) if d != 1)
+
+
+def check_tensor(role: str, spec: TensorSpec, tensor, device) -> None:
+    """Raises InvalidArgumentError naming the tensor when `tensor` is not what `spec` declares, on
+    `device`. `role` is "input" or "output"."""
+    torch = torch_module()
+    what = f"{role} '{spec.name}'"
+    if not isinstance(tensor, torch.Tensor):
+        raise InvalidArgumentError(f"{what}: expected a torch.Tensor; found {type(tensor).__name__}")
+    if tensor.device != device:
+        raise InvalidArgumentError(f"{what} is on {tensor.device}; the plan runs on {device} "
+                                   f"(move it with .to('{device}'))")
+    want_dtype = torch_dtype(spec.dtype)
+    if tensor.dtype != want_dtype:
+        raise InvalidArgumentError(f"{what} is {tensor.dtype}; the plan declares {spec.dtype.label} ({want_dtype})")
+    if list(tensor.shape) != spec.dims:
+        raise InvalidArgumentError(f"{what} has the shape {list(tensor.shape)}; the plan declares {spec.dims}")
+    strides = list(tensor.stride())
+    if any(s != w for s, w, d in zip(strides, spec.strides, spec.dims) if d != 1):
+        hint = "call .contiguous() on it" if spec.row_major() else "lay it out with those strides"
+        raise InvalidArgumentError(f"{what} has the strides {strides} (in elements); the plan declares "
+                                   f"{spec.strides}: {hint}")
+
+
+def _device_of(device):
+    torch = torch_module()
+    if device is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    if isinstance(device, int):
+        return torch.device("cuda", device)
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
+class TorchRunner:
+    """A Plan bound to torch tensors by name and enqueued on a torch stream. See the module."""
+
+    def __init__(self, plan_or_runner, *, mode: str = "stream", device=None):
+        torch = torch_module()
+        if isinstance(plan_or_runner, _core.Plan):
+            self.device = _device_of(device)
+            if self.device.type != "cuda":
+                raise InvalidArgumentError(f"TorchRunner: device {self.device} is not a CUDA device")
+            self.runner = _core.Runner(plan_or_runner, mode=mode, device=self.device.index)
+        elif all(hasattr(plan_or_runner, a) for a in ("plan", "set_tensor_address", "enqueue")):
+            self.runner = plan_or_runner
+            self.device = _device_of(0 if device is None else device)
+            if isinstance(plan_or_runner, _core.Runner) and self.device.type != "cuda":
+                raise InvalidArgumentError(f"TorchRunner: a sinter.Runner runs on a CUDA device; found {self.device}")
+        else:
+            raise TypeError(f"TorchRunner: expected a sinter.Plan or a sinter.Runner; found "
+                            f"{type(plan_or_runner).__name__}")
+        description = self.runner.plan.describe()
+        self.inputs = {d["name"]: TensorSpec.of(d) for d in description["inputs"]}
+        self.outputs = {d["name"]: TensorSpec.of(d) for d in description["outputs"]}
+        self._bound: Dict[str, object] = {}
+        self._torch = torch
+
+    @property
+    def input_names(self) -> List[str]:
+        return list(self.inputs)
+
+    @property
+    def output_names(self) -> List[str]:
+        return list(self.outputs)
+
+    def __call__(self, inputs: Mapping[str, object], outputs: Optional[Mapping[str, object]] = None,
+                 stream=None) -> Dict[str, object]:
+        bound = self.prepare(inputs, outputs)
+        handle, torch_stream = self._stream(stream)
+        for name, tensor in bound.items():
+            self.runner.set_tensor_address(name, tensor.data_ptr())
+        if torch_stream is not None:
+            for tensor in bound.values():
+                if tensor.device.type == "cuda":
+                    tensor.record_stream(torch_stream)
+        self.runner.enqueue(handle)
+        self._bound = bound
+        return {name: bound[name] for name in self.outputs}
+
+    run = __call__
+
+    def prepare(self, inputs: Mapping[str, object], outputs: Optional[Mapping[str, object]] = None):
+        """Every plan input and output by name, checked, outputs not given allocated."""
+        outputs = dict(outputs or {})
+        unknown = [n for n in inputs if n not in self.inputs]
+        if unknown:
+            raise InvalidArgumentError(f"the plan has no input {_names(unknown)}; its inputs are {_names(self.inputs)}")
+        missing = [n for n in self.inputs if n not in inputs]
+        if missing:
+            raise InvalidArgumentError(f"input {_names(missing)} is missing; the plan's inputs are {_names(self.inputs)}")
+        unknown = [n for n in outputs if n not in self.outputs]
+        if unknown:
+            raise InvalidArgumentError(f"the plan has no output {_names(unknown)}; its outputs are "
+                                       f"{_names(self.outputs)}")
+        bound = {}
+        for name, spec in self.inputs.items():
+            check_tensor("input", spec, inputs[name], self.device)
+            bound[name] = inputs[name]
+        for name, spec in self.outputs.items():
+            if name in outputs:
+                check_tensor("output", spec, outputs[name], self.device)
+                bound[name] = outputs[name]
+            else:
+                bound[name] = self._torch.empty_strided(spec.dims, spec.strides, dtype=torch_dtype(spec.dtype),
+                                                        device=self.device)
+        return bound
+
+    def _stream(self, stream):
+        """(raw handle, the torch stream when it is not the current one) for `stream`."""
+        torch = self._torch
+        if isinstance(stream, int) and not isinstance(stream, bool):
+            return stream, None
+        if stream is None:
+            return torch.cuda.current_stream(self.device).cuda_stream, None
+        if hasattr(stream, "cuda_stream"):
+            current = torch.cuda.current_stream(self.device)
+            return stream.cuda_stream, (None if stream == current else stream)
+        raise TypeError(f"stream: expected a torch.cuda.Stream, an int handle or None; found {type(stream).__name__}")
+
+
+def run_torch(runner_or_plan, inputs: Mapping[str, object], outputs: Optional[Mapping[str, object]] = None,
+              stream=None) -> Dict[str, object]:
+    """Runs a Plan, a Runner or a TorchRunner on torch tensors by name. See the module."""
+    if isinstance(runner_or_plan, TorchRunner):
+        return runner_or_plan(inputs, outputs, stream)
+    runner = TorchRunner(runner_or_plan)
+    result = runner(inputs, outputs, stream)
+    if isinstance(runner_or_plan, _core.Plan):
+        torch = torch_module()
+        if stream is None or isinstance(stream, int):
+            torch.cuda.synchronize(runner.device)
+        else:
+            stream.synchronize()
+    return result
+
+
+def _names(names) -> str:
+    return ", ".join(f"'{n}'" for n in names)
