@@ -14,17 +14,6 @@
 namespace sinter::fuse {
 namespace {
 
-bool is_pointwise(OpKind op) {
-  switch (op_info(op).cls) {
-    case OpClass::unary:
-    case OpClass::binary:
-    case OpClass::compare:
-    case OpClass::select:
-    case OpClass::cast: return true;
-    default: return false;
-  }
-}
-
 bool is_rowwise(OpKind op) {
   const OpClass c = op_info(op).cls;
   return c == OpClass::softmax || c == OpClass::norm || c == OpClass::rope;
