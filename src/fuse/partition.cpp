@@ -385,6 +385,12 @@ class Partitioner {
         return place_anchor(n, RegionKind::reduction,
                             "an " + op + " is a reduction region of its own and reads its input "
                             "from memory");
+      case OpClass::collective:
+        // Its input goes to the other ranks and its output comes from them: nothing fuses across
+        // that exchange, in either direction (takes_epilogue is false for it).
+        return place_anchor(n, RegionKind::collective,
+                            "a collective (" + op + ") is a region of its own: it exchanges its "
+                            "input with the other ranks of its group");
       case OpClass::matmul:
         return place_anchor(n, RegionKind::matmul,
                             "a matmul starts its own region and loads its operands from memory "
