@@ -23,6 +23,7 @@ weight inputs (initializers become inputs named after them).
 
 from ._core import (
     CausalMask,
+    CollectiveReduce,
     ComputeType,
     DType,
     ErrorCode,
