@@ -98,7 +98,8 @@ Sharding matmul_rule(ShardState& s, const Node& n) {
       return Sharding::partial();
     }
     s.require(b, Sharding::replicated(), n);
-    if (sa.axis < ra - 2 && rb > 2 && dims_of(s, b)[static_cast<size_t>(sa.axis - ra + rb)] != 1) {
+    const int64_t ib = sa.axis - (ra - rb);  // the same batch axis of B (batch axes align at the right)
+    if (sa.axis < ra - 2 && ib >= 0 && dims_of(s, b)[static_cast<size_t>(ib)] != 1) {
       fail_at(n, "its input 0 is split along batch axis " + std::to_string(sa.axis) +
                      ", which its replicated input 1 also has");
     }

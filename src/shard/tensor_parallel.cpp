@@ -129,8 +129,6 @@ std::vector<Graph> shard_tensor_parallel(const Graph& graph, int world, const Sh
   if (options.group.empty()) fail(ErrorCode::invalid_argument, "the group name is empty");
   Graph g = graph;
   g.validate();
-  if (world == 1) return {g};
-
   std::set<TensorId> columns;
   for (const std::string& name : options.column_parallel) {
     const auto t = g.find_tensor(name);
@@ -140,6 +138,7 @@ std::vector<Graph> shard_tensor_parallel(const Graph& graph, int world, const Sh
     }
     columns.insert(t->id);
   }
+  if (world == 1) return {g};  // one rank holds everything: nothing to split or exchange
   if (options.detect) {
     const std::set<TensorId> found = shard::detect_column_weights(g, world);
     columns.insert(found.begin(), found.end());
