@@ -3,6 +3,7 @@
 #include <string>
 
 #include "sinter/error.hpp"
+#include "sinter/shard.hpp"
 
 namespace sinter::examples {
 
@@ -84,17 +85,17 @@ Tensor add_llama_layer(Graph& g, Tensor x, const LlamaConfig& c, const std::stri
                        Tensor cos, Tensor sin) {
   const int64_t d = c.d_model, heads = c.heads, kv_heads = c.kv_heads, dh = c.head_dim, ff = c.ffn;
   auto in = [&](const std::string& name, DType t, Dims dims) { return g.input(prefix + name, t, std::move(dims)); };
-  auto attn_norm = in("attn_norm_w", DType::bf16, {d});
-  auto wq = in("wq", DType::bf16, {d, heads * dh});
-  auto wk = in("wk", DType::bf16, {d, kv_heads * dh});
-  auto wv = in("wv", DType::bf16, {d, kv_heads * dh});
-  auto wo = in("wo", DType::bf16, {heads * dh, d});
-  auto ffn_norm = in("ffn_norm_w", DType::bf16, {d});
-  auto w_gate = in("w_gate", DType::bf16, {d, ff});
-  auto w_up = in("w_up", DType::bf16, {d, ff});
-  auto w_down = in("w_down", DType::bf16, {ff, d});
-  auto k_cache = in("k_cache", DType::bf16, {1, kv_heads, c.past, dh});
-  auto v_cache = in("v_cache", DType::bf16, {1, kv_heads, c.past, dh});
+  auto attn_norm = in("attn_norm_w", c.dtype, {d});
+  auto wq = in("wq", c.dtype, {d, heads * dh});
+  auto wk = in("wk", c.dtype, {d, kv_heads * dh});
+  auto wv = in("wv", c.dtype, {d, kv_heads * dh});
+  auto wo = in("wo", c.dtype, {heads * dh, d});
+  auto ffn_norm = in("ffn_norm_w", c.dtype, {d});
+  auto w_gate = in("w_gate", c.dtype, {d, ff});
+  auto w_up = in("w_up", c.dtype, {d, ff});
+  auto w_down = in("w_down", c.dtype, {ff, d});
+  auto k_cache = in("k_cache", c.dtype, {1, kv_heads, c.past, dh});
+  auto v_cache = in("v_cache", c.dtype, {1, kv_heads, c.past, dh});
 
   auto h = g.rmsnorm(x, attn_norm, std::nullopt, 1e-5);
   auto to_heads = [&](Tensor t, int64_t n) {  // [1, 1, n*dh] -> [1, n, 1, dh]
@@ -135,17 +136,17 @@ Graph llama_decode_layer() {
 Graph llama_decode_stack(const LlamaConfig& c) {
   if (c.layers < 1) throw Error(ErrorCode::invalid_argument, "llama_decode_stack: layers must be >= 1");
   Graph g(c.name);
-  Tensor x = g.input("x", DType::bf16, {1, 1, c.d_model});
+  Tensor x = g.input("x", c.dtype, {1, 1, c.d_model});
   auto cos = g.input("cos", DType::f32, {1, c.head_dim / 2});
   auto sin = g.input("sin", DType::f32, {1, c.head_dim / 2});
   for (int l = 0; l < c.layers; ++l) x = add_llama_layer(g, x, c, "l" + std::to_string(l) + ".", cos, sin);
-  auto final_norm = g.input("final_norm_w", DType::bf16, {c.d_model});
+  auto final_norm = g.input("final_norm_w", c.dtype, {c.d_model});
   Tensor y = g.rmsnorm(x, final_norm, std::nullopt, 1e-5);
   if (!c.lm_head) {
     g.output(y, "y");
     return g;
   }
-  auto lm_head_w = g.input("lm_head_w", DType::bf16, {c.d_model, c.vocab});
+  auto lm_head_w = g.input("lm_head_w", c.dtype, {c.d_model, c.vocab});
   auto logits = g.matmul(y, lm_head_w);  // [1, 1, vocab]
   g.output(g.argmax(logits, -1), "next_token");  // [1, 1] i64: greedy decoding
   return g;
@@ -161,6 +162,26 @@ LlamaConfig llama_3_8b() {
   return LlamaConfig{.layers = 32, .d_model = 4096, .heads = 32, .kv_heads = 8, .head_dim = 128,
                      .ffn = 14336, .past = 4096, .lm_head = true, .vocab = 128256,
                      .name = "llama3_8b_decode_step"};
+}
+
+std::vector<Graph> llama_decode_stack_tp(const LlamaConfig& c, int world) {
+  ShardOptions options;
+  options.group = "tp";
+  return shard_tensor_parallel(llama_decode_stack(c), world, options);
+}
+
+LlamaConfig llama_tp_example_config() {
+  LlamaConfig c;
+  c.layers = 2;
+  return c;
+}
+
+std::vector<Example> tensor_parallel_examples() {
+  return {
+      {"tensor_parallel/llama_decode_stack_tp2.json", [] { return llama_decode_stack_tp(llama_tp_example_config(), 2)[0]; }},
+      {"tensor_parallel/llama_decode_stack_tp4.json", [] { return llama_decode_stack_tp(llama_tp_example_config(), 4)[0]; }},
+      {"tensor_parallel/llama_decode_stack_tp8.json", [] { return llama_decode_stack_tp(llama_tp_example_config(), 8)[0]; }},
+  };
 }
 
 std::vector<Example> model_examples() {

@@ -34,6 +34,7 @@ struct LlamaConfig {
   bool lm_head = false;
   int64_t vocab = 128256;  // Llama 3's vocabulary
   std::string name = "llama_decode_stack";
+  DType dtype = DType::bf16;  // of the token, the weights and the KV cache (rope angles are f32)
 };
 Graph llama_decode_stack(const LlamaConfig& config = {});
 
@@ -48,8 +49,18 @@ LlamaConfig llama_3_2_1b();
 // A builder only: nobody runs it here.
 LlamaConfig llama_3_8b();
 
+// The decode stack split over `world` GPUs by tensor parallelism (sinter/shard.hpp): one graph per
+// rank, all alike (every rank runs the same program on its own weight shards). Each layer's Q, K,
+// V, gate and up projections are column-parallel, its attention output and down projections
+// row-parallel, each followed by an all_reduce over group "tp"; each rank holds heads/world query
+// heads and kv_heads/world KV-cache heads.
+std::vector<Graph> llama_decode_stack_tp(const LlamaConfig& config, int world);
+// The configuration of the checked-in tensor-parallel examples: the benchmark model's layer
+// (d 2048, ffn 8192, GQA 32/8 heads of 64, cache 1024) in a stack of 2, so the files stay small.
+LlamaConfig llama_tp_example_config();
+
 struct Example {
-  std::string file;  // name of the JSON file in examples/
+  std::string file;  // path of the JSON file under examples/
   Graph (*build)();
 };
 // The small examples, checked in as examples/*.json; `sinter demo` and the tests run every one.
@@ -57,5 +68,11 @@ std::vector<Example> all_examples();
 // Whole-model graphs (the Llama 3 decode steps above), written only on request
 // (sinter_make_examples --models DIR): too large for the CPU reference that runs the examples.
 std::vector<Example> model_examples();
+// Rank 0's graph of llama_decode_stack_tp(llama_tp_example_config(), W) for W = 2, 4, 8, checked
+// in as examples/tensor_parallel/llama_decode_stack_tp{W}.json (every rank's graph is the same).
+// They hold collectives, which the CPU reference runs only through run_reference_ranks and no GPU
+// engine runs yet, so they are kept apart from all_examples() (and from the folder that
+// `sinter demo` runs).
+std::vector<Example> tensor_parallel_examples();
 
 }  // namespace sinter::examples

@@ -215,6 +215,15 @@ class Graph {
                std::vector<int64_t> ends, std::vector<int64_t> steps = {});
   Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
 
+  // collectives among the `world` ranks of the group named `group` (CollectiveAttrs); negative
+  // axes count from the end. A graph with collectives of world > 1 is one rank's program: run the
+  // ranks' graphs together with run_reference_ranks (sinter/reference.hpp).
+  Tensor all_reduce(Tensor x, const std::string& group, int64_t world,
+                    CollectiveReduce reduce = CollectiveReduce::sum);
+  Tensor all_gather(Tensor x, int64_t axis, const std::string& group, int64_t world);
+  Tensor reduce_scatter(Tensor x, int64_t axis, const std::string& group, int64_t world,
+                        CollectiveReduce reduce = CollectiveReduce::sum);
+
  private:
   Tensor scalar_like(double value, Tensor like);
   std::string fresh_name(std::string_view base);
@@ -256,12 +265,17 @@ uint64_t structural_hash(const Graph& g, bool with_shapes);
 struct NodeCost {
   double flops = 0;
   double bytes = 0;  // its inputs read once and outputs written once
+  // Collectives: the bytes each rank sends to its peers under the ring algorithm (all_reduce
+  // 2 (W-1)/W of the tensor, all_gather (W-1)/W of its output, reduce_scatter (W-1)/W of its
+  // input); 0 for every other op and for world 1.
+  double comm_bytes = 0;
 };
 NodeCost node_cost(const Graph& g, const Node& n);
 // FLOPs of every node; minimum bytes = graph inputs read once + graph outputs written once.
 struct GraphCost {
   double flops = 0;
   double min_bytes = 0;
+  double comm_bytes = 0;  // the sum of every collective's comm_bytes
 };
 GraphCost graph_cost(const Graph& g);
 

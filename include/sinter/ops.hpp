@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
@@ -71,6 +72,10 @@ enum class OpKind : uint8_t {
   permute,
   slice,
   concat,
+  // collectives over a named group of `world` ranks (CollectiveAttrs)
+  all_reduce,      // every rank gets the elementwise reduction of every rank's input
+  all_gather,      // every rank gets the ranks' inputs concatenated along `axis`, in rank order
+  reduce_scatter,  // rank r gets the r-th of `world` equal parts, along `axis`, of the reduction
 };
 
 enum class OpClass : uint8_t {
@@ -89,6 +94,7 @@ enum class OpClass : uint8_t {
   norm,
   rope,
   layout,
+  collective,
 };
 
 struct OpInfo {
@@ -103,6 +109,9 @@ const OpInfo& op_info(OpKind op);
 std::string_view to_string(OpKind op);
 std::optional<OpKind> parse_op(std::string_view name);
 std::vector<OpKind> all_ops();
+// The elementwise ops (unary, binary, compare, select, cast): what fuses into a region's prologue
+// and epilogue, and what a tensor-parallel split passes through unchanged.
+bool is_pointwise(OpKind op);
 
 // ---- attributes, one struct per op family that has any --------------------------------------
 
@@ -216,9 +225,31 @@ struct ConcatAttrs {
   bool operator==(const ConcatAttrs&) const = default;
 };
 
+// How all_reduce and reduce_scatter combine the ranks' values. The CPU reference reduces in
+// rank order (rank 0, 1, ...) in float64 and rounds once to the dtype.
+enum class CollectiveReduce : uint8_t { sum, max };
+std::string_view to_string(CollectiveReduce r);
+std::optional<CollectiveReduce> parse_collective_reduce(std::string_view name);
+
+// all_reduce(x), all_gather(x), reduce_scatter(x) among the `world` ranks of the group named
+// `group`. Every rank of the group runs the same collective, in the same order among the group's
+// collectives, on an input of the same dtype and dims. With world == 1 each is the identity.
+//   all_reduce:     out = reduce(x of every rank), x's dims
+//   all_gather:     out dims = x's dims with dims[axis] * world
+//   reduce_scatter: out dims = x's dims with dims[axis] / world (must divide evenly)
+struct CollectiveAttrs {
+  std::string group;  // the communicator group's name, non-empty
+  int64_t world = 1;  // ranks in the group, >= 1
+  CollectiveReduce reduce = CollectiveReduce::sum;  // all_reduce, reduce_scatter
+  int64_t axis = 0;   // all_gather, reduce_scatter; non-negative once in the graph
+  bool operator==(const CollectiveAttrs&) const = default;
+};
+// The most ranks a group may have (far beyond any machine; keeps dims * world inside int64).
+inline constexpr int64_t kMaxWorld = int64_t{1} << 16;
+
 using Attrs = std::variant<std::monostate, MatmulAttrs, Conv2dAttrs, SdpaAttrs, ConstantAttrs,
                            CastAttrs, ReduceAttrs, ArgReduceAttrs, NormAttrs, RopeAttrs, ReshapeAttrs, PermuteAttrs,
-                           SliceAttrs, ConcatAttrs>;
+                           SliceAttrs, ConcatAttrs, CollectiveAttrs>;
 
 // The attribute struct an op carries (monostate for ops without attributes).
 Attrs default_attrs(OpKind op);

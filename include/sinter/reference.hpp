@@ -28,6 +28,23 @@ struct ReferenceOptions {
 
 // `inputs` must hold every graph input by name, with its declared dtype and dims (strides may
 // differ: any layout is read correctly). Returns the graph outputs by name.
+// A collective of world 1 is the identity; one of a larger group throws (run the ranks' graphs
+// with run_reference_ranks).
 TensorMap run_reference(const Graph& g, const TensorMap& inputs, const ReferenceOptions& opts = {});
+
+// Runs a multi-rank program in this process: rank_graphs[r] is rank r's graph and rank_inputs[r]
+// its inputs. The ranks run in lockstep: each runs its nodes in topological order up to its next
+// collective; a collective runs once every rank of its group has reached it, and every rank then
+// goes on. A group is named by its collectives' `group`; its ranks are the ranks whose graphs issue
+// collectives on it (of world > 1), numbered in rank order, and there must be `world` of them.
+// Collectives of a group are matched by their order of issue on that group; each must agree
+// across the group's ranks in op, reduction, axis, world, dtype and dims. A mismatch, a rank that
+// finishes its graph without reaching a collective another rank waits in, or ranks waiting in
+// collectives of different groups (a deadlock) throw sinter::Error naming the nodes and ranks;
+// nothing hangs. Reductions add (or take the max) in rank order in float64 and round once to the
+// dtype. Returns each rank's outputs, by name.
+std::vector<TensorMap> run_reference_ranks(const std::vector<Graph>& rank_graphs,
+                                           const std::vector<TensorMap>& rank_inputs,
+                                           const ReferenceOptions& opts = {});
 
 }  // namespace sinter

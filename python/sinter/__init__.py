@@ -27,6 +27,7 @@ torch.compile(model, backend="sinter") after `import sinter.dynamo_backend` (dyn
 
 from ._core import (
     CausalMask,
+    CollectiveReduce,
     ComputeType,
     DType,
     ErrorCode,

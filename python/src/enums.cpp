@@ -49,6 +49,10 @@ void bind_op_enums(nb::module_& m) {
       .value("none", CausalMask::none)
       .value("top_left", CausalMask::top_left)
       .value("bottom_right", CausalMask::bottom_right);
+
+  nb::enum_<CollectiveReduce>(m, "CollectiveReduce", "How all_reduce and reduce_scatter combine the ranks' values")
+      .value("sum", CollectiveReduce::sum)
+      .value("max", CollectiveReduce::max);
 }
 
 void bind_run_enums(nb::module_& m) {

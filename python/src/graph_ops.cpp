@@ -199,6 +199,25 @@ void bind_layout(nb::class_<Graph>& cls) {
       nb::arg("xs"), nb::arg("axis"));
 }
 
+void bind_collectives(nb::class_<Graph>& cls) {
+  cls.def("all_reduce", [](Graph& g, Handle x, const std::string& group, int64_t world, CollectiveReduce reduce) {
+        return make_handle(g, g.all_reduce(tensor_of(g, x, "all_reduce x"), group, world, reduce));
+      },
+      nb::arg("x"), nb::arg("group"), nb::arg("world"), nb::arg("reduce") = CollectiveReduce::sum,
+      "Every rank of the group gets the sum (or max) of every rank's x");
+  cls.def("all_gather", [](Graph& g, Handle x, int64_t axis, const std::string& group, int64_t world) {
+        return make_handle(g, g.all_gather(tensor_of(g, x, "all_gather x"), axis, group, world));
+      },
+      nb::arg("x"), nb::arg("axis"), nb::arg("group"), nb::arg("world"),
+      "Every rank of the group gets the ranks' x joined along axis, in rank order");
+  cls.def("reduce_scatter", [](Graph& g, Handle x, int64_t axis, const std::string& group, int64_t world,
+                               CollectiveReduce reduce) {
+        return make_handle(g, g.reduce_scatter(tensor_of(g, x, "reduce_scatter x"), axis, group, world, reduce));
+      },
+      nb::arg("x"), nb::arg("axis"), nb::arg("group"), nb::arg("world"), nb::arg("reduce") = CollectiveReduce::sum,
+      "Rank r of the group gets the r-th of world parts, along axis, of the sum (or max) of every rank's x");
+}
+
 }  // namespace
 
 void bind_graph_ops(nb::class_<Graph>& cls) {
@@ -207,6 +226,7 @@ void bind_graph_ops(nb::class_<Graph>& cls) {
   bind_reductions(cls);
   bind_rowwise(cls);
   bind_layout(cls);
+  bind_collectives(cls);
 }
 
 }  // namespace sinter::python

@@ -115,6 +115,8 @@ def every_op_graph():
              g.rope(x, c, s, interleaved=True)]
     outs += [g.reshape(x, [2, -1]), g.permute(x, [0, 2, 1, 3]), g.transpose(x, 1, 2),
              g.slice(x, [3], [0], [16], [2]), g.concat([x, w], axis=2)]
+    outs += [g.all_reduce(x, "tp", 1, reduce=sinter.CollectiveReduce.max), g.all_gather(x, -1, "tp", 1),
+             g.reduce_scatter(x, 1, group="tp", world=1)]
     outs.append(g.unary(sinter.OpKind.exp, x))
     outs.append(g.binary(sinter.OpKind.add, x, y))
     outs.append(g.compare(sinter.OpKind.lt, x, y))

@@ -44,6 +44,19 @@ cuda::DeviceProperties target_device(int device, bool* assumed) {
   return p;
 }
 
+// "all_reduce sum over group 'tp' (world 4): 4096 B in, 6144 B sent per rank (ring)"
+std::string describe_collective(const Graph& g, const Node& n) {
+  const auto& at = std::get<CollectiveAttrs>(n.attrs);
+  const TensorInfo& x = g.tensor(n.inputs[0]);
+  std::string s(to_string(n.op));
+  if (n.op != OpKind::all_gather) s += " " + std::string(to_string(at.reduce));
+  if (n.op != OpKind::all_reduce) s += " along axis " + std::to_string(at.axis);
+  const double in_bytes = static_cast<double>(num_elements(x.dims)) * static_cast<double>(dtype_size(x.dtype));
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.0f B in, %.0f B sent per rank (ring)", in_bytes, node_cost(g, n).comm_bytes);
+  return s + " over group '" + at.group + "' (world " + std::to_string(at.world) + "): " + buf;
+}
+
 fuse::Partition partition(const Graph& graph, const FusionOptions& fusion, Graph& g) {
   g = graph;
   g.validate();
@@ -78,6 +91,10 @@ PartitionDescription explain(const Graph& graph, const FusionOptions& fusion) {
     rd.constants = node_list(g, r.constants);
     rd.inputs = tensor_names(g, r.inputs);
     rd.outputs = tensor_names(g, r.outputs);
+    if (r.kind == fuse::RegionKind::collective) {
+      rd.collective = describe_collective(g, g.node(r.anchor));
+      rd.no_engine = std::string(fuse::kCollectiveNotBuilt);
+    }
     d.regions.push_back(std::move(rd));
   }
   for (const fuse::Boundary& b : p.boundaries) {
@@ -100,7 +117,9 @@ std::string to_text(const PartitionDescription& d) {
     if (!r.epilogue.empty()) out += "  epilogue:   " + joined(r.epilogue) + "\n";
     for (const std::string& e : r.reductions) out += "  reduction:  " + e + "\n";
     if (!r.constants.empty()) out += "  constants:  " + joined(r.constants) + "\n";
+    if (!r.collective.empty()) out += "  exchange:   " + r.collective + "\n";
     out += "  reads:      " + joined(r.inputs) + "\n  stores:     " + joined(r.outputs) + "\n";
+    if (!r.no_engine.empty()) out += "  engine:     none: " + r.no_engine + "\n";
   }
   if (!d.boundaries.empty()) out += "\nboundaries:\n";
   for (const BoundaryDescription& b : d.boundaries) {
@@ -119,7 +138,8 @@ std::string to_json(const PartitionDescription& d) {
                                  {"iteration_shape", r.iteration_shape},
                                  {"prologue", r.prologue},   {"epilogue", r.epilogue},
                                  {"reductions", r.reductions}, {"constants", r.constants},
-                                 {"inputs", r.inputs},       {"outputs", r.outputs}});
+                                 {"inputs", r.inputs},       {"outputs", r.outputs},
+                                 {"collective", r.collective}, {"no_engine", r.no_engine}});
   }
   j["boundaries"] = OJson::array();
   for (const BoundaryDescription& b : d.boundaries) {

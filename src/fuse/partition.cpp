@@ -14,17 +14,6 @@
 namespace sinter::fuse {
 namespace {
 
-bool is_pointwise(OpKind op) {
-  switch (op_info(op).cls) {
-    case OpClass::unary:
-    case OpClass::binary:
-    case OpClass::compare:
-    case OpClass::select:
-    case OpClass::cast: return true;
-    default: return false;
-  }
-}
-
 bool is_rowwise(OpKind op) {
   const OpClass c = op_info(op).cls;
   return c == OpClass::softmax || c == OpClass::norm || c == OpClass::rope;
@@ -396,6 +385,12 @@ class Partitioner {
         return place_anchor(n, RegionKind::reduction,
                             "an " + op + " is a reduction region of its own and reads its input "
                             "from memory");
+      case OpClass::collective:
+        // Its input goes to the other ranks and its output comes from them: nothing fuses across
+        // that exchange, in either direction (takes_epilogue is false for it).
+        return place_anchor(n, RegionKind::collective,
+                            "a collective (" + op + ") is a region of its own: it exchanges its "
+                            "input with the other ranks of its group");
       case OpClass::matmul:
         return place_anchor(n, RegionKind::matmul,
                             "a matmul starts its own region and loads its operands from memory "

@@ -1,7 +1,8 @@
 // Regions: the unit of fusion. A region runs as one kernel (or one vendor call). It has at most
-// one anchor (matmul, conv, sdpa, a row-wise op, a standalone reduction or a layout copy), the
-// pointwise prologue computed while loading the anchor's main input, the pointwise epilogue DAG
-// applied to the anchor's output, and exit reductions over epilogue values. Only tensors that are
+// one anchor (matmul, conv, sdpa, a row-wise op, a standalone reduction, a layout copy, or a
+// collective, which is always alone in its region), the pointwise prologue computed while loading
+// the anchor's main input, the pointwise epilogue DAG applied to the anchor's output, and exit
+// reductions over epilogue values. Only tensors that are
 // graph outputs or read by another region are stored; everything else stays in registers.
 #pragma once
 
@@ -23,8 +24,13 @@ enum class RegionKind {
   sdpa,
   layout,     // permute, slice or concat: a strided copy
   alias,      // reshape: no kernel, the output shares the input's memory
+  collective, // all_reduce, all_gather or reduce_scatter: data exchanged among the ranks of a group
 };
 std::string_view to_string(RegionKind k);
+
+// Why no engine takes a collective region, as explain and the engines say it.
+inline constexpr std::string_view kCollectiveNotBuilt =
+    "collectives run through NCCL or the megakernel, neither built yet: no engine runs them";
 
 // Exit reductions that can be folded into a region, described relative to its iteration shape
 // (the shape of its anchor output, or of its pointwise DAG). Only these patterns fuse; any other

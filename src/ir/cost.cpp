@@ -1,6 +1,7 @@
 // FLOP and byte estimates. FLOPs count a multiply-add as two; pointwise ops count one per output
 // element, transcendental ones too (a convention, stated in `sinter check`). Attention counts only
-// the query/key pairs that the causal mask leaves visible.
+// the query/key pairs that the causal mask leaves visible. Collectives count the bytes a rank sends
+// under the ring algorithm, the usual yardstick of their cost (bus bandwidth).
 #include <algorithm>
 
 #include "sinter/graph.hpp"
@@ -57,6 +58,23 @@ NodeCost node_cost(const Graph& g, const Node& n) {
     case OpClass::rope: c.flops = 3.0 * in_elems(); break;
     case OpClass::layout:
     case OpClass::constant: c.flops = 0; break;
+    case OpClass::collective: {
+      const auto& at = std::get<CollectiveAttrs>(n.attrs);
+      const double w = static_cast<double>(at.world);
+      const double share = (w - 1) / w;  // of the data, what a rank's ring neighbours need from it
+      const double in = tensor_bytes(g.tensor(n.inputs[0])), out = tensor_bytes(g.tensor(n.outputs[0]));
+      // the reductions add W - 1 values per element of their result
+      if (n.op == OpKind::all_reduce) {
+        c.comm_bytes = 2 * share * in;
+        c.flops = (w - 1) * in_elems();
+      } else if (n.op == OpKind::all_gather) {
+        c.comm_bytes = share * out;
+      } else {
+        c.comm_bytes = share * in;
+        c.flops = (w - 1) * out_elems();
+      }
+      break;
+    }
     default: c.flops = out_elems(); break;
   }
   return c;
@@ -64,7 +82,11 @@ NodeCost node_cost(const Graph& g, const Node& n) {
 
 GraphCost graph_cost(const Graph& g) {
   GraphCost c;
-  for (const Node& n : g.nodes()) c.flops += node_cost(g, n).flops;
+  for (const Node& n : g.nodes()) {
+    const NodeCost nc = node_cost(g, n);
+    c.flops += nc.flops;
+    c.comm_bytes += nc.comm_bytes;
+  }
   for (TensorId t : g.inputs()) c.min_bytes += tensor_bytes(g.tensor(t));
   for (TensorId t : g.outputs()) c.min_bytes += tensor_bytes(g.tensor(t));
   return c;

@@ -401,6 +401,26 @@ Tensor Graph::arg_reduce(OpKind op, Tensor x, int64_t axis, bool keepdim) {
   return add_node(op, {x}, ArgReduceAttrs{normalize_axis(axis, rank, std::string(to_string(op))), keepdim})[0];
 }
 
+Tensor Graph::all_reduce(Tensor x, const std::string& group, int64_t world, CollectiveReduce reduce) {
+  check_tensor(x, "all_reduce");
+  return add_node(OpKind::all_reduce, {x}, CollectiveAttrs{group, world, reduce, 0})[0];
+}
+
+Tensor Graph::all_gather(Tensor x, int64_t axis, const std::string& group, int64_t world) {
+  check_tensor(x, "all_gather");
+  const auto rank = static_cast<int64_t>(tensors_[x.id].dims.size());
+  return add_node(OpKind::all_gather, {x},
+                  CollectiveAttrs{group, world, CollectiveReduce::sum, normalize_axis(axis, rank, "all_gather")})[0];
+}
+
+Tensor Graph::reduce_scatter(Tensor x, int64_t axis, const std::string& group, int64_t world,
+                             CollectiveReduce reduce) {
+  check_tensor(x, "reduce_scatter");
+  const auto rank = static_cast<int64_t>(tensors_[x.id].dims.size());
+  return add_node(OpKind::reduce_scatter, {x},
+                  CollectiveAttrs{group, world, reduce, normalize_axis(axis, rank, "reduce_scatter")})[0];
+}
+
 Tensor Graph::softmax(Tensor x) { return add_node(OpKind::softmax, {x}, std::monostate{})[0]; }
 
 Tensor Graph::layernorm(Tensor x, Tensor weight, std::optional<Tensor> bias, double epsilon) {

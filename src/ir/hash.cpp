@@ -93,6 +93,13 @@ void hash_attrs(Hasher& h, const Attrs& attrs, bool with_shapes) {
           h.add_dims(a.steps, with_shapes);
         } else if constexpr (std::is_same_v<A, ConcatAttrs>) {
           h.add(a.axis);
+        } else if constexpr (std::is_same_v<A, CollectiveAttrs>) {
+          // The group is part of the computation (which ranks take part), so its name counts.
+          h.add(a.group.size());
+          for (char ch : a.group) h.add(static_cast<unsigned char>(ch));
+          h.add(static_cast<uint64_t>(a.world));
+          h.add(static_cast<uint64_t>(a.reduce));
+          h.add(static_cast<uint64_t>(a.axis));
         }
       },
       attrs);

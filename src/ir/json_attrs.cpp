@@ -26,6 +26,12 @@ std::vector<std::string_view> attr_keys(OpKind op) {
     case OpClass::arg_reduce: return {"axis", "keepdim"};
     case OpClass::norm: return {"epsilon", "has_bias"};
     case OpClass::rope: return {"interleaved"};
+    case OpClass::collective:
+      switch (op) {
+        case OpKind::all_reduce: return {"group", "world", "reduce"};
+        case OpKind::all_gather: return {"group", "world", "axis"};
+        default: return {"group", "world", "axis", "reduce"};
+      }
     case OpClass::layout:
       switch (op) {
         case OpKind::reshape: return {"dims"};
@@ -180,6 +186,20 @@ void read(const Cursor& a, ConcatAttrs& at) {
   if_present(a, "axis", [&](const Cursor& c) { at.axis = c.as_int(-kMaxRank, kMaxAxis); });
 }
 
+// The group and world are required: a collective among an unnamed or unsized group says nothing.
+// all_gather and reduce_scatter require their axis too (attr_keys() keeps it off all_reduce).
+void read(const Cursor& a, CollectiveAttrs& at, OpKind op) {
+  at.group = a.at("group").as_name("a group name");
+  at.world = a.at("world").as_int(1, kMaxWorld);
+  if (op != OpKind::all_reduce) at.axis = a.at("axis").as_int(-kMaxRank, kMaxAxis);
+  if_present(a, "reduce", [&](const Cursor& c) {
+    const std::string s = c.as_string("a reduction");
+    auto r = parse_collective_reduce(s);
+    if (!r) c.fail("unknown reduction " + Json(s).dump() + did_you_mean(s, {"sum", "max"}) + "; known: sum, max");
+    at.reduce = *r;
+  });
+}
+
 int64_t normalize_axis(int64_t axis, int64_t rank, const Cursor& where, const std::string& who,
                        const std::string& input) {
   const int64_t a = axis < 0 ? axis + rank : axis;
@@ -205,6 +225,11 @@ ParsedAttrs parse_attrs(OpKind op, const Cursor& node) {
       case OpKind::argmax:
       case OpKind::argmin:
         node.fail(std::string(to_string(op)) + " needs \"attrs\": {\"axis\": ...}");
+      case OpKind::all_reduce:
+        node.fail("all_reduce needs \"attrs\": {\"group\": ..., \"world\": ...}");
+      case OpKind::all_gather:
+      case OpKind::reduce_scatter:
+        node.fail(std::string(to_string(op)) + " needs \"attrs\": {\"group\": ..., \"world\": ..., \"axis\": ...}");
       default: return p;
     }
   }
@@ -222,6 +247,8 @@ ParsedAttrs parse_attrs(OpKind op, const Cursor& node) {
         using A = std::decay_t<decltype(at)>;
         if constexpr (std::is_same_v<A, SliceAttrs>) {
           read(a, at, p.slice_axes);
+        } else if constexpr (std::is_same_v<A, CollectiveAttrs>) {
+          read(a, at, op);
         } else if constexpr (!std::is_same_v<A, std::monostate>) {
           read(a, at);
         }
@@ -247,6 +274,9 @@ void resolve_attrs(OpKind op, ParsedAttrs& p, const std::vector<const TensorInfo
   } else if (auto* cat = std::get_if<ConcatAttrs>(&p.attrs)) {
     const Cursor c = p.where->find("axis").value_or(*p.where);
     cat->axis = normalize_axis(cat->axis, rank, c, who, input);
+  } else if (auto* col = std::get_if<CollectiveAttrs>(&p.attrs); col && op != OpKind::all_reduce) {
+    const Cursor c = p.where->find("axis").value_or(*p.where);
+    col->axis = normalize_axis(col->axis, rank, c, who, input);
   } else if (auto* rs = std::get_if<ReshapeAttrs>(&p.attrs)) {
     auto wild = std::find(rs->dims.begin(), rs->dims.end(), -1);
     if (wild == rs->dims.end()) return;
@@ -321,6 +351,10 @@ std::string write_attrs(const Node& n) {
           w.ints("starts", at.starts).ints("ends", at.ends).ints("steps", at.steps);
         } else if constexpr (std::is_same_v<A, ConcatAttrs>) {
           w.integer("axis", at.axis);
+        } else if constexpr (std::is_same_v<A, CollectiveAttrs>) {
+          w.name("group", at.group).integer("world", at.world);
+          if (n.op != OpKind::all_reduce) w.integer("axis", at.axis);
+          if (n.op != OpKind::all_gather) w.name("reduce", to_string(at.reduce));
         }
       },
       n.attrs);

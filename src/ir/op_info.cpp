@@ -57,6 +57,9 @@ constexpr OpInfo kOps[] = {
     {OpKind::permute, "permute", OpClass::layout, 1, 1},
     {OpKind::slice, "slice", OpClass::layout, 1, 1},
     {OpKind::concat, "concat", OpClass::layout, 1, -1},
+    {OpKind::all_reduce, "all_reduce", OpClass::collective, 1, 1},
+    {OpKind::all_gather, "all_gather", OpClass::collective, 1, 1},
+    {OpKind::reduce_scatter, "reduce_scatter", OpClass::collective, 1, 1},
 };
 
 }  // namespace
@@ -82,6 +85,17 @@ std::vector<OpKind> all_ops() {
   std::vector<OpKind> ops;
   for (const OpInfo& info : kOps) ops.push_back(info.kind);
   return ops;
+}
+
+bool is_pointwise(OpKind op) {
+  switch (op_info(op).cls) {
+    case OpClass::unary:
+    case OpClass::binary:
+    case OpClass::compare:
+    case OpClass::select:
+    case OpClass::cast: return true;
+    default: return false;
+  }
 }
 
 std::string_view to_string(ComputeType c) {
@@ -116,6 +130,21 @@ std::optional<CausalMask> parse_causal(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view to_string(CollectiveReduce r) {
+  switch (r) {
+    case CollectiveReduce::sum: return "sum";
+    case CollectiveReduce::max: return "max";
+  }
+  return "?";
+}
+
+std::optional<CollectiveReduce> parse_collective_reduce(std::string_view name) {
+  for (CollectiveReduce r : {CollectiveReduce::sum, CollectiveReduce::max}) {
+    if (to_string(r) == name) return r;
+  }
+  return std::nullopt;
+}
+
 Attrs default_attrs(OpKind op) {
   switch (op_info(op).cls) {
     case OpClass::matmul: return MatmulAttrs{};
@@ -127,6 +156,7 @@ Attrs default_attrs(OpKind op) {
     case OpClass::arg_reduce: return ArgReduceAttrs{};
     case OpClass::norm: return NormAttrs{};
     case OpClass::rope: return RopeAttrs{};
+    case OpClass::collective: return CollectiveAttrs{};
     case OpClass::layout:
       switch (op) {
         case OpKind::reshape: return ReshapeAttrs{};

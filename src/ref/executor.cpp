@@ -1,11 +1,14 @@
 // The CPU reference executor: checks the host inputs against the graph, runs the nodes in
 // topological order on float64 RefTensors, and rounds every node output to its dtype exactly once,
 // at the tensor boundary. Between nodes a tensor holds exactly the values its dtype can hold, so a
-// bf16 intermediate loses precision here just as it does on the GPU.
+// bf16 intermediate loses precision here just as it does on the GPU. A collective among more than
+// one rank stops the run (GraphRun::run_to_collective) until run_reference_ranks() has gathered
+// every rank's input.
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "ref/graph_run.hpp"
 #include "ref/ops.hpp"
 #include "ref/ref_tensor.hpp"
 #include "sinter/error.hpp"
@@ -96,6 +99,10 @@ std::vector<RefTensor> run_node(const Graph& g, const Node& n,
         default: break;
       }
       break;
+    case OpClass::collective:
+      // Only a group of one rank runs here (GraphRun stops at the others): the identity.
+      if (std::get<CollectiveAttrs>(a).world == 1) return {*in[0]};
+      break;
   }
   throw Error(ErrorCode::internal, "run_reference: node '" + n.name + "' (" +
                                        std::string(to_string(n.op)) + ") has no reference");
@@ -139,92 +146,144 @@ std::vector<NodeId> producer_of_tensor(const Graph& g) {
   return producer;
 }
 
+// A collective's world and group, for messages.
+std::string collective_text(const Node& n) {
+  const auto& at = std::get<CollectiveAttrs>(n.attrs);
+  return "node '" + n.name + "' (" + std::string(to_string(n.op)) + ") is a collective among the world=" +
+         std::to_string(at.world) + " ranks of group '" + at.group + "'";
+}
+
 }  // namespace
 
-TensorMap run_reference(const Graph& g, const TensorMap& inputs, const ReferenceOptions& opts) {
+namespace ref {
+
+GraphRun::GraphRun(const Graph& g, const TensorMap& inputs, const ReferenceOptions& opts)
+    : g_(g), opts_(opts) {
   check_types_known(g);
   check_inputs(g, inputs);
+  order_ = g.topological_order();
 
   const auto& tensors = g.tensors();
-  std::vector<RefTensor> values(tensors.size());
-  std::vector<bool> ready(tensors.size(), false);
+  values_.resize(tensors.size());
+  ready_.assign(tensors.size(), false);
   for (TensorId id : g.inputs()) {
     // The inputs' storage may be any view; values() reads it in logical row-major order.
-    values[id] = RefTensor(tensors[id].dims, inputs.at(tensors[id].name).values());
-    ready[id] = true;
+    values_[id] = RefTensor(tensors[id].dims, inputs.at(tensors[id].name).values());
+    ready_[id] = true;
   }
 
   // Without keep_intermediates a tensor is dropped after its last reader, so that float64 copies
   // of a large graph's activations do not all stay alive at once.
-  std::vector<bool> keep(tensors.size(), opts.keep_intermediates);
-  for (TensorId id : g.outputs()) keep[id] = true;
-  std::vector<int64_t> reads_left(tensors.size(), 0);
+  keep_.assign(tensors.size(), opts.keep_intermediates);
+  is_output_.assign(tensors.size(), false);
+  for (TensorId id : g.outputs()) keep_[id] = is_output_[id] = true;
+  reads_left_.assign(tensors.size(), 0);
   for (const Node& n : g.nodes()) {
-    for (TensorId t : n.inputs) ++reads_left[t];
+    for (TensorId t : n.inputs) ++reads_left_[t];
   }
-  const std::vector<int> step = step_of_node(g, opts);
-  const std::vector<NodeId> producer = producer_of_tensor(g);
-  // The rounded copy of a float value that stays unrounded for readers in its own step and is
-  // read rounded by readers in other steps (ReferenceOptions::fused_steps).
-  std::vector<RefTensor> stored(tensors.size());
+  step_ = step_of_node(g, opts);
+  producer_ = producer_of_tensor(g);
+  stored_.resize(tensors.size());
+}
 
-  for (NodeId nid : g.topological_order()) {
-    const Node& n = g.node(nid);
-    std::vector<const RefTensor*> in;
-    for (TensorId t : n.inputs) {
-      if (!ready[t]) {
-        throw Error(ErrorCode::internal, "run_reference: node '" + n.name + "' reads tensor '" +
-                                             tensors[t].name + "' before it is computed");
-      }
-      const bool through_memory = !stored[t].data.empty() && step[producer[t]] != step[nid];
-      in.push_back(through_memory ? &stored[t] : &values[t]);
+std::vector<const RefTensor*> GraphRun::inputs_of(NodeId nid) const {
+  const auto& tensors = g_.tensors();
+  const Node& n = g_.node(nid);
+  std::vector<const RefTensor*> in;
+  for (TensorId t : n.inputs) {
+    if (!ready_[t]) {
+      throw Error(ErrorCode::internal, "run_reference: node '" + n.name + "' reads tensor '" +
+                                           tensors[t].name + "' before it is computed");
     }
-    std::vector<RefTensor> out = run_node(g, n, in);
-    if (out.size() != n.outputs.size()) {
-      throw Error(ErrorCode::internal,
-                  "run_reference: node '" + n.name + "' computed " + std::to_string(out.size()) +
-                      " outputs; the graph lists " + std::to_string(n.outputs.size()));
-    }
-    for (size_t i = 0; i < out.size(); ++i) {
-      const TensorInfo& info = tensors[n.outputs[i]];
-      if (out[i].dims != info.dims) {
-        throw Error(ErrorCode::internal, "run_reference: node '" + n.name + "' computed dims " +
-                                             dims_to_string(out[i].dims) + " for tensor '" +
-                                             info.name + "'; inference says " +
-                                             dims_to_string(info.dims));
-      }
-      // The tensor boundary: the one place where values are rounded to the dtype.
-      // Constants are rounded either way: a kernel reads them already in their dtype.
-      // Under fused_steps a graph output is rounded where it is stored, not for its own step's readers.
-      const bool is_output =
-          std::find(g.outputs().begin(), g.outputs().end(), n.outputs[i]) != g.outputs().end();
-      const bool rounds = opts.round_intermediates || !is_float(info.dtype) || n.op == OpKind::cast ||
-                          n.op == OpKind::constant || (is_output && opts.fused_steps.empty());
-      if (rounds) {
-        for (double& v : out[i].data) v = round_to_dtype(v, info.dtype);
-      } else if (!opts.fused_steps.empty()) {
-        stored[n.outputs[i]] = out[i];
-        for (double& v : stored[n.outputs[i]].data) v = round_to_dtype(v, info.dtype);
-      }
-      values[n.outputs[i]] = std::move(out[i]);
-      ready[n.outputs[i]] = true;
-    }
-    for (TensorId t : n.inputs) {
-      if (--reads_left[t] == 0 && !keep[t]) values[t] = stored[t] = RefTensor();
-    }
+    const bool through_memory = !stored_[t].data.empty() && step_[producer_[t]] != step_[nid];
+    in.push_back(through_memory ? &stored_[t] : &values_[t]);
   }
+  return in;
+}
 
+std::optional<NodeId> GraphRun::run_to_collective() {
+  for (; next_ < order_.size(); ++next_) {
+    const NodeId nid = order_[next_];
+    const Node& n = g_.node(nid);
+    if (op_info(n.op).cls == OpClass::collective && std::get<CollectiveAttrs>(n.attrs).world > 1) return nid;
+    store_outputs(nid, run_node(g_, n, inputs_of(nid)));
+  }
+  return std::nullopt;
+}
+
+void GraphRun::finish_collective(NodeId nid, std::vector<RefTensor> outputs) {
+  if (next_ >= order_.size() || order_[next_] != nid) {
+    throw Error(ErrorCode::internal, "run_reference: node '" + g_.node(nid).name + "' is not the pending collective");
+  }
+  store_outputs(nid, std::move(outputs));
+  ++next_;
+}
+
+void GraphRun::store_outputs(NodeId nid, std::vector<RefTensor> out) {
+  const auto& tensors = g_.tensors();
+  const Node& n = g_.node(nid);
+  if (out.size() != n.outputs.size()) {
+    throw Error(ErrorCode::internal,
+                "run_reference: node '" + n.name + "' computed " + std::to_string(out.size()) +
+                    " outputs; the graph lists " + std::to_string(n.outputs.size()));
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    const TensorId id = n.outputs[i];
+    const TensorInfo& info = tensors[id];
+    if (out[i].dims != info.dims) {
+      throw Error(ErrorCode::internal, "run_reference: node '" + n.name + "' computed dims " +
+                                           dims_to_string(out[i].dims) + " for tensor '" +
+                                           info.name + "'; inference says " +
+                                           dims_to_string(info.dims));
+    }
+    // The tensor boundary: the one place where values are rounded to the dtype.
+    // Constants are rounded either way: a kernel reads them already in their dtype.
+    // Under fused_steps a graph output is rounded where it is stored, not for its own step's readers.
+    const bool rounds = opts_.round_intermediates || !is_float(info.dtype) || n.op == OpKind::cast ||
+                        n.op == OpKind::constant || (is_output_[id] && opts_.fused_steps.empty());
+    if (rounds) {
+      for (double& v : out[i].data) v = round_to_dtype(v, info.dtype);
+    } else if (!opts_.fused_steps.empty()) {
+      stored_[id] = out[i];
+      for (double& v : stored_[id].data) v = round_to_dtype(v, info.dtype);
+    }
+    values_[id] = std::move(out[i]);
+    ready_[id] = true;
+  }
+  for (TensorId t : n.inputs) {
+    if (--reads_left_[t] == 0 && !keep_[t]) values_[t] = stored_[t] = RefTensor();
+  }
+}
+
+TensorMap GraphRun::results() const {
+  const auto& tensors = g_.tensors();
+  if (next_ < order_.size()) {
+    throw Error(ErrorCode::internal, "run_reference: results asked for before node '" +
+                                         g_.node(order_[next_]).name + "' has run");
+  }
   TensorMap result;
   for (size_t id = 0; id < tensors.size(); ++id) {
-    if (!keep[id]) continue;
-    if (!ready[id]) {
+    if (!keep_[id]) continue;
+    if (!ready_[id]) {
       throw Error(ErrorCode::internal,
                   "run_reference: tensor '" + tensors[id].name + "' was never computed");
     }
-    const RefTensor& v = stored[id].data.empty() ? values[id] : stored[id];
+    const RefTensor& v = stored_[id].data.empty() ? values_[id] : stored_[id];
     result.insert_or_assign(tensors[id].name, to_host(v, tensors[id].dtype));
   }
   return result;
+}
+
+}  // namespace ref
+
+TensorMap run_reference(const Graph& g, const TensorMap& inputs, const ReferenceOptions& opts) {
+  ref::GraphRun run(g, inputs, opts);
+  if (const auto pending = run.run_to_collective()) {
+    throw Error(ErrorCode::invalid_argument,
+                "run_reference: " + collective_text(g.node(*pending)) +
+                    "; run the ranks' graphs together with run_reference_ranks()");
+  }
+  return run.results();
 }
 
 }  // namespace sinter

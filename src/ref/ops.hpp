@@ -69,4 +69,9 @@ RefTensor permute(const RefTensor& x, const PermuteAttrs& at);
 RefTensor slice(const RefTensor& x, const SliceAttrs& at);
 RefTensor concat(const std::vector<const RefTensor*>& xs, const ConcatAttrs& at);
 
+// collective.cpp ----------------------------------------------------------------------------------
+// all_reduce / all_gather / reduce_scatter among at.world ranks: xs[r] is the input of the group's
+// rank r (same dims on every rank); returns each rank's output, in rank order.
+std::vector<RefTensor> collective(OpKind op, const CollectiveAttrs& at, const std::vector<const RefTensor*>& xs);
+
 }  // namespace sinter::ref

@@ -14,7 +14,9 @@
 using namespace sinter;
 
 TEST(Examples, CheckedInJsonMatchesTheBuilders) {
-  for (const auto& ex : examples::all_examples()) {
+  std::vector<examples::Example> list = examples::all_examples();
+  for (const auto& ex : examples::tensor_parallel_examples()) list.push_back(ex);
+  for (const auto& ex : list) {
     Graph g = ex.build();
     g.validate();
     std::ifstream in(std::string(SINTER_EXAMPLES_DIR) + "/" + ex.file);
@@ -53,6 +55,26 @@ TEST(Examples, SmallLlamaDecodeStackRunsAndPartitions) {
   EXPECT_EQ(out.at("l2.k_cache_next").dims(), (Dims{1, 2, 8, 16}));
   const examples::LlamaConfig none{.layers = 0};
   EXPECT_THROW(examples::llama_decode_stack(none), Error);
+}
+
+// The checked-in tensor-parallel examples: the benchmark model's layers split 2, 4 and 8 ways,
+// each rank holding its share of the weights and of the KV cache, four all_reduces (attention
+// output and down projection of each of 2 layers) exchanging the [1, 1, 2048] bf16 residual.
+TEST(Examples, TensorParallelLlamaSplitsTheWeights) {
+  const examples::LlamaConfig c = examples::llama_tp_example_config();
+  Graph full = examples::llama_decode_stack(c);
+  full.validate();
+  const double full_bytes = graph_cost(full).min_bytes;
+  for (int world : {2, 4, 8}) {
+    const std::vector<Graph> ranks = examples::llama_decode_stack_tp(c, world);
+    ASSERT_EQ(ranks.size(), static_cast<size_t>(world));
+    const GraphCost cost = graph_cost(ranks[0]);
+    // the replicated norms, token and rope angles are a small part: each rank reads about 1/W
+    EXPECT_NEAR(cost.min_bytes * world / full_bytes, 1.0, 0.01) << world;
+    EXPECT_DOUBLE_EQ(cost.comm_bytes, 4 * 2.0 * (world - 1) / world * 2048 * 2);
+    const TensorInfo& kc = ranks[0].tensor(*ranks[0].find_tensor("l1.k_cache"));
+    EXPECT_EQ(kc.dims, (Dims{1, c.kv_heads / world, c.past, c.head_dim}));
+  }
 }
 
 namespace {

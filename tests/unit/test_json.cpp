@@ -178,17 +178,60 @@ Graph layout_graph() {
   return g;
 }
 
+Graph collectives_graph() {
+  Graph g("collectives");
+  auto x = g.input("x", DType::bf16, {2, 8, 6});
+  g.all_reduce(x, "tp", 4);
+  g.all_reduce(x, "dp", 2, CollectiveReduce::max);
+  g.all_gather(x, -1, "tp", 4);
+  g.reduce_scatter(x, 1, "tp", 4, CollectiveReduce::max);
+  g.reduce_scatter(g.cast(x, DType::i32), 0, "pair", 2);
+  g.all_gather(g.cast(x, DType::boolean), 0, "solo", 1);
+  output_leaves(g);
+  return g;
+}
+
 }  // namespace
 
 TEST(Json, EveryOpRoundTrips) {
   std::set<OpKind> covered;
   for (const Graph& g : {anchors_graph(), pointwise_graph(), constants_graph(),
-                         cast_reduce_norm_graph(), layout_graph()}) {
+                         cast_reduce_norm_graph(), layout_graph(), collectives_graph()}) {
     SCOPED_TRACE(g.name());
     round_trip(g);
     for (OpKind op : ops_of(g)) covered.insert(op);
   }
   for (OpKind op : all_ops()) EXPECT_TRUE(covered.count(op)) << to_string(op) << " is not tested";
+}
+
+// Every attribute is saved (reduce only where it applies, axis non-negative); the group name and
+// world take part in the structural hash.
+TEST(Json, CollectiveAttributesRoundTrip) {
+  Graph back = round_trip(collectives_graph());
+  const std::string text = save_graph_json(back);
+  EXPECT_NE(text.find(R"("attrs": {"group": "tp", "world": 4, "reduce": "sum"})"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("attrs": {"group": "tp", "world": 4, "axis": 2})"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("attrs": {"group": "tp", "world": 4, "axis": 1, "reduce": "max"})"), std::string::npos)
+      << text;
+  const std::string hand = R"({"format": "sinter.graph", "version": 1, "name": "g",
+    "inputs": [{"name": "x", "dtype": "f32", "dims": [4, 6]}],
+    "nodes": [{"name": "ag", "op": "all_gather", "inputs": ["x"], "outputs": ["y"],
+               "attrs": {"group": "tp", "world": 2, "axis": -2}},
+              {"name": "rs", "op": "reduce_scatter", "inputs": ["y"], "outputs": ["z"],
+               "attrs": {"group": "tp", "world": 2, "axis": -1}}],
+    "outputs": ["z"]})";
+  const Graph h = load_graph_json(hand, "hand");
+  const auto& ag = std::get<CollectiveAttrs>(h.node(*h.find_node("ag")).attrs);
+  EXPECT_EQ(ag.axis, 0);
+  EXPECT_EQ(h.tensor(*h.find_tensor("y")).dims, (Dims{8, 6}));
+  const auto& rs = std::get<CollectiveAttrs>(h.node(*h.find_node("rs")).attrs);
+  EXPECT_EQ(rs.axis, 1);
+  EXPECT_EQ(rs.reduce, CollectiveReduce::sum);  // the default
+  EXPECT_EQ(h.tensor(*h.find_tensor("z")).dims, (Dims{8, 3}));
+
+  std::string other_group = hand;
+  other_group.replace(other_group.find("\"tp\""), 4, "\"pp\"");
+  EXPECT_NE(structural_hash(load_graph_json(other_group, "g2"), false), structural_hash(h, false));
 }
 
 TEST(Json, StridedInputKeepsItsStrides) {

@@ -105,6 +105,9 @@ void print_graph_summary(const Graph& g, bool detailed) {
   std::printf("minimum traffic: %s (inputs read once, outputs written once)", 
               human_bytes(cost.min_bytes).c_str());
   if (cost.min_bytes > 0) std::printf("; intensity %.1f FLOP/B", cost.flops / cost.min_bytes);
+  if (cost.comm_bytes > 0) {
+    std::printf("\ncollectives: %s sent per rank (ring algorithm)", human_bytes(cost.comm_bytes).c_str());
+  }
   std::printf("\nstructural hash: %016llx (with shapes %016llx)\n",
               static_cast<unsigned long long>(structural_hash(g, false)),
               static_cast<unsigned long long>(structural_hash(g, true)));
