@@ -9,8 +9,10 @@
 // both instructions do nothing.
 #pragma once
 
+// Inside a megakernel (SINTER_MEGAKERNEL) a task is not a launch: the megakernel is launched
+// without the attribute, so both instructions would do nothing, and they are left out.
 __device__ __forceinline__ void sinter_kernel_begin() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(SINTER_MEGAKERNEL)
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif

@@ -21,6 +21,8 @@
 #define SINTER_MEGA_CONTROL_WORDS 4
 /* trace words per task: start ns, end ns, SM and CTA ((sm << 32) | cta), waited ns */
 #define SINTER_MEGA_TRACE_WORDS 4
+/* the waits of a task fetched into shared memory ahead of it; any more are read from the table */
+#define SINTER_MEGA_SHARED_WAITS 8
 /* SinterMegaTask::publish, publish_range: no counter to add to */
 #define SINTER_MEGA_NO_COUNTER 0xffffffffu
 
@@ -30,16 +32,18 @@ struct SinterMegaTask {
   unsigned int function;    /* which generated function runs it (the dispatcher's case) */
   unsigned int threads;     /* its kernel's block size; the megakernel's other threads wait */
   unsigned int grid_x, grid_y, grid_z;  /* its kernel's grid */
-  unsigned int block;       /* its linear block index in that grid */
+  unsigned int block_x;     /* its block index in that grid, x */
+  unsigned int block_yz;    /* and y | z << 16 (grids are at most 65535 high and deep) */
   unsigned int kernel;      /* its task kernel (the trace, the watchdog's record) */
-  unsigned int first_wait;  /* into the waits table */
+  unsigned int first_wait;  /* into the waits table (the first SINTER_MEGA_SHARED_WAITS are
+                               copied into shared memory one task ahead, like the arguments) */
   unsigned int wait_count;  /* the counters it waits on that no earlier wait of this CTA covered
                                and that tasks of other CTAs add to */
   unsigned int publish;       /* its kernel's whole-grid counter, or SINTER_MEGA_NO_COUNTER */
   unsigned int publish_range; /* the counter of its range of blocks, or SINTER_MEGA_NO_COUNTER */
   unsigned int args_offset;   /* its kernel's argument struct in the argument buffer (64-aligned) */
   unsigned int args_bytes;    /* its size, rounded up to 16 */
-  unsigned int reserved[3];
+  unsigned int reserved[2];
 };
 
 /* Wait until counters[counter] >= (epoch + 1) * tasks: every task of the producer kernel done. */

@@ -120,14 +120,25 @@ __device__ __forceinline__ void sinter_mega_fetch(void* to, const void* from, u3
 __device__ __forceinline__ void sinter_mega_fetch_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void sinter_mega_fetch_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
+// Thread 0: starts copying the first SINTER_MEGA_SHARED_WAITS waits of task `t` into `to`.
+__device__ __forceinline__ void sinter_mega_fetch_waits(SinterMegaWait* to, const SinterMegaParams& p,
+                                                        const SinterMegaTask& t) {
+  const u32 n = t.wait_count < SINTER_MEGA_SHARED_WAITS ? t.wait_count : SINTER_MEGA_SHARED_WAITS;
+  const u32 s = static_cast<u32>(__cvta_generic_to_shared(to));
+  for (u32 w = 0; w < n; ++w) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(s + 8 * w), "l"(p.waits + t.first_wait + w) : "memory");
+  }
+}
+
 // The persistent loop: `dispatch(function, args)` runs one task's code on the task's threads.
 // Thread 0 fetches ahead into shared memory (cp.async, overlapping the running task): the next
-// task's arguments and the record of the task after it, so a task starts without a trip to
-// global memory for its own description.
+// task's arguments and waits and the record of the task after it, so a task starts without a
+// trip to global memory for its own description.
 template <class Dispatch>
 __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, const Dispatch& dispatch) {
   __shared__ __align__(16) SinterMegaTask task_s[3];                    // task n in task_s[n % 3]
   __shared__ __align__(16) char args_s[2][SINTER_MEGA_ARGS_BYTES];      // its arguments in args_s[n % 2]
+  __shared__ __align__(16) SinterMegaWait waits_s[2][SINTER_MEGA_SHARED_WAITS];  // and its waits
   __shared__ int go_s;
   const u32 begin = p.queue_start[blockIdx.x], end = p.queue_start[blockIdx.x + 1];
   u64 epoch = 0;
@@ -138,6 +149,7 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
       sinter_mega_fetch_commit();
       sinter_mega_fetch_wait();
       sinter_mega_fetch(args_s[0], p.args + task_s[0].args_offset, task_s[0].args_bytes);
+      sinter_mega_fetch_waits(waits_s[0], p, task_s[0]);
       if (begin + 1 < end) sinter_mega_fetch(&task_s[1], &p.tasks[begin + 1], sizeof(SinterMegaTask));
       sinter_mega_fetch_commit();
       sinter_mega_fetch_wait();
@@ -150,6 +162,7 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
       if (i + 1 < end) {
         const SinterMegaTask& next = task_s[(n + 1) % 3];
         sinter_mega_fetch(args_s[(n + 1) & 1], p.args + next.args_offset, next.args_bytes);
+        sinter_mega_fetch_waits(waits_s[(n + 1) & 1], p, next);
         if (i + 2 < end) sinter_mega_fetch(&task_s[(n + 2) % 3], &p.tasks[i + 2], sizeof(SinterMegaTask));
         sinter_mega_fetch_commit();
       }
@@ -157,12 +170,11 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
       u64 waited = 0;
       int go = 1;
       for (u32 w = 0; w < t.wait_count && go; ++w) {
-        const SinterMegaWait wt = p.waits[t.first_wait + w];
+        const SinterMegaWait wt = w < SINTER_MEGA_SHARED_WAITS ? waits_s[n & 1][w] : p.waits[t.first_wait + w];
         go = sinter_mega_wait(p, wt.counter, (epoch + 1) * wt.tasks, n, t.kernel, epoch, waited);
       }
-      const u32 gx = t.grid_x, gy = t.grid_y;
-      sinter_mega_block_idx = make_uint3(t.block % gx, t.block / gx % gy, t.block / (gx * gy));
-      sinter_mega_grid_dim = make_uint3(gx, gy, t.grid_z);
+      sinter_mega_block_idx = make_uint3(t.block_x, t.block_yz & 0xffffu, t.block_yz >> 16);
+      sinter_mega_grid_dim = make_uint3(t.grid_x, t.grid_y, t.grid_z);
       sinter_mega_block_dim = make_uint3(t.threads, 1, 1);
       sinter_mega_threads = t.threads;
       go_s = go;

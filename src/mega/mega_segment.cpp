@@ -78,6 +78,7 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
   }
   std::vector<SinterMegaWait> waits;
   std::vector<SinterMegaTask> tasks;
+  std::vector<unsigned> linear_block;  // each task's block index in its kernel's grid
   std::vector<unsigned> queue_start;
   std::vector<char> waited_for(graph_.counters.size(), 0);
   bool fault_planted = false;
@@ -94,7 +95,14 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
       t.grid_x = tk.grid[0];
       t.grid_y = tk.grid[1];
       t.grid_z = tk.grid[2];
-      t.block = st.block;
+      const unsigned gx = tk.grid[0], gy = tk.grid[1], gz = tk.grid[2];
+      if (gy > 0xffff || gz > 0xffff) {
+        throw Error(ErrorCode::internal, "megakernel: task kernel " + std::to_string(st.kernel) + " has a grid " +
+                                             std::to_string(gy) + " high and " + std::to_string(gz) +
+                                             " deep; a task records at most 65535 of each");
+      }
+      t.block_x = st.block % gx;
+      t.block_yz = (st.block / gx % gy) | (st.block / (gx * gy)) << 16;
       t.kernel = st.kernel;
       t.first_wait = static_cast<unsigned>(waits.size());
       // no counter to wait on when the producers ran earlier on this CTA (a planted fault must
@@ -118,6 +126,7 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
       t.args_offset = static_cast<unsigned>(arg_offsets_[st.kernel]);
       t.args_bytes = static_cast<unsigned>(align_up(tk.arg_bytes, 16));
       tasks.push_back(t);
+      linear_block.push_back(st.block);
     }
   }
   queue_start.push_back(static_cast<unsigned>(tasks.size()));
@@ -125,7 +134,7 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
   // a task adds to the counters that count it only where some task waits for them
   for (SinterMegaTask& t : tasks) {
     if (waited_for[t.kernel]) t.publish = t.kernel;
-    const long range = graph_.kernels[t.kernel].group_counter(t.block);
+    const long range = graph_.kernels[t.kernel].group_counter(linear_block[&t - tasks.data()]);
     if (range >= 0 && waited_for[range]) t.publish_range = static_cast<unsigned>(range);
   }
   auto bytes_of = [](const auto& v) { return v.size() * sizeof(v[0]); };
