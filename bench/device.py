@@ -362,6 +362,10 @@ def step_plan(run, arg):
     run.show(["stack", "plan"])
 
 
+# the examples' graph names of the whole-model steps -> the case names the report and PyTorch use
+MODEL_CASES = {"llama3_2_1b_decode_step": "llama_3_2_1b", "llama3_8b_decode_step": "llama_3_8b"}
+
+
 def parse_bench_plan(text):
     """sinter_bench_plan's text as records (the JSON lines bench/report.py reads)."""
     out = []
@@ -410,8 +414,9 @@ def parse_bench_plan(text):
                     "tbps": float(m.group(3))})
     for m in re.finditer(r"^5\. (\S+) decode step, (\d+) layers, batch 1, ([0-9.]+) GB: read-once floor ([0-9.]+) ms "
                          r"\(([0-9.]+) TB/s\); graph executor ([0-9.]+) ms .*?megakernel ([0-9.]+) ms", text, re.M):
+        case = MODEL_CASES.get(m.group(1), m.group(1))
         for engine, ms in (("read-once-floor", m.group(4)), ("sinter-graph", m.group(6)), ("sinter-mega", m.group(7))):
-            out.append({"case": m.group(1), "engine": engine, "ms": float(ms), "layers": int(m.group(2))})
+            out.append({"case": case, "engine": engine, "ms": float(ms), "layers": int(m.group(2))})
     if "SOME CHECKS FAILED" in text or "all checks passed" in text:
         out.append({"case": "checks", "passed": "SOME CHECKS FAILED" not in text})
     return out
