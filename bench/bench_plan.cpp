@@ -17,12 +17,14 @@
 //      times the same model in PyTorch (eager and CUDA graph) for the same run. Every time is also
 //      given as a fraction of the read-once floor of the same bytes (read_floor.hpp), measured here.
 //   5. (--models) whole-model decode steps: Llama-3.2-1B and Llama-3-8B's shape, graph executor and
-//      megakernel against their read-once floors (bench_model).
+//      megakernel against their read-once floors (bench_model), at each batch of --batch (B
+//      sequences decoded in one step, the weights read once for all of them).
 // Every run's outputs are checked against the CPU reference once; a mismatch fails the program.
 //
-//   sinter_bench_plan [--runs N] [--tuned] [--chain-only] [--models 1b,8b] [--trace-dir DIR]
+//   sinter_bench_plan [--runs N] [--tuned] [--chain-only] [--models 1b,8b [--batch 1,4,16,64]] [--trace-dir DIR]
 //     --runs N: medians of N (at least 3; 21 by default); --tuned: also compile the decode stack
 //     with fast tuning (minutes: every distinct region timed); --chain-only: part 1 alone;
+//     --batch: the batches of part 5 (default 1);
 //     --trace-dir: the megakernel runs' Chrome traces written there (a summary is always printed)
 #include <unistd.h>
 
@@ -193,42 +195,80 @@ void trace_report(const Plan& plan, const DeviceTensors& io, cudaStream_t s, con
   }
 }
 
-// 5. A whole model's decode step at batch 1 (Llama-3.2-1B: 16 layers, LM head and argmax;
-// Llama-3-8B's shape: 32 layers, LM head and argmax) through the graph executor and the megakernel,
-// each as a fraction of the read-once floor of the step's bytes. Correctness: the step against the
-// CPU reference, the 8B's shape on two of its layers (its 15 GB in float64 on the host would take
-// minutes); the 8B timings run on whatever values device memory holds (they do not depend on them).
-bool bench_model(const std::string& which, int runs, const std::string& kernels) {
+// 5. A whole model's decode step for `batch` sequences (Llama-3.2-1B: 16 layers, LM head and
+// argmax; Llama-3-8B's shape: 32 layers, LM head and argmax) through the graph executor and the
+// megakernel, each as a fraction of the read-once floor of the step's bytes (the weights once,
+// every sequence's KV caches read and written back). Correctness: the step against the CPU
+// reference -- the 1B at batch 1 whole; the 8B's shape, and every model above batch 1, on two of
+// its layers (the 8B's 15 GB in float64 on the host would take minutes, and the reference's time
+// grows with the batch); the timings run on whatever values device memory holds (they do not
+// depend on them). A step whose inputs and outputs do not fit the GPU's free memory (the 8B's
+// shape at batch 64 holds 2 x 34 GB of KV caches) is skipped, and the line says so.
+bool bench_model(const std::string& which, int64_t batch, int runs, const std::string& kernels) {
   examples::LlamaConfig c = which == "8b" ? examples::llama_3_8b() : examples::llama_3_2_1b();
+  c.batch = batch;
+  const auto b = static_cast<long long>(batch);
+  const Graph g = examples::llama_decode_stack(c);
+  const double bytes = graph_cost(g).min_bytes;
+  const double gb = bytes / 1e9;
+  size_t free_bytes = 0, total_bytes = 0;
+  bench::check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  // the plan's inputs and outputs, and a GiB for its arena, workspace and kernels (the floor's
+  // buffer of the same bytes comes after the plan is gone)
+  if (bytes + double(1ull << 30) > static_cast<double>(free_bytes)) {
+    std::printf("5. %s decode step, %d layers, batch %lld, %.2f GB: skipped: its inputs and outputs need %.1f GB "
+                "of device memory and a GiB more, %.1f GB of %.1f GB are free\n",
+                c.name.c_str(), c.layers, b, gb, gb, free_bytes / 1e9, total_bytes / 1e9);
+    return true;
+  }
   bool ok = true;
   {
     examples::LlamaConfig small = c;
-    if (which == "8b") small.layers = 2;
-    const Graph g = examples::llama_decode_stack(small);
-    BenchPlan x(make_plan(g, {}, kernels));
-    const TensorMap in = random_inputs(g, 17);
-    const TensorMap want = run_reference(g, in);
-    ok &= matches_want(g, want, x.run(in), (which + " graph").c_str());
+    if (which == "8b" || batch > 1) small.layers = 2;
+    const Graph sg = examples::llama_decode_stack(small);
+    BenchPlan x(make_plan(sg, {}, kernels));
+    const TensorMap in = random_inputs(sg, 17);
+    const TensorMap want = run_reference(sg, in);
+    const std::string label = which + (batch > 1 ? "b" + std::to_string(batch) : "");
+    ok &= matches_want(sg, want, x.run(in), (label + " graph").c_str());
     const std::unique_ptr<Runner> m = mega_runner(x.plan(), x.io(), kernels);
-    ok &= mega_matches(g, in, *m, x.io(), x.stream(), (which + " mega").c_str(), &want);
-    std::printf("5. %s decode step, %d layers: outputs (graph, megakernel) against the CPU reference: %s\n",
-                c.name.c_str(), small.layers, ok ? "correct" : "WRONG");
+    ok &= mega_matches(sg, in, *m, x.io(), x.stream(), (label + " mega").c_str(), &want);
+    std::printf("5. %s decode step, %d layers, batch %lld: outputs (graph, megakernel) against the CPU reference: %s\n",
+                c.name.c_str(), small.layers, b, ok ? "correct" : "WRONG");
   }
-  const Graph g = examples::llama_decode_stack(c);
-  const double gb = graph_cost(g).min_bytes / 1e9;
-  BenchPlan x(make_plan(g, {}, kernels));
-  const std::unique_ptr<Runner> graph = graph_runner(x.plan(), x.io());
-  const std::unique_ptr<Runner> mega = mega_runner(x.plan(), x.io(), kernels);
-  const double graph_ms = batch_ms(x.stream(), 1, runs, [&] { graph->enqueue(x.stream()); });
-  const double mega_ms = batch_ms(x.stream(), 1, runs, [&] { mega->enqueue(x.stream()); });
-  mega->check();
-  const bench::ReadFloor floor = bench::read_once_floor(static_cast<size_t>(graph_cost(g).min_bytes), x.stream(), runs);
-  std::printf("5. %s decode step, %d layers, batch 1, %.2f GB: read-once floor %.3f ms (%.2f TB/s); graph executor "
+  double graph_ms = 0, mega_ms = 0;
+  std::string summary;
+  {
+    BenchPlan x(make_plan(g, {}, kernels));
+    const std::unique_ptr<Runner> graph = graph_runner(x.plan(), x.io());
+    const std::unique_ptr<Runner> mega = mega_runner(x.plan(), x.io(), kernels);
+    graph_ms = batch_ms(x.stream(), 1, runs, [&] { graph->enqueue(x.stream()); });
+    mega_ms = batch_ms(x.stream(), 1, runs, [&] { mega->enqueue(x.stream()); });
+    mega->check();
+    summary = mega_summary(*mega);
+  }
+  const bench::Stream stream;
+  const bench::ReadFloor floor = bench::read_once_floor(static_cast<size_t>(bytes), stream, runs);
+  std::printf("5. %s decode step, %d layers, batch %lld, %.2f GB: read-once floor %.3f ms (%.2f TB/s); graph executor "
               "%.3f ms (%.0f%% of the floor's speed), megakernel %.3f ms (%.0f%%; %s)   acceptance >= 80%%: %s\n",
-              c.name.c_str(), c.layers, gb, floor.ms, floor.tb_per_s, graph_ms, 100 * floor.ms / graph_ms, mega_ms,
-              100 * floor.ms / mega_ms, mega_summary(*mega).c_str(),
-              floor.ms / std::min(graph_ms, mega_ms) >= 0.8 ? "met" : "NOT met");
+              c.name.c_str(), c.layers, b, gb, floor.ms, floor.tb_per_s, graph_ms, 100 * floor.ms / graph_ms, mega_ms,
+              100 * floor.ms / mega_ms, summary.c_str(), floor.ms / std::min(graph_ms, mega_ms) >= 0.8 ? "met" : "NOT met");
   return ok;
+}
+
+// A comma-separated list of positive integers ("1,4,16"), or nothing where any entry is not one.
+std::optional<std::vector<int64_t>> parse_batches(const std::string& list) {
+  std::vector<int64_t> out;
+  for (size_t at = 0; at <= list.size();) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    const std::string item = list.substr(at, comma - at);
+    if (item.empty() || item.size() > 6 || item.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    const int64_t v = std::stoll(item);
+    if (v < 1) return std::nullopt;
+    out.push_back(v);
+    at = comma + 1;
+  }
+  return out;
 }
 
 std::string temp_file(const std::string& stem) {
@@ -237,11 +277,13 @@ std::string temp_file(const std::string& stem) {
 
 void usage(std::FILE* to) {
   std::fprintf(to,
-               "usage: sinter_bench_plan [--runs N] [--tuned] [--chain-only] [--models 1b,8b] [--trace-dir DIR]   (needs a GPU)\n"
+               "usage: sinter_bench_plan [--runs N] [--tuned] [--chain-only] [--models 1b,8b [--batch 1,4,16,64]]\n"
+               "                         [--trace-dir DIR]   (needs a GPU)\n"
                "  --runs N       medians of N runs (at least 3, default 21)\n"
                "  --tuned        also compile the decode stack with fast tuning (minutes)\n"
                "  --chain-only   only part 1, the launch cost of a 200-op chain\n"
                "  --models LIST  only part 5: whole-model decode steps (1b: Llama-3.2-1B, 8b: Llama-3-8B's shape)\n"
+               "  --batch LIST   with --models: each model at each of these batches (sequences per step; default 1)\n"
                "  --trace-dir D  write the megakernel traces (Chrome trace JSON) into folder D\n");
 }
 
@@ -255,6 +297,8 @@ int main(int argc, char** argv) {
   bool chain_only = false;
   std::string trace_dir;
   std::vector<std::string> models;
+  std::vector<int64_t> batches{1};
+  bool batch_given = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
       runs = std::max(3, std::atoi(argv[++i]));
@@ -274,6 +318,15 @@ int main(int argc, char** argv) {
         models.push_back(m);
         at = comma + 1;
       }
+    } else if (std::strcmp(argv[i], "--batch") == 0 && i + 1 < argc) {
+      const std::optional<std::vector<int64_t>> list = parse_batches(argv[++i]);
+      if (!list) {
+        std::fprintf(stderr, "sinter_bench_plan: --batch takes positive integers separated by commas (1,4,16,64), "
+                     "not '%s'\n", argv[i]);
+        return 2;
+      }
+      batches = *list;
+      batch_given = true;
     } else if (std::strcmp(argv[i], "--trace-dir") == 0 && i + 1 < argc) {
       trace_dir = argv[++i];
     } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
@@ -285,6 +338,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (batch_given && models.empty()) {
+    std::fprintf(stderr, "sinter_bench_plan: --batch applies to the whole-model steps: name them with --models\n");
+    return 2;
+  }
   if (!bench::have_gpu("sinter_bench_plan")) return 1;
   try {
     bench::check_cuda(cudaSetDevice(0), "cudaSetDevice");
@@ -293,7 +350,9 @@ int main(int argc, char** argv) {
     const bench::ScratchDir kernels("sinter_bench_plan_kernels_");
     bool ok = true;
     if (!models.empty()) {
-      for (const std::string& m : models) ok &= bench_model(m, runs, kernels.str());
+      for (const std::string& m : models) {
+        for (int64_t b : batches) ok &= bench_model(m, b, runs, kernels.str());
+      }
       std::printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
       return ok ? 0 : 1;
     }

@@ -362,10 +362,6 @@ def step_plan(run, arg):
     run.show(["stack", "plan"])
 
 
-# the examples' graph names of the whole-model steps -> the case names the report and PyTorch use
-MODEL_CASES = {"llama3_2_1b_decode_step": "llama_3_2_1b", "llama3_8b_decode_step": "llama_3_8b"}
-
-
 def parse_bench_plan(text):
     """sinter_bench_plan's text as records (the JSON lines bench/report.py reads)."""
     out = []
@@ -412,35 +408,82 @@ def parse_bench_plan(text):
     if m:
         out.append({"case": "llama_decode_stack", "engine": "read-once-floor", "ms": float(m.group(2)),
                     "tbps": float(m.group(3))})
-    for m in re.finditer(r"^5\. (\S+) decode step, (\d+) layers, batch 1, ([0-9.]+) GB: read-once floor ([0-9.]+) ms "
+    for m in re.finditer(r"^5\. (\S+) decode step, (\d+) layers, batch (\d+), ([0-9.]+) GB: read-once floor ([0-9.]+) ms "
                          r"\(([0-9.]+) TB/s\); graph executor ([0-9.]+) ms .*?megakernel ([0-9.]+) ms", text, re.M):
-        case = MODEL_CASES.get(m.group(1), m.group(1))
-        for engine, ms in (("read-once-floor", m.group(4)), ("sinter-graph", m.group(6)), ("sinter-mega", m.group(7))):
-            out.append({"case": case, "engine": engine, "ms": float(ms), "layers": int(m.group(2))})
+        batch = int(m.group(3))
+        case = model_case(m.group(1), batch)
+        for engine, ms in (("read-once-floor", m.group(5)), ("sinter-graph", m.group(7)), ("sinter-mega", m.group(8))):
+            out.append({"case": case, "engine": engine, "ms": float(ms), "layers": int(m.group(2)), "batch": batch,
+                        "graph": m.group(1)})
+    for m in re.finditer(r"^5\. (\S+) decode step, (\d+) layers, batch (\d+), [0-9.]+ GB: skipped: .*?need ([0-9.]+) GB"
+                         r".*?([0-9.]+) GB of [0-9.]+ GB are free", text, re.M):
+        batch = int(m.group(3))
+        for engine in ("sinter-graph", "sinter-mega"):
+            out.append({"case": model_case(m.group(1), batch), "engine": engine, "layers": int(m.group(2)),
+                        "batch": batch, "graph": m.group(1),
+                        "error": f"does not fit: needs {m.group(4)} GB + 1 GiB, {m.group(5)} GB free"})
     if "SOME CHECKS FAILED" in text or "all checks passed" in text:
         out.append({"case": "checks", "passed": "SOME CHECKS FAILED" not in text})
     return out
 
 
+# sinter_bench_plan part 5 names a model by its graph; the report's rows by the model
+MODEL_CASES = {"llama3_2_1b_decode_step": "llama_3_2_1b", "llama3_8b_decode_step": "llama_3_8b"}
+
+
+def model_case(graph, batch):
+    """The report's case of a whole-model decode step: llama_3_8b at batch 1, llama_3_8b_b16 at 16."""
+    base = MODEL_CASES.get(graph, graph)
+    return base if batch == 1 else f"{base}_b{batch}"
+
+
+def parse_llama_arg(arg):
+    """MODELS[:BATCHES] -> (models, batches), e.g. '8b:1,16' -> (['8b'], [1, 16]); default 1b,8b at 1."""
+    models, _, batches = (arg or "1b,8b").partition(":")
+    models = [m for m in models.split(",") if m]
+    bad = [m for m in models if m not in ("1b", "8b")]
+    if bad or not models:
+        raise Skip(f"llama takes models 1b and 8b, not {','.join(bad) or 'none'} (form: MODELS[:BATCHES], e.g. 8b:1,16)")
+    try:
+        batch_list = [int(b) for b in batches.split(",")] if batches else [1]
+    except ValueError:
+        batch_list = [0]
+    if not batch_list or min(batch_list) < 1:
+        raise Skip(f"llama: the batches after ':' are positive integers, not '{batches}' (e.g. 8b:1,16)")
+    return models, batch_list
+
+
 @step("llama", "whole-model decode steps (Llama-3.2-1B, Llama-3-8B's shape), Sinter and PyTorch",
-      arg="models (default 1b,8b)", limits="300 s + 240 s (PyTorch, per model)", needs=("sinter_bench_plan",))
+      arg="MODELS[:BATCHES]: models 1b,8b (default both), batches after a colon (default 1), e.g. 8b:1,16",
+      limits="300 s per batch + 240 s (PyTorch, per model and batch)", needs=("sinter_bench_plan",))
 def step_llama(run, arg):
-    """sinter_bench_plan --models: each model's decode step at batch 1 checked against the CPU
-    reference (the 8B's shape on two layers), then timed through the graph executor and the
-    megakernel beside the read-once floor of its bytes; then the same model in PyTorch (eager,
-    CUDA graph, torch.compile: bench/torch_decode_stack.py --model)."""
+    """sinter_bench_plan --models M --batch B: each model's decode step at each batch (B sequences,
+    one new token each, the weights read once for all) checked against the CPU reference (the 1B
+    at batch 1 whole; the 8B's shape and every batch above 1 on two layers), then timed through the
+    graph executor and the megakernel beside the read-once floor of its bytes (a batch whose KV
+    caches do not fit the GPU is skipped and says so); then the same model at the same batch in
+    PyTorch (eager, CUDA graph, torch.compile: bench/torch_decode_stack.py --model M --batch B).
+    Report cases: llama_3_2_1b and llama_3_8b at batch 1, llama_3_8b_b16 etc. above. One call's
+    budget holds a few (model, batch) pairs: e.g. llama=1b:1,4,16,64 in one call, llama=8b:1,16 in
+    another."""
     exe = run.need("sinter_bench_plan")[0]
-    models = arg or "1b,8b"
-    log = run.command("sinter_bench_plan --models", [exe, "--runs", "7", "--models", models], "bench_models.log",
-                      run.limit(300), json_lines=False)
+    models, batches = parse_llama_arg(arg)
+    batch_arg = ",".join(str(b) for b in batches)
+    argv = [exe, "--runs", "7", "--models", ",".join(models)] + (["--batch", batch_arg] if batches != [1] else [])
+    tag = "" if not arg else "_" + re.sub(r"[^0-9a-z]+", "-", arg)  # one log per llama=ARG of the call
+    log = run.command("sinter_bench_plan --models", argv, f"bench_models{tag}.log", run.limit(300 * len(batches)),
+                      json_lines=False)
     if not run.dry and os.path.exists(log):
         for r in parse_bench_plan(open(log, errors="replace").read()):
             run.record(dict(r, _source="sinter_bench_plan"))
-        run.say_lines(grep(log, r"^5\.|WRONG|FAILED|all checks", 12), "   ")
-    for m in models.split(","):
-        run.torch("torch_decode_stack.py", run.quick_flag() + ["--model", m] +
-                  (["--no-compile"] if run.opts.no_compile else []), f"torch_model_{m}.jsonl", run.limit(240),
-                  source="torch_decode_stack")
+        run.say_lines(grep(log, r"^5\.|WRONG|FAILED|all checks", 12 * len(batches)), "   ")
+    for m in models:
+        for b in batches:
+            run.torch("torch_decode_stack.py", run.quick_flag() + ["--model", m] + (["--batch", str(b)] if b > 1 else []) +
+                      (["--no-compile"] if run.opts.no_compile else []),
+                      f"torch_model_{m}.jsonl" if b == 1 else f"torch_model_{m}_b{b}.jsonl", run.limit(240),
+                      source="torch_decode_stack")
+    run.show(["models"])
 
 
 @step("blocks", "the example graphs, Sinter's executors and PyTorch",

@@ -368,6 +368,11 @@ DECODE_CASES = ("decode_m1", "decode_m8", "decode_m16")
 SDPA_CASES = ("sdpa_d128", "sdpa_d128_causal", "sdpa_d64", "sdpa_d64_causal", "sdpa_decode_gqa", "sdpa_decode_b1_skv1025")
 NORM_CASES = ("add_layernorm", "add_rmsnorm", "softmax", "pointwise_chain10")
 BLOCK_CASES = ("mlp_layer", "conv_block", "transformer_block", "llama_decode_layer")
+# the whole-model decode steps: case MODEL at batch 1, MODEL_bB at batch B (bench/device.py model_case)
+MODELS = (("llama_3_2_1b", "Llama-3.2-1B"), ("llama_3_8b", "Llama-3-8B's shape"))
+MODEL_ROWS = [(case if b == 1 else f"{case}_b{b}", f"{name}, batch {b}: step + LM head + argmax",
+               ">= 80% of floor; 2x PyTorch" if b == 1 else "")
+              for case, name in MODELS for b in (1, 4, 16, 64)]
 
 SECTIONS = [
     dict(id="gemm", title="GEMM",
@@ -479,20 +484,22 @@ SECTIONS = [
          rows=[("llama_decode_stack", "one decode step", "<= PyTorch CUDA graph; >= 80% of floor")],
          extract=lambda rec: extract_blocks(rec, ("llama_decode_stack",), ("sinter_bench_plan", "torch_decode_stack")),
          derive=derive_decode, bar=bar_blocks),
-    dict(id="models", title="Whole-model decode steps (batch 1)",
-         text="`sinter_bench_plan --models`: `examples::llama_3_2_1b()` (16 layers, LM head over 128256 tokens, "
-              "greedy argmax; 2.47 GB) and `examples::llama_3_8b()` (Llama-3-8B's shape: 32 layers, d 4096, "
-              "ffn 14336, GQA 32/8 heads of 128, cache 4096, LM head, argmax; 15 GB), checked against the CPU "
-              "reference (the 8B's shape on two layers), timed through the graph executor and the megakernel "
-              "beside the read-once floor of the same bytes (`bench/read_floor.hpp`, same process); the same "
-              "models in PyTorch (`bench/torch_decode_stack.py --model`).",
+    dict(id="models", title="Whole-model decode steps (batch 1, 4, 16, 64)",
+         text="`sinter_bench_plan --models --batch`: `examples::llama_3_2_1b()` (16 layers, LM head over 128256 "
+              "tokens, greedy argmax; 2.47 GB) and `examples::llama_3_8b()` (Llama-3-8B's shape: 32 layers, d 4096, "
+              "ffn 14336, GQA 32/8 heads of 128, cache 4096, LM head, argmax; 15 GB), one decode step of B "
+              "sequences (a new token each, a KV cache each, every weight read once for all B: 33.5 MB of 1B "
+              "cache and 537 MB of 8B cache per sequence, read and written back), checked against the CPU "
+              "reference (the 1B at batch 1 whole, the 8B's shape and every batch above 1 on two layers), "
+              "timed through the graph executor and the megakernel beside the read-once floor of the same "
+              "bytes (`bench/read_floor.hpp`, same process); the same models in PyTorch "
+              "(`bench/torch_decode_stack.py --model --batch`).",
          columns=[("graph_ms", "Sinter graph ms"), ("mega_ms", "Sinter mega ms"), ("floor_ms", "read-once floor ms"),
                   ("of_floor", "best Sinter, % of floor speed"), ("eager_ms", "torch eager ms"),
                   ("compile_ms", "torch.compile ms"), ("cuda_graph_ms", "torch CUDA graph ms"),
                   ("vs_torch", "best Sinter / best PyTorch")],
-         rows=[("llama_3_2_1b", "Llama-3.2-1B step + LM head + argmax", ">= 80% of floor; 2x PyTorch"),
-               ("llama_3_8b", "Llama-3-8B's shape, step + LM head + argmax", ">= 80% of floor; 2x PyTorch")],
-         extract=lambda rec: extract_blocks(rec, ("llama_3_2_1b", "llama_3_8b"), ("sinter_bench_plan", "torch_decode_stack")),
+         rows=MODEL_ROWS,
+         extract=lambda rec: extract_blocks(rec, tuple(r[0] for r in MODEL_ROWS), ("sinter_bench_plan", "torch_decode_stack")),
          derive=derive_decode, bar=bar_blocks),
     dict(id="plan", title="Plan overheads",
          text="`sinter_bench_plan` parts 1-3: launch cost of a chain of 200 dependent, unfused pointwise "

@@ -78,12 +78,22 @@ Graph transformer_block() {
 
 namespace {
 
-// One Llama-style decoder layer for a decode step, added to `g`: reads x [1, 1, d], returns the
-// layer's output; its weights and KV cache are graph inputs named prefix + "wq" etc., and the
-// updated caches are graph outputs prefix + "k_cache_next" / "v_cache_next".
+// One Llama-style decoder layer for a decode step of B = c.batch sequences, added to `g`: reads
+// x [1, B, d] (the B new tokens as rows), returns the layer's output, also [1, B, d]; its
+// weights and KV caches ([B, Hkv, past, dh]: each sequence its own) are graph inputs named
+// prefix + "wq" etc., and the updated caches are graph outputs prefix + "k_cache_next" /
+// "v_cache_next".
+//
+// The tokens are rows of one [1, B, d] matrix rather than a batch of [B, 1, d]: each projection
+// is then one matmul with M = B against the shared weight, which every engine streams once. A
+// [B, 1, d] x [d, n] matmul is a batch of B products with M = 1: the decode GEMV
+// (codegen_decode_gemv.cpp) gives each batch entry tiles of its own, each streaming all of W.
+// The heads are formed per sequence ([1, B, n*dh] -> [B, 1, n, dh] -> [B, n, 1, dh]) and merged
+// back into rows after attention; at B = 1 they are [1, 1, n, dh] and [1, 1, H*dh], the
+// one-sequence layer's.
 Tensor add_llama_layer(Graph& g, Tensor x, const LlamaConfig& c, const std::string& prefix,
                        Tensor cos, Tensor sin) {
-  const int64_t d = c.d_model, heads = c.heads, kv_heads = c.kv_heads, dh = c.head_dim, ff = c.ffn;
+  const int64_t b = c.batch, d = c.d_model, heads = c.heads, kv_heads = c.kv_heads, dh = c.head_dim, ff = c.ffn;
   auto in = [&](const std::string& name, DType t, Dims dims) { return g.input(prefix + name, t, std::move(dims)); };
   auto attn_norm = in("attn_norm_w", c.dtype, {d});
   auto wq = in("wq", c.dtype, {d, heads * dh});
@@ -94,20 +104,20 @@ Tensor add_llama_layer(Graph& g, Tensor x, const LlamaConfig& c, const std::stri
   auto w_gate = in("w_gate", c.dtype, {d, ff});
   auto w_up = in("w_up", c.dtype, {d, ff});
   auto w_down = in("w_down", c.dtype, {ff, d});
-  auto k_cache = in("k_cache", c.dtype, {1, kv_heads, c.past, dh});
-  auto v_cache = in("v_cache", c.dtype, {1, kv_heads, c.past, dh});
+  auto k_cache = in("k_cache", c.dtype, {b, kv_heads, c.past, dh});
+  auto v_cache = in("v_cache", c.dtype, {b, kv_heads, c.past, dh});
 
   auto h = g.rmsnorm(x, attn_norm, std::nullopt, 1e-5);
-  auto to_heads = [&](Tensor t, int64_t n) {  // [1, 1, n*dh] -> [1, n, 1, dh]
-    return g.permute(g.reshape(t, {1, 1, n, dh}), {0, 2, 1, 3});
+  auto to_heads = [&](Tensor t, int64_t n) {  // [1, B, n*dh] -> [B, n, 1, dh]
+    return g.permute(g.reshape(t, {b, 1, n, dh}), {0, 2, 1, 3});
   };
   auto q = g.rope(to_heads(g.matmul(h, wq), heads), cos, sin);
   auto k_new = g.rope(to_heads(g.matmul(h, wk), kv_heads), cos, sin);
   auto v_new = to_heads(g.matmul(h, wv), kv_heads);
-  auto k_all = g.concat({k_cache, k_new}, 2);  // [1, Hkv, past + 1, dh]
+  auto k_all = g.concat({k_cache, k_new}, 2);  // [B, Hkv, past + 1, dh]
   auto v_all = g.concat({v_cache, v_new}, 2);
   auto attn = g.sdpa(q, k_all, v_all, SdpaAttrs{.causal = CausalMask::bottom_right});
-  auto merged = g.reshape(g.permute(attn.o, {0, 2, 1, 3}), {1, 1, heads * dh});
+  auto merged = g.reshape(g.permute(attn.o, {0, 2, 1, 3}), {1, b, heads * dh});  // [B, 1, H, dh] -> rows
   auto x1 = g.add(g.matmul(merged, wo), x);
 
   auto h2 = g.rmsnorm(x1, ffn_norm, std::nullopt, 1e-5);
@@ -118,6 +128,12 @@ Tensor add_llama_layer(Graph& g, Tensor x, const LlamaConfig& c, const std::stri
   g.output(k_all, prefix + "k_cache_next");
   g.output(v_all, prefix + "v_cache_next");
   return y;
+}
+
+// `t` reshaped to `dims`, or `t` itself where it has them already (at batch 1 the rows [1, 1, n]
+// and the per-sequence [1, 1, n] are one shape, and the graph holds no reshape that does nothing).
+Tensor reshaped(Graph& g, Tensor t, const Dims& dims) {
+  return g.tensor(t.id).dims == dims ? t : g.reshape(t, dims);
 }
 
 }  // namespace
@@ -135,20 +151,27 @@ Graph llama_decode_layer() {
 
 Graph llama_decode_stack(const LlamaConfig& c) {
   if (c.layers < 1) throw Error(ErrorCode::invalid_argument, "llama_decode_stack: layers must be >= 1");
+  if (c.batch < 1) {
+    throw Error(ErrorCode::invalid_argument,
+                "llama_decode_stack: batch must be >= 1; found " + std::to_string(c.batch));
+  }
+  const int64_t b = c.batch;
   Graph g(c.name);
-  Tensor x = g.input("x", c.dtype, {1, 1, c.d_model});
-  auto cos = g.input("cos", DType::f32, {1, c.head_dim / 2});
+  const Tensor tokens = g.input("x", c.dtype, {b, 1, c.d_model});  // one new token per sequence
+  auto cos = g.input("cos", DType::f32, {1, c.head_dim / 2});  // the position all B share
   auto sin = g.input("sin", DType::f32, {1, c.head_dim / 2});
+  Tensor x = reshaped(g, tokens, {1, b, c.d_model});  // as rows: see add_llama_layer
   for (int l = 0; l < c.layers; ++l) x = add_llama_layer(g, x, c, "l" + std::to_string(l) + ".", cos, sin);
   auto final_norm = g.input("final_norm_w", c.dtype, {c.d_model});
   Tensor y = g.rmsnorm(x, final_norm, std::nullopt, 1e-5);
   if (!c.lm_head) {
-    g.output(y, "y");
+    g.output(reshaped(g, y, {b, 1, c.d_model}), "y");
     return g;
   }
   auto lm_head_w = g.input("lm_head_w", c.dtype, {c.d_model, c.vocab});
-  auto logits = g.matmul(y, lm_head_w);  // [1, 1, vocab]
-  g.output(g.argmax(logits, -1), "next_token");  // [1, 1] i64: greedy decoding
+  auto logits = g.matmul(y, lm_head_w);  // [1, B, vocab]: the LM head read once for all B
+  // [1, B] -> [B, 1] i64: greedy decoding, a token per sequence
+  g.output(reshaped(g, g.argmax(logits, -1), {b, 1}), "next_token");
   return g;
 }
 

@@ -22,12 +22,17 @@ Graph transformer_block();
 // residual. The updated cache is an output.
 Graph llama_decode_layer();
 
-// A stack of those layers (one decode step of a whole model, batch 1) with a final rmsnorm. The
-// defaults are the plan issue's benchmark model: 16 layers, d 2048, ffn 8192, GQA 32/8 heads of
-// 64, a KV cache of 1024 positions: about 1.98 GB of bf16 weights and cache.
+// A stack of those layers (one decode step of a whole model) with a final rmsnorm. The defaults
+// are the plan issue's benchmark model: 16 layers, d 2048, ffn 8192, GQA 32/8 heads of 64, a KV
+// cache of 1024 positions, batch 1: about 1.98 GB of bf16 weights and cache.
 // With lm_head, the normed state goes on through the LM head (x @ lm_head_w, lm_head_w
 // [d_model, vocab] like every other weight here) and a greedy argmax over the vocabulary: the
-// graph's output is then next_token [1, 1] i64 instead of y.
+// graph's output is then next_token [batch, 1] i64 instead of y.
+// batch: B sequences decoded in one step, each with one new token (x [B, 1, d_model]) and its own
+// KV caches ([B, kv_heads, past, head_dim] per layer), all at the same position (one cos/sin
+// serves them all). Every weight is read once per step for all B: the B tokens are the rows (M)
+// of each projection. At batch 1 the graph holds no batch reshapes: x [1, 1, d_model] is already
+// a row, and the graph is the one-sequence decode step.
 struct LlamaConfig {
   int layers = 16;
   int64_t d_model = 2048, heads = 32, kv_heads = 8, head_dim = 64, ffn = 8192, past = 1024;
@@ -35,6 +40,7 @@ struct LlamaConfig {
   int64_t vocab = 128256;  // Llama 3's vocabulary
   std::string name = "llama_decode_stack";
   DType dtype = DType::bf16;  // of the token, the weights and the KV cache (rope angles are f32)
+  int64_t batch = 1;
 };
 Graph llama_decode_stack(const LlamaConfig& config = {});
 

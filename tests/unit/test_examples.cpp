@@ -1,6 +1,8 @@
 // examples/*.json are generated from examples/example_graphs.cpp; they must not drift apart.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -75,6 +77,132 @@ TEST(Examples, TensorParallelLlamaSplitsTheWeights) {
     const TensorInfo& kc = ranks[0].tensor(*ranks[0].find_tensor("l1.k_cache"));
     EXPECT_EQ(kc.dims, (Dims{1, c.kv_heads / world, c.past, c.head_dim}));
   }
+}
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// "" where the texts are equal, else their first differing line (a whole graph's JSON in a
+// failure message would hide it).
+std::string first_difference(const std::string& got, const std::string& want) {
+  std::istringstream a(got), b(want);
+  std::string la, lb;
+  for (int line = 1;; ++line) {
+    const bool more_a = static_cast<bool>(std::getline(a, la)), more_b = static_cast<bool>(std::getline(b, lb));
+    if (!more_a && !more_b) return "";
+    if (!more_a || !more_b || la != lb) {
+      return "line " + std::to_string(line) + ": built '" + (more_a ? la : "(end)") + "', file '" +
+             (more_b ? lb : "(end)") + "'";
+    }
+  }
+}
+
+}  // namespace
+
+// Batch 1 is the graph every benchmark and example so far was measured on, and stays it: the same
+// ops, names, attributes and shapes as tests/unit/data/llama_batch1/*.json, which the builder
+// wrote before LlamaConfig had a batch (no tool writes them: regenerated from the current builder,
+// this test could not fail). Two layers each: the layers are one loop, and the files stay small.
+TEST(Examples, LlamaBatchOneIsTheOneSequenceGraph) {
+  examples::LlamaConfig stack;  // the benchmark stack's layer, output y
+  stack.layers = 2;
+  examples::LlamaConfig model = examples::llama_3_2_1b();  // LM head and argmax
+  model.layers = 2;
+  const std::pair<std::string, examples::LlamaConfig> cases[] = {{"llama_decode_stack_2_layers.json", stack},
+                                                                {"llama3_2_1b_decode_step_2_layers.json", model}};
+  for (const auto& [file, config] : cases) {
+    const std::string want = read_text(std::string(SINTER_TESTS_DIR) + "/unit/data/llama_batch1/" + file);
+    ASSERT_FALSE(want.empty()) << file << " is missing";
+    EXPECT_EQ(config.batch, 1);
+    EXPECT_EQ(first_difference(save_graph_json(examples::llama_decode_stack(config)), want), "") << file;
+  }
+}
+
+namespace {
+
+// Entry i of axis 0 of `t`, as a tensor of extent 1 along that axis.
+HostTensor sequence_of(const HostTensor& t, int64_t i) {
+  Dims dims = t.dims();
+  const int64_t per = t.numel() / dims[0];
+  dims[0] = 1;
+  const std::vector<double> all = t.values();
+  return HostTensor::from_values(t.dtype(), dims, std::vector<double>(all.begin() + i * per, all.begin() + (i + 1) * per));
+}
+
+// Tensors of a decode step that hold one entry per sequence: the token and the KV caches.
+bool per_sequence(const std::string& name) { return name == "x" || name.find("_cache") != std::string::npos; }
+
+}  // namespace
+
+// A decode step of B = 3 sequences is B independent decode steps: each sequence's outputs (y or
+// next_token, and every updated cache) equal a batch-1 run of the same weights on that sequence's
+// token and caches. Each projection is one matmul over all B rows (the weight read once).
+TEST(Examples, BatchedLlamaDecodesEachSequenceAlone) {
+  for (bool lm_head : {false, true}) {
+    SCOPED_TRACE(lm_head ? "with LM head" : "without LM head");
+    examples::LlamaConfig one{.layers = 2, .d_model = 64, .heads = 4, .kv_heads = 2, .head_dim = 16, .ffn = 96,
+                              .past = 7, .lm_head = lm_head, .vocab = 50};
+    examples::LlamaConfig three = one;
+    three.batch = 3;
+    Graph batched = examples::llama_decode_stack(three);
+    batched.validate();
+    const Graph single = examples::llama_decode_stack(one);
+    EXPECT_EQ(batched.tensor(*batched.find_tensor("x")).dims, (Dims{3, 1, 64}));
+    EXPECT_EQ(batched.tensor(*batched.find_tensor("l1.v_cache")).dims, (Dims{3, 2, 7, 16}));
+    EXPECT_EQ(batched.tensor(*batched.find_tensor("l1.v_cache_next")).dims, (Dims{3, 2, 8, 16}));
+    if (lm_head) {
+      const TensorInfo& token = batched.tensor(*batched.find_tensor("next_token"));
+      EXPECT_EQ(token.dims, (Dims{3, 1}));
+      EXPECT_EQ(token.dtype, DType::i64);
+    } else {
+      EXPECT_EQ(batched.tensor(*batched.find_tensor("y")).dims, (Dims{3, 1, 64}));
+    }
+    int matmuls = 0;
+    for (const Node& n : batched.nodes()) {
+      if (n.op != OpKind::matmul) continue;
+      ++matmuls;
+      const Dims& a = batched.tensor(n.inputs[0]).dims;
+      EXPECT_EQ(a.size(), 3u) << n.name;
+      EXPECT_EQ(a[0], 1) << n.name << ": the sequences must be rows (M), not a batch axis";
+      EXPECT_EQ(a[1], 3) << n.name;
+    }
+    EXPECT_EQ(matmuls, 2 * 7 + (lm_head ? 1 : 0));
+
+    const TensorMap in = random_inputs(batched, 41);
+    const TensorMap out = run_reference(batched, in);
+    double worst = 0;
+    for (int64_t i = 0; i < three.batch; ++i) {
+      TensorMap in1;
+      for (TensorId t : single.inputs()) {
+        const std::string& name = single.tensor(t).name;
+        in1[name] = per_sequence(name) ? sequence_of(in.at(name), i) : in.at(name);
+        EXPECT_EQ(in1[name].dims(), single.tensor(t).dims) << name;
+      }
+      const TensorMap out1 = run_reference(single, in1);
+      for (TensorId t : single.outputs()) {
+        const std::string& name = single.tensor(t).name;
+        const HostTensor got = sequence_of(out.at(name), i);
+        ASSERT_EQ(got.dims(), out1.at(name).dims()) << name;
+        const double err = relative_l2_error(got, out1.at(name));
+        EXPECT_LE(err, relative_l2_bound(single, t)) << name << " of sequence " << i;
+        if (is_float(single.tensor(t).dtype)) EXPECT_GT(tensor_stats(out1.at(name)).l2, 0.0) << name;
+        worst = std::max(worst, err);
+      }
+    }
+    // the sequences' results differ (random inputs, not a case that any mix-up of them would pass)
+    if (!lm_head) EXPECT_GT(relative_l2_error(sequence_of(out.at("y"), 0), sequence_of(out.at("y"), 1)), 0.1);
+    std::printf("batch-3 llama decode stack%s against 3 batch-1 runs: worst relative L2 error %.3g\n",
+                lm_head ? " with LM head" : "", worst);
+  }
+  examples::LlamaConfig none;
+  none.batch = 0;
+  EXPECT_THROW(examples::llama_decode_stack(none), Error);
 }
 
 namespace {

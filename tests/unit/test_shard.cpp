@@ -14,10 +14,11 @@ using namespace ref_test;
 
 namespace {
 
-examples::LlamaConfig small_llama(DType dtype = DType::bf16) {
+examples::LlamaConfig small_llama(DType dtype = DType::bf16, int64_t batch = 1) {
   examples::LlamaConfig c{.layers = 2, .d_model = 64, .heads = 8, .kv_heads = 4, .head_dim = 16, .ffn = 128,
                           .past = 7};
   c.dtype = dtype;
+  c.batch = batch;
   return c;
 }
 
@@ -103,16 +104,22 @@ TEST(TensorParallel, LlamaRankGraphsHoldTheShards) {
 
 // The acceptance test of the tensor-parallel issue: the sharded decode stack on the multi-rank
 // reference equals the unsharded stack on the reference, every output (y and the updated caches,
-// gathered by head), within the bound of its dtype, from random inputs.
+// gathered by head), within the bound of its dtype, from random inputs; at batch 1 and at batch 2
+// (two sequences as the rows of each projection, each with its own caches split by head).
 TEST(TensorParallel, ShardedLlamaMatchesTheUnshardedReference) {
   for (DType dtype : {DType::bf16, DType::f32}) {
-    Graph full = examples::llama_decode_stack(small_llama(dtype));
-    full.validate();
-    for (int world : {2, 4}) {
-      SCOPED_TRACE(std::string(to_string(dtype)) + " world " + std::to_string(world));
-      const double err = compare_sharded(full, shard_tensor_parallel(full, world), 100 + world);
-      std::printf("sharded llama decode stack, %s, world %d: worst relative L2 error %.3g\n",
-                  std::string(to_string(dtype)).c_str(), world, err);
+    for (int64_t batch : {1, 2}) {
+      Graph full = examples::llama_decode_stack(small_llama(dtype, batch));
+      full.validate();
+      for (int world : {2, 4}) {
+        SCOPED_TRACE(std::string(to_string(dtype)) + " batch " + std::to_string(batch) + " world " +
+                     std::to_string(world));
+        const std::vector<Graph> ranks = shard_tensor_parallel(full, world);
+        EXPECT_EQ(tensor_named(ranks[0], "l1.k_cache").dims, (Dims{batch, 4 / world, 7, 16}));
+        const double err = compare_sharded(full, ranks, 100 + world);
+        std::printf("sharded llama decode stack, %s, batch %d, world %d: worst relative L2 error %.3g\n",
+                    std::string(to_string(dtype)).c_str(), static_cast<int>(batch), world, err);
+      }
     }
   }
 }
