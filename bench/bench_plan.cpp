@@ -271,6 +271,30 @@ std::optional<std::vector<int64_t>> parse_batches(const std::string& list) {
   return out;
 }
 
+// Where a decode step's time goes: every step of `x` launched alone (Runner::time_steps; the few
+// microseconds of event overhead per step are in these numbers), the first layer's steps one by
+// one, then summed by kind of kernel (a description up to its first quoted tensor name).
+void step_breakdown(BenchPlan& x, const char* label, int layers) {
+  std::map<std::string, std::pair<int, double>> by_kind;
+  double sum_ms = 0;
+  const std::vector<float> step_ms = x.step_ms(9);
+  const size_t per_layer = step_ms.size() / static_cast<size_t>(layers);
+  std::printf("   %s, steps launched alone:\n", label);
+  for (size_t i = 0; i < step_ms.size(); ++i) {
+    const StepDescription& st = x.steps()[i];
+    sum_ms += step_ms[i];
+    const std::string kind = st.kind + " [" + st.engine + "] " + st.description.substr(0, st.description.find('\''));
+    by_kind[kind.substr(0, 110)].first += 1;
+    by_kind[kind.substr(0, 110)].second += step_ms[i];
+    if (i < per_layer + 1) {
+      std::printf("   step %-3zu %-9s [%-8s] %8.4f ms  %s\n", i, st.kind.c_str(), st.engine.c_str(), step_ms[i],
+                  st.description.c_str());
+    }
+  }
+  std::printf("   sum of steps launched alone %.3f ms; by kernel:\n", sum_ms);
+  for (const auto& [k, v] : by_kind) std::printf("   %4d x  %8.4f ms total  %s\n", v.first, v.second, k.c_str());
+}
+
 std::string temp_file(const std::string& stem) {
   return (std::filesystem::temp_directory_path() / (stem + std::to_string(::getpid()) + ".plan")).string();
 }
@@ -552,28 +576,9 @@ int main(int argc, char** argv) {
                     jg_ms, jm_ms, gb / jm_ms, 100 * floor.ms / jm_ms, jit_ok && jm_ok ? "correct" : "WRONG",
                     mega_summary(*jm).c_str());
         trace_report(jx.plan(), jx.io(), jx.stream(), kernels.str(), "decode_stack", trace_dir);
+        step_breakdown(jx, "the plan on our kernels only", 16);
       }
-      // Where a decode step's time goes: every step launched alone (Runner::time_steps; the few
-      // microseconds of event overhead per step are in these numbers), summed by kernel.
-      std::map<std::string, std::pair<int, double>> by_kind;
-      double sum_ms = 0;
-      const std::vector<float> step_ms = sx.step_ms(9);
-      const size_t steps = step_ms.size();
-      const size_t per_layer = steps / 16;
-      for (size_t i = 0; i < steps; ++i) {
-        const StepDescription& st = sx.steps()[i];
-        const double ms = step_ms[i];
-        sum_ms += ms;
-        const std::string key = st.kind + " [" + st.engine + "] " + st.description.substr(0, 70);
-        by_kind[key].first += 1;
-        by_kind[key].second += ms;
-        if (i < per_layer + 1) {
-          std::printf("   step %-3zu %-9s [%-8s] %8.4f ms  %s\n", i, st.kind.c_str(), st.engine.c_str(), ms,
-                      st.description.c_str());
-        }
-      }
-      std::printf("   sum of steps launched alone %.3f ms; by kernel:\n", sum_ms);
-      for (const auto& [k, v] : by_kind) std::printf("   %4d x  %8.4f ms total  %s\n", v.first, v.second, k.c_str());
+      step_breakdown(sx, "the default plan", 16);
       std::filesystem::remove(sfile);
       // The same stack built with fast tuning: what timing the candidates buys over the heuristic.
       if (!tuned) {
