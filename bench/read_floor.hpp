@@ -6,7 +6,9 @@
 // non-allocating loads, several in flight per thread, and XOR-folds what it read so nothing is
 // optimized away. It is compiled here with NVRTC for the current GPU. Grids of 1 to 8 CTAs per SM
 // are tried and the fastest median is the floor: the best this GPU reads in this run, not a
-// datasheet figure. Buffers far larger than L2 make every run read from HBM.
+// datasheet figure. Buffers far larger than L2 make every run read from HBM. A step's minimum
+// bytes count its outputs too (the decode stack's updated KV caches, ~3% of its bytes), which the
+// floor reads instead of writing: writes cost HBM about what reads do.
 #pragma once
 
 #include <cuda_runtime_api.h>

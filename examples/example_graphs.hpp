@@ -52,7 +52,7 @@ LlamaConfig llama_3_2_1b();
 // Llama-3-8B's shape: 32 layers, d 4096, ffn 14336, GQA 32/8 heads of 128, cache 4096, LM head and
 // argmax. 7.50e9 weights in the graph, 15.0 GB in bf16; the untied embedding table (another
 // 0.53e9, read only to embed the token, outside this graph) makes the model's 8.03e9 (16.06 GB).
-// A builder only: nobody runs it here.
+// sinter_bench_plan --models 8b runs it (two of its layers checked against the CPU reference).
 LlamaConfig llama_3_8b();
 
 // The decode stack split over `world` GPUs by tensor parallelism (sinter/shard.hpp): one graph per

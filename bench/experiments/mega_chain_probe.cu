@@ -7,8 +7,8 @@
 //   minimal    a hand-written float4 sigmoid reading its pointers from the same argument struct
 //   pointwise  the pointwise template's task as the jit engine generates it (sigmoid)
 //   mixed      the chain's real mix: pointwise sigmoid, tanh, neg in turn
-// each on 1 CTA and on 264 CTAs of which 263 have empty queues (the real launch's shape), the median
-// of 15 launches of 200 tasks, as microseconds per task.
+// each on 1 CTA and on a full grid (2 CTAs per SM) of which all but one have empty queues (the real
+// launch's shape), the median of 15 launches of 200 tasks, as microseconds per task.
 #define SINTER_MEGAKERNEL 1
 #define SINTER_MEGA_ARGS_BYTES 192
 #include "mega/megakernel.cuh"
@@ -129,7 +129,8 @@ int main() {
   SinterMegaTask* d_tasks;
   CHECK(cudaMalloc(&d_tasks, sizeof(SinterMegaTask) * kTasks));
   unsigned* d_queue;
-  CHECK(cudaMalloc(&d_queue, sizeof(unsigned) * 265));
+  const int full = 2 * prop.multiProcessorCount;  // the megakernel's grid: __launch_bounds__(256, 2)
+  CHECK(cudaMalloc(&d_queue, sizeof(unsigned) * (full + 1)));
   unsigned long long *counters, *control;
   CHECK(cudaMalloc(&counters, 128));
   CHECK(cudaMalloc(&control, SINTER_MEGA_CONTROL_WORDS * 128));
@@ -156,7 +157,7 @@ int main() {
       t.args_bytes = sizeof(Args);
     }
     CHECK(cudaMemcpy(d_tasks, tasks.data(), sizeof(SinterMegaTask) * kTasks, cudaMemcpyHostToDevice));
-    for (int ctas : {1, 264}) {
+    for (int ctas : {1, full}) {
       std::vector<unsigned> queue(ctas + 1, kTasks);
       queue[0] = 0;
       CHECK(cudaMemcpy(d_queue, queue.data(), sizeof(unsigned) * queue.size(), cudaMemcpyHostToDevice));

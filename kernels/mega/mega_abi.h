@@ -52,6 +52,12 @@ struct SinterMegaWait {
   unsigned int tasks;
 };
 
+#ifdef __cplusplus
+/* The dispatcher copies a record in 16-byte pieces and a wait in 8-byte pieces. */
+static_assert(sizeof(SinterMegaTask) == 64, "SinterMegaTask is 64 bytes on host and device");
+static_assert(sizeof(SinterMegaWait) == 8, "SinterMegaWait is 8 bytes on host and device");
+#endif
+
 /* What the watchdog records (in host-mapped memory, plain stores) when a wait outlasts the limit:
    the first CTA to time out writes the fields, then `hit`. */
 struct SinterMegaFault {

@@ -172,7 +172,8 @@ def _identity(ctx):
 
 def _dropout(ctx):
     name = "input" if "input" in ctx.args else "self"
-    if ctx.value("train"):
+    # native_dropout's train=None means training, as True does
+    if ctx.value("train") is not False:
         raise UnsupportedError("dropout in training mode; call module.eval() before importing")
     x = ctx.tensor(name)
     return (x, None) if isinstance(ctx.out, (tuple, list)) else x

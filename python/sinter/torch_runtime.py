@@ -25,10 +25,12 @@ a device other than 0). Any object with ``plan``, ``set_tensor_address(name, add
 - binds each tensor's ``data_ptr()`` by name and enqueues the plan on ``stream`` (a
   ``torch.cuda.Stream``, a raw ``cudaStream_t`` as an int, or None for
   ``torch.cuda.current_stream(device)``), returning without waiting;
-- keeps a reference to every bound tensor until the next call, and on a torch stream other than
-  the one a tensor was made on marks the tensor used there (``record_stream``), so torch's
-  allocator does not hand its memory out while the plan may still read or write it. With a raw
-  int stream the caller keeps the tensors alive until the work is done.
+- refuses an output whose memory overlaps another bound tensor's (an input or another output),
+  naming both: the plan's kernels assume their outputs alias nothing;
+- keeps a reference to every bound tensor until the next call, and marks every bound tensor used
+  on the torch stream the plan runs on (``record_stream``), so torch's allocator does not hand its
+  memory out while the plan may still read or write it, whichever stream it was made on. With a
+  raw int stream the caller keeps the tensors alive until the work is done.
 
 ``run_torch(runner_or_plan, inputs, outputs=None, stream=None)`` calls a TorchRunner, wrapping a
 Runner in one; given a Plan it makes a runner for this call and synchronizes the stream before
@@ -175,19 +177,41 @@ class TorchRunner:
             else:
                 bound[name] = self._torch.empty_strided(spec.dims, spec.strides, dtype=torch_dtype(spec.dtype),
                                                         device=self.device)
+        check_no_output_overlap(bound, self.outputs)
         return bound
 
     def _stream(self, stream):
-        """(raw handle, the torch stream when it is not the current one) for `stream`."""
+        """(raw handle, the torch stream to mark the tensors used on; None for a raw handle)."""
         torch = self._torch
         if isinstance(stream, int) and not isinstance(stream, bool):
             return stream, None
         if stream is None:
-            return torch.cuda.current_stream(self.device).cuda_stream, None
-        if hasattr(stream, "cuda_stream"):
             current = torch.cuda.current_stream(self.device)
-            return stream.cuda_stream, (None if stream == current else stream)
+            return current.cuda_stream, current
+        if hasattr(stream, "cuda_stream"):
+            return stream.cuda_stream, stream
         raise TypeError(f"stream: expected a torch.cuda.Stream, an int handle or None; found {type(stream).__name__}")
+
+
+def _byte_span(tensor):
+    """[first, last) byte addresses a tensor's elements occupy (empty tensors: an empty span)."""
+    if tensor.numel() == 0:
+        return tensor.data_ptr(), tensor.data_ptr()
+    extent = 1 + sum((n - 1) * abs(st) for n, st in zip(tensor.shape, tensor.stride()))
+    return tensor.data_ptr(), tensor.data_ptr() + extent * tensor.element_size()
+
+
+def check_no_output_overlap(bound: Mapping[str, object], outputs) -> None:
+    """Raises InvalidArgumentError when an output's memory overlaps another bound tensor's."""
+    spans = {name: _byte_span(t) for name, t in bound.items()}
+    for out in outputs:
+        lo, hi = spans[out]
+        for name, (a, b) in spans.items():
+            if name != out and lo < b and a < hi:
+                role = "output" if name in outputs else "input"
+                raise InvalidArgumentError(
+                    f"output '{out}' overlaps {role} '{name}' in memory (bytes {lo:#x}..{hi:#x} and {a:#x}..{b:#x}); "
+                    "a plan's outputs must alias nothing it reads or writes")
 
 
 def run_torch(runner_or_plan, inputs: Mapping[str, object], outputs: Optional[Mapping[str, object]] = None,

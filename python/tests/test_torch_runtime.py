@@ -143,3 +143,17 @@ def test_a_plan_needs_a_cuda_device_and_a_runner_a_plan(plan):
 def test_a_plan_without_a_gpu_raises_cuda_error(plan):
     with pytest.raises(sinter.CudaError):
         sinter.TorchRunner(plan, device=0)
+
+
+def test_an_output_overlapping_another_tensor_is_refused(fake):
+    runner = sinter.TorchRunner(fake, device="cpu")
+    inputs = tensors()
+    # y as a view into x's memory: the plan would overwrite what it reads
+    y = inputs["x"].view(-1)[: 64 * 16].view(64, 16)
+    with pytest.raises(sinter.InvalidArgumentError, match="output 'y' overlaps input 'x' in memory"):
+        runner(inputs, {"y": y}, stream=0)
+    assert fake.enqueued == []
+    # separate memory is fine, and two inputs may share memory (both only read)
+    shared = torch.randn(64, 32)
+    runner({"x": shared, "w": shared[:32, :16].contiguous()}, stream=0)
+    assert len(fake.enqueued) == 1

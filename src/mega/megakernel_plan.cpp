@@ -1,5 +1,6 @@
 #include "mega/megakernel_plan.hpp"
 
+#include "cuda/kernel_sources.hpp"
 #include "cuda/sha256.hpp"
 #include "mega/mega_source.hpp"
 #include "plan/memory_plan.hpp"
@@ -62,6 +63,10 @@ MegakernelPlan plan_megakernels(const Graph& g, const fuse::Partition& p, const 
   return m;
 }
 
-std::string megakernel_source_key(const std::string& source) { return cuda::to_hex(cuda::sha256(source)); }
+// The generated source includes kernels/ headers (the dispatcher, the task table layout), so the
+// key holds their digest too: a bundle saved with other headers finds no cubin here and compiles.
+std::string megakernel_source_key(const std::string& source) {
+  return cuda::to_hex(cuda::sha256(source + "\n// kernels/ " + cuda::to_hex(cuda::kernel_sources_digest())));
+}
 
 }  // namespace sinter::mega

@@ -43,7 +43,8 @@ struct MegakernelPlan {
 MegakernelPlan plan_megakernels(const Graph& g, const fuse::Partition& p, const std::vector<PlanStepRef>& steps,
                                 const std::vector<TensorId>& alias_of, const cuda::DeviceProperties& device);
 
-// The key a plan stores a megakernel's cubin under: the lower-case hex SHA-256 of its source.
+// The key a plan stores a megakernel's cubin under: the lower-case hex SHA-256 of its source and of
+// the kernels/ headers it includes (cuda::kernel_sources_digest).
 std::string megakernel_source_key(const std::string& source);
 
 }  // namespace sinter::mega

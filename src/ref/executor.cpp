@@ -6,6 +6,7 @@
 // every rank's input.
 #include <algorithm>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ref/graph_run.hpp"
@@ -119,15 +120,27 @@ HostTensor to_host(const RefTensor& t, DType dtype) {
 // Each node's step under ReferenceOptions::fused_steps (a node in none is a step of its own).
 std::vector<int> step_of_node(const Graph& g, const ReferenceOptions& opts) {
   std::vector<int> step(g.nodes().size(), -1);
+  if (!opts.fused_steps.empty() && opts.round_intermediates) {
+    throw Error(ErrorCode::invalid_argument,
+                "run_reference: fused_steps describes the fused semantics; it needs round_intermediates = false "
+                "(with true every tensor is rounded and the steps would change nothing)");
+  }
+  std::unordered_map<std::string, size_t> index;
+  for (size_t i = 0; i < g.nodes().size(); ++i) index.emplace(g.nodes()[i].name, i);
   int next = 0;
   for (const auto& names : opts.fused_steps) {
     for (const std::string& name : names) {
-      const auto it = std::find_if(g.nodes().begin(), g.nodes().end(), [&](const Node& n) { return n.name == name; });
-      if (it == g.nodes().end()) {
+      const auto it = index.find(name);
+      if (it == index.end()) {
         throw Error(ErrorCode::invalid_argument,
                     "run_reference: fused_steps names node '" + name + "', which graph '" + g.name() + "' lacks");
       }
-      step[static_cast<size_t>(it - g.nodes().begin())] = next;
+      if (step[it->second] >= 0) {
+        throw Error(ErrorCode::invalid_argument, "run_reference: fused_steps puts node '" + name + "' in steps " +
+                                                     std::to_string(step[it->second]) + " and " +
+                                                     std::to_string(next) + "; a node belongs to one step");
+      }
+      step[it->second] = next;
     }
     ++next;
   }

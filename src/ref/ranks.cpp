@@ -54,7 +54,15 @@ std::map<std::string, std::vector<int>> group_members(const std::vector<Graph>& 
       const std::string& group = std::get<CollectiveAttrs>(n.attrs).group;
       auto& m = members[group];
       if (m.empty() || m.back() != static_cast<int>(r)) m.push_back(static_cast<int>(r));
-      first.try_emplace(group, static_cast<int>(r), &n);
+      const auto [at, inserted] = first.try_emplace(group, static_cast<int>(r), &n);
+      const int64_t world = std::get<CollectiveAttrs>(n.attrs).world;
+      const int64_t first_world = std::get<CollectiveAttrs>(at->second.second->attrs).world;
+      if (!inserted && world != first_world) {
+        fail("group '" + group + "': " + describe(graphs[r], n) + " of rank " + std::to_string(r) + " has world " +
+             std::to_string(world) + ", but " + describe(graphs[at->second.first], *at->second.second) +
+             " of rank " + std::to_string(at->second.first) + " has world " + std::to_string(first_world) +
+             "; every collective of a group has the group's world");
+      }
     }
   }
   for (const auto& [group, ranks] : members) {

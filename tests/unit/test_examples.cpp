@@ -191,12 +191,16 @@ TEST(Examples, BatchedLlamaDecodesEachSequenceAlone) {
         ASSERT_EQ(got.dims(), out1.at(name).dims()) << name;
         const double err = relative_l2_error(got, out1.at(name));
         EXPECT_LE(err, relative_l2_bound(single, t)) << name << " of sequence " << i;
-        if (is_float(single.tensor(t).dtype)) EXPECT_GT(tensor_stats(out1.at(name)).l2, 0.0) << name;
+        if (is_float(single.tensor(t).dtype)) {
+          EXPECT_GT(tensor_stats(out1.at(name)).l2, 0.0) << name;
+        }
         worst = std::max(worst, err);
       }
     }
     // the sequences' results differ (random inputs, not a case that any mix-up of them would pass)
-    if (!lm_head) EXPECT_GT(relative_l2_error(sequence_of(out.at("y"), 0), sequence_of(out.at("y"), 1)), 0.1);
+    if (!lm_head) {
+      EXPECT_GT(relative_l2_error(sequence_of(out.at("y"), 0), sequence_of(out.at("y"), 1)), 0.1);
+    }
     std::printf("batch-3 llama decode stack%s against 3 batch-1 runs: worst relative L2 error %.3g\n",
                 lm_head ? " with LM head" : "", worst);
   }

@@ -146,6 +146,11 @@ TEST(RefExecutor, FusedStepsReadUnroundedInsideAStepAndRoundedAcross) {
   expect_values(out.at("s").values(), {0.0078125});  // the stored m, rounded
   plan.fused_steps = {{"nope"}};
   EXPECT_THROW(run_reference(g, in, plan), Error);
+  plan.fused_steps = {{mul, sub}, {sub}};  // a node in two steps
+  EXPECT_THROW(run_reference(g, in, plan), Error);
+  plan.fused_steps = {{mul, sub}};
+  plan.round_intermediates = true;  // the steps would change nothing
+  EXPECT_THROW(run_reference(g, in, plan), Error);
 }
 
 TEST(RefExecutor, StridedInputIsReadLogicallyAndOutputsAreContiguous) {

@@ -142,9 +142,10 @@ TEST(ReferenceRanks, CollectivesThatDifferBetweenRanksAreErrors) {
   Graph wide = one_collective(OpKind::all_reduce, {2, 2}, DType::f32, 2);
   std::vector<TensorMap> inputs{{{"x", tensor(DType::f32, d, xs[0])}}, {{"x", tensor(DType::f32, {2, 2}, {1, 1, 1, 1})}}};
   expect_error([&] { run_reference_ranks({ar, wide}, inputs); }, {"differs between ranks", "f32 [2, 4]", "f32 [2, 2]"});
-  // another world on rank 1 (the group has two ranks, so world 3 cannot match)
+  // another world on rank 1: the group's collectives disagree on its world
   expect_error([&] { run_ranks({ar, one_collective(OpKind::all_reduce, d, DType::f32, 3)}, DType::f32, d, xs); },
-               {"differs between ranks", "world 2", "world 3"});
+               {"group 'tp'", "of rank 1 has world 3", "of rank 0 has world 2",
+                "every collective of a group has the group's world"});
 }
 
 TEST(ReferenceRanks, ARankThatNeverReachesACollectiveIsAnError) {
@@ -160,6 +161,18 @@ TEST(ReferenceRanks, ARankThatNeverReachesACollectiveIsAnError) {
   expect_error([&] { run_ranks({two, one_collective(OpKind::all_reduce, d, DType::f32, 2)}, DType::f32, d, xs); },
                {"rank 0 waits in node 'all_reduce2'", "collective #1 on group 'tp'",
                 "rank 1 finished its graph without reaching it"});
+}
+
+// Every collective of a group has the group's world: one of world 4 on a group of world 2 is an
+// error naming it, not a failure inside the reduction.
+TEST(ReferenceRanks, ACollectiveOfAnotherWorldOnTheGroupIsAnError) {
+  auto program = [] {
+    Graph g("rank");
+    g.output(g.all_reduce(g.all_reduce(g.input("x", DType::f32, {2}), "tp", 2), "tp", 4), "y");
+    return g;
+  };
+  expect_error([&] { run_ranks({program(), program()}, DType::f32, {2}, {{1, 2}, {3, 4}}); },
+               {"group 'tp'", "has world 4", "has world 2", "every collective of a group has the group's world"});
 }
 
 // Rank 0 reduces over group a, then b; rank 1 over b, then a: each waits for the other forever.
