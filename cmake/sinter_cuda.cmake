@@ -12,6 +12,16 @@ target_sources(sinter PRIVATE ${SINTER_CUDA_SOURCES})
 # cudart_static brings its own needs (pthread, dl, rt); dl is also ours (device.cpp probes for
 # libcuda.so.1 to explain a missing driver).
 target_link_libraries(sinter PUBLIC CUDA::cudart_static CUDA::nvrtc CUDA::cublasLt ${CMAKE_DL_LIBS})
+# NCCL: its header only (src/comm/nccl_library.hpp loads libnccl.so.2 with dlopen at run time,
+# so binaries run where NCCL is absent and say so). The toolkit's include folder usually has it.
+find_path(SINTER_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/include)
+if(NOT SINTER_NCCL_INCLUDE_DIR)
+  message(FATAL_ERROR "nccl.h not found (looked in ${CUDAToolkit_INCLUDE_DIRS} and /usr/include): install the NCCL "
+                      "development headers or set SINTER_NCCL_INCLUDE_DIR; libnccl itself is not linked")
+endif()
+target_include_directories(sinter PRIVATE ${SINTER_NCCL_INCLUDE_DIR})
+target_include_directories(sinter_internals INTERFACE ${SINTER_NCCL_INCLUDE_DIR})
+
 # Where NVRTC finds <cuda_fp16.h>, <cuda/barrier> and friends when no environment variable says
 # otherwise (see src/cuda/nvrtc.cpp).
 list(GET CUDAToolkit_INCLUDE_DIRS 0 SINTER_CUDA_INCLUDE_DIR)

@@ -54,9 +54,9 @@ struct CompileOptions {
   TuneMode tuning = TuneMode::heuristic;
   int top_k = 3;  // fast mode
   // The engines regions may run on, in preference order (engine_names() lists them); empty: all
-  // of them, in Sinter's order. Reshapes that share memory ("alias") stay allowed, and a region
-  // none of the named engines supports runs on the jit engine, which supports every region; the
-  // plan says why (StepDescription::fallback).
+  // of them, in Sinter's order. Reshapes that share memory ("alias") and collectives ("nccl")
+  // stay allowed, and a region none of the named engines supports runs on the jit engine, which
+  // supports every other region; the plan says why (StepDescription::fallback).
   std::vector<std::string> engines;
   // Per step: candidates needing more workspace are skipped.
   size_t workspace_limit = size_t{256} << 20;
@@ -91,7 +91,7 @@ struct CompileOptions {
 // for a kernel that fails to compile, invalid_argument for bad options.
 Plan compile(const Graph& graph, const CompileOptions& options = {});
 
-// The registered engines in Sinter's preference order: "alias, cublaslt, cudnn, jit".
+// The registered engines in Sinter's preference order: "alias, cublaslt, cudnn, nccl, jit".
 std::vector<std::string> engine_names();
 
 // SINTER_TIMING_CACHE, else $XDG_CACHE_HOME/sinter/timing.json, else ~/.cache/sinter/timing.json.

@@ -24,7 +24,10 @@ struct RegionDescription {
   // A collective region's exchange: "all_reduce sum over group 'tp' (world 4): 4096 B in, 6144 B
   // sent per rank (ring)"; "" for other regions.
   std::string collective;
-  // Why no engine runs this region, where that holds for every engine (collectives); "" otherwise.
+  // A collective region's engine and how it runs it ("nccl: all_reduce: one NCCL call on the
+  // runner's communicator"), or, where no engine can, why not, engine by engine; "" for other
+  // regions, which the jit engine always runs (`sinter engines` lists every engine's answer).
+  std::string engine;
   std::string no_engine;
 };
 

@@ -50,7 +50,7 @@ struct CandidateTiming {
 struct StepDescription {
   int index = 0;
   std::string kind;    // the region kind: "matmul", "rowwise", ...
-  std::string engine;  // "jit", "cublaslt", "cudnn", "alias"
+  std::string engine;  // "jit", "cublaslt", "cudnn", "nccl", "alias"
   int candidate = 0;   // rank in the engine's list when chosen
   std::string config;  // the candidate's config text
   std::string description;

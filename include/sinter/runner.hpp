@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "sinter/communicator.hpp"
 #include "sinter/log.hpp"
 #include "sinter/plan.hpp"
 
@@ -107,6 +108,10 @@ struct RunnerOptions {
   int device = 0;
   LogCallback on_log;  // what loading did (rebuilt vendor configs, another SM count)
   MegaOptions mega;    // ExecMode::mega
+  // The communicator of each group the plan's collectives name (sinter/communicator.hpp): group
+  // -> communicator, each on `device` with the world the graph gives that group. Groups whose
+  // collectives all have world 1 need none. Not part of the plan: bound here, per runner.
+  CommunicatorBindings communicators;
 };
 
 struct RunnerStats {
@@ -122,8 +127,10 @@ class Runner {
  public:
   // Loads every step (no compilation) and, without RunnerOptions::workspace, allocates the
   // plan's memory. Error(corrupt_bundle) when the plan was built for another GPU architecture,
-  // Error(unsupported) naming the step when this GPU or library cannot run it, Error(cuda) when
-  // memory runs out.
+  // Error(unsupported) naming the step when this GPU or library cannot run it (NCCL missing for a
+  // collective), Error(invalid_argument) naming the step and group for a collective whose
+  // communicator is missing, of another world or on another GPU, and naming the group for a
+  // communicator bound to a group no collective uses; Error(cuda) when memory runs out.
   explicit Runner(const Plan& plan, const RunnerOptions& options = {});
   ~Runner();
   Runner(Runner&&) noexcept;

@@ -2,6 +2,7 @@
 // running it.
 #pragma once
 
+#include "sinter/communicator.hpp"
 #include "sinter/compile.hpp"
 #include "sinter/device.hpp"
 #include "sinter/device_tensors.hpp"

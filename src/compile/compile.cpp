@@ -88,7 +88,7 @@ struct PreparedSteps {
 
 // Why a region is not on the first engine the user named, "" when it is or none was named.
 std::string fallback_reason(const CompileOptions& o, const tune::Choice& choice, const tune::RegionCandidates& rc) {
-  if (o.engines.empty() || choice.engine->name() == o.engines.front() || choice.engine->output_shares_input()) return "";
+  if (o.engines.empty() || choice.engine->name() == o.engines.front() || choice.engine->always_allowed()) return "";
   for (const auto& [engine, why] : rc.refusals) {
     if (engine == o.engines.front()) return o.engines.front() + ": " + why;
   }

@@ -36,8 +36,9 @@ void check_options(const CompileOptions& o) {
   bad_option("unknown tuning mode");
 }
 
-// Every engine, or: the engines whose steps run nothing (they cost nothing to allow), the named
-// ones in their order, then those that run any region (the fallback where no named one can).
+// Every engine, or: the engines always allowed (steps that run nothing cost nothing to allow; the
+// only engine of a region kind has no rival), the named ones in their order, then those that run
+// any region (the fallback where no named one can).
 std::vector<const Engine*> allowed_engines(const std::vector<std::string>& named) {
   std::span<const Engine* const> all = registered_engines();
   if (named.empty()) return {all.begin(), all.end()};
@@ -46,7 +47,7 @@ std::vector<const Engine*> allowed_engines(const std::vector<std::string>& named
     if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
   };
   for (const Engine* e : all) {
-    if (e->output_shares_input()) add(e);
+    if (e->always_allowed()) add(e);
   }
   for (const std::string& n : named) add(find_engine(n));
   for (const Engine* e : all) {

@@ -22,8 +22,8 @@ class CompileContext {
   explicit CompileContext(const CompileOptions& options);
 
   const cuda::DeviceProperties& device() const { return ctx_->device; }
-  // The registered engines allowed, in preference order: all, or the alias engine, the named
-  // ones, and the jit engine last (it supports every region).
+  // The registered engines allowed, in preference order: all, or those always allowed (alias,
+  // nccl), the named ones, and the jit engine last (it supports every region).
   std::span<const Engine* const> engines() const { return engines_; }
   EngineContext& engine_context() { return *ctx_; }
   const tune::TuneOptions& tune_options() const { return tune_; }

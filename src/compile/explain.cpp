@@ -57,6 +57,26 @@ std::string describe_collective(const Graph& g, const Node& n) {
   return s + " over group '" + at.group + "' (world " + std::to_string(at.world) + "): " + buf;
 }
 
+// Which engine runs a collective region and how, or why none can. The engines that take
+// collectives decide from the graph alone, so no GPU is asked (an assumed H200 is described).
+void collective_engine(const Graph& g, const fuse::Region& r, RegionDescription& rd) {
+  static const cuda::DeviceProperties dev = cuda::assumed_h200();
+  cuda::KernelCache cache("");
+  const EngineContext ctx{cache, dev, {}, 1, {}};
+  std::string why;
+  for (const Engine* e : registered_engines()) {
+    const Support s = e->supports(g, r, ctx);
+    if (!s.ok) {
+      why += (why.empty() ? "" : "; ") + std::string(e->name()) + ": " + s.reason;
+      continue;
+    }
+    const std::vector<Candidate> c = e->candidates(g, r, ctx);
+    rd.engine = std::string(e->name()) + (c.empty() ? "" : ": " + c.front().description);
+    return;
+  }
+  rd.no_engine = why;
+}
+
 fuse::Partition partition(const Graph& graph, const FusionOptions& fusion, Graph& g) {
   g = graph;
   g.validate();
@@ -93,7 +113,7 @@ PartitionDescription explain(const Graph& graph, const FusionOptions& fusion) {
     rd.outputs = tensor_names(g, r.outputs);
     if (r.kind == fuse::RegionKind::collective) {
       rd.collective = describe_collective(g, g.node(r.anchor));
-      rd.no_engine = std::string(fuse::kCollectiveNotBuilt);
+      collective_engine(g, r, rd);
     }
     d.regions.push_back(std::move(rd));
   }
@@ -120,6 +140,7 @@ std::string to_text(const PartitionDescription& d) {
     if (!r.collective.empty()) out += "  exchange:   " + r.collective + "\n";
     out += "  reads:      " + joined(r.inputs) + "\n  stores:     " + joined(r.outputs) + "\n";
     if (!r.no_engine.empty()) out += "  engine:     none: " + r.no_engine + "\n";
+    if (!r.engine.empty()) out += "  engine:     " + r.engine + "\n";
   }
   if (!d.boundaries.empty()) out += "\nboundaries:\n";
   for (const BoundaryDescription& b : d.boundaries) {
@@ -139,7 +160,8 @@ std::string to_json(const PartitionDescription& d) {
                                  {"prologue", r.prologue},   {"epilogue", r.epilogue},
                                  {"reductions", r.reductions}, {"constants", r.constants},
                                  {"inputs", r.inputs},       {"outputs", r.outputs},
-                                 {"collective", r.collective}, {"no_engine", r.no_engine}});
+                                 {"collective", r.collective}, {"engine", r.engine},
+                                 {"no_engine", r.no_engine}});
   }
   j["boundaries"] = OJson::array();
   for (const BoundaryDescription& b : d.boundaries) {

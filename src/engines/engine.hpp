@@ -19,6 +19,7 @@
 #include "engines/saved_step.hpp"
 #include "engines/task_box.hpp"
 #include "fuse/region.hpp"
+#include "sinter/communicator.hpp"
 #include "sinter/log.hpp"
 
 namespace sinter {
@@ -105,6 +106,8 @@ struct LoadContext {
   int device = 0;
   LibraryCache& libraries;  // cubins loaded once per plan, shared by its steps and runners
   std::string note;         // set by load_step: what loading did besides loading code, or ""
+  // The runner's communicators by group (RunnerOptions::communicators); null: none bound.
+  const CommunicatorBindings* communicators = nullptr;
 };
 
 class Engine {
@@ -160,6 +163,12 @@ class Engine {
   // Whether this engine's steps launch nothing because their region's output shares its input's
   // memory (the alias engine): the memory planner gives the output no buffer of its own.
   virtual bool output_shares_input() const { return false; }
+  // Whether the engine stays allowed whatever engines the user names: those whose steps launch
+  // nothing, and those that are the only way to run their regions (collectives on NCCL).
+  virtual bool always_allowed() const { return output_shares_input(); }
+  // Whether tuning may time this engine's candidates at compile time. An engine whose steps need
+  // what only a Runner is given (a communicator) is not timed: its best-ranked candidate is taken.
+  virtual bool timed_when_tuning() const { return !output_shares_input(); }
 
   // The prepared `step` (of region `r`, candidate `config`) as tasks of a megakernel
   // (MegaStep above), or null with the reason in `why` when it must run on its own (vendor

@@ -7,6 +7,7 @@
 #include "engines/cublaslt/cublaslt_engine.hpp"
 #include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/jit/jit_engine.hpp"
+#include "engines/nccl/nccl_engine.hpp"
 
 namespace sinter {
 
@@ -14,8 +15,9 @@ std::span<const Engine* const> registered_engines() {
   static const AliasEngine alias;
   static const cublaslt::CublasLtEngine cublaslt;
   static const cudnn::CudnnEngine cudnn;
+  static const nccl::NcclEngine nccl;
   static const jit::JitEngine jit;
-  static const Engine* const engines[] = {&alias, &cublaslt, &cudnn, &jit};
+  static const Engine* const engines[] = {&alias, &cublaslt, &cudnn, &nccl, &jit};
   return engines;
 }
 

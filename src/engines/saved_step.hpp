@@ -80,11 +80,25 @@ int tensor_map_record_type(DType t);
 enum class BlobKind { cubin, vendor_config };
 std::string_view to_string(BlobKind k);  // "cubin", "vendor-config"
 
+// A collective step (the nccl engine): what it exchanges, recorded so that a loader checks it
+// against the graph's node, and `sinter inspect` shows it without the graph.
+struct CollectiveRecord {
+  std::string op;      // "all_reduce", "all_gather", "reduce_scatter"
+  std::string group;   // CollectiveAttrs::group
+  int64_t world = 1;
+  std::string reduce;  // "sum", "max"; "" for all_gather
+  int64_t axis = 0;    // all_gather, reduce_scatter; 0 for all_reduce
+  DType dtype = DType::f32;
+  uint64_t count = 0;  // the NCCL count: elements sent per rank (reduce_scatter: received)
+  bool operator==(const CollectiveRecord&) const = default;
+};
+
 // An engine's record of one step.
 struct SavedStep {
   std::vector<KernelRecord> kernels;  // launched in order
   std::string config_blob;            // key of an opaque vendor config blob, "" for none
   std::string config_description;     // what the blob holds, for inspect
+  std::optional<CollectiveRecord> collective;  // collective steps only
   bool operator==(const SavedStep&) const = default;
 };
 

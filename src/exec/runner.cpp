@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <future>
 #include <map>
+#include <set>
 
 #include "cuda/buffer.hpp"
 #include "cuda/check.hpp"
@@ -55,6 +56,29 @@ std::string device_memory_problem(const void* address, int device) {
   return "";
 }
 
+// Every bound communicator must serve a group the graph's collectives name: a binding to any
+// other group is a misspelt name or the wrong plan, which would otherwise surface as "no
+// communicator is bound" for the right one, or not at all.
+void check_communicator_groups(const Graph& g, const CommunicatorBindings& bound) {
+  std::set<std::string> groups;
+  for (const Node& n : g.nodes()) {
+    if (const auto* at = std::get_if<CollectiveAttrs>(&n.attrs)) groups.insert(at->group);
+  }
+  for (const auto& [group, comm] : bound) {
+    if (!comm.valid()) {
+      throw Error(ErrorCode::invalid_argument, "runner: the communicator bound to group '" + group +
+                                                   "' is empty (default-constructed); make it with "
+                                                   "Communicator::create or create_local");
+    }
+    if (groups.count(group)) continue;
+    std::string known;
+    for (const std::string& k : groups) known += (known.empty() ? "'" : ", '") + k + "'";
+    throw Error(ErrorCode::invalid_argument,
+                "runner: a communicator (" + comm.describe() + ") is bound to group '" + group + "', which no collective of graph '" +
+                    g.name() + "' uses (" + (known.empty() ? "it has no collectives" : "its groups: " + known) + ")");
+  }
+}
+
 }  // namespace
 
 struct Runner::State {
@@ -63,6 +87,7 @@ struct Runner::State {
   fuse::Partition partition;
   int device;
   ExecMode mode;
+  CommunicatorBindings communicators;  // by group, for the collective steps
   std::vector<std::unique_ptr<PreparedStep>> steps;
   std::vector<std::string> notes;
   cuda::DeviceBuffer owned;  // the plan's memory when the caller gave none
@@ -97,8 +122,9 @@ struct Runner::State {
 };
 
 Runner::State::State(const Plan& p, const RunnerOptions& o)
-    : handle(p), data(p.state().data), device(o.device), mode(o.mode) {
+    : handle(p), data(p.state().data), device(o.device), mode(o.mode), communicators(o.communicators) {
   const auto start = std::chrono::steady_clock::now();
+  check_communicator_groups(data.graph, communicators);
   cuda::DeviceGuard guard(device);
   const cuda::DeviceProperties dev = cuda::device_properties(device);
   if (std::string note = plan::check_plan_target(data, dev); !note.empty()) notes.push_back(note);
@@ -159,7 +185,7 @@ void Runner::State::load_steps() {
   auto load = [&](size_t i, std::string& note) {
     const plan::Step& s = data.steps[i];
     try {
-      LoadContext ctx{device, handle.state().libraries, ""};
+      LoadContext ctx{device, handle.state().libraries, "", &communicators};
       auto step = find_engine(s.engine)->load_step(g, partition.regions.at(s.region), s.saved, blobs,
                                                    s.workspace_bytes, ctx);
       note = ctx.note.empty() ? "" : "step " + std::to_string(i) + ": " + ctx.note;

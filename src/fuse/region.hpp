@@ -28,9 +28,9 @@ enum class RegionKind {
 };
 std::string_view to_string(RegionKind k);
 
-// Why no engine takes a collective region, as explain and the engines say it.
-inline constexpr std::string_view kCollectiveNotBuilt =
-    "collectives run through NCCL or the megakernel, neither built yet: no engine runs them";
+// Why our code generators do not take a collective region.
+inline constexpr std::string_view kCollectiveOnNccl =
+    "collectives run on the nccl engine (NCCL), not in generated kernels";
 
 // Exit reductions that can be folded into a region, described relative to its iteration shape
 // (the shape of its anchor output, or of its pointwise DAG). Only these patterns fuse; any other

@@ -106,6 +106,14 @@ OJson step_json(const Step& s, const StepMembership& m) {
     j["config_blob"] = s.saved.config_blob;
     j["config_description"] = s.saved.config_description;
   }
+  if (const auto& c = s.saved.collective) {
+    OJson cj{{"op", c->op}, {"group", c->group}, {"world", c->world}};
+    if (!c->reduce.empty()) cj["reduce"] = c->reduce;
+    cj["axis"] = c->axis;
+    cj["dtype"] = std::string(to_string(c->dtype));
+    cj["count"] = c->count;
+    j["collective"] = std::move(cj);
+  }
   return j;
 }
 

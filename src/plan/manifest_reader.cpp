@@ -201,7 +201,7 @@ class ManifestReader {
     c.expect_object("a step");
     c.check_keys({"region", "kind", "nodes", "inputs", "outputs", "engine", "candidate", "config",
                   "description", "fallback", "tuned_ms", "workspace_offset", "workspace_bytes", "kernels",
-                  "config_blob", "config_description"},
+                  "config_blob", "config_description", "collective"},
                  "a step");
     Step s;
     s.region = static_cast<int>(c.at("region").as_int(0, kMaxIndex));
@@ -209,7 +209,7 @@ class ManifestReader {
     const std::string kind_name = kind.as_string("a region kind");
     std::vector<std::string_view> kinds;
     bool found = false;
-    for (int k = 0; k <= static_cast<int>(fuse::RegionKind::alias); ++k) {
+    for (int k = 0; k <= static_cast<int>(fuse::RegionKind::collective); ++k) {
       const auto rk = static_cast<fuse::RegionKind>(k);
       kinds.push_back(fuse::to_string(rk));
       if (kind_name == fuse::to_string(rk)) {
@@ -244,7 +244,33 @@ class ManifestReader {
       s.saved.config_blob = read_key(*blob, "the config blob");
       s.saved.config_description = config_description->as_string("a config description");
     }
+    if (auto col = c.find("collective")) s.saved.collective = read_collective(*col);
     return s;
+  }
+
+  // Ranges and names only; the nccl engine checks the record against the graph's node.
+  CollectiveRecord read_collective(const Cursor& c) const {
+    c.expect_object("a collective record");
+    c.check_keys({"op", "group", "world", "reduce", "axis", "dtype", "count"}, "a collective record");
+    CollectiveRecord r;
+    const Cursor op = c.at("op");
+    r.op = op.as_string("a collective op");
+    if (r.op != "all_reduce" && r.op != "all_gather" && r.op != "reduce_scatter") {
+      op.fail("expected all_reduce, all_gather or reduce_scatter, found " + json_detail::describe(op.json()));
+    }
+    r.group = c.at("group").as_name("a group name");
+    r.world = c.at("world").as_int(1, kMaxWorld);
+    if (auto red = c.find("reduce")) {
+      r.reduce = red->as_string("a reduction");
+      if (!parse_collective_reduce(r.reduce)) red->fail("expected sum or max, found " + json_detail::describe(red->json()));
+    }
+    if (r.op == "all_gather" ? !r.reduce.empty() : r.reduce.empty()) {
+      c.fail(r.op == "all_gather" ? "an all_gather reduces nothing: no \"reduce\"" : "the " + r.op + " needs its \"reduce\"");
+    }
+    r.axis = c.at("axis").as_int(0, kMaxIndex);
+    r.dtype = c.at("dtype").as_dtype();
+    r.count = static_cast<uint64_t>(c.at("count").as_int(0, kMaxDeviceBytes));
+    return r;
   }
 
   KernelRecord read_kernel(const Cursor& c) const {

@@ -148,8 +148,9 @@ std::vector<RegionCandidates> gather_candidates(const Graph& g, const fuse::Part
         rc.refusals.push_back({std::string(e->name()), "it offered no candidate for this region"});
         continue;
       }
-      // an output that can share its input's memory runs nothing: nothing to time or beat
-      if (e->output_shares_input()) {
+      // an output that can share its input's memory runs nothing, and a collective runs only
+      // where a runner has its communicator: nothing to time or beat
+      if (!e->timed_when_tuning()) {
         rc.list.assign(1, {e, cands.front()});
         break;
       }
@@ -194,7 +195,7 @@ TuneReport tune(const Graph& g, const fuse::Partition& p, const std::vector<Regi
     Choice choice;
     choice.region = r.id;
     const std::vector<std::pair<const Engine*, Candidate>>& all = rc.list;
-    if (o.mode == TuneMode::heuristic || all.front().first->output_shares_input()) {
+    if (o.mode == TuneMode::heuristic || !all.front().first->timed_when_tuning()) {
       choice.engine = all.front().first;
       choice.candidate = all.front().second;
       report.choices.push_back(std::move(choice));

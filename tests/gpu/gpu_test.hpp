@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+
+#include "sinter/error.hpp"
 
 #include "cuda/device.hpp"
 #include "cuda/kernel_cache.hpp"
@@ -29,6 +32,20 @@ class GpuTest : public ::testing::Test {
 
   cuda::DeviceProperties properties_;
 };
+
+// The error code and message of `f`, or a failure when it does not throw.
+template <class F>
+std::pair<ErrorCode, std::string> error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return {e.code(), e.message()};
+  }
+  ADD_FAILURE() << "no error";
+  return {ErrorCode::internal, ""};
+}
+
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // For tests that compile kernels themselves: memory only, so tests never depend on disk state.
 inline cuda::KernelCache& shared_cache() {

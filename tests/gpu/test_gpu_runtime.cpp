@@ -13,20 +13,6 @@
 namespace sinter::testing {
 namespace {
 
-// The error code and message of `f`, or a failure when it does not throw.
-template <class F>
-std::pair<ErrorCode, std::string> error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return {e.code(), e.message()};
-  }
-  ADD_FAILURE() << "no error";
-  return {ErrorCode::internal, ""};
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
 void expect_close(const Graph& g, const TensorMap& inputs, const TensorMap& got) {
   const TensorMap want = run_reference(g, inputs);
   for (TensorId id : g.outputs()) {

@@ -1,7 +1,7 @@
 // all_reduce, all_gather, reduce_scatter in the IR: shape inference and its errors, the cost of
 // the exchange, the structural hash, the single-graph reference (world 1 is the identity; a larger
-// world is refused), and the partition: a collective is a region of its own that no engine takes,
-// which explain says.
+// world is refused), and the partition: a collective is a region of its own, which explain shows
+// with its engine (test_nccl_engine.cpp has the nccl engine's own tests).
 #include "fuse/region.hpp"
 #include "sinter/explain.hpp"
 #include "test_ref_util.hpp"
@@ -121,9 +121,9 @@ TEST(Collectives, ALargerGroupNeedsTheRanksReference) {
                {"node 'all_reduce0' (all_reduce)", "world=2", "group 'tp'", "run_reference_ranks"});
 }
 
-// Nothing fuses into or out of a collective; explain shows its group, world and bytes, and that no
-// engine runs it.
-TEST(Collectives, AreRegionsOfTheirOwnThatNoEngineRuns) {
+// Nothing fuses into or out of a collective; explain shows its group, world and bytes, and which
+// engine runs it or why none can.
+TEST(Collectives, AreRegionsOfTheirOwn) {
   Graph g("tp_mlp");
   auto x = g.input("x", DType::bf16, {4, 64});
   auto w = g.input("w", DType::bf16, {64, 32});
@@ -148,9 +148,11 @@ TEST(Collectives, AreRegionsOfTheirOwnThatNoEngineRuns) {
   expect_contains(text, {"collective anchored on all_reduce", "all_reduce sum over group 'tp' (world 4): 256 B in, "
                          "384 B sent per rank (ring)",
                          "all_gather along axis 1 over group 'tp' (world 4): 256 B in, 768 B sent per rank",
-                         "engine:     none: collectives run through NCCL or the megakernel, neither built yet",
                          "a collective (all_reduce) is a region of its own",
                          "a collective region takes no epilogue"});
+  // the all_gather along axis 1 (4 rows outside it) is one NCCL cannot run: no engine takes it
+  expect_contains(text, {"engine:     none: ", "along axis 1 of", "outermost axis only",
+                         "jit: collectives run on the nccl engine (NCCL), not in generated kernels"});
   const std::string json = to_json(d);
-  expect_contains(json, {"\"kind\": \"collective\"", "\"no_engine\": \"collectives run through NCCL"});
+  expect_contains(json, {"\"kind\": \"collective\"", "\"no_engine\": \"alias: ", "\"engine\": \""});
 }

@@ -22,7 +22,7 @@ std::string compile_error(const CompileOptions& o) {
 TEST(CompileApi, BadOptionsAreNamedBeforeAnythingRuns) {
   CompileOptions o;
   o.engines = {"tensorrt"};
-  EXPECT_NE(compile_error(o).find("invalid argument: compile: unknown engine 'tensorrt'; engines: alias, cublaslt, cudnn, jit"),
+  EXPECT_NE(compile_error(o).find("invalid argument: compile: unknown engine 'tensorrt'; engines: alias, cublaslt, cudnn, nccl, jit"),
             std::string::npos)
       << compile_error(o);
   o.engines = {"jit", "jit"};
@@ -46,7 +46,7 @@ TEST(CompileApi, WithoutAGpuCompilingSaysSo) {
 }
 
 TEST(CompileApi, EnginesAndTuneModes) {
-  EXPECT_EQ(engine_names(), (std::vector<std::string>{"alias", "cublaslt", "cudnn", "jit"}));
+  EXPECT_EQ(engine_names(), (std::vector<std::string>{"alias", "cublaslt", "cudnn", "nccl", "jit"}));
   for (TuneMode m : {TuneMode::heuristic, TuneMode::fast, TuneMode::exhaustive}) {
     EXPECT_EQ(parse_tune_mode(to_string(m)), m);
   }

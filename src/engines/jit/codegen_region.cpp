@@ -29,7 +29,7 @@ std::string_view region_generator(const fuse::Region& r) {
     case fuse::RegionKind::conv: return "conv";
     case fuse::RegionKind::sdpa: return "sdpa";
     case fuse::RegionKind::collective:
-      throw Error(ErrorCode::unsupported, "region " + std::to_string(r.id) + ": " + std::string(fuse::kCollectiveNotBuilt));
+      throw Error(ErrorCode::unsupported, "region " + std::to_string(r.id) + ": " + std::string(fuse::kCollectiveOnNccl));
   }
   throw Error(ErrorCode::internal, "region_generator: unknown region kind");
 }

@@ -152,7 +152,7 @@ int64_t balanced_grid(int64_t work, int64_t resident) {
 }  // namespace
 
 Support JitEngine::supports(const Graph& g, const fuse::Region& r, const EngineContext&) const {
-  if (r.kind == fuse::RegionKind::collective) return Support::no(std::string(fuse::kCollectiveNotBuilt));
+  if (r.kind == fuse::RegionKind::collective) return Support::no(std::string(fuse::kCollectiveOnNccl));
   for (const fuse::ExitReduce& e : r.reductions) {
     const TensorInfo& out = g.tensor(g.node(e.node).outputs[0]);
     if (!is_float(out.dtype)) {

@@ -1,0 +1,92 @@
+#include "comm/nccl_library.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <type_traits>
+
+#include "sinter/error.hpp"
+
+namespace sinter::nccl {
+
+Library load_library(const std::string& path) {
+  Library lib;
+  lib.path = path;
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* e = dlerror();
+    lib.reason = "dlopen " + path + ": " + (e ? e : "unknown error");
+    return lib;
+  }
+  bool ok = true;
+  auto sym = [&](auto& fn, const char* name) {
+    if (!ok) return;
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
+    if (!fn) {
+      ok = false;
+      lib.reason = std::string("dlsym ") + name + " in " + path + ": symbol missing (not an NCCL 2.x library)";
+    }
+  };
+  sym(lib.GetVersion, "ncclGetVersion");
+  sym(lib.GetErrorString, "ncclGetErrorString");
+  sym(lib.GetLastError, "ncclGetLastError");
+  sym(lib.GetUniqueId, "ncclGetUniqueId");
+  sym(lib.CommInitRank, "ncclCommInitRank");
+  sym(lib.CommInitAll, "ncclCommInitAll");
+  sym(lib.CommDestroy, "ncclCommDestroy");
+  sym(lib.AllReduce, "ncclAllReduce");
+  sym(lib.AllGather, "ncclAllGather");
+  sym(lib.ReduceScatter, "ncclReduceScatter");
+  if (!ok) {
+    dlclose(h);
+    return lib;
+  }
+  // Communicators live until exit in some programs: the handle stays open, as NCCL expects.
+  if (lib.GetVersion(&lib.version) != ncclSuccess || lib.version <= 0) {
+    lib.reason = path + ": ncclGetVersion failed";
+    return lib;
+  }
+  // ncclBfloat16 and ncclReduceScatter's argument order are those of NCCL 2.10 and later.
+  if (lib.version < 21000) {
+    lib.reason = path + " is NCCL " + version_string(lib.version) + "; 2.10 or later is needed";
+    return lib;
+  }
+  lib.loaded = true;
+  return lib;
+}
+
+const Library& library() {
+  static const Library lib = [] {
+    const char* env = std::getenv("SINTER_NCCL_LIBRARY");
+    return load_library(env && *env ? env : "libnccl.so.2");
+  }();
+  return lib;
+}
+
+std::string version_string(int v) {
+  // NCCL_VERSION(X,Y,Z): X*1000 + Y*100 + Z up to 2.8, X*10000 + Y*100 + Z after.
+  if (v < 10000) return std::to_string(v / 1000) + "." + std::to_string(v / 100 % 10) + "." + std::to_string(v % 100);
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+const Library& require_library() {
+  const Library& lib = library();
+  if (!lib.loaded) throw Error(ErrorCode::unsupported, "NCCL not found (" + lib.reason + ")");
+  return lib;
+}
+
+void check(ncclResult_t r, const char* call, const char* file, int line, ncclComm_t comm) {
+  if (r == ncclSuccess) return;
+  const Library& lib = library();
+  std::string msg = std::string(call) + " failed: ";
+  if (lib.loaded) {
+    msg += lib.GetErrorString(r);
+    const char* last = lib.GetLastError(comm);
+    if (last && *last) msg += std::string(": ") + last;
+  } else {
+    msg += "ncclResult " + std::to_string(static_cast<int>(r));
+  }
+  throw Error(ErrorCode::cuda, msg + " at " + file + ":" + std::to_string(line));
+}
+
+}  // namespace sinter::nccl
