@@ -151,7 +151,7 @@ def _narrow(ctx):
 
 
 def _split(ctx):
-    """split, split_with_sizes, chunk, unbind, tensor_split with sizes: one slice per piece."""
+    """split, split_with_sizes, chunk, unbind: one slice per piece."""
     g = ctx.g
     x = ctx.tensor("self")
     axis = axis_of(ctx.value("dim", 0), x.ndim)

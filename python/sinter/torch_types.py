@@ -79,8 +79,8 @@ def as_torch_dtype(dtype):
 
 
 def to_numpy(tensor) -> np.ndarray:
-    """A CPU copy of a torch tensor as an array run_reference takes: 16-bit and fp8 floats
-    widened exactly to float32."""
+    """A CPU copy of a torch tensor as an array run_reference takes: bfloat16 and fp8 widened
+    exactly to float32 (numpy has no such types); float16 and float32 kept as they are."""
     t = tensor.detach().cpu()
     if t.is_floating_point() and t.dtype not in (torch_module().float32, torch_module().float16):
         t = t.float()
