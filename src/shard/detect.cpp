@@ -120,7 +120,11 @@ std::set<TensorId> detect_column_weights(const Graph& g, int world) {
     bool same_input = true;
     for (NodeId u : ups) same_input = same_input && g.node(u).inputs[0] == x;
     if (!same_input) continue;
-    for (NodeId u : ups) weights.insert(g.node(u).inputs[1]);
+    // a feeder that itself reads a pointwise result of projections is the row-parallel end of an
+    // earlier pair (x W1 -> relu -> W2 -> W3: W2 is W1's partner, W3 stays whole)
+    for (NodeId u : ups) {
+      if (pointwise_feeders(g, g.node(u).inputs[0]).empty()) weights.insert(g.node(u).inputs[1]);
+    }
   }
   return weights;
 }

@@ -146,6 +146,25 @@ TEST(TensorParallel, MlpWithBiasesMatchesTheUnshardedReference) {
   }
 }
 
+// Three projections in a row, a pointwise op after the first: W1 column-parallel, W2 its
+// row-parallel partner with the all_reduce, W3 (which reads W2's output directly) whole.
+TEST(TensorParallel, AProjectionAfterARowParallelPairStaysWhole) {
+  Graph g("chain");
+  auto x = g.input("x", DType::f32, {3, 32});
+  auto w1 = g.input("w1", DType::f32, {32, 48});
+  auto w2 = g.input("w2", DType::f32, {48, 32});
+  auto w3 = g.input("w3", DType::f32, {32, 16});
+  g.output(g.matmul(g.matmul(g.relu(g.matmul(x, w1)), w2), w3), "y");
+  g.validate();
+  for (int world : {2, 4}) {
+    const std::vector<Graph> ranks = shard_tensor_parallel(g, world);
+    EXPECT_EQ(tensor_named(ranks[0], "w1").dims, (Dims{32, 48 / world}));
+    EXPECT_EQ(tensor_named(ranks[0], "w2").dims, (Dims{48 / world, 32}));
+    EXPECT_EQ(tensor_named(ranks[0], "w3").dims, (Dims{32, 16}));
+    compare_sharded(g, ranks, 11);
+  }
+}
+
 TEST(TensorParallel, ShardInputsSlicesAndGatherOutputsJoins) {
   Graph g("proj");
   auto x = g.input("x", DType::f32, {1, 2});
