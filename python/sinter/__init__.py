@@ -50,6 +50,7 @@ from .errors import *  # noqa: F401,F403  (Error and one subclass per ErrorCode)
 from .errors import Error
 from .onnx_import import OnnxImport, from_onnx, import_onnx
 from .reference import numpy_type, run_reference
+from .ranks import gather_outputs, run_reference_ranks, shard_inputs, shard_tensor_parallel
 from .torch_import import TorchImport, from_torch, import_torch
 from .torch_runtime import TorchRunner, run_torch
 

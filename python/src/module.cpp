@@ -11,6 +11,7 @@ NB_MODULE(_core, m) {
   bind_tensor(m);
   bind_graph(m);
   bind_reference(m);
+  bind_ranks(m);
   bind_plan(m);
   bind_runner(m);
 }
