@@ -257,16 +257,24 @@ bool bench_model(const std::string& which, int64_t batch, int runs, const std::s
 }
 
 // A comma-separated list of positive integers ("1,4,16"), or nothing where any entry is not one.
-std::optional<std::vector<int64_t>> parse_batches(const std::string& list) {
-  std::vector<int64_t> out;
+// "a,b,c" -> {"a", "b", "c"} (empty items kept, for the callers to refuse).
+std::vector<std::string> split_commas(const std::string& list) {
+  std::vector<std::string> out;
   for (size_t at = 0; at <= list.size();) {
     const size_t comma = std::min(list.find(',', at), list.size());
-    const std::string item = list.substr(at, comma - at);
+    out.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
+}
+
+std::optional<std::vector<int64_t>> parse_batches(const std::string& list) {
+  std::vector<int64_t> out;
+  for (const std::string& item : split_commas(list)) {
     if (item.empty() || item.size() > 6 || item.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
     const int64_t v = std::stoll(item);
     if (v < 1) return std::nullopt;
     out.push_back(v);
-    at = comma + 1;
   }
   return out;
 }
@@ -331,16 +339,12 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--chain-only") == 0) {
       chain_only = true;
     } else if (std::strcmp(argv[i], "--models") == 0 && i + 1 < argc) {
-      std::string list = argv[++i];
-      for (size_t at = 0; at <= list.size();) {
-        const size_t comma = std::min(list.find(',', at), list.size());
-        const std::string m = list.substr(at, comma - at);
+      for (const std::string& m : split_commas(argv[++i])) {
         if (m != "1b" && m != "8b") {
           std::fprintf(stderr, "sinter_bench_plan: --models takes 1b and 8b, not '%s'\n", m.c_str());
           return 2;
         }
         models.push_back(m);
-        at = comma + 1;
       }
     } else if (std::strcmp(argv[i], "--batch") == 0 && i + 1 < argc) {
       const std::optional<std::vector<int64_t>> list = parse_batches(argv[++i]);

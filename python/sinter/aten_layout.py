@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import List
 
+from .constant_gather import gather_constant
 from .errors import ParseError, UnsupportedError
 
 
@@ -204,14 +205,7 @@ def _index_select(ctx):
         raise ParseError(f"indices {indices.tensor.tolist()} are out of range for dim {axis} of size {size}")
     if not flat:
         raise UnsupportedError("empty indices: Sinter's dims are >= 1")
-    runs = []  # [start, end) of consecutive indices
-    for i in flat:
-        if runs and runs[-1][1] == i:
-            runs[-1][1] += 1
-        else:
-            runs.append([i, i + 1])
-    pieces = [g.slice(x, [axis], [s], [e]) for s, e in runs]
-    y = pieces[0] if len(pieces) == 1 else g.concat(pieces, axis)
+    y = gather_constant(g, x, axis, flat)
     return reshape_to(g, y, ctx.out_shape())
 
 

@@ -63,6 +63,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence
 import numpy as np
 
 from . import _core
+from .constant_gather import gather_constant
 from .errors import Error, ParseError, UnsupportedError
 
 MIN_OPSET = 17
@@ -844,14 +845,7 @@ def _gather(ctx: _Node):
         raise UnsupportedError("empty indices: Sinter's dims are >= 1")
     if any(not 0 <= i < size for i in flat):
         raise ParseError(f"indices {indices.tolist()} are out of range for axis {axis} of size {size}")
-    runs = []  # [start, end) of consecutive indices
-    for i in flat:
-        if runs and runs[-1][1] == i:
-            runs[-1][1] += 1
-        else:
-            runs.append([i, i + 1])
-    pieces = [g.slice(x, [axis], [s], [e]) for s, e in runs]
-    y = pieces[0] if len(pieces) == 1 else g.concat(pieces, axis)
+    y = gather_constant(g, x, axis, flat)
     shape = list(x.shape[:axis]) + list(indices.shape) + list(x.shape[axis + 1:])
     return y if list(y.shape) == shape else g.reshape(y, shape)
 

@@ -1,14 +1,12 @@
 // Several ranks on the CPU reference (run_reference_ranks) and tensor-parallel sharding
 // (shard_tensor_parallel, shard_inputs, gather_outputs) on float64 arrays; python/sinter/ranks.py
 // checks and converts the caller's numpy arrays as reference.py does for one graph.
-#include <nanobind/ndarray.h>
-#include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <string>
 #include <vector>
 
-#include "bindings.hpp"
+#include "float64_arrays.hpp"
 #include "sinter/error.hpp"
 #include "sinter/reference.hpp"
 #include "sinter/shard.hpp"
@@ -16,68 +14,54 @@
 namespace sinter::python {
 namespace {
 
-using ValuesIn = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
-using ValuesOut = nb::ndarray<nb::numpy, double>;
-
 std::vector<Graph> graphs_of(const nb::list& graphs) {
   std::vector<Graph> out;
   for (nb::handle h : graphs) out.push_back(nb::cast<const Graph&>(h));
   return out;
 }
 
-// `values` as a host tensor of tensor `name` of `g` (an input, or an output for gather_outputs),
-// with the array's shape; a name `g` lacks is an error listing what it has.
-HostTensor host_tensor(const Graph& g, const std::string& name, const ValuesIn& values, const char* what) {
+// `values` as a host tensor of tensor `name` of `g` (an input, or an output for gather_outputs);
+// a name `g` lacks is an error naming the graph.
+HostTensor named_host_tensor(const Graph& g, const std::string& name, const Float64In& values, const char* what) {
   std::optional<Tensor> t = g.find_tensor(name);
   if (!t) {
     throw Error(ErrorCode::invalid_argument,
                 std::string(what) + ": graph '" + g.name() + "' has no tensor '" + name + "'");
   }
-  Dims dims(values.ndim());
-  for (size_t i = 0; i < values.ndim(); ++i) dims[i] = static_cast<int64_t>(values.shape(i));
-  HostTensor h(g.tensor(*t).dtype, dims);
-  const double* data = values.data();
-  for (int64_t i = 0; i < h.numel(); ++i) h.set(i, data[i]);
-  return h;
+  return host_tensor(g.tensor(*t).dtype, values);
 }
 
 TensorMap host_map(const Graph& g, const nb::dict& values, const char* what) {
   TensorMap m;
   for (auto [key, value] : values) {
     const std::string name = nb::cast<std::string>(key);
-    m.emplace(name, host_tensor(g, name, nb::cast<ValuesIn>(value), what));
+    m.emplace(name, named_host_tensor(g, name, nb::cast<Float64In>(value), what));
   }
   return m;
 }
 
-ValuesOut to_array(const HostTensor& t) {
-  std::vector<double>* values = new std::vector<double>(t.values());
-  nb::capsule owner(values, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
-  std::vector<size_t> shape(t.dims().begin(), t.dims().end());
-  return ValuesOut(values->data(), shape.size(), shape.data(), owner);
-}
-
-nb::dict array_map(const TensorMap& m) {
-  nb::dict d;
-  for (const auto& [name, t] : m) d[name.c_str()] = to_array(t);
-  return d;
+// One map per rank graph, rank r's values as tensors of graph r.
+std::vector<TensorMap> host_maps(const std::vector<Graph>& gs, const nb::list& maps, const char* what) {
+  if (nb::len(maps) != gs.size()) {
+    throw Error(ErrorCode::invalid_argument, std::string(what) + ": " + std::to_string(gs.size()) +
+                                                 " rank graphs but " + std::to_string(nb::len(maps)) + " maps");
+  }
+  std::vector<TensorMap> out;
+  size_t r = 0;
+  for (nb::handle h : maps) out.push_back(host_map(gs[r++], nb::cast<nb::dict>(h), what));
+  return out;
 }
 
 nb::list run_ranks(const nb::list& graphs, const nb::list& inputs) {
   const std::vector<Graph> gs = graphs_of(graphs);
-  std::vector<TensorMap> in;
-  size_t r = 0;
-  for (nb::handle h : inputs) {
-    if (r >= gs.size()) break;  // a count mismatch is reported by run_reference_ranks
-    in.push_back(host_map(gs[r++], nb::cast<nb::dict>(h), "run_reference_ranks"));
-  }
+  const std::vector<TensorMap> in = host_maps(gs, inputs, "run_reference_ranks");
   std::vector<TensorMap> out;
   {
     nb::gil_scoped_release released;
     out = run_reference_ranks(gs, in);
   }
   nb::list result;
-  for (const TensorMap& m : out) result.append(array_map(m));
+  for (const TensorMap& m : out) result.append(to_arrays(m));
   return result;
 }
 
@@ -95,20 +79,14 @@ nb::list shard(const Graph& g, int world, const std::string& group, const std::v
 nb::list shard_values(const Graph& full, const nb::list& ranks, const nb::dict& values) {
   nb::list result;
   for (const TensorMap& m : shard_inputs(full, graphs_of(ranks), host_map(full, values, "shard_inputs"))) {
-    result.append(array_map(m));
+    result.append(to_arrays(m));
   }
   return result;
 }
 
 nb::dict gather_values(const Graph& full, const nb::list& ranks, const nb::list& outputs) {
   const std::vector<Graph> gs = graphs_of(ranks);
-  std::vector<TensorMap> out;
-  size_t r = 0;
-  for (nb::handle h : outputs) {
-    if (r >= gs.size()) break;  // a count mismatch is reported by gather_outputs
-    out.push_back(host_map(gs[r++], nb::cast<nb::dict>(h), "gather_outputs"));
-  }
-  return array_map(gather_outputs(full, gs, out));
+  return to_arrays(gather_outputs(full, gs, host_maps(gs, outputs, "gather_outputs")));
 }
 
 }  // namespace

@@ -2,26 +2,20 @@
 // numpy arrays into these (checking their kinds against the graph's dtypes) and the results back
 // into arrays of each output's numpy type; here every value is rounded to its tensor's dtype by
 // the library's own rule (HostTensor::set), exactly as the C++ API does.
-#include <nanobind/ndarray.h>
-#include <nanobind/stl/string.h>
-
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "bindings.hpp"
+#include "float64_arrays.hpp"
 #include "sinter/error.hpp"
 #include "sinter/reference.hpp"
 
 namespace sinter::python {
 namespace {
 
-using ValuesIn = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
-using ValuesOut = nb::ndarray<nb::numpy, double>;
-
 // `values` as a host tensor of graph input `name`'s dtype, with the array's shape (a shape the
 // graph does not declare is reported by run_reference, naming the input).
-HostTensor host_input(const Graph& g, const std::string& name, const ValuesIn& values) {
+HostTensor host_input(const Graph& g, const std::string& name, const Float64In& values) {
   std::optional<Tensor> t = g.find_tensor(name);
   if (!t || !g.tensor(*t).is_input) {
     std::string inputs;
@@ -30,35 +24,21 @@ HostTensor host_input(const Graph& g, const std::string& name, const ValuesIn& v
                                                  g.name() + "'; its inputs are " +
                                                  (inputs.empty() ? "none" : inputs));
   }
-  Dims dims(values.ndim());
-  for (size_t i = 0; i < values.ndim(); ++i) dims[i] = static_cast<int64_t>(values.shape(i));
-  HostTensor h(g.tensor(*t).dtype, dims);
-  const double* data = values.data();
-  for (int64_t i = 0; i < h.numel(); ++i) h.set(i, data[i]);
-  return h;
-}
-
-ValuesOut to_array(const HostTensor& t) {
-  std::vector<double>* values = new std::vector<double>(t.values());
-  nb::capsule owner(values, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
-  std::vector<size_t> shape(t.dims().begin(), t.dims().end());
-  return ValuesOut(values->data(), shape.size(), shape.data(), owner);
+  return host_tensor(g.tensor(*t).dtype, values);
 }
 
 nb::dict run(const Graph& g, const nb::dict& inputs, bool keep_intermediates, bool round_intermediates) {
   TensorMap host;
   for (auto [key, value] : inputs) {
     const std::string name = nb::cast<std::string>(key);
-    host.emplace(name, host_input(g, name, nb::cast<ValuesIn>(value)));
+    host.emplace(name, host_input(g, name, nb::cast<Float64In>(value)));
   }
   TensorMap outputs;
   {
     nb::gil_scoped_release released;
     outputs = run_reference(g, host, ReferenceOptions{keep_intermediates, round_intermediates});
   }
-  nb::dict result;
-  for (const auto& [name, t] : outputs) result[name.c_str()] = to_array(t);
-  return result;
+  return to_arrays(outputs);
 }
 
 }  // namespace

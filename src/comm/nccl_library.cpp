@@ -2,9 +2,8 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
-#include <type_traits>
 
+#include "cuda/dynamic_library.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter::nccl {
@@ -12,20 +11,10 @@ namespace sinter::nccl {
 Library load_library(const std::string& path) {
   Library lib;
   lib.path = path;
-  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    const char* e = dlerror();
-    lib.reason = "dlopen " + path + ": " + (e ? e : "unknown error");
-    return lib;
-  }
-  bool ok = true;
+  void* h = cuda::open_library(path, lib.reason);
+  if (!h) return lib;
   auto sym = [&](auto& fn, const char* name) {
-    if (!ok) return;
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-    if (!fn) {
-      ok = false;
-      lib.reason = std::string("dlsym ") + name + " in " + path + ": symbol missing (not an NCCL 2.x library)";
-    }
+    cuda::bind_symbol(h, path, fn, name, lib.reason, " (not an NCCL 2.x library)");
   };
   sym(lib.GetVersion, "ncclGetVersion");
   sym(lib.GetErrorString, "ncclGetErrorString");
@@ -37,7 +26,7 @@ Library load_library(const std::string& path) {
   sym(lib.AllReduce, "ncclAllReduce");
   sym(lib.AllGather, "ncclAllGather");
   sym(lib.ReduceScatter, "ncclReduceScatter");
-  if (!ok) {
+  if (!lib.reason.empty()) {
     dlclose(h);
     return lib;
   }
@@ -57,8 +46,7 @@ Library load_library(const std::string& path) {
 
 const Library& library() {
   static const Library lib = [] {
-    const char* env = std::getenv("SINTER_NCCL_LIBRARY");
-    return load_library(env && *env ? env : "libnccl.so.2");
+    return load_library(cuda::library_path("SINTER_NCCL_LIBRARY", "libnccl.so.2"));
   }();
   return lib;
 }

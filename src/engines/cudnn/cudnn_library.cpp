@@ -1,30 +1,15 @@
 #include "engines/cudnn/cudnn_library.hpp"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
-
+#include "cuda/dynamic_library.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter::cudnn {
 Library load_library(const std::string& path) {
   Library lib;
   lib.path = path;
-  void* h = dlopen(lib.path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    const char* e = dlerror();
-    lib.reason = "dlopen " + lib.path + ": " + (e ? e : "unknown error");
-    return lib;
-  }
-  bool ok = true;
-  auto sym = [&](auto& fn, const char* name) {
-    if (!ok) return;
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-    if (!fn) {
-      ok = false;
-      lib.reason = std::string("dlsym ") + name + " in " + lib.path + ": symbol missing";
-    }
-  };
+  void* h = cuda::open_library(lib.path, lib.reason);
+  if (!h) return lib;
+  auto sym = [&](auto& fn, const char* name) { cuda::bind_symbol(h, lib.path, fn, name, lib.reason); };
   sym(lib.GetVersion, "cudnnGetVersion");
   sym(lib.GetErrorString, "cudnnGetErrorString");
   sym(lib.GetLastErrorString, "cudnnGetLastErrorString");
@@ -37,7 +22,7 @@ Library load_library(const std::string& path) {
   sym(lib.BackendGetAttribute, "cudnnBackendGetAttribute");
   sym(lib.BackendFinalize, "cudnnBackendFinalize");
   sym(lib.BackendExecute, "cudnnBackendExecute");
-  if (!ok) return lib;  // the handle stays open: harmless, and dlclose of cuDNN is unsafe
+  if (!lib.reason.empty()) return lib;  // the handle stays open: harmless, and dlclose of cuDNN is unsafe
   lib.version = lib.GetVersion();
   // The attribute enums we use are those of 9.x; an 8.x library has a different ABI and soname.
   if (lib.version < 90000 || lib.version >= 100000) {
@@ -50,8 +35,7 @@ Library load_library(const std::string& path) {
 
 const Library& library() {
   static const Library lib = [] {
-    const char* env = std::getenv("SINTER_CUDNN_LIBRARY");
-    return load_library(env && *env ? env : "libcudnn.so.9");
+    return load_library(cuda::library_path("SINTER_CUDNN_LIBRARY", "libcudnn.so.9"));
   }();
   return lib;
 }
