@@ -30,7 +30,9 @@ environment variable SINTER_LOG is set and that logger would not show it, prints
 
     sinter: 2 regions on Sinter (reference): 14 ops (addmm 3, gelu 1, ...); left to torch: 1 op (cumsum 1)
 
-Shapes are static: compile with ``dynamic=False``; a region with symbolic shapes is left to torch.
+Symbolic shapes (``dynamic=True``, or a size Dynamo made dynamic): Dynamo compiles the graph once
+and the backend compiles it per concrete signature at call time (dynamo_shapes.py), since a Sinter
+plan's shapes are static.
 Inference only: a graph that needs gradients runs its forward through Sinter, and the values the
 backward pass reads come from it as they would from torch.
 """
@@ -49,6 +51,7 @@ from functools import partial
 from typing import Dict, Optional, Tuple
 
 from . import _core
+from .dynamo_shapes import PerShapeGraph, has_symbolic_shapes
 from .errors import CudaError, InvalidArgumentError
 from .fx_converter import FxConverter
 from .fx_values import Placeholder
@@ -104,7 +107,10 @@ def sinter_backend(gm, example_inputs, *, options: Optional[dict] = None, mode: 
             raise CudaError(f"backend 'sinter' compiles plans on a GPU and there is none usable "
                             f"({availability['reason']}); options={{'executor': 'reference'}} runs the "
                             "Sinter regions on the CPU reference instead")
-    return aot_autograd(fw_compiler=partial(compile_aten_graph, options=parsed))(gm, example_inputs)
+    compile_static = aot_autograd(fw_compiler=partial(compile_aten_graph, options=parsed))
+    if has_symbolic_shapes(example_inputs):
+        return PerShapeGraph(gm, compile_static)
+    return compile_static(gm, example_inputs)
 
 
 def compile_aten_graph(gm, example_inputs, *, options: BackendOptions):

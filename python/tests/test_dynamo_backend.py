@@ -144,3 +144,47 @@ def test_the_gpu_executor_without_a_gpu_says_so():
     torch._dynamo.reset()
     with pytest.raises(Exception, match="compiles plans on a GPU and there is none usable"):
         torch.compile(SplitByCumsum().eval(), backend="sinter")(torch.randn(2, 16))
+
+
+@pytest.mark.parametrize("name", torch_models.NAMES)
+def test_symbolic_shapes_compile_once_in_dynamo_and_once_per_shape_in_sinter(name, caplog):
+    """dynamic=True: Dynamo traces one graph with a symbolic batch size (no recompile per size, so
+    none past its recompile limit), and the backend compiles a static Sinter graph per batch size
+    it meets, each equal to torch eager."""
+    from torch._dynamo.utils import counters
+
+    model, (x,) = torch_models.build(name)
+    torch._dynamo.reset()
+    counters.clear()
+    compiled = torch.compile(model, backend="sinter", options=REFERENCE, dynamic=True)
+    sizes = [2, 3, 5, 2, 7, 9, 11, 12, 13, 14, 3]  # more distinct sizes than Dynamo's recompile limit (8)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="sinter"), torch.no_grad():
+        for batch in sizes:
+            xb = torch.randn((batch,) + tuple(x.shape[1:]), generator=torch.Generator().manual_seed(batch))
+            out = compiled(xb)
+            want = model(xb)
+            assert out.shape == want.shape
+            error = rel_l2(out.numpy(), want.numpy())
+            assert error <= 1e-5, f"batch {batch}: relative L2 error {error:.3g}"
+    lines = [r.getMessage() for r in caplog.records if r.name == "sinter" and r.levelno == logging.INFO]
+    assert len(lines) == len(set(sizes))  # one Sinter compile per distinct size, none for a repeat
+    assert all(line.startswith("sinter: 1 region on Sinter (reference)") for line in lines)
+    assert counters["stats"]["unique_graphs"] == 1  # Dynamo traced one graph
+
+
+def test_symbolic_shapes_past_the_signature_limit_run_in_torch(monkeypatch, caplog):
+    import sinter.dynamo_shapes as shapes
+
+    monkeypatch.setattr(shapes, "MAX_SIGNATURES", 2)
+    model, (x,) = torch_models.build("mlp")
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="sinter", options=REFERENCE, dynamic=True)
+    with caplog.at_level(logging.INFO, logger="sinter"), torch.no_grad():
+        for batch in (2, 3, 4, 5):
+            xb = torch.randn(batch, x.shape[1])
+            assert rel_l2(compiled(xb).numpy(), model(xb).numpy()) <= 1e-5
+    infos = [r for r in caplog.records if r.name == "sinter" and r.levelno == logging.INFO]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "sinter" and r.levelno == logging.WARNING]
+    assert len(infos) == 2
+    assert warnings == ["sinter: a graph with symbolic shapes met more than 2 signatures; new ones run in torch"]
