@@ -35,11 +35,11 @@ tensor.
 
 The ops mapped (see ``CONVERTERS``): Abs, Add, And, Attention, Cast, CastLike, Clip, Concat,
 Constant, Conv (1-D and 2-D, NCHW, through permutes to Sinter's NHWC), Div, Dropout (inference),
-Equal, Erf (only in the GELU pattern ``x * 0.5 * (1 + Erf(x / sqrt(2)))``), Exp, Flatten, Gather
+Equal, Erf (only in the GELU pattern ``x * 0.5 * (1 + Erf(x / sqrt(2)))``), Exp, Expand, Flatten, Gather
 (constant indices), Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, Greater, GreaterOrEqual,
 Identity, LayerNormalization, Less, LessOrEqual, Log, MatMul, Max, Min, Mul, Neg, Not, Or, Pow,
 RMSNormalization, Reciprocal, ReduceMax, ReduceMean, ReduceMin, ReduceSum, Relu, Reshape, Sigmoid
-(``x * Sigmoid(x)`` becomes silu), Slice, Softmax, Sqrt, Squeeze, Sub, Sum, Tanh, Transpose,
+(``x * Sigmoid(x)`` becomes silu), Slice, Softmax, Split, Sqrt, Squeeze, Sub, Sum, Tanh, Transpose,
 Unsqueeze, Where, Xor. Any other op, an attribute value Sinter cannot express, or an attribute the
 importer does not know raises ``UnsupportedError`` naming the ONNX op, the node's name and index
 and what is unsupported. A malformed model raises ``ParseError`` (an undefined tensor, a missing
@@ -63,6 +63,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence
 import numpy as np
 
 from . import _core
+from .aten_layout import broadcast_to
 from .constant_gather import gather_constant
 from .errors import Error, ParseError, UnsupportedError
 
@@ -755,8 +756,11 @@ def _reduce(ctx: _Node):
     if ctx.has(1):
         axes = ctx.ints(1, "axes")
     keepdims = bool(ctx.attr("keepdims", 1))
-    if not axes and ctx.attr("noop_with_empty_axes", 0):
+    noop_with_empty_axes = ctx.attr("noop_with_empty_axes", 0)
+    if not axes and noop_with_empty_axes:
         return x
+    if not axes:
+        axes = list(range(x.ndim))
     axes = sorted({_axis(a, x.ndim) for a in axes})
     op = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "reduce_max",
           "ReduceMin": "reduce_min"}[ctx.op]
@@ -806,6 +810,46 @@ def _slice(ctx: _Node):
     if any(s < 1 for s in steps):
         raise UnsupportedError(f"steps {steps}: Sinter's slice takes steps >= 1 only")
     return ctx.g.slice(x, [_axis(a, x.ndim) for a in axes], starts, ends, steps)
+
+
+def _split(ctx: _Node):
+    """Split into slices along one axis: sizes from input 1 (`split`), else `num_outputs` (opset
+    18: equal parts, the last smaller) or the node's output count (equal parts)."""
+    x = ctx.input(0)
+    axis = _axis(ctx.attr("axis", 0), x.ndim)
+    size = x.shape[axis]
+    outputs = len(ctx.node.output)
+    num_outputs = ctx.attr("num_outputs", None)
+    if ctx.has(1):
+        sizes = ctx.ints(1, "split")
+    elif ctx.attr("split", None) is not None:  # before opset 13 (kept by some exporters)
+        sizes = list(ctx.attr("split"))
+    else:
+        parts = num_outputs if num_outputs is not None else outputs
+        chunk = -(-size // parts)
+        sizes = [min(chunk, size - i * chunk) for i in range(parts)]
+    if len(sizes) != outputs:
+        raise ParseError(f"splits axis {axis} into {len(sizes)} parts {sizes} for {outputs} outputs")
+    if sum(sizes) != size or any(n < 1 for n in sizes):
+        raise ParseError(f"split sizes {sizes} do not cover axis {axis} of size {size} in parts >= 1")
+    results, start = [], 0
+    for i, n in enumerate(sizes):
+        results.append(ctx.g.slice(x, [axis], [start], [start + n], [1]) if ctx.used(i) else None)
+        start += n
+    return results
+
+
+def _expand(ctx: _Node):
+    """Expand: numpy's two-way broadcast of the input and the constant shape, by concatenated copies."""
+    x = ctx.input(0)
+    shape = ctx.ints(1, "shape")
+    try:
+        out = list(np.broadcast_shapes(tuple(x.shape), tuple(shape)))
+    except ValueError:
+        raise ParseError(f"cannot broadcast the input's shape {list(x.shape)} with shape {shape}") from None
+    if 0 in out:
+        raise UnsupportedError(f"shape {shape} makes an empty tensor; Sinter's dims are >= 1")
+    return broadcast_to(ctx.g, x, out)
 
 
 def _squeeze(ctx: _Node):
@@ -915,7 +959,7 @@ CONVERTERS: Dict[str, Callable[[_Node], object]] = {
     "GlobalAveragePool": _global_pool, "GlobalMaxPool": _global_pool,
     "ReduceSum": _reduce, "ReduceMean": _reduce, "ReduceMax": _reduce, "ReduceMin": _reduce,
     "Reshape": _reshape, "Flatten": _flatten, "Transpose": _transpose, "Concat": _concat,
-    "Slice": _slice, "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Gather": _gather,
+    "Slice": _slice, "Split": _split, "Expand": _expand, "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Gather": _gather,
 }
 
 

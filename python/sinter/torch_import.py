@@ -133,6 +133,10 @@ def _import_program(program, name: str) -> TorchImport:
         node = nodes[spec.arg.name]
         if spec.kind == InputKind.USER_INPUT:
             placeholders[node] = Placeholder(spec.arg.name, "input")
+        elif spec.kind == InputKind.BUFFER and spec.persistent is False:
+            # a buffer outside the state dict (rotary inverse frequencies, a cached mask) is
+            # something the module derives itself, not a weight a user loads: folded
+            placeholders[node] = Placeholder(spec.target, "constant", _cpu(state[spec.target]))
         elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
             placeholders[node] = Placeholder(spec.target, "weight", _cpu(state[spec.target]))
         elif spec.kind in (InputKind.CONSTANT_TENSOR, InputKind.CUSTOM_OBJ):

@@ -390,6 +390,12 @@ SINGLE_NODES = {
     "ReduceMeanOpset17": dict(op="ReduceMean", input_shapes=[[2, 3, 4]], output_shape=[2, 1, 4], axes=[1],
                               opset=17),
     "ReduceMaxAll": dict(op="ReduceMax", input_shapes=[[2, 3, 4]], output_shape=[1, 1, 1]),
+    "ReduceMeanEmptyAxes": dict(op="ReduceMean", input_shapes=[[2, 3, 4]], output_shape=[1, 1, 1],
+                                initializers=[weight("axes", np.zeros(0, np.int64))], noop_with_empty_axes=0),
+    "ReduceSumNoopWithEmptyAxes": dict(op="ReduceSum", input_shapes=[[2, 3, 4]], output_shape=[2, 3, 4],
+                                       noop_with_empty_axes=1),
+    "Expand": dict(op="Expand", input_shapes=[[3, 1]], output_shape=[2, 3, 4],
+                   initializers=[ints("shape", [2, 1, 4])]),
     "ReduceMin": dict(op="ReduceMin", input_shapes=[[2, 3, 4]], output_shape=[2, 3],
                       initializers=[ints("axes", [2])], keepdims=0),
     "Reshape": dict(op="Reshape", input_shapes=[[2, 3, 4]], output_shape=[2, 2, 6],
@@ -436,6 +442,34 @@ def random_feed(rng, value_info):
 def test_single_node(rng, case):
     model = single_node_model(**SINGLE_NODES[case])
     compare(model, {i.name: random_feed(rng, i) for i in model.graph.input})
+
+
+@pytest.mark.parametrize("form", ["sizes", "num_outputs", "outputs"])
+def test_split(rng, form):
+    """Split along axis 1 of a [2, 7, 3] input: sizes [2, 4, 1] from input 1; 3 parts of 3, 3, 1
+    from num_outputs (opset 18); one output of the whole axis."""
+    x = tensor_info("x", [2, 7, 3])
+    if form == "sizes":
+        node = helper.make_node("Split", ["x", "sizes"], ["a", "b", "c"], axis=1)
+        outputs, inits = [[2, 2, 3], [2, 4, 3], [2, 1, 3]], [ints("sizes", [2, 4, 1])]
+    elif form == "num_outputs":
+        node = helper.make_node("Split", ["x"], ["a", "b", "c"], axis=-2, num_outputs=3)
+        outputs, inits = [[2, 3, 3], [2, 3, 3], [2, 1, 3]], []
+    else:
+        node = helper.make_node("Split", ["x"], ["a"], axis=1, num_outputs=1)
+        outputs, inits = [[2, 7, 3]], []
+    names = ["a", "b", "c"][:len(outputs)]
+    model = make_model([node], [x], [tensor_info(n, s) for n, s in zip(names, outputs)], inits, opset=18)
+    imported = compare(model, {"x": randn(rng, 2, 7, 3)})
+    assert ops_of(imported.graph) == [sinter.OpKind.slice] * len(outputs)
+
+
+def test_split_sizes_that_miss_the_axis_are_a_parse_error(rng):
+    node = helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=1, name="bad_split")
+    model = make_model([node], [tensor_info("x", [2, 7])], [tensor_info("a", [2, 2]), tensor_info("b", [2, 4])],
+                       [ints("sizes", [2, 4])], opset=18, check=False)
+    with pytest.raises(sinter.ParseError, match=r"'bad_split' \(Split\): split sizes \[2, 4\] do not cover axis 1 of size 7"):
+        sinter.import_onnx(model)
 
 
 @pytest.mark.parametrize("op", ["Sqrt", "Log"])

@@ -122,3 +122,46 @@ def test_torch_compile_backend(name, dtype, mode):
         compiled(*inputs)
         out = compiled(*inputs)  # the second call runs the cached plans
     check(out, name, dtype, model, inputs, torch_out)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "bf16"])
+def test_transformers_llama(dtype):
+    """transformers' LlamaForCausalLM: from embeddings through from_torch + sinter.compile, and from
+    token ids through torch.compile(backend="sinter") (the embedding runs in torch)."""
+    pytest.importorskip("transformers", reason="the transformers Llama test needs transformers")
+    model, inputs = torch_models.build_hf_llama(dtype, CUDA)
+    with torch.no_grad():
+        torch_out = model(*inputs)
+    imported = sinter.import_torch(model, inputs)
+    out = sinter.run_torch(sinter.compile(imported.graph, device=CUDA.index), feeds(imported, inputs))["output"]
+    check(out, "transformers llama (embeddings)", dtype, model, inputs, torch_out)
+
+    model, inputs = torch_models.build_hf_llama(dtype, CUDA, from_ids=True)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        torch_out = model(*inputs)
+        compiled = torch.compile(model, backend="sinter", mode="reduce-overhead", dynamic=False)
+        compiled(*inputs)
+        out = compiled(*inputs)
+    want = truth_of_ids(model, inputs)
+    error = rel_l2(out.float().cpu().numpy(), want.cpu().numpy())
+    print(f"transformers llama (token ids, torch.compile) {dtype}: Sinter relative L2 error {error:.3g}")
+    assert error <= (1e-5 if dtype == torch.float32 else 1e-2)
+
+
+def truth_of_ids(model, ids):
+    """truth() for a model whose input is integer token ids (kept as they are)."""
+    with torch.no_grad():
+        return copy.deepcopy(model).float()(*ids).float()
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_torch_compile_backend_over_batch_sizes(dynamic):
+    """Several batch sizes through one compiled model on the GPU: a plan per size, each correct."""
+    model, (x,) = torch_models.build("llama", torch.bfloat16, CUDA)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="sinter", dynamic=dynamic)
+    with torch.no_grad():
+        for batch in (1, 3, 4, 7):
+            xb = torch.randn((batch,) + tuple(x.shape[1:]), device=CUDA, dtype=torch.bfloat16)
+            check(compiled(xb), f"llama batch {batch}", torch.bfloat16, model, (xb,))

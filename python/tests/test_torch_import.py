@@ -116,6 +116,30 @@ def test_constants_computed_from_no_input_become_weights():
     assert sinter.OpKind.sdpa in [n["op"] for n in imported.graph.nodes]
 
 
+class RotaryFromABuffer(nn.Module):
+    """Rotary tables as transformers' Llama computes them: cos and sin of positions times a
+    non-persistent buffer of inverse frequencies (not in the state dict)."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, dim, 2).float() / dim), persistent=False)
+        self.register_buffer("scale", torch.full((dim,), 1.5))  # persistent: a weight input
+
+    def forward(self, x):
+        positions = torch.arange(x.shape[1], dtype=torch.float32)
+        angles = torch.outer(positions, self.inv_freq)
+        emb = torch.cat([angles, angles], dim=-1)
+        return x * emb.cos() * self.scale + x.roll(1, -1) * emb.sin()
+
+
+def test_a_non_persistent_buffer_is_folded_and_a_persistent_one_is_a_weight():
+    model = RotaryFromABuffer().eval()
+    x = torch.randn(2, 5, 8, generator=torch.Generator().manual_seed(3))
+    imported, _ = check_against_eager(model, (x,))
+    assert "scale" in imported.weights and "inv_freq" not in imported.weights
+    assert [n for n in imported.weights if n != "scale"], "the folded cos/sin tables are weights"
+
+
 class PointwiseZoo(nn.Module):
     def forward(self, x, y):
         pos = x.abs() + 0.5
@@ -260,3 +284,13 @@ def test_arguments_are_checked():
         sinter.from_torch(nn.ReLU(), [[1.0]][0][0])
     with pytest.raises(TypeError, match="sinter.DType"):
         sinter.from_torch(nn.ReLU(), (torch.randn(3),), dtype=3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+def test_transformers_llama_from_embeddings(dtype):
+    pytest.importorskip("transformers", reason="the transformers Llama test needs transformers")
+    model, inputs = torch_models.build_hf_llama(dtype)
+    imported, error = check_against_eager(model, inputs)
+    ops = [n["op"] for n in imported.graph.nodes]
+    assert ops.count(sinter.OpKind.sdpa) == 2 and sinter.OpKind.matmul in ops
+    print(f"transformers Llama {dtype}: relative L2 error {error:.3g}")

@@ -133,3 +133,38 @@ def build(name, dtype=torch.float32, device="cpu"):
     model = model.eval().to(device=device, dtype=dtype)
     inputs = tuple(x.to(device=device, dtype=dtype) for x in make_inputs(torch.Generator().manual_seed(1)))
     return model, inputs
+
+
+class HfLlama(nn.Module):
+    """transformers' LlamaForCausalLM (2 layers, d 64, GQA 4/2 heads, vocab 256), randomly
+    initialized, from token embeddings to logits (`from_ids`: from token ids, which need a gather
+    Sinter lacks, so only the torch.compile backend takes that form: the embedding runs in torch)."""
+
+    def __init__(self, from_ids=False):
+        super().__init__()
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        config = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                             num_key_value_heads=2, vocab_size=256, max_position_embeddings=64)
+        config._attn_implementation = "sdpa"
+        self.llama = LlamaForCausalLM(config)
+        self.from_ids = from_ids
+
+    def forward(self, x):
+        if self.from_ids:
+            return self.llama(input_ids=x, use_cache=False).logits
+        return self.llama(inputs_embeds=x, use_cache=False).logits
+
+
+def build_hf_llama(dtype=torch.float32, device="cpu", from_ids=False):
+    """(transformers' Llama in eval mode, example inputs: [2, 12] token ids or their embeddings);
+    needs transformers (the caller skips without it)."""
+    torch.manual_seed(0)
+    model = HfLlama(from_ids).eval()
+    ids = torch.randint(0, 256, (2, 12), generator=torch.Generator().manual_seed(1))
+    model = model.to(device=device, dtype=dtype)
+    if from_ids:
+        return model, (ids.to(device),)
+    with torch.no_grad():
+        embeddings = model.llama.model.embed_tokens(ids.to(device))
+    return model, (embeddings,)
