@@ -127,14 +127,14 @@ def test_a_file_that_is_not_onnx_is_invalid_input(tmp_path):
 
 
 def test_an_unsupported_op_names_the_op_and_node(tmp_path):
-    graph = helper.make_graph([helper.make_node("Expand", ["x", "shape"], ["y"], name="grow")], "expand",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+    graph = helper.make_graph([helper.make_node("CumSum", ["x", "axis"], ["y"], name="running_total")], "cumsum",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])],
-                              [numpy_helper.from_array(np.array([3, 4], np.int64), "shape")])
+                              [numpy_helper.from_array(np.array(1, np.int64), "axis")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.save(model, str(tmp_path / "expand.onnx"))
-    done = run_import(tmp_path / "expand.onnx", "-o", tmp_path / "g.json")
-    one_line_error(done, "unsupported", "Expand", "grow")
+    onnx.save(model, str(tmp_path / "cumsum.onnx"))
+    done = run_import(tmp_path / "cumsum.onnx", "-o", tmp_path / "g.json")
+    one_line_error(done, "unsupported", "CumSum", "running_total")
 
 
 def test_a_symbolic_dimension_without_input_shape_is_invalid_input(tmp_path, mlp_file):
