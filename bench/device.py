@@ -514,6 +514,46 @@ def step_blocks(run, arg):
     run.show(["blocks"])
 
 
+@step("python", "the Python module on the GPU: built here, its GPU tests, the Python path beside PyTorch and the C++ runner",
+      arg="models of bench/torch_python_path.py --only (default: all)",
+      limits="300 s (build) + 300 s (tests) + 300 s (benchmark)", needs=("sinter",))
+def step_python(run, arg):
+    """The `sinter` Python module built on this machine (CMake with -DSINTER_BUILD_PYTHON=ON into
+    build-python/, this machine's python3 and its nanobind; nlohmann-json from BIN_DIR/prefix when
+    the system lacks it), then its GPU tests (python/tests/test_torch_gpu.py, test_onnx_from_torch.py:
+    models through from_torch / from_onnx + sinter.compile and the torch.compile backend against torch
+    eager and onnxruntime), then bench/torch_python_path.py: each model through torch eager, CUDA graph,
+    torch.compile, the Python runner, the torch.compile backend and `sinter bench` (the C++ runner) on
+    the same plan."""
+    exe = run.need("sinter")[0]
+    build = os.path.join(REPO, "build-python")
+    prefix = os.path.join(run.bin, "prefix")
+    configure = ["cmake", "-S", REPO, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+                 "-DSINTER_BUILD_PYTHON=ON", "-DSINTER_BUILD_TOOLS=OFF", "-DSINTER_BUILD_TESTS=OFF",
+                 f"-DPython_EXECUTABLE={sys.executable}"] + ([f"-DCMAKE_PREFIX_PATH={prefix}"] if os.path.isdir(prefix) else [])
+    run.command("configure the module", configure, "python_configure.log", run.limit(120), json_lines=False)
+    run.command("build the module", ["cmake", "--build", build, "--target", "sinter_python", "-j", str(os.cpu_count() or 8)],
+                "python_build.log", run.limit(300), json_lines=False)
+    env = {"PYTHONPATH": os.path.join(build, "python"), "PYTHONUNBUFFERED": "1"}
+    run.command("python GPU tests", [sys.executable, "-m", "pytest", "-q", "-rs", "-s", "python/tests/test_torch_gpu.py",
+                                     "python/tests/test_onnx_from_torch.py"],
+                "python_gpu_tests.log", run.limit(300), env=env, json_lines=False)
+    if not run.dry:
+        run.say_lines(tail_lines(run.raw_path("python_gpu_tests.log"), 25), "   ")
+    args = run.quick_flag() + (["--no-compile"] if run.opts.no_compile else []) + ["--sinter", exe]
+    run.command("torch_python_path.py", [sys.executable, os.path.join("bench", "torch_python_path.py")] + args +
+                ([f"--only={arg}"] if arg else []), "torch_python_path.jsonl", run.limit(300), env=env,
+                source="torch_python_path")
+    run.show(["python"])
+
+
+def tail_lines(path, n):
+    try:
+        return open(path, errors="replace").read().splitlines()[-n:]
+    except OSError:
+        return [f"(no {path})"]
+
+
 def read_bench_json(path):
     """{ms (p50), device, iters} of a `sinter bench --json` output, or None."""
     try:

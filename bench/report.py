@@ -359,6 +359,42 @@ def extract_plan(records):
     return out
 
 
+PYTHON_ENGINES = {"torch-eager": "eager_ms", "torch-cuda-graph": "cuda_graph_ms", "torch-compile": "compile_ms",
+                  "torch-compile-max-autotune": "autotune_ms", "sinter-python-graph": "python_ms",
+                  "sinter-python-given": "python_given_ms", "sinter-backend-graph": "backend_ms",
+                  "sinter-cpp-graph": "cpp_ms"}
+PYTHON_CASES = ("python_mlp", "python_conv", "python_transformer", "python_llama", "python_hf_llama")
+
+
+def extract_python(records):
+    out = {}
+    for r in by_source(records, "torch_python_path"):
+        key = PYTHON_ENGINES.get(r.get("engine"))
+        if r.get("case") not in PYTHON_CASES or not key:
+            continue
+        cells = out.setdefault(r["case"], {})
+        cells[key] = timed(r)
+        if "host_us" in r and key == "python_ms":
+            cells["host_us"] = r["host_us"]
+        if "python_overhead_us" in r:
+            cells["overhead_us"] = r["python_overhead_us"]
+        if r.get("outputs") and r["outputs"] != "correct":
+            cells["note"] = f"{r['engine']} outputs {r['outputs']}"
+    return out
+
+
+def derive_python(case, cells):
+    python, torch_best = cells.get("python_ms", {}), []
+    for k in ("eager_ms", "cuda_graph_ms", "compile_ms", "autotune_ms"):
+        c = cells.get(k, {})
+        if isinstance(c.get("v"), (int, float)) and c.get("run") == python.get("run"):
+            torch_best.append((c["v"], k))
+    if not isinstance(python.get("v"), (int, float)) or not torch_best:
+        return {}
+    best = min(torch_best)
+    return {"vs_torch": (f"{python['v'] / best[0]:.3f} ({BLOCK_NAMES.get(best[1], best[1])})", python["run"])}
+
+
 def none(case, cells):
     return {}
 
@@ -501,6 +537,26 @@ SECTIONS = [
          rows=MODEL_ROWS,
          extract=lambda rec: extract_blocks(rec, tuple(r[0] for r in MODEL_ROWS), ("sinter_bench_plan", "torch_decode_stack")),
          derive=derive_decode, bar=bar_blocks),
+    dict(id="python", title="Python path (torch.nn models, bf16)",
+         text="`bench/torch_python_path.py`: the torch.nn models of `python/tests/torch_models.py` (the MLP 8x64, "
+              "conv block 2x3x16x16, transformer block and Llama-style layer 2x16x64; transformers' "
+              "LlamaForCausalLM, 2 layers d 64, from embeddings) imported with `sinter.from_torch`, compiled "
+              "with `sinter.compile` and run by `sinter.TorchRunner` in graph mode (outputs allocated per call, "
+              "or given); the torch.compile backend with mode=\"reduce-overhead\"; the same plan saved and timed "
+              "by `sinter bench --executor graph` (the C++ runner); PyTorch eager, CUDA graph and torch.compile, "
+              "all in one process and call, events around each call back to back (median). The Python "
+              "overhead is the Python runner's time minus the C++ runner's (target: <= 5 us); host us is the "
+              "Python runner's wall time per call over 200 calls.",
+         columns=[("python_ms", "Sinter Python ms"), ("python_given_ms", "outputs given ms"),
+                  ("backend_ms", "backend=\"sinter\" ms"), ("cpp_ms", "C++ runner ms"),
+                  ("overhead_us", "Python overhead us"), ("host_us", "host us / call"), ("eager_ms", "torch eager ms"),
+                  ("cuda_graph_ms", "torch CUDA graph ms"), ("compile_ms", "torch.compile ms"),
+                  ("autotune_ms", "max-autotune ms"), ("vs_torch", "Sinter Python / best PyTorch")],
+         rows=[("python_mlp", "MLP", "overhead <= 5 us"), ("python_conv", "conv block", "overhead <= 5 us"),
+               ("python_transformer", "transformer block", "overhead <= 5 us"),
+               ("python_llama", "Llama-style layer", "overhead <= 5 us"),
+               ("python_hf_llama", "transformers LlamaForCausalLM (embeddings in)", "overhead <= 5 us")],
+         extract=extract_python, derive=derive_python, bar=lambda case, cells: None),
     dict(id="plan", title="Plan overheads",
          text="`sinter_bench_plan` parts 1-3: launch cost of a chain of 200 dependent, unfused pointwise "
               "ops over 1024 f32 values; load to first result of the transformer block from a saved "
