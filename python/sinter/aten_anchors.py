@@ -75,7 +75,7 @@ def _linear(ctx):
     g = ctx.g
     dtype = _float_out(ctx, "matmul")
     w = ctx.tensor("weight", dtype)
-    y = g.matmul(ctx.tensor("input", dtype), w if w.ndim == 1 else g.permute(w, [1, 0]))
+    y = g.matmul(ctx.tensor("input", dtype), w if w.ndim == 1 else ctx.conv.permute(w, [1, 0]))
     y = reshape_to(g, y, ctx.out_shape()) if w.ndim == 1 else y
     return g.add(y, ctx.tensor("bias", dtype)) if ctx.has("bias") else y
 

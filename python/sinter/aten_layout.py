@@ -65,19 +65,22 @@ def _view(ctx):
 
 def _permute(ctx):
     x = ctx.tensor("self")
-    return ctx.g.permute(x, [axis_of(d, x.ndim) for d in ctx.value("dims")])
+    return ctx.conv.permute(x, [axis_of(d, x.ndim) for d in ctx.value("dims")])
 
 
 def _transpose(ctx):
     x = ctx.tensor("self")
     if x.ndim < 2:
         return x
-    return ctx.g.transpose(x, axis_of(ctx.value("dim0"), x.ndim), axis_of(ctx.value("dim1"), x.ndim))
+    perm = list(range(x.ndim))
+    a, b = axis_of(ctx.value("dim0"), x.ndim), axis_of(ctx.value("dim1"), x.ndim)
+    perm[a], perm[b] = perm[b], perm[a]
+    return ctx.conv.permute(x, perm)
 
 
 def _t(ctx):
     x = ctx.tensor("self")
-    return x if x.ndim < 2 else ctx.g.transpose(x, 0, 1)
+    return x if x.ndim < 2 else ctx.conv.permute(x, [1, 0])
 
 
 def _expand(ctx):

@@ -149,6 +149,8 @@ class SinterRegion(torch.nn.Module):
         self.input_names = [p.name if p.name in names else None for p in placeholders.values()]
         self.output_names = [t.name for t in self.sinter_graph.outputs]
         self.constants = converter.weights
+        # an input read only through a permutation is fed as that view of the argument (no copy)
+        self.input_permutations = dict(converter.input_permutations)
         self.options = options
         self._runner = None
         self._device_constants = None
@@ -165,8 +167,12 @@ class SinterRegion(torch.nn.Module):
             results = self._run_gpu(args)
         return tuple(results) if self.returns_tuple else results[0]
 
+    def _feed(self, name, arg):
+        perm = self.input_permutations.get(name)
+        return arg.contiguous() if perm is None else arg.contiguous().permute(perm)
+
     def _run_reference(self, args):
-        feeds = {n: to_numpy(a) for n, a in zip(self.input_names, args) if n is not None}
+        feeds = {n: to_numpy(self._feed(n, a)) for n, a in zip(self.input_names, args) if n is not None}
         feeds.update({n: to_numpy(t) for n, t in self.constants.items()})
         out = run_reference(self.sinter_graph, feeds)
         device = args[0].device if args else torch.device("cpu")
@@ -181,7 +187,7 @@ class SinterRegion(torch.nn.Module):
             plan = cached_plan(self.sinter_graph, self.options.compile, device.index)
             self._runner = TorchRunner(plan, mode=self.options.runner_mode, device=device)
             self._device_constants = {n: t.to(device) for n, t in self.constants.items()}
-        feeds = {n: a.contiguous() for n, a in zip(self.input_names, args) if n is not None}
+        feeds = {n: self._feed(n, a) for n, a in zip(self.input_names, args) if n is not None}
         feeds.update(self._device_constants)
         out = self._runner(feeds)
         return [out[n] for n in self.output_names]

@@ -58,6 +58,10 @@ class FxConverter:
         self.env: Dict[object, object] = {}
         self.weights: Dict[str, object] = {}  # name -> torch tensor of each weight input made
         self.claimed = set()            # tensor names given out on purpose
+        # Inputs every reader of which reads through one permutation (a Linear's weight, `w.t()`):
+        # made as the permuted strided view of the placeholder's memory, so no step copies them.
+        # name -> the permutation; feed such an input as `tensor.permute(perm)` of the placeholder's value.
+        self.input_permutations: Dict[str, list] = {}
 
     # -- the walk
 
@@ -99,7 +103,23 @@ class FxConverter:
         what = f"input '{name}'"
         dtype = sinter_dtype(value.dtype, what)
         self._claim(name)
-        return self.g.input(name, dtype, static_shape(value, what))
+        shape = static_shape(value, what)
+        perm = read_permutation(node)
+        if perm is None:
+            return self.g.input(name, dtype, shape)
+        row_major = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+        self.input_permutations[name] = perm
+        return self.g.input(name, dtype, [shape[p] for p in perm], [row_major[p] for p in perm])
+
+    def permute(self, t, perm):
+        """`t` permuted by `perm`; an input made pre-permuted by `perm` is itself that view."""
+        perm = list(perm)
+        if t.is_input and self.input_permutations.get(t.name) == perm:
+            return t
+        if t.is_input and t.name in self.input_permutations:
+            raise InternalError(f"input '{t.name}' was made permuted by {self.input_permutations[t.name]} "
+                                f"and is read permuted by {perm}")
+        return self.g.permute(t, perm)
 
     def _outputs(self, node, output_names):
         results = flatten(node.args[0])
@@ -241,7 +261,8 @@ class FxConverter:
             spec = lazy.spec
             lazy.handle = self._new_input(lazy.node, spec.name)
             if spec.kind == "weight":
-                self.weights[spec.name] = spec.value
+                perm = self.input_permutations.get(spec.name)
+                self.weights[spec.name] = spec.value if perm is None else spec.value.permute(perm)
         return lazy.handle
 
     def _materialize(self, folded: Folded, what: str):
@@ -294,6 +315,38 @@ class FxConverter:
             return
         self._claim(name)
         self.g.rename(t, name)
+
+
+def _permutation_read_by(user, node):
+    """The permutation through which `user` reads `node` (a rank-2 tensor), or None: `t`,
+    `transpose`, `permute` of it, or a Linear reading it as its weight in the output's dtype."""
+    value = meta_value(node)
+    if user.op != "call_function" or not is_tensor_like(value) or value.dim() != 2:
+        return None
+    name, args = packet_name(user.target), list(user.args)
+    if not args or args[0] is not node and name != "linear":
+        return None
+    if name in ("t", "numpy_T"):
+        return [1, 0]
+    if name == "transpose" and len(args) == 3 and sorted(a % 2 for a in args[1:]) == [0, 1]:
+        return [1, 0]
+    if name == "permute" and len(args) == 2 and [d % 2 for d in args[1]] == [1, 0]:
+        return [1, 0]
+    if name == "linear" and len(args) >= 2 and args[1] is node and args[0] is not node \
+            and node not in args[2:] and node not in user.kwargs.values():
+        out = meta_value(user)
+        if is_tensor_like(out) and out.dtype == value.dtype:
+            return [1, 0]
+    return None
+
+
+def read_permutation(node):
+    """The permutation every reader of `node` reads it through, or None (see _permutation_read_by)."""
+    users = [u for u in node.users if packet_name(u.target) not in IGNORED]
+    perms = [_permutation_read_by(u, node) for u in users]
+    if not perms or any(p is None for p in perms) or any(p != perms[0] for p in perms):
+        return None
+    return perms[0]
 
 
 def reads_data(node) -> bool:

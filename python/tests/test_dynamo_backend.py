@@ -199,3 +199,23 @@ def test_transformers_llama_from_token_ids(caplog):
     error = rel_l2(out.numpy(), eager(model, inputs).numpy())
     assert error <= 1e-5, f"relative L2 error {error:.3g}"
     assert len(lines) == 1 and "_scaled_dot_product" in lines[0] and "embedding 1" in lines[0].split("left to torch")[1]
+
+
+def test_a_linear_weight_is_fed_as_a_transposed_view_not_copied():
+    """AOT autograd gives `mm(x, t(w))`: the region's input for w is the [in, out] view of the
+    parameter (strides [1, in]), fed as w.t() at run time, with no permute step in the graph."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 8)).eval()
+    x = torch.randn(4, 16)
+    params = [p.detach() for p in model.parameters()]
+
+    def fn(x, w1, b1, w2, b2):
+        return F.linear(F.gelu(F.linear(x, w1, b1)), w2, b2)
+
+    gm = make_fx(fn, pre_dispatch=False)(x, *params)
+    compiled = backend.split_aten_graph(gm, backend.BackendOptions("reference"))
+    (region,) = [m for m in compiled.modules() if isinstance(m, backend.SinterRegion)]
+    assert sinter.OpKind.permute not in [n["op"] for n in region.sinter_graph.nodes]
+    assert sorted(region.input_permutations.values()) == [[1, 0], [1, 0]]
+    assert torch.allclose(compiled(x, *params), model(x), rtol=1e-5, atol=1e-6)

@@ -64,11 +64,32 @@ def test_inputs_weights_and_outputs_are_named():
     assert [t.name for t in g.inputs] == ["x", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
     assert [t.name for t in g.outputs] == ["output"]
     assert list(imported.weights) == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
-    assert torch.equal(imported.weights["fc1.weight"], model.fc1.weight.detach())
+    # a Linear's weight is read transposed: the input is that view of the parameter's memory
+    # ([in, out] with strides [1, in]), so no step copies it
+    assert torch.equal(imported.weights["fc1.weight"], model.fc1.weight.detach().t())
+    w = g.find_tensor("fc1.weight")
+    assert w.shape == (64, 128) and tuple(w.strides) == (1, 64)
+    assert imported.weights["fc1.weight"].stride() == (1, 64)
+    assert g.find_tensor("fc1.bias").shape == (128,)
     assert g.find_tensor("x").shape == (8, 64) and g.find_tensor("x").dtype == sinter.f32
     ops = [n["op"] for n in g.nodes]
     assert ops.count(sinter.OpKind.matmul) == 2 and sinter.OpKind.gelu in ops
     assert isinstance(sinter.from_torch(model, inputs[0]), sinter.Graph)  # one tensor for the tuple
+
+
+def test_a_weight_read_untransposed_too_stays_row_major():
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(6, 6))
+
+        def forward(self, x):
+            return x @ self.w.t() + x @ self.w
+
+    model = Tied().eval()
+    imported, _ = check_against_eager(model, (torch.randn(3, 6),))
+    w = imported.graph.find_tensor("w")
+    assert tuple(w.strides) == (6, 1) and torch.equal(imported.weights["w"], model.w.detach())
 
 
 def test_several_outputs_are_numbered():
