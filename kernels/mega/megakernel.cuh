@@ -108,45 +108,32 @@ __device__ __noinline__ bool sinter_mega_wait(const SinterMegaParams& p, u32 cou
   }
 }
 
-// Warp 0's lane `lane`: starts copying its 16-byte pieces (lane, lane + 32, ...) of `bytes` (a
-// multiple of 16, both addresses 16-aligned) from global to shared memory. The 32 lanes issue a
-// task's arguments in one or two instructions each instead of one thread issuing them all.
-__device__ __forceinline__ void sinter_mega_fetch(void* to, const void* from, u32 bytes, u32 lane) {
+// Thread 0: starts copying `bytes` (a multiple of 16, both addresses 16-aligned) from global to
+// shared memory; sinter_mega_fetch_commit then sinter_mega_fetch_wait complete them.
+__device__ __forceinline__ void sinter_mega_fetch(void* to, const void* from, u32 bytes) {
   const u32 s = static_cast<u32>(__cvta_generic_to_shared(to));
   const char* g = static_cast<const char*>(from);
-  for (u32 o = 16 * lane; o < bytes; o += 16 * 32) {
+  for (u32 o = 0; o < bytes; o += 16) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s + o), "l"(g + o) : "memory");
   }
 }
 __device__ __forceinline__ void sinter_mega_fetch_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void sinter_mega_fetch_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
-// Warp 0's lane `lane`: starts copying wait `lane` of task `t` (of its first
-// SINTER_MEGA_SHARED_WAITS) into `to`.
-__device__ __forceinline__ void sinter_mega_fetch_wait_record(SinterMegaWait* to, const SinterMegaParams& p,
-                                                              const SinterMegaTask& t, u32 lane) {
-  if (lane < t.wait_count && lane < SINTER_MEGA_SHARED_WAITS) {
-    const u32 s = static_cast<u32>(__cvta_generic_to_shared(to + lane));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(s), "l"(p.waits + t.first_wait + lane) : "memory");
+// Thread 0: starts copying the first SINTER_MEGA_SHARED_WAITS waits of task `t` into `to`.
+__device__ __forceinline__ void sinter_mega_fetch_waits(SinterMegaWait* to, const SinterMegaParams& p,
+                                                        const SinterMegaTask& t) {
+  const u32 n = t.wait_count < SINTER_MEGA_SHARED_WAITS ? t.wait_count : SINTER_MEGA_SHARED_WAITS;
+  const u32 s = static_cast<u32>(__cvta_generic_to_shared(to));
+  for (u32 w = 0; w < n; ++w) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(s + 8 * w), "l"(p.waits + t.first_wait + w) : "memory");
   }
 }
 
-// Warp 0: starts fetching task `next`'s arguments and waits into the given slots and, when there is
-// one, the record of the task after it.
-__device__ __forceinline__ void sinter_mega_fetch_ahead(const SinterMegaParams& p, const SinterMegaTask& next,
-                                                        char* args_to, SinterMegaWait* waits_to,
-                                                        SinterMegaTask* record_to, const SinterMegaTask* record_from,
-                                                        u32 lane) {
-  sinter_mega_fetch(args_to, p.args + next.args_offset, next.args_bytes, lane);
-  sinter_mega_fetch_wait_record(waits_to, p, next, lane);
-  if (record_to != nullptr) sinter_mega_fetch(record_to, record_from, sizeof(SinterMegaTask), lane);
-  sinter_mega_fetch_commit();
-}
-
 // The persistent loop: `dispatch(function, args)` runs one task's code on the task's threads.
-// Warp 0 fetches ahead into shared memory (cp.async, overlapping the running task): the next
+// Thread 0 fetches ahead into shared memory (cp.async, overlapping the running task): the next
 // task's arguments and waits and the record of the task after it, so a task starts without a
-// trip to global memory for its own description. Thread 0 waits, publishes and sets the view.
+// trip to global memory for its own description.
 template <class Dispatch>
 __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, const Dispatch& dispatch) {
   __shared__ __align__(16) SinterMegaTask task_s[3];                    // task n in task_s[n % 3]
@@ -154,29 +141,31 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
   __shared__ __align__(16) SinterMegaWait waits_s[2][SINTER_MEGA_SHARED_WAITS];  // and its waits
   __shared__ int go_s;
   const u32 begin = p.queue_start[blockIdx.x], end = p.queue_start[blockIdx.x + 1];
-  const bool fetcher = threadIdx.x < 32;  // warp 0 (every task runs at least one warp)
-  const u32 lane = threadIdx.x;
   u64 epoch = 0;
-  if (threadIdx.x == 0) epoch = *reinterpret_cast<volatile u64*>(sinter_mega_control(p, SINTER_MEGA_EPOCH));
-  if (fetcher && begin < end) {
-    // task 0's record, then its arguments and waits and task 1's record
-    sinter_mega_fetch(&task_s[0], &p.tasks[begin], sizeof(SinterMegaTask), lane);
-    sinter_mega_fetch_commit();
-    sinter_mega_fetch_wait();
-    __syncwarp();
-    sinter_mega_fetch_ahead(p, task_s[0], args_s[0], waits_s[0], begin + 1 < end ? &task_s[1] : nullptr,
-                            &p.tasks[begin + 1], lane);
-    sinter_mega_fetch_wait();
+  if (threadIdx.x == 0) {
+    epoch = *reinterpret_cast<volatile u64*>(sinter_mega_control(p, SINTER_MEGA_EPOCH));
+    if (begin < end) {
+      sinter_mega_fetch(&task_s[0], &p.tasks[begin], sizeof(SinterMegaTask));
+      sinter_mega_fetch_commit();
+      sinter_mega_fetch_wait();
+      sinter_mega_fetch(args_s[0], p.args + task_s[0].args_offset, task_s[0].args_bytes);
+      sinter_mega_fetch_waits(waits_s[0], p, task_s[0]);
+      if (begin + 1 < end) sinter_mega_fetch(&task_s[1], &p.tasks[begin + 1], sizeof(SinterMegaTask));
+      sinter_mega_fetch_commit();
+      sinter_mega_fetch_wait();
+    }
   }
-  __syncthreads();
   for (u32 i = begin; i < end; ++i) {
     const u32 n = i - begin;
     const SinterMegaTask& t = task_s[n % 3];
-    if (fetcher && i + 1 < end) {
-      sinter_mega_fetch_ahead(p, task_s[(n + 1) % 3], args_s[(n + 1) & 1], waits_s[(n + 1) & 1],
-                              i + 2 < end ? &task_s[(n + 2) % 3] : nullptr, &p.tasks[i + 2], lane);
-    }
     if (threadIdx.x == 0) {
+      if (i + 1 < end) {
+        const SinterMegaTask& next = task_s[(n + 1) % 3];
+        sinter_mega_fetch(args_s[(n + 1) & 1], p.args + next.args_offset, next.args_bytes);
+        sinter_mega_fetch_waits(waits_s[(n + 1) & 1], p, next);
+        if (i + 2 < end) sinter_mega_fetch(&task_s[(n + 2) % 3], &p.tasks[i + 2], sizeof(SinterMegaTask));
+        sinter_mega_fetch_commit();
+      }
       const u64 t_wait = p.trace != nullptr ? sinter_mega_now() : 0;
       u64 waited = 0;
       int go = 1;
@@ -201,7 +190,7 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
     __syncthreads();
     if (!go_s) break;
     if (threadIdx.x < sinter_mega_threads) dispatch(t.function, args_s[n & 1]);
-    if (fetcher) sinter_mega_fetch_wait();
+    if (threadIdx.x == 0) sinter_mega_fetch_wait();
     __syncthreads();
     if (threadIdx.x == 0) {
       if (t.publish != SINTER_MEGA_NO_COUNTER || t.publish_range != SINTER_MEGA_NO_COUNTER) {
@@ -216,8 +205,8 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
       if (p.trace != nullptr) p.trace[static_cast<u64>(i) * SINTER_MEGA_TRACE_WORDS + 1] = sinter_mega_now();
     }
   }
-  if (fetcher) sinter_mega_fetch_wait();
   if (threadIdx.x == 0) {
+    sinter_mega_fetch_wait();
     const u64 ticket = atomicAdd(reinterpret_cast<unsigned long long*>(sinter_mega_control(p, SINTER_MEGA_EXITED)), 1ull);
     if (ticket == (epoch + 1) * gridDim.x - 1) {
       __threadfence();
