@@ -6,8 +6,11 @@ For each model, timed as bench/torch_timing.py times (events around each call, c
 median):
     torch-eager, torch-cuda-graph (eager replayed), torch-compile (default mode),
     torch-compile-max-autotune (with --autotune),
-    sinter-python-graph      from_torch + sinter.compile + TorchRunner(mode="graph"), outputs allocated
-    sinter-python-given      the same runner writing into given output tensors
+    sinter-python-graph      from_torch + sinter.compile + TorchRunner(mode="graph"): bound once,
+                             then runner.enqueue() per call (as a C++ program binds once and enqueues)
+    sinter-python-given      runner(feeds, outputs=...) per call: every tensor checked and bound
+    sinter-python-call       runner(feeds) per call: checked, outputs allocated (new addresses:
+                             the graph is captured again and updated each call)
     sinter-backend-graph     torch.compile(backend="sinter", mode="reduce-overhead")
     sinter-cpp-graph         the same plan saved as a bundle and timed by `sinter bench --executor
                              graph --json` (the C++ runner, CUDA events the same way; with --sinter BIN)
@@ -133,15 +136,17 @@ def run_model(name, sinter_bin):
     feeds = {**dict(zip(names, inputs)), **{n: w.to(DEV) for n, w in imported.weights.items()}}
     plan = sinter.compile(imported.graph, device=DEV.index)
     runner = sinter.TorchRunner(plan, mode="graph")
-    out = runner(feeds)["output"]
+    out = runner.bind(feeds)["output"]
+    runner.enqueue()
     torch.cuda.synchronize()
     error = rel_error(out, model, inputs)
-    outputs = {"output": torch.empty_like(out)}
-    python_ms = median_ms(lambda: runner(feeds), ITERS, warmup=10)
-    emit(case=case, engine="sinter-python-graph", ms=round(python_ms, 5), host_us=host_us(lambda: runner(feeds)),
+    python_ms = median_ms(runner.enqueue, ITERS, warmup=10)
+    emit(case=case, engine="sinter-python-graph", ms=round(python_ms, 5), host_us=host_us(runner.enqueue),
          rel_l2=round(error, 6), outputs="correct" if error <= 1e-2 else "WRONG")
+    outputs = {"output": torch.empty_like(out)}
     measure(case, "sinter-python-given", lambda: runner(feeds, outputs=outputs),
             host_us=host_us(lambda: runner(feeds, outputs=outputs)))
+    measure(case, "sinter-python-call", lambda: runner(feeds), host_us=host_us(lambda: runner(feeds)))
     if sinter_bin:
         try:
             ms = cpp_ms(plan, sinter_bin)

@@ -58,7 +58,7 @@ from .fx_values import Placeholder
 from .reference import run_reference
 from .torch_partition import Partitioning, partition
 from .torch_runtime import TorchRunner
-from .torch_types import from_numpy, to_numpy, torch_module
+from .torch_types import from_numpy, to_numpy, torch_dtype, torch_module
 
 torch = torch_module()
 LOGGER = logging.getLogger("sinter")
@@ -154,11 +154,15 @@ class SinterRegion(torch.nn.Module):
         self.options = options
         self._runner = None
         self._device_constants = None
+        self._static_outputs = None  # graph mode: the buffers below (see _run_graph)
+        self._static_inputs = {}
+        self._addresses = {}
         _REGIONS.add(self)
 
     def release(self):
         """Drops the Sinter objects (graph, runner): the region cannot run afterwards."""
-        self.sinter_graph = self._runner = None
+        self.sinter_graph = self._runner = self._static_outputs = None
+        self._static_inputs = {}
 
     def forward(self, *args):
         if self.options.executor == "reference":
@@ -189,8 +193,42 @@ class SinterRegion(torch.nn.Module):
             self._device_constants = {n: t.to(device) for n, t in self.constants.items()}
         feeds = {n: self._feed(n, a) for n, a in zip(self.input_names, args) if n is not None}
         feeds.update(self._device_constants)
+        if self.options.runner_mode == "graph":
+            return self._run_graph(feeds)
         out = self._runner(feeds)
         return [out[n] for n in self.output_names]
+
+    def _run_graph(self, feeds):
+        """Graph mode replays its captured graph only while the bound addresses stay, so: an input
+        that comes at the same address every call (a parameter) is bound as it is; one whose
+        address changes (an activation) gets a buffer of the region's, which each call copies it
+        into; outputs are written into the region's buffers and returned as copies."""
+        torch_ = torch
+        rebind = self._static_outputs is None
+        if rebind:
+            self._static_outputs = {n: torch_.empty_strided(s.dims, s.strides, dtype=torch_dtype(s.dtype),
+                                                            device=self._runner.device)
+                                    for n, s in self._runner.outputs.items()}
+        bound = {}
+        for name, t in feeds.items():
+            held = self._static_inputs.get(name)
+            if held is not None:
+                held.copy_(t)
+                bound[name] = held
+                continue
+            last = self._addresses.get(name)
+            if last is None or last != t.data_ptr():
+                if last is not None:  # moved since the last call: copied from now on
+                    held = torch_.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+                    held.copy_(t)
+                    self._static_inputs[name] = t = held
+                self._addresses[name] = t.data_ptr()
+                rebind = True
+            bound[name] = t
+        if rebind:
+            self._runner.bind(bound, self._static_outputs)
+        self._runner.enqueue()
+        return [self._static_outputs[n].clone() for n in self.output_names]
 
 
 def cached_plan(graph, compile_options: dict, device: int):

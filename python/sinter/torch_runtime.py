@@ -27,10 +27,17 @@ a device other than 0). Any object with ``plan``, ``set_tensor_address(name, add
   ``torch.cuda.current_stream(device)``), returning without waiting;
 - refuses an output whose memory overlaps another bound tensor's (an input or another output),
   naming both: the plan's kernels assume their outputs alias nothing;
-- keeps a reference to every bound tensor until the next call, and marks every bound tensor used
-  on the torch stream the plan runs on (``record_stream``), so torch's allocator does not hand its
-  memory out while the plan may still read or write it, whichever stream it was made on. With a
-  raw int stream the caller keeps the tensors alive until the work is done.
+- keeps a reference to every bound tensor until the next call, and then marks it used on every
+  torch stream the plan ran on (``record_stream``), so torch's allocator does not hand its memory
+  out while the plan may still read or write it, whichever stream it was made on. With a raw int
+  stream the caller keeps the tensors alive until the work is done.
+
+The fast path, for a model called again and again on the same tensors (as a C++ program binds its
+addresses once and enqueues): ``runner.bind(inputs, outputs=None)`` checks and binds once and
+returns the outputs; ``runner.enqueue(stream=None)`` then only enqueues. Write each step's input
+values into the bound tensors (``copy_``) and read the bound outputs. In graph mode this replays
+the captured graph as it is; a call that binds other tensors (a new output each call, say)
+captures the plan again and updates the graph in place, which costs tens of microseconds.
 
 ``run_torch(runner_or_plan, inputs, outputs=None, stream=None)`` calls a TorchRunner, wrapping a
 Runner in one; given a Plan it makes a runner for this call and synchronizes the stream before
@@ -127,7 +134,9 @@ class TorchRunner:
         self.inputs = {d["name"]: TensorSpec.of(d) for d in description["inputs"]}
         self.outputs = {d["name"]: TensorSpec.of(d) for d in description["outputs"]}
         self._bound: Dict[str, object] = {}
+        self._used_streams: Dict[int, object] = {}  # raw handle -> torch stream (None: raw) since bind
         self._torch = torch
+        self._raw_current_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
     @property
     def input_names(self) -> List[str]:
@@ -139,19 +148,43 @@ class TorchRunner:
 
     def __call__(self, inputs: Mapping[str, object], outputs: Optional[Mapping[str, object]] = None,
                  stream=None) -> Dict[str, object]:
+        result = self.bind(inputs, outputs)
+        self.enqueue(stream)
+        return result
+
+    run = __call__
+
+    def bind(self, inputs: Mapping[str, object], outputs: Optional[Mapping[str, object]] = None) -> Dict[str, object]:
+        """Checks and binds every input and output (outputs not given are allocated) without
+        enqueuing; returns the outputs by name. The tensors stay bound, and referenced, until the
+        next bind: ``enqueue()`` then runs on them with no per-call checks (the fast path)."""
         bound = self.prepare(inputs, outputs)
-        handle, torch_stream = self._stream(stream)
+        self._release()
         for name, tensor in bound.items():
             self.runner.set_tensor_address(name, tensor.data_ptr())
-        if torch_stream is not None:
-            for tensor in bound.values():
-                if tensor.device.type == "cuda":
-                    tensor.record_stream(torch_stream)
-        self.runner.enqueue(handle)
         self._bound = bound
         return {name: bound[name] for name in self.outputs}
 
-    run = __call__
+    def enqueue(self, stream=None) -> None:
+        """Enqueues the plan on the bound tensors on `stream` (see the module), without waiting."""
+        if not self._bound:
+            raise InvalidArgumentError("TorchRunner.enqueue: nothing is bound yet (call bind() or the runner)")
+        handle, torch_stream = self._stream(stream)
+        self.runner.enqueue(handle)
+        if handle not in self._used_streams:
+            self._used_streams[handle] = torch_stream
+
+    def _release(self):
+        """Marks the tensors bound so far used on every stream the plan ran on since they were
+        bound (record_stream), so torch's allocator does not hand out their memory while that work
+        may still read or write it; then forgets them."""
+        for handle, torch_stream in self._used_streams.items():
+            if torch_stream is None:  # a raw handle: the caller keeps the tensors alive
+                continue
+            for tensor in self._bound.values():
+                tensor.record_stream(torch_stream)
+        self._used_streams = {}
+        self._bound = {}
 
     def prepare(self, inputs: Mapping[str, object], outputs: Optional[Mapping[str, object]] = None):
         """Every plan input and output by name, checked, outputs not given allocated."""
@@ -186,6 +219,11 @@ class TorchRunner:
         if isinstance(stream, int) and not isinstance(stream, bool):
             return stream, None
         if stream is None:
+            if self._raw_current_stream is not None:  # cheap: the handle, the Stream object only once
+                handle = self._raw_current_stream(self.device.index)
+                known = self._used_streams.get(handle)
+                if known is not None:
+                    return handle, known
             current = torch.cuda.current_stream(self.device)
             return current.cuda_stream, current
         if hasattr(stream, "cuda_stream"):

@@ -85,9 +85,23 @@ def test_torch_runner_reruns_with_new_tensors(mode):
     torch.cuda.synchronize()
     check(first, "transformer", torch.bfloat16, model, inputs)
     check(second, "transformer", torch.bfloat16, model, other)
-    if mode == "graph":
+    if mode == "graph":  # new tensors: captured again, the graph updated in place
         stats = runner.runner.stats()
-        assert stats["captures"] == 1 and stats["enqueues"] == 2
+        assert stats["captures"] == 2 and stats["enqueues"] == 2 and stats["instantiations"] == 1
+
+
+def test_torch_runner_bind_once_enqueue_many_replays_one_graph():
+    model, inputs = torch_models.build("transformer", torch.bfloat16, CUDA)
+    imported = sinter.import_torch(model, inputs)
+    runner = sinter.TorchRunner(sinter.compile(imported.graph, device=CUDA.index), mode="graph")
+    x = inputs[0].clone()
+    out = runner.bind(feeds(imported, (x,)))["output"]
+    for step in range(3):
+        x.copy_(torch.randn_like(x))
+        runner.enqueue()
+        check(out, f"transformer step {step}", torch.bfloat16, model, (x,))
+    stats = runner.runner.stats()
+    assert stats["captures"] == 1 and stats["enqueues"] == 3
 
 
 def test_torch_runner_on_a_side_stream():
@@ -147,6 +161,23 @@ def test_transformers_llama(dtype):
     error = rel_l2(out.float().cpu().numpy(), want.cpu().numpy())
     print(f"transformers llama (token ids, torch.compile) {dtype}: Sinter relative L2 error {error:.3g}")
     assert error <= (1e-5 if dtype == torch.float32 else 1e-2)
+
+
+def test_torch_compile_backend_graph_mode_replays_on_new_activations():
+    """mode="reduce-overhead": activations come at new addresses each call; the regions copy them
+    into buffers of their own, so the captured graph replays instead of being captured again."""
+    model, inputs = torch_models.build("llama", torch.bfloat16, CUDA)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="sinter", mode="reduce-overhead", dynamic=False)
+    with torch.no_grad():
+        for step in range(5):
+            x = torch.randn_like(inputs[0])
+            check(compiled(x), f"llama call {step}", torch.bfloat16, model, (x,))
+    regions = [r for r in sinter.dynamo_backend._REGIONS if r._runner is not None]
+    assert regions
+    for region in regions:
+        stats = region._runner.runner.stats()
+        assert stats["enqueues"] == 5 and stats["captures"] <= 2, stats
 
 
 def truth_of_ids(model, ids):

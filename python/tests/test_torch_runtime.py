@@ -157,3 +157,31 @@ def test_an_output_overlapping_another_tensor_is_refused(fake):
     shared = torch.randn(64, 32)
     runner({"x": shared, "w": shared[:32, :16].contiguous()}, stream=0)
     assert len(fake.enqueued) == 1
+
+
+def test_bind_once_then_enqueue_without_checks(fake):
+    runner = sinter.TorchRunner(fake, device="cpu")
+    with pytest.raises(sinter.InvalidArgumentError, match="nothing is bound yet"):
+        runner.enqueue(stream=3)
+    inputs = tensors()
+    out = runner.bind(inputs)
+    assert fake.enqueued == [] and fake.addresses["y"] == out["y"].data_ptr()
+    for _ in range(3):
+        runner.enqueue(stream=3)
+    assert fake.enqueued == [3, 3, 3]
+    assert fake.addresses == {"x": inputs["x"].data_ptr(), "w": inputs["w"].data_ptr(), "y": out["y"].data_ptr()}
+
+
+def test_a_new_bind_releases_the_old_tensors(fake):
+    runner = sinter.TorchRunner(fake, device="cpu")
+    inputs = tensors()
+    alive = weakref.ref(inputs["x"])
+    runner.bind(inputs)
+    runner.enqueue(stream=0)
+    del inputs
+    gc.collect()
+    assert alive() is not None
+    other = tensors()
+    runner.bind(other)
+    gc.collect()
+    assert alive() is None and fake.addresses["x"] == other["x"].data_ptr()

@@ -85,9 +85,12 @@ class LlamaDecoderLayer(nn.Module):
         self.up_proj = nn.Linear(dim, hidden, bias=False)
         self.down_proj = nn.Linear(hidden, dim, bias=False)
 
-    def rotary(self, seq, dtype):
-        inv_freq = 1.0 / (self.theta ** (torch.arange(0, self.head_dim, 2, dtype=torch.float32) / self.head_dim))
-        angles = torch.outer(torch.arange(seq, dtype=torch.float32), inv_freq)
+    def rotary(self, seq, dtype, device=None):
+        def arange(*args):
+            return torch.arange(*args, dtype=torch.float32, device=device)
+
+        inv_freq = 1.0 / (self.theta ** (arange(0, self.head_dim, 2) / self.head_dim))
+        angles = torch.outer(arange(seq), inv_freq)
         emb = torch.cat([angles, angles], dim=-1)
         return emb.cos().to(dtype), emb.sin().to(dtype)
 
@@ -97,7 +100,7 @@ class LlamaDecoderLayer(nn.Module):
         q = self.q_proj(h).view(b, s, self.heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(h).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
         v = self.v_proj(h).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
-        cos, sin = self.rotary(s, x.dtype)
+        cos, sin = self.rotary(s, x.dtype, x.device)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
