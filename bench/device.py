@@ -534,7 +534,7 @@ def step_python(run, arg):
     run.command("configure the module", configure, "python_configure.log", run.limit(120), json_lines=False)
     run.command("build the module", ["cmake", "--build", build, "--target", "sinter_python", "-j", str(os.cpu_count() or 8)],
                 "python_build.log", run.limit(300), json_lines=False)
-    env = {"PYTHONPATH": os.path.join(build, "python"), "PYTHONUNBUFFERED": "1"}
+    env = {"PYTHONPATH": os.path.join(build, "python"), "PYTHONUNBUFFERED": "1", "SINTER_LOG": "1"}
     run.command("python GPU tests", [sys.executable, "-m", "pytest", "-q", "-rs", "-s", "python/tests/test_torch_gpu.py",
                                      "python/tests/test_onnx_from_torch.py"],
                 "python_gpu_tests.log", run.limit(300), env=env, json_lines=False)
