@@ -520,11 +520,11 @@ def step_blocks(run, arg):
 def step_python(run, arg):
     """The `sinter` Python module built on this machine (CMake with -DSINTER_BUILD_PYTHON=ON into
     build-python/, this machine's python3 and its nanobind; nlohmann-json from BIN_DIR/prefix when
-    the system lacks it), then its GPU tests (python/tests/test_torch_gpu.py, test_onnx_from_torch.py:
+    the system lacks it), then bench/torch_python_path.py (each model through torch eager, CUDA graph,
+    torch.compile, the Python runner, the torch.compile backend and `sinter bench`, the C++ runner, on
+    the same plan), then its GPU tests (python/tests/test_torch_gpu.py, test_onnx_from_torch.py:
     models through from_torch / from_onnx + sinter.compile and the torch.compile backend against torch
-    eager and onnxruntime), then bench/torch_python_path.py: each model through torch eager, CUDA graph,
-    torch.compile, the Python runner, the torch.compile backend and `sinter bench` (the C++ runner) on
-    the same plan."""
+    eager and onnxruntime)."""
     exe = run.need("sinter")[0]
     build = os.path.join(REPO, "build-python")
     prefix = os.path.join(run.bin, "prefix")
@@ -535,15 +535,15 @@ def step_python(run, arg):
     run.command("build the module", ["cmake", "--build", build, "--target", "sinter_python", "-j", str(os.cpu_count() or 8)],
                 "python_build.log", run.limit(300), json_lines=False)
     env = {"PYTHONPATH": os.path.join(build, "python"), "PYTHONUNBUFFERED": "1", "SINTER_LOG": "1"}
+    args = run.quick_flag() + (["--no-compile"] if run.opts.no_compile else []) + ["--sinter", exe]
+    run.command("torch_python_path.py", [sys.executable, os.path.join("bench", "torch_python_path.py")] + args +
+                ([f"--only={arg}"] if arg else []), "torch_python_path.jsonl", run.limit(300), env=env,
+                source="torch_python_path")
     run.command("python GPU tests", [sys.executable, "-m", "pytest", "-q", "-rs", "-s", "python/tests/test_torch_gpu.py",
                                      "python/tests/test_onnx_from_torch.py"],
                 "python_gpu_tests.log", run.limit(300), env=env, json_lines=False)
     if not run.dry:
         run.say_lines(tail_lines(run.raw_path("python_gpu_tests.log"), 25), "   ")
-    args = run.quick_flag() + (["--no-compile"] if run.opts.no_compile else []) + ["--sinter", exe]
-    run.command("torch_python_path.py", [sys.executable, os.path.join("bench", "torch_python_path.py")] + args +
-                ([f"--only={arg}"] if arg else []), "torch_python_path.jsonl", run.limit(300), env=env,
-                source="torch_python_path")
     run.show(["python"])
 
 
