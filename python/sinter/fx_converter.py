@@ -26,6 +26,7 @@ from typing import Callable, Dict, Optional
 
 from . import _core
 from .aten_node import AtenNode
+from .aten_patterns import find_rope
 from .errors import Error, InternalError, UnsupportedError
 from .fx_values import (Folded, LazyInput, Placeholder, flatten, is_tensor_like, map_values, meta_value,
                         op_label, packet_name, static_shape)
@@ -72,11 +73,15 @@ class FxConverter:
         for node in nodes:
             if node.op == "placeholder":
                 self._placeholder(node)
+        ropes = find_rope(nodes)
+        deferred = {n for m in ropes.values() for n in m.inner}  # converted only if a rope falls through
         for node in nodes:
-            if node.op == "placeholder":
+            if node.op == "placeholder" or node in deferred:
                 continue
             if node.op == "output":
                 self._outputs(node, output_names)
+            elif node in ropes:
+                self.env[node] = self._rope(node, ropes[node])
             else:
                 self.env[node] = self.convert(node)
         self.g.validate()
@@ -173,6 +178,31 @@ class FxConverter:
         ctx.check_result(result)
         self._name_results(node, result)
         return result
+
+    def _rope(self, root, match):
+        """Sinter's rope for a matched x * cos + rotate_half(x) * sin when cos and sin are constants
+        whose halves repeat; otherwise the matched nodes converted one by one."""
+        torch = self.torch
+        cos, sin = self.env.get(match.cos), self.env.get(match.sin)
+        if isinstance(cos, Folded) and isinstance(sin, Folded):
+            half = int(meta_value(match.x).shape[-1]) // 2
+            c, s = cos.tensor, sin.tensor
+            if (c.dim() >= 1 and s.dim() >= 1 and c.shape[-1] == 2 * half and s.shape[-1] == 2 * half
+                    and torch.equal(c[..., :half], c[..., half:]) and torch.equal(s[..., :half], s[..., half:])):
+                x = self.tensor(self.env[match.x], "the rotary embedding's input")
+                ctx = AtenNode(self, root)
+                try:
+                    tables = [self.tensor(Folded(t[..., :half].contiguous(), f"{f.name}_half"), "a rotary table",
+                                          x.dtype) for t, f in ((c, cos), (s, sin))]
+                    result = self.g.rope(x, tables[0], tables[1])
+                    ctx.check_result(result)
+                except Error as e:
+                    raise type(e)(f"{ctx.where}: {e.message}") from e
+                self._name_results(root, result)
+                return result
+        for node in match.inner:
+            self.env[node] = self.convert(node)
+        return self.convert(root)
 
     def _getitem(self, ctx):
         container, index = ctx.node.args

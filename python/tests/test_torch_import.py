@@ -131,10 +131,44 @@ def test_constants_computed_from_no_input_become_weights():
     folded = [n for n in imported.weights if n not in params]
     assert folded, "the cos/sin tables should be weights"
     cos, sin = model.rotary(16, torch.float32)
+    half = cos.shape[-1] // 2  # rope takes the first half of tables that repeat it
     values = [imported.weights[n] for n in folded]
-    assert any(v.shape == cos.shape and torch.allclose(v, cos) for v in values)
-    assert any(v.shape == sin.shape and torch.allclose(v, sin) for v in values)
-    assert sinter.OpKind.sdpa in [n["op"] for n in imported.graph.nodes]
+    assert any(v.shape == cos[..., :half].shape and torch.allclose(v, cos[..., :half]) for v in values)
+    assert any(v.shape == sin[..., :half].shape and torch.allclose(v, sin[..., :half]) for v in values)
+    ops = [n["op"] for n in imported.graph.nodes]
+    assert sinter.OpKind.sdpa in ops and ops.count(sinter.OpKind.rope) == 2  # q and k
+    assert sinter.OpKind.neg not in ops and sinter.OpKind.concat not in ops
+
+
+class RotaryTables(nn.Module):
+    """x * cos + rotate_half(x) * sin with tables given (`repeat`: halves that repeat, as Llama's)."""
+
+    def __init__(self, repeat=True, as_input=False):
+        super().__init__()
+        g = torch.Generator().manual_seed(5)
+        first = torch.randn(6, 4, generator=g)
+        # not persistent: tables the module derives (as transformers' rotary inverse frequencies), folded
+        self.register_buffer("cos", torch.cat([first, first if repeat else torch.randn(6, 4, generator=g)], -1),
+                             persistent=False)
+        self.register_buffer("sin", torch.cat([first.flip(0), first.flip(0)], -1), persistent=False)
+        self.as_input = as_input
+
+    def forward(self, x, cos=None):
+        cos = cos if self.as_input else self.cos
+        return x * cos + torch_models.rotate_half(x) * self.sin
+
+
+@pytest.mark.parametrize("case", ["repeating", "halves_differ", "cos_at_run_time"])
+def test_rotary_embedding_pattern_becomes_rope_only_when_it_is_one(case):
+    model = RotaryTables(repeat=case != "halves_differ", as_input=case == "cos_at_run_time").eval()
+    x = torch.randn(2, 3, 6, 8, generator=torch.Generator().manual_seed(6))
+    inputs = (x, model.cos.clone()) if case == "cos_at_run_time" else (x,)
+    imported, _ = check_against_eager(model, inputs)
+    ops = [n["op"] for n in imported.graph.nodes]
+    if case == "repeating":
+        assert ops == [sinter.OpKind.rope]
+    else:
+        assert sinter.OpKind.rope not in ops and sinter.OpKind.concat in ops
 
 
 class RotaryFromABuffer(nn.Module):
