@@ -115,7 +115,8 @@ def import_onnx(model, *, name: Optional[str] = None,
     """``from_onnx``'s graph and ``initializers``: the value of every weight input, by name."""
     importer = _Importer(_load(model), name, input_shapes)
     graph = importer.run()
-    values = {n: importer.const_array(n) for n in importer.weight_names}
+    values = {n: importer.const_array(n).T if n in importer.transposed else importer.const_array(n)
+              for n in importer.weight_names}
     return OnnxImport(graph, values)
 
 
@@ -143,6 +144,7 @@ class _Importer:
         self.consts: Dict[str, object] = {}   # ONNX name -> TensorProto of a constant
         self.arrays: Dict[str, np.ndarray] = {}  # constants' values, converted when first read
         self.weight_names: List[str] = []     # constants made graph inputs, in order
+        self.transposed = set()               # of those, the ones made as transposed views
         self.claimed = set()                  # Sinter tensor names the importer has given out
         self.fused: Dict[int, Callable] = {}  # node index -> the converter of a matched pattern
         self.skipped = set()                  # node indices a matched pattern covers
@@ -271,6 +273,24 @@ class _Importer:
             self.claim(name)
             t = self.g.input(name, dtype, dims)
             self.weight_names.append(name)
+        self.values[name] = t
+        return t
+
+    def transposed_weight(self, name: str):
+        """For a matrix initializer [N, K] that one node reads, transposed, and nothing else: a graph
+        input [K, N] with strides [1, K] over the initializer's own values (no permute step copies it
+        on every run); None where that does not hold."""
+        if name in self.values or name not in self.consts or len(self.consumers.get(name, [])) != 1 \
+                or name in self.output_names:
+            return None
+        proto = self.consts[name]
+        dims = list(proto.dims)
+        if len(dims) != 2 or math.prod(dims) == 1:
+            return None
+        self.claim(name)
+        t = self.g.input(name, self.dtype(proto.data_type, f"constant '{name}'"), [dims[1], dims[0]], [1, dims[1]])
+        self.weight_names.append(name)
+        self.transposed.add(name)
         self.values[name] = t
         return t
 
@@ -674,13 +694,16 @@ def _matmul(ctx: _Node):
 
 def _gemm(ctx: _Node):
     g = ctx.g
-    a, b = ctx.input(0), ctx.input(1)
+    trans_b = ctx.attr("transB", 0)
+    # B^T of an initializer only this node reads: the initializer's memory as a transposed view
+    b_view = ctx.imp.transposed_weight(ctx.node.input[1]) if trans_b and ctx.has(1) else None
+    a, b = ctx.input(0), b_view if b_view is not None else ctx.input(1)
     _require_float(a, "input A", "matmul")
     if a.ndim != 2 or b.ndim != 2:
         raise ParseError(f"A and B must be matrices; found shapes {list(a.shape)} and {list(b.shape)}")
     if ctx.attr("transA", 0):
         a = g.permute(a, [1, 0])
-    if ctx.attr("transB", 0):
+    if trans_b and b_view is None:
         b = g.permute(b, [1, 0])
     y = g.matmul(a, b)
     alpha, beta = ctx.attr("alpha", 1.0), ctx.attr("beta", 1.0)
@@ -793,8 +816,13 @@ def _flatten(ctx: _Node):
 
 
 def _transpose(ctx: _Node):
+    perm = ctx.attr("perm", None)
+    if perm is None or list(perm) == [1, 0]:  # a matrix initializer only this node reads: a view
+        view = ctx.imp.transposed_weight(ctx.node.input[0]) if ctx.has(0) else None
+        if view is not None:
+            return view
     x = ctx.input(0)
-    perm = ctx.attr("perm", list(range(x.ndim))[::-1])
+    perm = perm if perm is not None else list(range(x.ndim))[::-1]
     return ctx.g.permute(x, list(perm))
 
 

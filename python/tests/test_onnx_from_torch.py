@@ -55,7 +55,8 @@ def test_gpu_plan_matches_onnxruntime(name):
     imported = sinter.import_onnx(proto)
     plan = sinter.compile(imported.graph)
     device = torch.device("cuda", torch.cuda.current_device())
-    tensors = {n: torch.from_numpy(np.ascontiguousarray(v)).to(device)
+    # copies that keep each array's layout (a transposed weight stays a transposed view)
+    tensors = {n: torch.from_numpy(np.array(v, order="K", copy=True)).to(device)
                for n, v in {**feeds, **imported.initializers}.items()}
     got = sinter.run_torch(plan, tensors)
     torch.cuda.synchronize()

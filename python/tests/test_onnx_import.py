@@ -621,3 +621,25 @@ def test_a_missing_onnx_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "onnx", None)
     with pytest.raises(ImportError, match="pip install onnx"):
         sinter.from_onnx("model.onnx")
+
+
+def test_a_transposed_weight_read_once_is_a_strided_input_not_a_copy(rng):
+    """Gemm(transB=1) and Transpose of an initializer only that node reads: the weight input is the
+    initializer's memory as a transposed view ([K, N], strides [1, K]); read twice, it is permuted."""
+    w = weight("w", randn(rng, 5, 4))  # [N, K]
+    gemm = helper.make_node("Gemm", ["x", "w"], ["y"], transB=1)
+    model = make_model([gemm], [tensor_info("x", [3, 4])], [tensor_info("y", [3, 5])], [w])
+    imported = compare(model, {"x": randn(rng, 3, 4)})
+    t = imported.graph.find_tensor("w")
+    assert t.shape == (4, 5) and tuple(t.strides) == (1, 4) and ops_of(imported.graph) == [sinter.OpKind.matmul]
+    assert imported.initializers["w"].shape == (4, 5)
+
+    nodes = [helper.make_node("Transpose", ["w"], ["wt"], perm=[1, 0]), helper.make_node("MatMul", ["x", "wt"], ["y"])]
+    model = make_model(nodes, [tensor_info("x", [3, 4])], [tensor_info("y", [3, 5])], [w])
+    imported = compare(model, {"x": randn(rng, 3, 4)})
+    assert ops_of(imported.graph) == [sinter.OpKind.matmul]
+
+    twice = [helper.make_node("Gemm", ["x", "w"], ["y"], transB=1), helper.make_node("Gemm", ["x", "w"], ["z"], transB=1)]
+    model = make_model(twice, [tensor_info("x", [3, 4])], [tensor_info("y", [3, 5]), tensor_info("z", [3, 5])], [w])
+    imported = compare(model, {"x": randn(rng, 3, 4)})
+    assert tuple(imported.graph.find_tensor("w").strides) == (4, 1) and sinter.OpKind.permute in ops_of(imported.graph)
