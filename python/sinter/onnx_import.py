@@ -35,7 +35,9 @@ tensor.
 
 The ops mapped (see ``CONVERTERS``): Abs, Add, And, Attention, Cast, CastLike, Clip, Concat,
 Constant, Conv (1-D and 2-D, NCHW, through permutes to Sinter's NHWC), Div, Dropout (inference),
-Equal, Erf (only in the GELU pattern ``x * 0.5 * (1 + Erf(x / sqrt(2)))``), Exp, Expand, Flatten, Gather
+Equal, Erf (only in the GELU pattern ``x * 0.5 * (1 + Erf(x / sqrt(2)))``; the rotary pattern
+``x * cos + Concat(-x[..., D/2:], x[..., :D/2]) * sin`` with constant tables whose halves repeat
+becomes one rope), Exp, Expand, Flatten, Gather
 (constant indices), Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, Greater, GreaterOrEqual,
 Identity, LayerNormalization, Less, LessOrEqual, Log, MatMul, Max, Min, Mul, Neg, Not, Or, Pow,
 RMSNormalization, Reciprocal, ReduceMax, ReduceMean, ReduceMin, ReduceSum, Relu, Reshape, Sigmoid
@@ -136,7 +138,9 @@ class _Importer:
 
     def __init__(self, model, name, input_shapes):
         self.onnx = _onnx()
+        self.model = model
         self.onnx_graph = model.graph
+        self._ranks: Optional[Dict[str, int]] = None  # ONNX shape inference's ranks, when first asked
         self.input_shapes = dict(input_shapes or {})
         _default_opset(model)
         self.g = _core.Graph(name or model.graph.name or "graph")
@@ -293,6 +297,32 @@ class _Importer:
         self.transposed.add(name)
         self.values[name] = t
         return t
+
+    def rank_of(self, name: str) -> Optional[int]:
+        """The rank of an ONNX value: a graph input's or constant's, else ONNX shape inference's
+        (run once, when first asked); None where neither knows it."""
+        if name in self.values:
+            return self.values[name].ndim
+        if name in self.consts:
+            return len(self.consts[name].dims)
+        if self._ranks is None:
+            self._ranks = {}
+            try:
+                inferred = self.onnx.shape_inference.infer_shapes(self.model)
+            except Exception:  # noqa: BLE001  (inference is a hint here; no rank means no pattern)
+                inferred = self.model
+            for info in list(inferred.graph.value_info) + list(inferred.graph.output):
+                if info.type.HasField("tensor_type") and info.type.tensor_type.HasField("shape"):
+                    self._ranks[info.name] = len(info.type.tensor_type.shape.dim)
+        return self._ranks.get(name)
+
+    def add_constant(self, name: str, array: np.ndarray):
+        """A weight input holding `array`, named `name` (or `name_1`, ... when taken)."""
+        base, k = name, 1
+        while name in self.consts or name in self.values or self.g.find_tensor(name) is not None:
+            name, k = f"{base}_{k}", k + 1
+        self.consts[name] = self.onnx.numpy_helper.from_array(array, name)
+        return self.tensor(name)
 
     def claim(self, name: str):
         """Frees `name` for the importer: a tensor the builder named so is renamed out of the way."""
@@ -992,8 +1022,9 @@ CONVERTERS: Dict[str, Callable[[_Node], object]] = {
 
 
 # ---- patterns ----------------------------------------------------------------------------------
-# Subgraphs that Sinter computes as one op: x * Sigmoid(x) as silu, and the erf form of GELU as
-# gelu. A pattern matches only where its inner values are read by the pattern alone.
+# Subgraphs that Sinter computes as one op: x * Sigmoid(x) as silu, the erf form of GELU as gelu,
+# and x * cos + rotate_half(x) * sin with constant, half-repeating tables as rope. A pattern
+# matches only where its inner values are read by the pattern alone.
 
 class _Patterns:
     def __init__(self, imp: _Importer):
@@ -1055,6 +1086,39 @@ class _Patterns:
                 self.match_silu(index, node)
             elif node.op_type == "Erf":
                 self.match_gelu(index, node)
+            elif node.op_type == "Add":
+                self.match_rope(index, node)
+
+    def const_value(self, name):
+        """The value of a constant (an initializer or a Constant node's output), or None."""
+        imp = self.imp
+        try:
+            if name in imp.consts:
+                return imp.const_array(name)
+            index, node = self.producer(name)
+            if node is None or node.op_type != "Constant":
+                return None
+            return imp.onnx.numpy_helper.to_array(_constant(_Node(imp, index, node)))
+        except Error:
+            return None
+
+    def last_axis_slice(self, name, reader, rank, start, end_min, end_max):
+        """(index, data) of a Slice node computing `name` (read only by `reader`) as
+        data[..., start:end] on the last axis with step 1, end in [end_min, end_max]; else None."""
+        index, node = self.producer(name)
+        if node is None or node.op_type != "Slice" or not self.read_only_by(name, reader) or len(node.input) < 3:
+            return None
+        values = [self.const_value(n) if n else None for n in list(node.input[1:]) + [""] * (5 - len(node.input))]
+        starts, ends, axes, steps = values[0], values[1], values[2], values[3]
+        if starts is None or ends is None or starts.size != 1 or ends.size != 1:
+            return None
+        axis = int(axes.reshape(-1)[0]) if axes is not None and axes.size == 1 else 0 if axes is None else None
+        step = int(steps.reshape(-1)[0]) if steps is not None and steps.size == 1 else 1 if steps is None else None
+        if axis not in (-1, rank - 1) or step != 1:
+            return None
+        if int(starts.reshape(-1)[0]) != start or not end_min <= int(ends.reshape(-1)[0]) <= end_max:
+            return None
+        return index, node.input[0]
 
     def match_silu(self, index, mul):
         """x * Sigmoid(x) -> silu(x)"""
@@ -1065,6 +1129,54 @@ class _Patterns:
                 x = sigmoid.input[0]
                 self.fuse(index, [si], lambda ctx: ctx.g.silu(ctx.imp.tensor(x)))
                 return
+
+    def match_rope(self, add_index, add):
+        """x * cos + concat(-x[..., D/2:], x[..., :D/2]) * sin -> rope(x, cos[..., :D/2],
+        sin[..., :D/2]) when cos and sin are constants whose two halves are equal (Llama's tables),
+        either operand order of each Mul and of the Add."""
+        for direct, rotated in (tuple(add.input), tuple(add.input)[::-1]):
+            di, m_direct = self.producer(direct)
+            ri, m_rotated = self.producer(rotated)
+            if m_direct is None or m_rotated is None or m_direct.op_type != "Mul" or m_rotated.op_type != "Mul" \
+                    or not self.read_only_by(direct, add_index) or not self.read_only_by(rotated, add_index):
+                continue
+            for cat_name, sin in (tuple(m_rotated.input), tuple(m_rotated.input)[::-1]):
+                ci, cat = self.producer(cat_name)
+                if cat is None or cat.op_type != "Concat" or len(cat.input) != 2 or not self.read_only_by(cat_name, ri):
+                    continue
+                ni, neg = self.producer(cat.input[0])
+                if neg is None or neg.op_type != "Neg" or not self.read_only_by(cat.input[0], ci):
+                    continue
+                for x, cos in (tuple(m_direct.input), tuple(m_direct.input)[::-1]):
+                    if self._fuse_rope(add_index, x, cos, sin, (ci, cat), (ni, neg), [di, ri]):
+                        return
+
+    def _fuse_rope(self, add_index, x, cos, sin, concat, negation, covered) -> bool:
+        ci, cat = concat
+        ni, neg = negation
+        rank = self.imp.rank_of(x)
+        c, s = self.const_value(cos), self.const_value(sin)
+        if rank is None or c is None or s is None or c.ndim < 1 or s.ndim < 1 or c.shape[-1] != s.shape[-1] \
+                or c.shape[-1] % 2:
+            return False
+        d = c.shape[-1]
+        half = d // 2
+        if _Node(self.imp, ci, cat).attr("axis", None) not in (-1, rank - 1):
+            return False
+        high = self.last_axis_slice(neg.input[0], ni, rank, half, d, 2 ** 63 - 1)
+        low = self.last_axis_slice(cat.input[1], ci, rank, 0, half, half)
+        if high is None or low is None or high[1] != x or low[1] != x:
+            return False
+        if not (np.array_equal(c[..., :half], c[..., half:]) and np.array_equal(s[..., :half], s[..., half:])):
+            return False
+        tables = ((cos, np.ascontiguousarray(c[..., :half])), (sin, np.ascontiguousarray(s[..., :half])))
+
+        def build(ctx):
+            halves = [ctx.imp.add_constant(f"{name}.half", value) for name, value in tables]
+            return ctx.g.rope(ctx.imp.tensor(x), halves[0], halves[1])
+
+        self.fuse(add_index, covered + [ci, ni, high[0], low[0]], build)
+        return True
 
     def match_gelu(self, erf_index, erf):
         """x * 0.5 * (1 + Erf(x / sqrt(2))) -> gelu(x): x / sqrt(2) or x * sqrt(0.5), and the

@@ -643,3 +643,31 @@ def test_a_transposed_weight_read_once_is_a_strided_input_not_a_copy(rng):
     model = make_model(twice, [tensor_info("x", [3, 4])], [tensor_info("y", [3, 5]), tensor_info("z", [3, 5])], [w])
     imported = compare(model, {"x": randn(rng, 3, 4)})
     assert tuple(imported.graph.find_tensor("w").strides) == (4, 1) and sinter.OpKind.permute in ops_of(imported.graph)
+
+
+@pytest.mark.parametrize("case", ["repeating", "halves_differ"])
+def test_rotary_embedding_pattern_is_rope(rng, case):
+    """x * cos + concat(-x[..., 4:], x[..., :4]) * sin with constant tables: Sinter's rope when the
+    tables repeat their halves (Llama's), the nodes one by one when they do not."""
+    first = randn(rng, 5, 4)
+    cos = np.concatenate([first, first if case == "repeating" else randn(rng, 5, 4)], -1)
+    sin = np.concatenate([first[::-1], first[::-1]], -1)
+    nodes = [
+        helper.make_node("Mul", ["x", "cos"], ["direct"]),
+        helper.make_node("Slice", ["x", "four", "big", "last"], ["high"]),
+        helper.make_node("Neg", ["high"], ["neg_high"]),
+        helper.make_node("Slice", ["x", "zero", "four", "last"], ["low"]),
+        helper.make_node("Concat", ["neg_high", "low"], ["rotated"], axis=-1),
+        helper.make_node("Mul", ["sin", "rotated"], ["turned"]),
+        helper.make_node("Add", ["turned", "direct"], ["y"]),
+    ]
+    inits = [weight("cos", cos), weight("sin", sin), ints("four", [4]), ints("big", [2 ** 62]), ints("zero", [0]),
+             ints("last", [3])]
+    model = make_model(nodes, [tensor_info("x", [2, 3, 5, 8])], [tensor_info("y", [2, 3, 5, 8])], inits)
+    imported = compare(model, {"x": randn(rng, 2, 3, 5, 8)})
+    ops = ops_of(imported.graph)
+    if case == "repeating":
+        assert ops == [sinter.OpKind.rope]
+        assert imported.initializers["cos.half"].shape == (5, 4)
+    else:
+        assert sinter.OpKind.rope not in ops and sinter.OpKind.concat in ops
