@@ -1023,7 +1023,8 @@ CONVERTERS: Dict[str, Callable[[_Node], object]] = {
 
 # ---- patterns ----------------------------------------------------------------------------------
 # Subgraphs that Sinter computes as one op: x * Sigmoid(x) as silu, the erf form of GELU as gelu,
-# and x * cos + rotate_half(x) * sin with constant, half-repeating tables as rope. A pattern
+# x * cos + rotate_half(x) * sin with constant, half-repeating tables as rope, and RMSNorm written
+# out (x * 1/sqrt(mean(x^2) + eps) * w) as rmsnorm. A pattern
 # matches only where its inner values are read by the pattern alone.
 
 class _Patterns:
@@ -1088,6 +1089,8 @@ class _Patterns:
                 self.match_gelu(index, node)
             elif node.op_type == "Add":
                 self.match_rope(index, node)
+            elif node.op_type == "ReduceMean":
+                self.match_rmsnorm(index, node)
 
     def const_value(self, name):
         """The value of a constant (an initializer or a Constant node's output), or None."""
@@ -1129,6 +1132,64 @@ class _Patterns:
                 x = sigmoid.input[0]
                 self.fuse(index, [si], lambda ctx: ctx.g.silu(ctx.imp.tensor(x)))
                 return
+
+    def match_rmsnorm(self, mean_index, mean):
+        """x * Reciprocal(Sqrt(ReduceMean(x^2, last axis) + eps)) * w -> rmsnorm(x, w, eps), as
+        torch.onnx writes RMSNorm: x^2 as Pow(x, 2) or Mul(x, x), 1 / s as Reciprocal or Div(1, s),
+        either operand order of each Mul and Add; w of x's last dimension."""
+        pi, square = self.producer(mean.input[0])
+        if square is None or not self.read_only_by(mean.input[0], mean_index):
+            return
+        if square.op_type == "Pow" and self.is_scalar(square.input[1], 2.0):
+            x = square.input[0]
+        elif square.op_type == "Mul" and square.input[0] == square.input[1]:
+            x = square.input[0]
+        else:
+            return
+        rank = self.imp.rank_of(x)
+        node = _Node(self.imp, mean_index, mean)
+        axes = node.attr("axes", None)
+        if len(mean.input) > 1 and mean.input[1]:
+            value = self.const_value(mean.input[1])
+            axes = None if value is None else [int(a) for a in value.reshape(-1)]
+        if rank is None or axes is None or len(axes) != 1 or axes[0] not in (-1, rank - 1) \
+                or not node.attr("keepdims", 1):
+            return
+        ai, add = self.only_reader(mean.output[0], "Add")
+        if add is None:
+            return
+        eps_name = self.other(add, mean.output[0])
+        eps = self.const_value(eps_name) if eps_name is not None else None
+        if eps is None or eps.size != 1:
+            return
+        si, sqrt = self.only_reader(add.output[0], "Sqrt")
+        if sqrt is None:
+            return
+        ri, inverse = self.only_reader(sqrt.output[0], "Reciprocal")
+        if inverse is None:
+            ri, inverse = self.only_reader(sqrt.output[0], "Div")
+            if inverse is None or inverse.input[1] != sqrt.output[0] or not self.is_scalar(inverse.input[0], 1.0):
+                return
+        ni, normed = self.only_reader(inverse.output[0], "Mul")
+        if normed is None or self.other(normed, inverse.output[0]) != x:
+            return
+        wi, scaled = self.only_reader(normed.output[0], "Mul")
+        if scaled is None:
+            return
+        w = self.other(scaled, normed.output[0])
+        w_rank = self.imp.rank_of(w)
+        if w is None or w_rank != 1:
+            return
+        epsilon = float(eps.reshape(()).astype(np.float64))
+
+        def build(ctx):
+            xt, wt = ctx.imp.tensor(x), ctx.imp.tensor(w)
+            if wt.shape[0] != xt.shape[-1] or wt.dtype != xt.dtype:
+                raise UnsupportedError(f"an RMSNorm pattern whose weight {list(wt.shape)} ({wt.dtype.label}) does "
+                                       f"not fit its input {list(xt.shape)} ({xt.dtype.label})")
+            return ctx.g.rmsnorm(xt, wt, epsilon=epsilon)
+
+        self.fuse(wi, [pi, mean_index, ai, si, ri, ni], build)
 
     def match_rope(self, add_index, add):
         """x * cos + concat(-x[..., D/2:], x[..., :D/2]) * sin -> rope(x, cos[..., :D/2],

@@ -671,3 +671,22 @@ def test_rotary_embedding_pattern_is_rope(rng, case):
         assert imported.initializers["cos.half"].shape == (5, 4)
     else:
         assert sinter.OpKind.rope not in ops and sinter.OpKind.concat in ops
+
+
+@pytest.mark.parametrize("form", ["pow_reciprocal", "mul_div"])
+def test_written_out_rmsnorm_is_rmsnorm(rng, form):
+    """RMSNorm as torch.onnx writes it (Pow, ReduceMean, Add eps, Sqrt, Reciprocal, Mul x, Mul w),
+    or with Mul(x, x) and Div(1, .): one rmsnorm with that epsilon."""
+    square = helper.make_node("Pow", ["x", "two"], ["sq"]) if form == "pow_reciprocal" else \
+        helper.make_node("Mul", ["x", "x"], ["sq"])
+    inverse = helper.make_node("Reciprocal", ["root"], ["inv"]) if form == "pow_reciprocal" else \
+        helper.make_node("Div", ["one", "root"], ["inv"])
+    nodes = [square, helper.make_node("ReduceMean", ["sq", "axes"], ["ms"], keepdims=1),
+             helper.make_node("Add", ["eps", "ms"], ["shifted"]), helper.make_node("Sqrt", ["shifted"], ["root"]),
+             inverse, helper.make_node("Mul", ["inv", "x"], ["normed"]), helper.make_node("Mul", ["normed", "w"], ["y"])]
+    inits = [weight("two", np.float32(2)), weight("one", np.float32(1)), ints("axes", [-1]),
+             weight("eps", np.float32(1e-3)), weight("w", np.linspace(0.5, 1.5, 8, dtype=np.float32))]
+    model = make_model(nodes, [tensor_info("x", [3, 5, 8])], [tensor_info("y", [3, 5, 8])], inits)
+    imported = compare(model, {"x": randn(rng, 3, 5, 8)})
+    assert ops_of(imported.graph) == [sinter.OpKind.rmsnorm]
+    assert '"epsilon": 0.0010000000474974513' in imported.graph.to_json()  # eps as float32 gives it
