@@ -543,15 +543,9 @@ def step_python(run, arg):
                                      "python/tests/test_onnx_from_torch.py"],
                 "python_gpu_tests.log", run.limit(300), env=env, json_lines=False)
     if not run.dry:
-        run.say_lines(tail_lines(run.raw_path("python_gpu_tests.log"), 25), "   ")
+        run.say_lines(grep(run.raw_path("python_gpu_tests.log"),
+                           r"relative L2 error|^FAILED|^ERROR|^SKIPPED|passed|failed", 80), "   ")
     run.show(["python"])
-
-
-def tail_lines(path, n):
-    try:
-        return open(path, errors="replace").read().splitlines()[-n:]
-    except OSError:
-        return [f"(no {path})"]
 
 
 def read_bench_json(path):

@@ -51,7 +51,7 @@ def _last_dim(node) -> Optional[int]:
         return None
 
 
-def _slice_of(node, x_dim: int, start: int, end_at_least: int, end_at_most: int):
+def _slice_of(node, start: int, end_at_least: int, end_at_most: int):
     """The sliced node when `node` is x[..., start:end] on the last dim with step 1, else None."""
     if not _is(node, "slice"):
         return None
@@ -88,8 +88,8 @@ def _rotate_half_of(cat) -> Optional[tuple]:
     d = _last_dim(cat)
     if d is None or d % 2:
         return None
-    x_high = _slice_of(high, d, d // 2, d, INT64_MAX)
-    x_low = _slice_of(low, d, 0, d // 2, d // 2)
+    x_high = _slice_of(high, d // 2, d, INT64_MAX)
+    x_low = _slice_of(low, 0, d // 2, d // 2)
     if x_high is None or x_high is not x_low or _last_dim(x_high) != d:
         return None
     return x_high, [high, low, neg]

@@ -203,10 +203,9 @@ class SinterRegion(torch.nn.Module):
         that comes at the same address every call (a parameter) is bound as it is; one whose
         address changes (an activation) gets a buffer of the region's, which each call copies it
         into; outputs are written into the region's buffers and returned as copies."""
-        torch_ = torch
         rebind = self._static_outputs is None
         if rebind:
-            self._static_outputs = {n: torch_.empty_strided(s.dims, s.strides, dtype=torch_dtype(s.dtype),
+            self._static_outputs = {n: torch.empty_strided(s.dims, s.strides, dtype=torch_dtype(s.dtype),
                                                             device=self._runner.device)
                                     for n, s in self._runner.outputs.items()}
         bound = {}
@@ -219,7 +218,7 @@ class SinterRegion(torch.nn.Module):
             last = self._addresses.get(name)
             if last is None or last != t.data_ptr():
                 if last is not None:  # moved since the last call: copied from now on
-                    held = torch_.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+                    held = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
                     held.copy_(t)
                     self._static_inputs[name] = t = held
                 self._addresses[name] = t.data_ptr()

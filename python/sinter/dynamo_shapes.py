@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections import OrderedDict
-from typing import Callable
+from typing import Callable, Dict
 
 from .torch_types import torch_module
 
@@ -82,7 +81,7 @@ class PerShapeGraph:
         self.gm = gm
         self.compile_static = compile_static  # (graph module, concrete example inputs) -> callable
         self.scalar_inputs = set(_item_placeholders(gm))
-        self.compiled: "OrderedDict[tuple, Callable]" = OrderedDict()
+        self.compiled: Dict[tuple, Callable] = {}
         self.warned = False
 
     def __call__(self, *args):

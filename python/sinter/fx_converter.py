@@ -30,6 +30,7 @@ from .aten_patterns import find_rope
 from .errors import Error, InternalError, UnsupportedError
 from .fx_values import (Folded, LazyInput, Placeholder, flatten, is_tensor_like, map_values, meta_value,
                         op_label, packet_name, static_shape)
+from .graph_names import first_free, move_aside
 from .torch_types import sinter_dtype, torch_module
 
 
@@ -318,23 +319,16 @@ class FxConverter:
         return self.g.reshape(handle, list(t.shape)) if t.dim() else handle
 
     def _free_name(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.weights or name in self.claimed_inputs():
-            name, k = f"{base}_{k}", k + 1
-        return name
+        return first_free(base, lambda n: n in self.weights or n in self.claimed_inputs())
 
     # -- names
 
     def _claim(self, name: str):
         """Frees `name`: a tensor the builder named so is renamed out of the way."""
         holder = self.g.find_tensor(name)
-        if holder is not None:
-            if holder.is_input:
-                raise UnsupportedError(f"two graph inputs would be named '{name}'")
-            k = 1
-            while self.g.find_tensor(f"{name}_{k}") is not None:
-                k += 1
-            self.g.rename(holder, f"{name}_{k}")
+        if holder is not None and holder.is_input:
+            raise UnsupportedError(f"two graph inputs would be named '{name}'")
+        move_aside(self.g, name)
         self.claimed.add(name)
 
     def name_tensor(self, t, name: str):

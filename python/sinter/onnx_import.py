@@ -67,6 +67,7 @@ import numpy as np
 from . import _core
 from .aten_layout import broadcast_to
 from .constant_gather import gather_constant
+from .graph_names import first_free, move_aside
 from .errors import Error, ParseError, UnsupportedError
 
 MIN_OPSET = 17
@@ -318,20 +319,13 @@ class _Importer:
 
     def add_constant(self, name: str, array: np.ndarray):
         """A weight input holding `array`, named `name` (or `name_1`, ... when taken)."""
-        base, k = name, 1
-        while name in self.consts or name in self.values or self.g.find_tensor(name) is not None:
-            name, k = f"{base}_{k}", k + 1
+        name = first_free(name, lambda n: n in self.consts or n in self.values or self.g.find_tensor(n) is not None)
         self.consts[name] = self.onnx.numpy_helper.from_array(array, name)
         return self.tensor(name)
 
     def claim(self, name: str):
         """Frees `name` for the importer: a tensor the builder named so is renamed out of the way."""
-        holder = self.g.find_tensor(name)
-        if holder is not None:
-            k = 1
-            while self.g.find_tensor(f"{holder.name}_{k}") is not None:
-                k += 1
-            self.g.rename(holder, f"{holder.name}_{k}")
+        move_aside(self.g, name)
         self.claimed.add(name)
 
     def name_tensor(self, t, name: str):
