@@ -71,13 +71,22 @@ class Communicator {
   // devices[i]. Error(invalid_argument) for an empty list, a device named twice or one that does
   // not exist.
   static std::vector<Communicator> create_local(const std::vector<int>& devices);
+  // `world` virtual ranks of one group on GPU `device`, with no NCCL: element i is rank i. They
+  // exchange through that GPU's memory exactly as ranks on several GPUs exchange through NCCL's
+  // symmetric memory, so one GPU runs and tests the megakernel's collectives: give each rank's
+  // Runner ExecMode::mega and its share of the SMs (MegaOptions::sm_count = the GPU's SMs /
+  // world), and enqueue the ranks together, each on its own stream. A virtual group runs
+  // collectives only inside megakernels: stream and graph mode refuse its collective steps.
+  // Error(invalid_argument) for world < 1 or a device that does not exist.
+  static std::vector<Communicator> create_virtual(int world, int device);
 
   Communicator() = default;  // none: bound nowhere
   bool valid() const { return state_ != nullptr; }
   int rank() const;
   int world() const;
   int device() const;
-  // "rank 1 of 4 on GPU 1"
+  bool is_virtual() const;  // made by create_virtual
+  // "rank 1 of 4 on GPU 1", "virtual rank 1 of 4 on GPU 0"
   std::string describe() const;
 
   struct State;

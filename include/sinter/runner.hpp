@@ -53,6 +53,9 @@ struct MegaOptions {
   // (default_kernel_cache_dir()).
   std::string kernel_cache_dir;
   MegaFault inject = MegaFault::none;  // tests only
+  // SMs the megakernels spread over (0: all of the GPU's). Virtual ranks share one GPU
+  // (Communicator::create_virtual): give each rank's runner its share, the GPU's SMs / world.
+  int sm_count = 0;
 };
 
 // A task the megakernel ran, as the trace recorded it (MegaOptions::trace).

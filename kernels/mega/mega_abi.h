@@ -25,6 +25,12 @@
 #define SINTER_MEGA_SHARED_WAITS 8
 /* SinterMegaTask::publish, publish_range: no counter to add to */
 #define SINTER_MEGA_NO_COUNTER 0xffffffffu
+/* SinterMegaTask::publish_ranks: its publish_range counter is added to on every rank of the
+   group (SinterMegaParams::rank_counters), after a system-scope fence: a collective's arrivals */
+#define SINTER_MEGA_PUBLISH_RANKS 1u
+/* SinterMegaWait::tasks flag: tasks of other ranks (other GPUs) add to the counter, so it is read
+   with a system-scope acquire */
+#define SINTER_MEGA_WAIT_RANKS 0x80000000u
 
 /* One task, self-contained: everything the CTA needs to wait for, run and publish it. 64 bytes
    (16-byte aligned), copied into shared memory one task ahead of its run. */
@@ -43,16 +49,38 @@ struct SinterMegaTask {
   unsigned int publish_range; /* the counter of its range of blocks, or SINTER_MEGA_NO_COUNTER */
   unsigned int args_offset;   /* its kernel's argument struct in the argument buffer (64-aligned) */
   unsigned int args_bytes;    /* its size, rounded up to 16 */
-  unsigned int reserved[2];
+  unsigned int publish_ranks; /* SINTER_MEGA_PUBLISH_RANKS or 0 */
+  unsigned int reserved;
 };
 
-/* Wait until counters[counter] >= (epoch + 1) * tasks: every task of the producer kernel done. */
+/* Wait until counters[counter] >= (epoch + 1) * tasks: every task of the producer kernel done
+   (tasks without the SINTER_MEGA_WAIT_RANKS flag; with it, the arrivals of every rank). */
 struct SinterMegaWait {
   unsigned int counter;
   unsigned int tasks;
 };
 
+/* The argument struct of a collective's task kernels (kernels/mega/collective.cuh). */
+#define SINTER_COLLECTIVE_ALL_REDUCE 0
+#define SINTER_COLLECTIVE_ALL_GATHER 1
+#define SINTER_COLLECTIVE_REDUCE_SCATTER 2
+#define SINTER_COLLECTIVE_SUM 0
+#define SINTER_COLLECTIVE_MAX 1
+struct SinterCollectiveArgs {
+  const char* in;            /* this rank's input */
+  char* out;                 /* this rank's output */
+  char* const* recv;         /* recv[q]: rank q's receive buffer (a device array of `world` pointers):
+                                two halves (launch epoch parity) of `world` slots of slot_elems */
+  unsigned long long slot_elems; /* elements of one rank's slot */
+  unsigned int elem_bytes;
+  unsigned int world, rank;
+  unsigned int slice_elems;  /* elements a task moves (the last slice may be shorter) */
+  unsigned int op;           /* SINTER_COLLECTIVE_ALL_REDUCE, _ALL_GATHER, _REDUCE_SCATTER */
+  unsigned int reduce;       /* SINTER_COLLECTIVE_SUM, _MAX */
+};
+
 #ifdef __cplusplus
+static_assert(sizeof(SinterCollectiveArgs) == 56, "SinterCollectiveArgs is 56 bytes on host and device");
 /* The dispatcher copies a record in 16-byte pieces and a wait in 8-byte pieces. */
 static_assert(sizeof(SinterMegaTask) == 64, "SinterMegaTask is 64 bytes on host and device");
 static_assert(sizeof(SinterMegaWait) == 8, "SinterMegaWait is 8 bytes on host and device");
@@ -83,6 +111,11 @@ struct SinterMegaParams {
   struct SinterMegaFault* fault;       /* host-mapped */
   unsigned long long* trace;           /* SINTER_MEGA_TRACE_WORDS per task, in task order; null: off */
   unsigned long long watchdog_ns;
+  /* every rank's `counters`, by rank (symmetric memory: the same layout on each rank), for the
+     counters SINTER_MEGA_PUBLISH_RANKS adds to; null in a segment without collectives */
+  unsigned long long* const* rank_counters;
+  unsigned int world;                  /* entries of rank_counters */
+  unsigned int rank;                   /* this rank's */
 };
 
 #endif

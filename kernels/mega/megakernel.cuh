@@ -37,6 +37,10 @@ __shared__ uint3 sinter_mega_block_idx;
 __shared__ uint3 sinter_mega_grid_dim;
 __shared__ uint3 sinter_mega_block_dim;
 __shared__ unsigned int sinter_mega_threads;
+// The launch's epoch (0 for the first launch): tasks that alternate buffers between launches (the
+// collectives' receive buffers) read it through sinter_mega_launch_epoch().
+__shared__ u64 sinter_mega_epoch_s;
+__device__ __forceinline__ u64 sinter_mega_launch_epoch() { return sinter_mega_epoch_s; }
 
 // __syncthreads() of a task: only its threads (barrier 15; the task kernels use no named barriers).
 __device__ __forceinline__ void sinter_mega_task_sync() {
@@ -55,6 +59,13 @@ __device__ __forceinline__ u64 sinter_mega_acquire(const u64* p) {
   return v;
 }
 
+// A counter other GPUs add to (a collective's arrivals): acquire at system scope.
+__device__ __forceinline__ u64 sinter_mega_acquire_system(const u64* p) {
+  u64 v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
 __device__ __forceinline__ u64* sinter_mega_counter(const SinterMegaParams& p, u32 i) {
   return p.counters + static_cast<u64>(i) * SINTER_MEGA_COUNTER_STRIDE;
 }
@@ -62,20 +73,20 @@ __device__ __forceinline__ u64* sinter_mega_control(const SinterMegaParams& p, i
   return p.control + static_cast<u64>(word) * SINTER_MEGA_COUNTER_STRIDE;
 }
 
-// Thread 0: waits until counter >= target. False when the launch is aborting (this wait timed
-// out, or another CTA's did). Polls without sleeping first (a producer on another SM is usually
-// a few hundred nanoseconds away), then backs off; the abort flag and the clock are read every
-// 16th poll.
-__device__ __noinline__ bool sinter_mega_wait(const SinterMegaParams& p, u32 counter, u64 target, u32 task,
-                                              u32 kernel, u64 epoch, u64& waited) {
+// Thread 0: waits until counter >= target (`system`: other GPUs add to it). False when the launch
+// is aborting (this wait timed out, or another CTA's did). Polls without sleeping first (a
+// producer on another SM is usually a few hundred nanoseconds away), then backs off; the abort
+// flag and the clock are read every 16th poll.
+__device__ __noinline__ bool sinter_mega_wait(const SinterMegaParams& p, u32 counter, u64 target, bool system,
+                                              u32 task, u32 kernel, u64 epoch, u64& waited) {
   const u64* c = sinter_mega_counter(p, counter);
-  u64 seen = sinter_mega_acquire(c);
+  u64 seen = system ? sinter_mega_acquire_system(c) : sinter_mega_acquire(c);
   if (seen >= target) return true;
   volatile u64* abort = sinter_mega_control(p, SINTER_MEGA_ABORT);
   const u64 start = sinter_mega_now();
   for (u32 polls = 1;; ++polls) {
     if (polls > 64) __nanosleep(polls > 256 ? 256 : 64);
-    seen = sinter_mega_acquire(c);
+    seen = system ? sinter_mega_acquire_system(c) : sinter_mega_acquire(c);
     if (seen >= target) {
       waited += sinter_mega_now() - start;
       return true;
@@ -144,6 +155,7 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
   u64 epoch = 0;
   if (threadIdx.x == 0) {
     epoch = *reinterpret_cast<volatile u64*>(sinter_mega_control(p, SINTER_MEGA_EPOCH));
+    sinter_mega_epoch_s = epoch;
     if (begin < end) {
       sinter_mega_fetch(&task_s[0], &p.tasks[begin], sizeof(SinterMegaTask));
       sinter_mega_fetch_commit();
@@ -171,7 +183,8 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
       int go = 1;
       for (u32 w = 0; w < t.wait_count && go; ++w) {
         const SinterMegaWait wt = w < SINTER_MEGA_SHARED_WAITS ? waits_s[n & 1][w] : p.waits[t.first_wait + w];
-        go = sinter_mega_wait(p, wt.counter, (epoch + 1) * wt.tasks, n, t.kernel, epoch, waited);
+        go = sinter_mega_wait(p, wt.counter, (epoch + 1) * (wt.tasks & ~SINTER_MEGA_WAIT_RANKS),
+                              (wt.tasks & SINTER_MEGA_WAIT_RANKS) != 0, n, t.kernel, epoch, waited);
       }
       sinter_mega_block_idx = make_uint3(t.block_x, t.block_yz & 0xffffu, t.block_yz >> 16);
       sinter_mega_grid_dim = make_uint3(t.grid_x, t.grid_y, t.grid_z);
@@ -199,7 +212,17 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
           atomicAdd(reinterpret_cast<unsigned long long*>(sinter_mega_counter(p, t.publish)), 1ull);
         }
         if (t.publish_range != SINTER_MEGA_NO_COUNTER) {
-          atomicAdd(reinterpret_cast<unsigned long long*>(sinter_mega_counter(p, t.publish_range)), 1ull);
+          if (t.publish_ranks != 0) {
+            // a collective's arrival: this task wrote into every rank's memory
+            __threadfence_system();
+            for (u32 r = 0; r < p.world; ++r) {
+              atomicAdd_system(reinterpret_cast<unsigned long long*>(p.rank_counters[r]) +
+                                   static_cast<u64>(t.publish_range) * SINTER_MEGA_COUNTER_STRIDE,
+                               1ull);
+            }
+          } else {
+            atomicAdd(reinterpret_cast<unsigned long long*>(sinter_mega_counter(p, t.publish_range)), 1ull);
+          }
         }
       }
       if (p.trace != nullptr) p.trace[static_cast<u64>(i) * SINTER_MEGA_TRACE_WORDS + 1] = sinter_mega_now();

@@ -7,6 +7,7 @@
 
 #include "comm/communicator_state.hpp"
 #include "comm/nccl_library.hpp"
+#include "comm/virtual_group.hpp"
 #include "cuda/device.hpp"
 #include "sinter/error.hpp"
 
@@ -100,6 +101,24 @@ std::vector<Communicator> Communicator::create_local(const std::vector<int>& dev
   return out;
 }
 
+std::vector<Communicator> Communicator::create_virtual(int world, int device) {
+  if (world < 1) bad("create_virtual: world " + std::to_string(world) + " must be at least 1");
+  check_device(device, "create_virtual");
+  auto group = std::make_shared<comm::VirtualGroup>();
+  group->world = world;
+  group->device = device;
+  std::vector<Communicator> out;
+  for (int r = 0; r < world; ++r) {
+    auto s = std::make_shared<State>();
+    s->virtual_group = group;
+    s->rank = r;
+    s->world = world;
+    s->device = device;
+    out.push_back(Communicator(std::move(s)));
+  }
+  return out;
+}
+
 namespace {
 const Communicator::State& state_of(const std::shared_ptr<Communicator::State>& s) {
   if (!s) throw Error(ErrorCode::invalid_state, "communicator: an empty Communicator (default-constructed) has no group");
@@ -110,10 +129,11 @@ const Communicator::State& state_of(const std::shared_ptr<Communicator::State>& 
 int Communicator::rank() const { return state_of(state_).rank; }
 int Communicator::world() const { return state_of(state_).world; }
 int Communicator::device() const { return state_of(state_).device; }
+bool Communicator::is_virtual() const { return state_of(state_).virtual_group != nullptr; }
 
 std::string Communicator::describe() const {
   if (!state_) return "no communicator";
-  return "rank " + std::to_string(state_->rank) + " of " + std::to_string(state_->world) + " on GPU " +
+  return std::string(state_->virtual_group ? "virtual rank " : "rank ") + std::to_string(state_->rank) + " of " + std::to_string(state_->world) + " on GPU " +
          std::to_string(state_->device);
 }
 

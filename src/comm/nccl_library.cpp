@@ -41,6 +41,20 @@ Library load_library(const std::string& path) {
     return lib;
   }
   lib.loaded = true;
+  // symmetric memory: optional, and read through the window layout of the headers built with
+  if (lib.version / 100 != kWindowLayoutVersion / 100) {
+    lib.windows_reason = "symmetric memory needs NCCL " + version_string(kWindowLayoutVersion).substr(0, 4) +
+                         ".x (Sinter reads that version's window layout); " + path + " is NCCL " +
+                         version_string(lib.version);
+  }
+  auto optional = [&](auto& fn, const char* name) {
+    cuda::bind_symbol(h, path, fn, name, lib.windows_reason);
+  };
+  optional(lib.MemAlloc, "ncclMemAlloc");
+  optional(lib.MemFree, "ncclMemFree");
+  optional(lib.CommWindowRegister, "ncclCommWindowRegister");
+  optional(lib.CommWindowDeregister, "ncclCommWindowDeregister");
+  optional(lib.TeamLsa, "ncclTeamLsa");
   return lib;
 }
 

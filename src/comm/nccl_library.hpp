@@ -7,6 +7,8 @@
 
 #include <string>
 
+struct ncclTeam;  // nccl_device.h (not included here: it brings a namespace `nccl` of its own)
+
 namespace sinter::nccl {
 
 // The entry points, resolved once; every pointer is non-null when `loaded`.
@@ -26,7 +28,19 @@ struct Library {
   decltype(&::ncclAllReduce) AllReduce = nullptr;
   decltype(&::ncclAllGather) AllGather = nullptr;
   decltype(&::ncclReduceScatter) ReduceScatter = nullptr;
+
+  // Symmetric memory (NCCL 2.28 and later; null before): the megakernel's collectives.
+  decltype(&::ncclMemAlloc) MemAlloc = nullptr;
+  decltype(&::ncclMemFree) MemFree = nullptr;
+  decltype(&::ncclCommWindowRegister) CommWindowRegister = nullptr;
+  decltype(&::ncclCommWindowDeregister) CommWindowDeregister = nullptr;
+  ncclTeam (*TeamLsa)(ncclComm_t) = nullptr;  // the host overload
+  std::string windows_reason;  // why symmetric memory is unavailable, "" when it is
 };
+
+// The NCCL whose window layout (ncclWindow_vidmem, nccl_device.h) Sinter reads peer addresses
+// from: the same major and minor version as the headers it was built with.
+inline constexpr int kWindowLayoutVersion = NCCL_MAJOR * 10000 + NCCL_MINOR * 100;
 
 // The oldest NCCL with the fp8 types (ncclFloat8e4m3, ncclFloat8e5m2).
 inline constexpr int kFirstVersionWithFp8 = 22400;

@@ -64,6 +64,15 @@ class PreparedStep {
 // grid (one task a CTA) and block, and the argument bytes for a binding. An engine that can run
 // a step inside a megakernel returns one from Engine::mega_step; the others run their steps
 // between megakernel segments.
+// A collective's push kernel (kernels/mega/collective.cuh): each task writes into every rank's
+// memory, and its arrival is counted on every rank (SINTER_MEGA_PUBLISH_RANKS); task b of the
+// step's next kernel waits for block b's arrivals from all `world` ranks.
+struct MegaRankArrivals {
+  int world = 0;                               // 0: an ordinary kernel
+  std::string group;                           // the collective's group
+  std::shared_ptr<Communicator::State> comm;   // its communicator (null: world 1, or not bound yet)
+};
+
 struct MegaTaskKernel {
   std::string source;       // the standalone kernel's generated source
   std::string entry;        // its __global__ function
@@ -75,6 +84,7 @@ struct MegaTaskKernel {
   // What each task reads and writes of the step's tensors where the kernel knows its tiling
   // (task_box.hpp); a tensor without a box is read or written whole by every task.
   std::vector<TaskBox> boxes;
+  MegaRankArrivals arrivals;
 };
 
 class MegaStep {

@@ -29,6 +29,7 @@ MegaRuntime::MegaRuntime(const plan::Plan& data, const fuse::Partition& partitio
   so.watchdog_ms = options.watchdog_ms;
   so.trace = options.trace;
   so.inject = options.inject;
+  so.sm_count = options.sm_count;
   for (size_t p = 0; p < pieces_.size(); ++p) {
     if (!m.graphs[p]) {
       segments_.push_back(nullptr);

@@ -59,7 +59,8 @@ std::string device_memory_problem(const void* address, int device) {
 // Every bound communicator must serve a group the graph's collectives name: a binding to any
 // other group is a misspelt name or the wrong plan, which would otherwise surface as "no
 // communicator is bound" for the right one, or not at all.
-void check_communicator_groups(const Graph& g, const CommunicatorBindings& bound) {
+// A virtual group (ranks sharing one GPU) exchanges only inside megakernels.
+void check_communicator_groups(const Graph& g, const CommunicatorBindings& bound, ExecMode mode) {
   std::set<std::string> groups;
   for (const Node& n : g.nodes()) {
     if (const auto* at = std::get_if<CollectiveAttrs>(&n.attrs)) groups.insert(at->group);
@@ -69,6 +70,11 @@ void check_communicator_groups(const Graph& g, const CommunicatorBindings& bound
       throw Error(ErrorCode::invalid_argument, "runner: the communicator bound to group '" + group +
                                                    "' is empty (default-constructed); make it with "
                                                    "Communicator::create or create_local");
+    }
+    if (comm.is_virtual() && comm.world() > 1 && mode != ExecMode::mega && groups.count(group)) {
+      throw Error(ErrorCode::invalid_argument,
+                  "runner: group '" + group + "' is bound to a virtual group (" + comm.describe() +
+                      "), whose collectives run only as megakernel tasks: use ExecMode::mega");
     }
     if (groups.count(group)) continue;
     std::string known;
@@ -124,7 +130,7 @@ struct Runner::State {
 Runner::State::State(const Plan& p, const RunnerOptions& o)
     : handle(p), data(p.state().data), device(o.device), mode(o.mode), communicators(o.communicators) {
   const auto start = std::chrono::steady_clock::now();
-  check_communicator_groups(data.graph, communicators);
+  check_communicator_groups(data.graph, communicators, mode);
   cuda::DeviceGuard guard(device);
   const cuda::DeviceProperties dev = cuda::device_properties(device);
   if (std::string note = plan::check_plan_target(data, dev); !note.empty()) notes.push_back(note);

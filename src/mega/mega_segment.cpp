@@ -5,6 +5,8 @@
 #include <cstring>
 #include <set>
 
+#include "comm/communicator_state.hpp"
+#include "comm/symmetric_memory.hpp"
 #include "cuda/check.hpp"
 #include "mega/mega_abi.h"
 #include "mega/mega_source.hpp"
@@ -16,6 +18,29 @@ namespace {
 size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 constexpr size_t kCounterBytes = SINTER_MEGA_COUNTER_STRIDE * sizeof(unsigned long long);
+
+}  // namespace
+
+namespace {
+
+// The group of a segment's collectives (their push kernels' arrivals), or null. Collectives of
+// world 1 need no group; those of a larger world must share one communicator.
+const MegaRankArrivals* segment_group(const TaskGraph& g) {
+  const MegaRankArrivals* group = nullptr;
+  for (const SegmentStep& s : g.steps) {
+    for (const MegaTaskKernel& k : s.kernels) {
+      if (k.arrivals.world <= 0) continue;
+      if (group && group->world > 1 && k.arrivals.world > 1 && group->comm != k.arrivals.comm) {
+        throw Error(ErrorCode::unsupported,
+                    "megakernel of steps " + std::to_string(g.steps.front().step) + ".." +
+                        std::to_string(g.steps.back().step) + ": collectives of groups '" + group->group + "' and '" +
+                        k.arrivals.group + "' in one segment (a megakernel publishes arrivals to one group's ranks)");
+      }
+      if (!group || k.arrivals.world > group->world) group = &k.arrivals;
+    }
+  }
+  return group;
+}
 
 }  // namespace
 
@@ -55,7 +80,8 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
   }
   // as many CTAs as fit at once, up to the launch bounds' minimum an SM: all co-resident
   const int ctas_per_sm = std::min(per_sm, megakernel_min_blocks(graph_));
-  schedule_ = schedule_tasks(graph_, device.sm_count * ctas_per_sm);
+  const int sms = options_.sm_count > 0 ? std::min(options_.sm_count, device.sm_count) : device.sm_count;
+  schedule_ = schedule_tasks(graph_, sms * ctas_per_sm);
   check_schedule(graph_, schedule_);
 
   // tables: waits, tasks (every CTA's queue), queue starts
@@ -111,7 +137,8 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
       if (!local) {
         for (unsigned w : tk.task_waits[st.block]) {
           if (!met.insert(w).second) continue;
-          waits.push_back({w, graph_.counters[w].tasks()});
+          const Counter& ct = graph_.counters[w];
+          waits.push_back({w, ct.target() | (ct.ranks > 0 ? SINTER_MEGA_WAIT_RANKS : 0u)});
           if (options_.inject == MegaFault::wrong_count && !fault_planted) {
             waits.back().tasks += 1;
             fault_planted = true;
@@ -123,6 +150,7 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
       waitless_tasks_ += t.wait_count == 0;
       t.publish = SINTER_MEGA_NO_COUNTER;
       t.publish_range = SINTER_MEGA_NO_COUNTER;
+      t.publish_ranks = 0;
       t.args_offset = static_cast<unsigned>(arg_offsets_[st.kernel]);
       t.args_bytes = static_cast<unsigned>(align_up(tk.arg_bytes, 16));
       tasks.push_back(t);
@@ -134,8 +162,11 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
   // a task adds to the counters that count it only where some task waits for them
   for (SinterMegaTask& t : tasks) {
     if (waited_for[t.kernel]) t.publish = t.kernel;
-    const long range = graph_.kernels[t.kernel].group_counter(linear_block[&t - tasks.data()]);
-    if (range >= 0 && waited_for[range]) t.publish_range = static_cast<unsigned>(range);
+    const TaskKernel& tk = graph_.kernels[t.kernel];
+    const long range = tk.group_counter(linear_block[&t - tasks.data()]);
+    if (range >= 0 && (waited_for[range] || tk.rank_arrivals > 0)) t.publish_range = static_cast<unsigned>(range);
+    // a collective's arrival: every rank's combine task waits for it
+    if (tk.rank_arrivals > 0) t.publish_ranks = SINTER_MEGA_PUBLISH_RANKS;
   }
   auto bytes_of = [](const auto& v) { return v.size() * sizeof(v[0]); };
   waits_at_ = 0;
@@ -150,8 +181,29 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
   tables_.copy_from_host(host.data(), table_bytes);
   // 16 bytes past the last struct: a task's arguments are fetched in 16-byte pieces
   args_ = cuda::DeviceBuffer(align_up(arg_bytes_, 64) + 64);
-  counters_ = cuda::DeviceBuffer((graph_.counters.size() + SINTER_MEGA_CONTROL_WORDS) * kCounterBytes);
-  SINTER_CUDA_CHECK(cudaMemset(counters_.data(), 0, counters_.size()));
+  counters_bytes_ = (graph_.counters.size() + SINTER_MEGA_CONTROL_WORDS) * kCounterBytes;
+  const std::string name = "megakernel of steps " + std::to_string(graph_.steps.front().step) + ".." +
+                           std::to_string(graph_.steps.back().step);
+  if (const MegaRankArrivals* group = segment_group(graph_)) {
+    // other ranks add arrivals to these counters: symmetric memory of the group (zeroed)
+    group_ = group->group;
+    world_ = std::max(group->world, 1);
+    if (world_ > 1 && !group->comm) {
+      throw Error(ErrorCode::invalid_state, name + ": no communicator for group '" + group_ +
+                                                "' (a Runner binds it: RunnerOptions::communicators)");
+    }
+    cooperative_ = !(world_ > 1 && group->comm->virtual_group);  // virtual ranks: see launch()
+    rank_counters_ = comm::allocate_symmetric(world_ > 1 ? group->comm : nullptr, counters_bytes_, device_,
+                                              "counters of the " + name);
+    rank_ = rank_counters_->rank();
+    counters_at_ = static_cast<unsigned long long*>(rank_counters_->local());
+    rank_counter_table_ = cuda::DeviceBuffer(rank_counters_->ranks().size() * sizeof(void*));
+    rank_counter_table_.copy_from_host(rank_counters_->ranks().data(), rank_counter_table_.size());
+  } else {
+    counters_ = cuda::DeviceBuffer(counters_bytes_);
+    SINTER_CUDA_CHECK(cudaMemset(counters_.data(), 0, counters_.size()));
+    counters_at_ = static_cast<unsigned long long*>(counters_.data());
+  }
   if (options_.trace) trace_ = cuda::DeviceBuffer(schedule_.tasks.size() * SINTER_MEGA_TRACE_WORDS * 8);
   SINTER_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&staging_), align_up(arg_bytes_, 64) + 64, cudaHostAllocDefault));
   std::memset(staging_, 0, align_up(arg_bytes_, 64) + 64);
@@ -178,15 +230,18 @@ void Segment::bind(const std::vector<const Binding*>& bindings, cudaStream_t str
 }
 
 void Segment::launch(cudaStream_t stream) {
+  if (!broken_.empty()) throw Error(ErrorCode::invalid_state, broken_);
   const char* t = static_cast<const char*>(tables_.data());
   SinterMegaParams p{};
   p.waits = reinterpret_cast<const SinterMegaWait*>(t + waits_at_);
   p.tasks = reinterpret_cast<const SinterMegaTask*>(t + tasks_at_);
   p.queue_start = reinterpret_cast<const unsigned*>(t + queues_at_);
   p.args = static_cast<const char*>(args_.data());
-  auto* counters = static_cast<unsigned long long*>(counters_.data());
-  p.counters = counters;
-  p.control = counters + graph_.counters.size() * SINTER_MEGA_COUNTER_STRIDE;
+  p.counters = counters_at_;
+  p.control = counters_at_ + graph_.counters.size() * SINTER_MEGA_COUNTER_STRIDE;
+  p.rank_counters = static_cast<unsigned long long* const*>(rank_counter_table_.data());
+  p.world = rank_counters_ ? static_cast<unsigned>(world_) : 0u;
+  p.rank = static_cast<unsigned>(rank_);
   p.fault = static_cast<SinterMegaFault*>(fault_device_);
   p.trace = options_.trace ? static_cast<unsigned long long*>(trace_.data()) : nullptr;
   p.watchdog_ns = static_cast<unsigned long long>(options_.watchdog_ms * 1e6);
@@ -195,7 +250,11 @@ void Segment::launch(cudaStream_t stream) {
   cfg.block = dim3(graph_.max_threads);
   cfg.dynamic_shared_memory = graph_.max_dynamic_shared_memory;
   cfg.stream = stream;
-  cfg.cooperative = true;  // every CTA resident, or the launch fails instead of hanging
+  // Every CTA resident, or the launch fails instead of hanging. Virtual ranks share one GPU: each
+  // rank's launch holds its share of the SMs (SegmentOptions::sm_count) and they must run side by
+  // side, which a cooperative launch does not promise; they launch plainly, resident because the
+  // shares add up to at most the GPU, and a rank that cannot start ends in the others' watchdog.
+  cfg.cooperative = cooperative_;
   void* params[] = {&p};
   kernel_.launch(cfg, params);
 }
@@ -211,20 +270,44 @@ void Segment::check(cudaStream_t stream) {
     return "task kernel " + std::to_string(k) + " (plan step " + std::to_string(s.step) + ", kernel " +
            std::to_string(tk.kernel) + ": " + s.kernels[tk.kernel].description + ")";
   };
-  const std::string message =
+  // what the counter counts: a producer kernel's tasks, or a collective's arrivals from its ranks
+  std::string counted = kernel_name(copy.counter);
+  if (copy.counter < graph_.counters.size()) {
+    const Counter& ct = graph_.counters[copy.counter];
+    counted = kernel_name(ct.kernel);
+    if (ct.ranks > 0) {
+      counted = "the arrivals of slice " + std::to_string(ct.lo) + " from all " + std::to_string(ct.ranks) +
+                " ranks of group '" + group_ + "' (" + kernel_name(ct.kernel) +
+                "; a rank that failed, was not launched, or runs another program never arrives)";
+    } else if (ct.lo != 0 || ct.hi != graph_.kernels[ct.kernel].tasks()) {
+      counted = "blocks " + std::to_string(ct.lo) + ".." + std::to_string(ct.hi - 1) + " of " + counted;
+    }
+  }
+  std::string message =
       "megakernel watchdog: CTA " + std::to_string(copy.cta) + " on SM " + std::to_string(copy.sm) + ", task " +
       std::to_string(copy.task) + " of its queue (" + kernel_name(copy.kernel) + "), waited " +
       std::to_string(copy.waited_ns / 1000000.0) + " ms for counter " + std::to_string(copy.counter) + " of " +
-      kernel_name(copy.counter) + " to reach " + std::to_string(copy.target) + "; it saw " + std::to_string(copy.seen) +
+      counted + " to reach " + std::to_string(copy.target) + "; it saw " + std::to_string(copy.seen) +
       " (launch epoch " + std::to_string(copy.epoch) + ", limit " + std::to_string(options_.watchdog_ms) +
       " ms). Every CTA stopped; the launch's outputs are incomplete.";
+  if (world_ > 1) {
+    // the other ranks' counters went on: this rank's cannot be reset alone
+    SINTER_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::memset(fault_, 0, sizeof(SinterMegaFault));
+    broken_ = "the " + std::string("megakernel of steps ") + std::to_string(graph_.steps.front().step) + ".." +
+              std::to_string(graph_.steps.back().step) + " (rank " + std::to_string(rank_) + " of group '" + group_ +
+              "') timed out earlier; its counters no longer agree with the other ranks': make every rank's Runner anew";
+    message += " Rank " + std::to_string(rank_) + " of group '" + group_ +
+               "': this runner cannot launch again; make every rank's Runner anew.";
+    throw Error(ErrorCode::timeout, message);
+  }
   reset(stream);
   throw Error(ErrorCode::timeout, message);
 }
 
 void Segment::reset(cudaStream_t stream) {
   SINTER_CUDA_CHECK(cudaStreamSynchronize(stream));
-  SINTER_CUDA_CHECK(cudaMemset(counters_.data(), 0, counters_.size()));
+  SINTER_CUDA_CHECK(cudaMemset(counters_at_, 0, counters_bytes_));
   SINTER_CUDA_CHECK(cudaDeviceSynchronize());
   std::memset(fault_, 0, sizeof(SinterMegaFault));
 }

@@ -20,12 +20,17 @@
 
 #include "mega/mega_abi.h"
 
+namespace sinter::comm {
+class SymmetricBuffer;
+}
+
 namespace sinter::mega {
 
 struct SegmentOptions {
   double watchdog_ms = 5000;  // the longest a task waits for a producer before the launch aborts
   bool trace = false;         // record every task's start, end and SM
   MegaFault inject = MegaFault::none;  // a fault planted in the tables (the watchdog's tests)
+  int sm_count = 0;           // SMs the megakernel spreads over (0: the device's)
 };
 
 // A finished task as the trace recorded it.
@@ -52,8 +57,9 @@ class Segment {
   void bind(const std::vector<const Binding*>& bindings, cudaStream_t stream);
   void launch(cudaStream_t stream);
   // Error(timeout) with the watchdog's record when a launch aborted (then the counters are reset
-  // on `stream`, so the next launch starts clean). Reads host memory only: call it after the
-  // launches it should cover have finished.
+  // on `stream`, so the next launch starts clean; a segment with collectives among several ranks
+  // cannot be reset alone and refuses to launch again). Reads host memory only: call it after
+  // the launches it should cover have finished.
   void check(cudaStream_t stream);
   // The trace of the last launch (SegmentOptions::trace), after it finished.
   std::vector<TaskEvent> trace() const;
@@ -67,6 +73,7 @@ class Segment {
   bool from_plan() const { return from_plan_; }  // loaded from the plan's cubin, not compiled
   size_t counter_waits() const { return counter_waits_; }
   size_t waitless_tasks() const { return waitless_tasks_; }
+  int world() const { return world_; }  // ranks of its collectives' group (1: none, or world 1)
 
  private:
   void reset(cudaStream_t stream);
@@ -86,6 +93,16 @@ class Segment {
   std::vector<size_t> arg_offsets_;  // per task kernel
   size_t arg_bytes_ = 0;
   cuda::DeviceBuffer tables_, args_, counters_, trace_;
+  // With collectives: the counters in the group's symmetric memory (other ranks add arrivals to
+  // them), and every rank's counters by rank on the device.
+  std::shared_ptr<comm::SymmetricBuffer> rank_counters_;
+  cuda::DeviceBuffer rank_counter_table_;
+  unsigned long long* counters_at_ = nullptr;  // this rank's counters and control words
+  size_t counters_bytes_ = 0;
+  int world_ = 1, rank_ = 0;
+  bool cooperative_ = true;
+  std::string group_;           // the collectives' group ("" none)
+  std::string broken_;          // why it cannot launch again (a timed-out launch among ranks)
   size_t waits_at_ = 0, tasks_at_ = 0, queues_at_ = 0;
   char* staging_ = nullptr;          // pinned host copy of the arguments
   SinterMegaFault* fault_ = nullptr;  // host-mapped

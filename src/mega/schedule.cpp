@@ -62,7 +62,7 @@ Schedule schedule_tasks(const TaskGraph& g, int ctas) {
         if (cta_of[k][b] != cta) cta = -1;
       }
       counter_finish[c] = f;
-      counter_cta[c] = cta;
+      counter_cta[c] = ct.ranks > 0 ? -1 : cta;  // other ranks add to a collective's arrivals
     }
   }
   Schedule s;
@@ -128,6 +128,10 @@ void check_schedule(const TaskGraph& g, const Schedule& s) {
     const auto [cta, pos] = at[t.kernel][t.block];
     for (unsigned w : g.kernels[t.kernel].task_waits[t.block]) {
       const Counter& ct = g.counters[w];
+      if (ct.ranks > 0) {
+        fail("task " + std::to_string(t.block) + " of kernel " + std::to_string(t.kernel) +
+             " skips its wait for arrivals from other ranks (counter " + std::to_string(w) + ")");
+      }
       for (unsigned b = ct.lo; b < ct.hi; ++b) {
         if (at[ct.kernel][b].first != cta || at[ct.kernel][b].second >= pos) {
           fail("task " + std::to_string(t.block) + " of kernel " + std::to_string(t.kernel) + " on CTA " +

@@ -94,6 +94,7 @@ TaskGraph build_task_graph(std::vector<SegmentStep> steps) {
       k.threads = mk.threads;
       k.dynamic_shared_memory = mk.dynamic_shared_memory;
       k.arg_bytes = mk.arg_bytes;
+      k.rank_arrivals = static_cast<unsigned>(std::max(mk.arrivals.world, 0));
       if (k.tasks() == 0) throw Error(ErrorCode::internal, "megakernel: kernel '" + mk.description + "' has an empty grid");
       std::vector<std::vector<Need>> kn(k.tasks());
       if (i == 0) {
@@ -116,6 +117,15 @@ TaskGraph build_task_graph(std::vector<SegmentStep> steps) {
             }
           }
         }
+      } else if (step.kernels[i - 1].arrivals.world > 0) {
+        // a collective's combine task b waits for block b's arrivals from every rank
+        const unsigned p = static_cast<unsigned>(g.kernels.size() - 1);
+        if (g.kernels[p].tasks() != k.tasks()) {
+          throw Error(ErrorCode::internal, "megakernel: collective kernel '" + mk.description + "' has " +
+                                               std::to_string(k.tasks()) + " tasks; its push kernel " +
+                                               std::to_string(g.kernels[p].tasks()));
+        }
+        for (unsigned b = 0; b < k.tasks(); ++b) kn[b].push_back({p, b, b + 1});
       } else {
         // each later kernel waits for the whole kernel before it (which waited for the inputs)
         const unsigned p = static_cast<unsigned>(g.kernels.size() - 1);
@@ -139,6 +149,10 @@ TaskGraph build_task_graph(std::vector<SegmentStep> steps) {
   // counters: each kernel's whole grid, then range counters cut where partial needs start and end
   for (unsigned k = 0; k < g.kernels.size(); ++k) g.counters.push_back({k, 0, g.kernels[k].tasks()});
   std::vector<std::vector<unsigned>> cuts(g.kernels.size());
+  for (unsigned k = 0; k < g.kernels.size(); ++k) {
+    // a collective's arrivals: one counter per block, whether or not a need cuts there
+    for (unsigned b = 0; g.kernels[k].rank_arrivals > 0 && b < g.kernels[k].tasks(); ++b) cuts[k].push_back(b);
+  }
   for (const auto& kn : needs) {
     for (const auto& n : kn) {
       for (const Need& d : n) {
@@ -158,7 +172,7 @@ TaskGraph build_task_graph(std::vector<SegmentStep> steps) {
     b.erase(std::unique(b.begin(), b.end()), b.end());
     tk.group_bounds = b;
     tk.first_group = static_cast<unsigned>(g.counters.size());
-    for (size_t i = 0; i + 1 < b.size(); ++i) g.counters.push_back({k, b[i], b[i + 1]});
+    for (size_t i = 0; i + 1 < b.size(); ++i) g.counters.push_back({k, b[i], b[i + 1], tk.rank_arrivals});
   }
   // each task's waits: the counters that cover its needs
   for (size_t k = 0; k < g.kernels.size(); ++k) {
@@ -168,12 +182,13 @@ TaskGraph build_task_graph(std::vector<SegmentStep> steps) {
       std::vector<unsigned>& w = tk.task_waits[c];
       for (const Need& d : needs[k][c]) {
         const TaskKernel& pk = g.kernels[d.kernel];
-        if (d.lo == 0 && d.hi == pk.tasks()) {
+        const bool arrivals = pk.rank_arrivals > 0;  // only the per-block counters count other ranks
+        if (d.lo == 0 && d.hi == pk.tasks() && !arrivals) {
           w.push_back(d.kernel);
           continue;
         }
         const long first = pk.group_counter(d.lo), last = pk.group_counter(d.hi - 1);
-        if (static_cast<size_t>(last - first + 1) > kMaxRangeWaits) {
+        if (static_cast<size_t>(last - first + 1) > kMaxRangeWaits && !arrivals) {
           w.push_back(d.kernel);
         } else {
           for (long i = first; i <= last; ++i) w.push_back(static_cast<unsigned>(i));

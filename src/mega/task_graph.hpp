@@ -5,7 +5,9 @@
 // meets its read box (tile level), else on every task of the producer. Dependencies are grouped
 // into counters: each task kernel has one counting all its finished tasks, and, where consumers
 // need only part of it, counters over ranges of its blocks (a row block of a GEMV's output
-// unlocks the rows that read it). Plain data; a function of the segment's steps.
+// unlocks the rows that read it). A collective's push kernel counts each block's arrivals from
+// every rank in a counter of its own, which the combine task of that block waits for. Plain
+// data; a function of the segment's steps.
 #pragma once
 
 #include <cstddef>
@@ -27,11 +29,15 @@ struct SegmentStep {
   std::vector<MegaTaskKernel> kernels;
 };
 
-// Counts the finished tasks of blocks [lo, hi) of one task kernel.
+// Counts the finished tasks of blocks [lo, hi) of one task kernel; a collective's arrival counter
+// counts them on every rank (`ranks` of them add to it).
 struct Counter {
   unsigned kernel = 0;
   unsigned lo = 0, hi = 0;
+  unsigned ranks = 0;  // 0: this rank's tasks only; n: the arrivals of n ranks' tasks
   unsigned tasks() const { return hi - lo; }
+  // What a wait for the whole counter waits for (per launch).
+  unsigned target() const { return tasks() * (ranks > 0 ? ranks : 1); }
 };
 
 struct TaskKernel {
@@ -49,6 +55,9 @@ struct TaskKernel {
   // counter first_group + g. Empty: only its whole-grid counter (counter index = kernel index).
   std::vector<unsigned> group_bounds;
   unsigned first_group = 0;
+  // A collective's push kernel (MegaRankArrivals): the world whose ranks' tasks add to each of
+  // its range counters (one per block); 0 for every other kernel.
+  unsigned rank_arrivals = 0;
   double task_cost_us = 0;      // the cost model's estimate of one task
   unsigned tasks() const { return grid[0] * grid[1] * grid[2]; }
   // The range counter block b adds to, or -1 when the kernel has none.

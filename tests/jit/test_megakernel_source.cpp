@@ -12,6 +12,8 @@
 #include "cuda/nvrtc.hpp"
 #include "engines/jit/codegen.hpp"
 #include "engines/jit/jit_step.hpp"
+#include "engines/nccl/collective_config.hpp"
+#include "engines/nccl/collective_mega_step.hpp"
 #include "example_graphs.hpp"
 #include "fuse/region.hpp"
 #include "jit/jit_plan.hpp"
@@ -23,6 +25,7 @@
 #include "mega/task_graph.hpp"
 #include "plan/memory_plan.hpp"
 #include "sinter/error.hpp"
+#include "sinter/shard.hpp"
 
 using namespace sinter;
 
@@ -32,6 +35,7 @@ namespace {
 struct Built {
   int segments = 0, steps_inside = 0, steps_outside = 0;
   size_t tasks = 0, functions = 0;
+  size_t arrival_counters = 0, arrival_waits = 0;  // collectives' counters, and the waits on them
 };
 
 // Every region of g on its default jit config for `device` (the default, a device without the
@@ -45,6 +49,15 @@ Built build_megakernels(const Graph& g, bool compile = true,
   std::vector<std::string> why(p.regions.size());
   for (size_t i = 0; i < p.regions.size(); ++i) {
     const fuse::Region& r = p.regions[i];
+    if (r.kind == fuse::RegionKind::collective) {
+      // the nccl engine's task form: push and combine over symmetric memory
+      const nccl::CollectiveMatch m = nccl::match_collective(g, r);
+      EXPECT_TRUE(m.config.has_value()) << m.reason;
+      if (!m.config) continue;
+      kernels[i] = nccl::collective_mega_step(*m.config, nullptr, device)->kernels();
+      views[i].mega = reinterpret_cast<MegaStep*>(uintptr_t{1});  // only tested for null
+      continue;
+    }
     const jit::RegionKernels rk = jit::build_region(g, r, device);
     bool ok = !rk.kernels.empty();
     for (const jit::KernelSpec& k : rk.kernels) {
@@ -78,6 +91,12 @@ Built build_megakernels(const Graph& g, bool compile = true,
     const mega::TaskGraph tg = mega::build_task_graph(std::move(steps));
     const mega::Schedule sched = mega::schedule_tasks(tg, 132);
     mega::check_schedule(tg, sched);
+    for (const mega::Counter& c : tg.counters) b.arrival_counters += c.ranks > 0;
+    for (const mega::TaskKernel& k : tg.kernels) {
+      for (const auto& waits : k.task_waits) {
+        for (unsigned w : waits) b.arrival_waits += tg.counters[w].ranks > 0;
+      }
+    }
     const std::string source = mega::megakernel_source(tg);
     b.functions += tg.functions.size();
     if (!compile) {
@@ -127,6 +146,42 @@ TEST(MegakernelSource, DecodeStackIsOneSegment) {
   // every region of the decode stack has a task form: one megakernel
   EXPECT_EQ(b.segments, 1);
   EXPECT_EQ(b.steps_outside, 0);
+}
+
+// A tensor-parallel rank's decode stack: its all_reduces become push and combine tasks in the one
+// megakernel, each combine task waiting for its slice's arrivals from both ranks; the dispatcher
+// with the collective task functions compiles for sm_90a.
+TEST(MegakernelSource, TensorParallelRankIsOneSegment) {
+  examples::LlamaConfig c;
+  c.layers = 2;
+  const std::vector<Graph> ranks = shard_tensor_parallel(examples::llama_decode_stack(c), 2);
+  const Built b = build_megakernels(ranks[1], true, cuda::assumed_h200());
+  EXPECT_EQ(b.segments, 1);
+  EXPECT_EQ(b.steps_outside, 0);
+  // two all_reduces a layer (after the attention out-projection and the down projection)
+  size_t collectives = 0;
+  for (const Node& n : ranks[1].nodes()) collectives += n.op == OpKind::all_reduce;
+  EXPECT_EQ(collectives, 4u);
+  EXPECT_GE(b.arrival_counters, collectives);
+  EXPECT_EQ(b.arrival_waits, b.arrival_counters);  // each combine task waits for its own slice's
+}
+
+// Each collective (all_reduce sum and max, all_gather, reduce_scatter) and element type compiles
+// as megakernel tasks.
+TEST(MegakernelSource, CollectivesOfEveryKindCompile) {
+  Graph g("collectives");
+  for (DType t : {DType::f32, DType::bf16, DType::f16, DType::fp8_e4m3, DType::i32, DType::i64}) {
+    const std::string n(to_string(t));
+    const Tensor x = g.input("x_" + n, t, {4, 1000});
+    const Tensor s = g.all_reduce(x, "tp", 4, CollectiveReduce::sum);
+    const Tensor m = g.all_reduce(s, "tp", 4, CollectiveReduce::max);
+    const Tensor a = g.all_gather(m, 0, "tp", 4);
+    g.output(g.reduce_scatter(a, 0, "tp", 4), "y_" + n);
+  }
+  const Built b = build_megakernels(g, true, cuda::assumed_h200());
+  EXPECT_EQ(b.segments, 1);
+  // a slice per 16 KiB of a rank's 4,000 elements: one each, two for i64 (32,000 bytes)
+  EXPECT_EQ(b.arrival_counters, 5u * 4 + 1u * 4 * 2);
 }
 
 // Layers of the same structure share their task functions: the generated sources name values

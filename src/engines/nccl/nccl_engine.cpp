@@ -2,7 +2,9 @@
 
 #include "comm/communicator_state.hpp"
 #include "cuda/check.hpp"
+#include "comm/symmetric_memory.hpp"
 #include "engines/nccl/collective_config.hpp"
+#include "engines/nccl/collective_mega_step.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter::nccl {
@@ -28,6 +30,11 @@ class CollectiveStep : public PreparedStep {
       throw Error(ErrorCode::invalid_state, describe() + ": no communicator for group '" + c_.attrs.group +
                                                 "' (a Runner binds it: RunnerOptions::communicators)");
     }
+    if (comm_->virtual_group) {
+      throw Error(ErrorCode::unsupported, describe() + ": group '" + c_.attrs.group +
+                                              "' is a virtual group (its ranks share one GPU, with no NCCL): its "
+                                              "collectives run only as megakernel tasks (ExecMode::mega)");
+    }
     const Library& lib = require_library();
     ncclComm_t comm = comm_->comm;
     switch (c_.op) {
@@ -50,6 +57,7 @@ class CollectiveStep : public PreparedStep {
     return "nccl " + config_text(c_);
   }
   const CollectiveConfig& config() const { return c_; }
+  const std::shared_ptr<Communicator::State>& comm() const { return comm_; }
 
  private:
   CollectiveConfig c_;
@@ -112,9 +120,26 @@ std::unique_ptr<PreparedStep> NcclEngine::load_step(const Graph& g, const fuse::
   if (std::string why = communicator_problem(c, comm, ctx.device); !why.empty()) {
     throw Error(ErrorCode::invalid_argument, why);
   }
-  if (std::string why = library_problem(c, library()); !why.empty()) throw Error(ErrorCode::unsupported, why);
+  const bool virtual_group = comm && comm->valid() && comm->is_virtual();
+  if (std::string why = library_problem(c, library()); !why.empty() && !virtual_group) {
+    throw Error(ErrorCode::unsupported, why);
+  }
   // World 1 copies: it keeps no communicator, even where one is bound.
   return std::make_unique<CollectiveStep>(c, c.attrs.world == 1 ? nullptr : comm->state());
+}
+
+std::unique_ptr<MegaStep> NcclEngine::mega_step(const Graph&, const fuse::Region&, const std::string&,
+                                                PreparedStep& step, const cuda::DeviceProperties& device,
+                                                std::string* why) const {
+  auto* s = dynamic_cast<CollectiveStep*>(&step);
+  if (!s) throw Error(ErrorCode::internal, "nccl engine: mega_step of another engine's step");
+  // A step prepared at compile time has no communicator: it joins, as the runner's will where
+  // its group has symmetric memory.
+  if (std::string no = comm::symmetric_memory_problem(s->comm().get()); !no.empty()) {
+    if (why) *why = "its group '" + s->config().attrs.group + "' has no symmetric memory: " + no;
+    return nullptr;
+  }
+  return collective_mega_step(s->config(), s->comm(), device);
 }
 
 }  // namespace sinter::nccl

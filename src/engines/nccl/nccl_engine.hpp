@@ -1,6 +1,6 @@
 // The nccl engine: runs collective regions (all_reduce, all_gather, reduce_scatter) as one NCCL
 // call on the plan's stream, so they run in stream and graph mode alike (NCCL calls can be
-// captured into a CUDA graph) and between megakernel segments in mega mode.
+// captured into a CUDA graph); in mega mode as megakernel tasks over symmetric memory.
 //
 // It claims every collective region it can run without a communicator: compiling needs none, and
 // a plan records the collective (CollectiveRecord) but no communicator. The communicator of the
@@ -29,6 +29,12 @@ class NcclEngine : public Engine {
   bool candidates_without_gpu() const override { return true; }
   bool always_allowed() const override { return true; }
   bool timed_when_tuning() const override { return false; }
+  // In mega mode a collective runs as tasks over its group's symmetric memory
+  // (collective_mega_step.hpp); a group without it (ranks outside one NVLink domain, an NCCL
+  // without windows) runs the NCCL call between segments.
+  std::unique_ptr<MegaStep> mega_step(const Graph& g, const fuse::Region& r, const std::string& config,
+                                      PreparedStep& step, const cuda::DeviceProperties& device,
+                                      std::string* why) const override;
 };
 
 }  // namespace sinter::nccl
