@@ -4,7 +4,8 @@
 // symmetric memory) running each collective kind and the tensor-parallel decode stack at W = 2
 // and 4, equal to the CPU reference of the ranks and of the unsharded graph, over several launches
 // (the receive buffers alternate halves by launch epoch); a rank that never launches ends in the
-// others' watchdog with an error naming the group, never a hang; and NCCL's symmetric memory
+// others' watchdog with an error naming the group, never a hang; 1,000 replays bit-identical; a
+// world-1 plan with an NCCL communicator through the megakernel; and NCCL's symmetric memory
 // (ncclMemAlloc + window) of a one-rank communicator, where this NCCL has it.
 #include <cuda_runtime_api.h>
 
@@ -87,6 +88,17 @@ class VirtualRanks {
 
   // Uploads each rank's inputs, poisons outputs and intermediates, enqueues the first `launched`
   // ranks (all by default) back to back from this thread, and downloads their outputs.
+  // Enqueues every rank `times` more times on the inputs uploaded last, and downloads.
+  std::vector<TensorMap> replay(int times) {
+    for (int i = 0; i < times; ++i) {
+      for (auto& k : ranks_) k->runner.enqueue(k->stream.get());
+    }
+    std::vector<TensorMap> out;
+    for (auto& k : ranks_) out.push_back(k->io.download(k->stream.get()));
+    for (auto& k : ranks_) k->runner.check();
+    return out;
+  }
+
   std::vector<TensorMap> run(const std::vector<TensorMap>& inputs, int launched = -1) {
     if (launched < 0) launched = world();
     for (int r = 0; r < launched; ++r) {
@@ -188,6 +200,49 @@ TEST_F(GpuMegaCollectives, VirtualRanksRunTheTensorParallelDecodeStack) {
     std::printf("  decode stack (2 layers) at world %d: %zu segments; worst rel L2 / bound %.3g against the ranks' "
                 "reference, %.3g against the unsharded graph's\n",
                 world, d.segments.size(), worst_ranks, worst_full);
+  }
+}
+
+// 1,000 replays of every rank (launch epochs 1..1000, both halves of every receive buffer, the
+// counters growing past 1,000 launches' worth) give the first launch's outputs, bit for bit.
+TEST_F(GpuMegaCollectives, VirtualRanksReplayBitIdentical) {
+  examples::LlamaConfig c;
+  c.layers = 2;
+  const Graph full = examples::llama_decode_stack(c);
+  const int world = 2;
+  const std::vector<Graph> graphs = shard_tensor_parallel(full, world);
+  VirtualRanks ranks(compile(graphs[0], with_test_cache(our_kernels_only())), world);
+  const std::vector<TensorMap> inputs = shard_inputs(full, graphs, random_inputs(full, fresh_seed()));
+  const std::vector<TensorMap> first = ranks.run(inputs);
+  const int replays = 1000;
+  const std::vector<TensorMap> last = ranks.replay(replays);
+  for (int r = 0; r < world; ++r) {
+    for (TensorId id : graphs[r].outputs()) {
+      const std::string& name = graphs[r].tensor(id).name;
+      const HostTensor& a = first[r].at(name);
+      const HostTensor& b = last[r].at(name);
+      ASSERT_EQ(a.storage_bytes(), b.storage_bytes());
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.storage_bytes()), 0)
+          << "rank " << r << " output '" << name << "' differs after " << replays << " replays";
+    }
+  }
+  std::printf("  world %d: %d replays, every rank's outputs bit-identical to the first launch's\n", world, replays);
+}
+
+// A world-1 plan with an NCCL communicator bound (create_local({0})) through the megakernel
+// executor: its collectives as tasks (world 1 needs no symmetric memory of NCCL's).
+TEST_F(GpuMegaCollectives, NcclWorldOnePlanRunsInTheMegakernel) {
+  const NcclStatus s = nccl_status();
+  if (!s.available) GTEST_SKIP() << "no NCCL: " << s.reason;
+  const std::vector<Communicator> comms = Communicator::create_local({0});
+  const Graph g = collective_graph(1);
+  RunnerOptions o = test_runner_options(ExecMode::mega);
+  o.communicators["tp"] = comms[0];
+  TestPlan t(compile(g, with_test_cache(our_kernels_only())), o);
+  EXPECT_EQ(collective_task_kernels(t.runner().mega_description()), 8);
+  for (int run = 0; run < 3; ++run) {
+    const TensorMap inputs = random_inputs(g, fresh_seed());
+    check_outputs(g, run_reference(g, inputs), t.run(inputs), "nccl world 1, mega, run " + std::to_string(run));
   }
 }
 
