@@ -454,6 +454,45 @@ def parse_llama_arg(arg):
     return models, batch_list
 
 
+def visible_gpus():
+    """How many GPUs nvidia-smi lists here (0 without it)."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return 0
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for l in out.splitlines() if l.startswith("GPU "))
+
+
+@step("multi_gpu", "several GPUs: sharded GEMM + all_reduce, the tensor-parallel decode stack, Sinter and PyTorch",
+      arg="'virtual' or virtual:W: W virtual ranks on GPU 0 (default 2), Sinter's megakernel only",
+      limits="300 s + 240 s (PyTorch)", needs=("sinter_bench_multi_gpu",))
+def step_multi_gpu(run, arg):
+    """One rank per visible GPU (sinter_bench_multi_gpu, docs/multi-gpu.md): the GEMM x[M, 8192]
+    w[8192, 8192] split along K with an all_reduce (M = 16, 128, 1024, 4096) as cuBLASLt then NCCL,
+    Sinter's stream plan and the megakernel with its in-kernel all_reduce (and the share of the
+    all_reduce it hides); the Llama-3.2-1B decode step in tensor parallelism through the stream,
+    graph and megakernel executors; then the same in PyTorch with torch.distributed (NCCL, eager
+    and CUDA graph, bench/torch_multi_gpu.py). Skipped, saying so, with fewer than 2 GPUs.
+    virtual[:W]: W virtual ranks on one GPU (megakernel only, M = 16 and 1024): the protocol's
+    dry run; its times are not multi-GPU times."""
+    exe = run.need("sinter_bench_multi_gpu")[0]
+    runs = ["--runs", "7" if run.quick else "21"]
+    if arg and arg.split(":")[0] == "virtual":
+        world = arg.partition(":")[2] or "2"
+        run.command("sinter_bench_multi_gpu", [exe, "--virtual", world, "--m", "16,1024"] + runs,
+                    "multi_gpu_virtual.jsonl", run.limit(300), source="sinter_bench_multi_gpu")
+        return
+    gpus = visible_gpus()
+    if gpus < 2 and not run.dry:
+        raise Skip(f"needs 2 GPUs or more of one host; nvidia-smi lists {gpus} (multi_gpu=virtual runs the "
+                   "megakernel's collectives on one)")
+    run.command("sinter_bench_multi_gpu", [exe] + runs, "multi_gpu.jsonl", run.limit(300), source="sinter_bench_multi_gpu")
+    run.torch("torch_multi_gpu.py", run.quick_flag(), "torch_multi_gpu.jsonl", run.limit(240), source="torch_multi_gpu")
+
+
 @step("llama", "whole-model decode steps (Llama-3.2-1B, Llama-3-8B's shape), Sinter and PyTorch",
       arg="MODELS[:BATCHES]: models 1b,8b (default both), batches after a colon (default 1), e.g. 8b:1,16",
       limits="300 s per batch + 240 s (PyTorch, per model and batch)", needs=("sinter_bench_plan",))
