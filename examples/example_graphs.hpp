@@ -76,9 +76,9 @@ std::vector<Example> all_examples();
 std::vector<Example> model_examples();
 // Rank 0's graph of llama_decode_stack_tp(llama_tp_example_config(), W) for W = 2, 4, 8, checked
 // in as examples/tensor_parallel/llama_decode_stack_tp{W}.json (every rank's graph is the same).
-// They hold collectives, which the CPU reference runs only through run_reference_ranks and no GPU
-// engine runs yet, so they are kept apart from all_examples() (and from the folder that
-// `sinter demo` runs).
+// They hold collectives of world W, which the CPU reference runs only through run_reference_ranks
+// and a GPU only with a communicator of W ranks (docs/multi-gpu.md), so they are kept apart from
+// all_examples() (and from the folder that `sinter demo` runs).
 std::vector<Example> tensor_parallel_examples();
 
 }  // namespace sinter::examples

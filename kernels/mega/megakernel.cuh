@@ -21,6 +21,10 @@
 // advances it. A wait that outlasts SinterMegaParams::watchdog_ns records what it waited for in
 // SinterMegaFault (host-mapped), raises the abort flag, and every CTA leaves at its next wait (a
 // task that waits for nothing runs to its end): a megakernel never hangs on a missing producer.
+//
+// Collectives (mega/collective.cuh) reach other ranks: a push task's arrival is added to the
+// counter of every rank of the group (SinterMegaParams::rank_counters) after a system-scope
+// fence, and a combine task's wait on it (SINTER_MEGA_WAIT_RANKS) acquires at system scope.
 #pragma once
 
 #include "common/types.cuh"
