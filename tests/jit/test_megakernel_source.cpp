@@ -36,6 +36,8 @@ struct Built {
   int segments = 0, steps_inside = 0, steps_outside = 0;
   size_t tasks = 0, functions = 0;
   size_t arrival_counters = 0, arrival_waits = 0;  // collectives' counters, and the waits on them
+  // a collective's push tasks' waits for their producer: on part of it (tile level) or all of it
+  size_t push_part_waits = 0, push_whole_waits = 0;
 };
 
 // Every region of g on its default jit config for `device` (the default, a device without the
@@ -94,7 +96,13 @@ Built build_megakernels(const Graph& g, bool compile = true,
     for (const mega::Counter& c : tg.counters) b.arrival_counters += c.ranks > 0;
     for (const mega::TaskKernel& k : tg.kernels) {
       for (const auto& waits : k.task_waits) {
-        for (unsigned w : waits) b.arrival_waits += tg.counters[w].ranks > 0;
+        for (unsigned w : waits) {
+          const mega::Counter& c = tg.counters[w];
+          b.arrival_waits += c.ranks > 0;
+          if (k.rank_arrivals == 0) continue;
+          const bool whole = c.lo == 0 && c.hi == tg.kernels[c.kernel].tasks();
+          (whole ? b.push_whole_waits : b.push_part_waits) += 1;
+        }
       }
     }
     const std::string source = mega::megakernel_source(tg);
@@ -164,6 +172,19 @@ TEST(MegakernelSource, TensorParallelRankIsOneSegment) {
   EXPECT_EQ(collectives, 4u);
   EXPECT_GE(b.arrival_counters, collectives);
   EXPECT_EQ(b.arrival_waits, b.arrival_counters);  // each combine task waits for its own slice's
+}
+
+// The motivating case: each slice of a row-parallel matmul's all_reduce waits only for the matmul
+// tiles that write it (the generic matmul's task boxes), so it moves while other tiles still run.
+TEST(MegakernelSource, AllReduceSlicesWaitForTheirMatmulTiles) {
+  Graph g("matmul_all_reduce");
+  const Tensor y = g.matmul(g.input("x", DType::bf16, {512, 256}), g.input("w", DType::bf16, {256, 1024}));
+  g.output(g.all_reduce(y, "tp", 2), "y");
+  const Built b = build_megakernels(g);
+  EXPECT_EQ(b.segments, 1);
+  // 1 MiB over 132 SMs: 64 slices of 8 rows; each waits for the 8 tiles of its 128-row block
+  EXPECT_EQ(b.push_part_waits, 64u);
+  EXPECT_EQ(b.push_whole_waits, 0u);
 }
 
 // Each collective (all_reduce sum and max, all_gather, reduce_scatter) and element type compiles

@@ -18,6 +18,45 @@
 #include "sinter/error.hpp"
 
 namespace sinter::jit {
+namespace {
+
+// What one CTA reads and writes when each 128x128 tile of [batches][tiles_m][tiles_n] (N fastest)
+// has a CTA of its own: the tile of every contiguous [batches, M, N] output and input (a fused
+// residual), and the tile's rows of A when A is contiguous [batches, M, K]. The megakernel's
+// consumers of a tile (a collective's slice, a row block) then wait for the tiles they read only.
+std::vector<TaskBox> simt_matmul_task_boxes(const Graph& g, const fuse::Region& r, TensorId a, int64_t batches,
+                                            int64_t m, int64_t n, int64_t k) {
+  const int64_t tiles_m = (m + 127) / 128, tiles_n = (n + 127) / 128;
+  auto fits = [&](TensorId t, int64_t cols) {
+    const TensorInfo& info = g.tensor(t);
+    return info.dims.size() >= 2 && info.dims.back() == cols && info.dims[info.dims.size() - 2] == m &&
+           num_elements(info.dims) == batches * m * cols && info.strides == contiguous_strides(info.dims);
+  };
+  auto box = [&](TensorId t, bool write, int slot, int64_t cols, int64_t box_cols, int64_t col_step) {
+    TaskBox b;
+    b.write = write;
+    b.slot = slot;
+    b.elem_bytes = static_cast<int>(dtype_size(g.tensor(t).dtype));
+    b.rows = batches * m, b.cols = cols, b.pitch = cols;
+    b.digits = {{tiles_n, 0, col_step}, {tiles_m, 128, 0}, {batches, m, 0}};
+    b.box_rows = 128, b.box_cols = box_cols;
+    return b;
+  };
+  std::vector<TaskBox> boxes;
+  for (size_t o = 0; o < r.outputs.size(); ++o) {
+    if (fits(r.outputs[o], n)) boxes.push_back(box(r.outputs[o], true, static_cast<int>(o), n, 128, 128));
+  }
+  for (size_t i = 0; i < r.inputs.size(); ++i) {
+    if (r.inputs[i] == a && fits(a, k)) {
+      boxes.push_back(box(a, false, static_cast<int>(i), k, k, 0));
+    } else if (r.inputs[i] != a && fits(r.inputs[i], n)) {
+      boxes.push_back(box(r.inputs[i], false, static_cast<int>(i), n, 128, 128));
+    }
+  }
+  return boxes;
+}
+
+}  // namespace
 
 RegionKernels build_matmul_generic(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
   using Src = PointerSlot::Source;
@@ -109,6 +148,13 @@ RegionKernels build_matmul_generic(const Graph& g, const fuse::Region& r, const 
                      (epi.index64() ? " idx64" : "") + epi.describe();
   const int64_t tiles = bc.numel * ((m + 127) / 128) * ((n + 127) / 128);
   spec.launch.grid = dim3(static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, gemm_max_grid(dev))));
+  // exit reductions finish on the last CTA: their outputs have no box and are waited for whole;
+  // an epilogue of pointwise nodes keeps the tile's indices (a layout node might not)
+  bool pointwise_epilogue = true;
+  for (NodeId e : r.epilogue) pointwise_epilogue &= is_pointwise(g.node(e).op);
+  if (spec.launch.grid.x == tiles && pointwise_epilogue) {
+    spec.task_boxes = simt_matmul_task_boxes(g, r, mm.inputs[0], bc.numel, m, n, k);
+  }
   spec.launch.block = dim3(kGemmThreadsHost);
   spec.launch.dynamic_shared_memory = kGemmSmemBytesHost;
   rk.workspace_bytes = epi.workspace_bytes();
