@@ -400,6 +400,52 @@ def none(case, cells):
     return {}
 
 
+MULTI_GPU_EXECUTORS = {"cublaslt+nccl": "cublas_nccl_ms", "stream": "stream_ms", "graph": "graph_ms", "mega": "mega_ms",
+                       "matmul_only": "matmul_ms", "all_reduce_only": "all_reduce_ms"}
+MULTI_GPU_TORCH = {"torch-eager": "eager_ms", "torch-cuda-graph": "cuda_graph_ms"}
+MULTI_GPU_CASES = ("gemm_ar_m16", "gemm_ar_m128", "gemm_ar_m1024", "gemm_ar_m4096", "decode_tp_1b", "decode_tp_8b")
+
+
+def extract_multi_gpu(records):
+    """sinter_bench_multi_gpu and torch_multi_gpu.py on several GPUs (virtual ranks' runs on one GPU
+    are not multi-GPU times: the log keeps them, this table does not)."""
+    out = {}
+    for r in records:
+        case, source = r.get("case"), r.get("_source")
+        if case not in MULTI_GPU_CASES or r.get("ranks") == "virtual":
+            continue
+        if source == "sinter_bench_multi_gpu":
+            key = MULTI_GPU_EXECUTORS.get(r.get("executor"))
+            if "hidden" in r:
+                out.setdefault(case, {})["hidden"] = f"{100 * r['hidden']:.0f}%"
+        elif source == "torch_multi_gpu":
+            key = MULTI_GPU_TORCH.get(r.get("engine"))
+        else:
+            continue
+        if key:
+            cells = out.setdefault(case, {})
+            cells[key] = timed(r)
+            if "world" in r:
+                cells["world"] = r["world"]
+    return out
+
+
+def derive_multi_gpu(case, cells):
+    ours = [(cells[k]["v"], k, cells[k]["run"]) for k in ("stream_ms", "graph_ms", "mega_ms")
+            if isinstance(cells.get(k, {}).get("v"), (int, float))]
+    if not ours:
+        return {}
+    best = min(ours)
+    theirs = [(cells[k]["v"], k) for k in ("eager_ms", "cuda_graph_ms", "cublas_nccl_ms")
+              if isinstance(cells.get(k, {}).get("v"), (int, float)) and cells[k].get("run") == best[2]]
+    if not theirs:
+        return {}
+    t = min(theirs)
+    names = {"eager_ms": "torch eager", "cuda_graph_ms": "torch CUDA graph", "cublas_nccl_ms": "cuBLASLt + NCCL",
+             "stream_ms": "stream", "graph_ms": "graph", "mega_ms": "mega"}
+    return {"vs_best": (f"{best[0] / t[0]:.3f} ({names[best[1]]} / {names[t[1]]})", best[2])}
+
+
 GEMM_CASES = ("gemm_4096", "gemm_8192", "gemm_bias_gelu_amax_4096", "gemm_bias_gelu_amax_8192", "gemm_fp8_e4m3_4096")
 DECODE_CASES = ("decode_m1", "decode_m8", "decode_m16")
 SDPA_CASES = ("sdpa_d128", "sdpa_d128_causal", "sdpa_d64", "sdpa_d64_causal", "sdpa_decode_gqa", "sdpa_decode_b1_skv1025")
@@ -538,6 +584,26 @@ SECTIONS = [
          rows=MODEL_ROWS,
          extract=lambda rec: extract_blocks(rec, tuple(r[0] for r in MODEL_ROWS), ("sinter_bench_plan", "torch_decode_stack")),
          derive=derive_decode, bar=bar_blocks),
+    dict(id="multi_gpu", title="Several GPUs (tensor parallelism)",
+         text="`sinter_bench_multi_gpu` (`bench/device.py multi_gpu`, [multi-gpu.md](multi-gpu.md)): one rank per GPU "
+              "of one host, every rank the same plan, the slowest rank's median. gemm_ar: x[M, 8192] w[8192, 8192] "
+              "split along K, then all_reduce(sum), bf16: cuBLASLt then NCCL, Sinter's stream plan, the megakernel "
+              "with its in-kernel all_reduce, and the matmul and the all_reduce alone (hidden: the share of the "
+              "all_reduce the megakernel hides, (matmul + all_reduce - mega) / all_reduce). decode_tp: one "
+              "tensor-parallel decode step with LM head and argmax. PyTorch: `bench/torch_multi_gpu.py`, "
+              "torch.distributed with NCCL, eager and CUDA graph, in the same call.",
+         columns=[("world", "GPUs"), ("cublas_nccl_ms", "cuBLASLt + NCCL ms"), ("stream_ms", "Sinter stream ms"),
+                  ("graph_ms", "Sinter graph ms"), ("mega_ms", "Sinter mega ms"), ("matmul_ms", "matmul alone ms"),
+                  ("all_reduce_ms", "all_reduce alone ms"), ("hidden", "all_reduce hidden"),
+                  ("eager_ms", "torch eager ms"), ("cuda_graph_ms", "torch CUDA graph ms"),
+                  ("vs_best", "best Sinter / best other")],
+         rows=[("gemm_ar_m16", "GEMM + all_reduce, M = 16", "mega never slower than sequential"),
+               ("gemm_ar_m128", "GEMM + all_reduce, M = 128", "mega never slower than sequential"),
+               ("gemm_ar_m1024", "GEMM + all_reduce, M = 1024", ">= 70% hidden"),
+               ("gemm_ar_m4096", "GEMM + all_reduce, M = 4096", ">= 70% hidden"),
+               ("decode_tp_1b", "Llama-3.2-1B decode step, tensor parallel", "faster than PyTorch at every W"),
+               ("decode_tp_8b", "Llama-3-8B's shape, tensor parallel", "faster than PyTorch; falls with W")],
+         extract=extract_multi_gpu, derive=derive_multi_gpu, bar=lambda case, cells: None),
     dict(id="python", title="Python path (torch.nn models, bf16)",
          text="`bench/torch_python_path.py`: the torch.nn models of `python/tests/torch_models.py` (the MLP 8x64, "
               "conv block 2x3x16x16, transformer block and Llama-style layer 2x16x64; transformers' "
