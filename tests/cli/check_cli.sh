@@ -105,6 +105,23 @@ printf '#!/bin/sh\nexec python3 -I -S "$@"\n' >"$work/bare-python"
 chmod +x "$work/bare-python"
 expect 1 -- "$sinter" import "$work/model.onnx" -o "$work/model.json" --python "$work/bare-python"
 err_has "'$work/bare-python' cannot import the sinter module (ModuleNotFoundError"; err_has "pip install ."; err_one_line
+# one rank's program of world 2: the ranks' CPU reference, each rank's inputs seeded seed + rank;
+# on a GPU only as virtual ranks inside megakernels
+cat >"$work/rank.json" <<'JSON'
+{"format": "sinter.graph", "version": 1, "name": "rank",
+ "inputs": [{"name": "x", "dtype": "f32", "dims": [4, 8]}],
+ "nodes": [{"name": "sum", "op": "all_reduce", "inputs": ["x"], "outputs": [{"name": "y"}],
+            "attrs": {"group": "tp", "world": 2}}],
+ "outputs": ["y"]}
+JSON
+expect 0 -- "$sinter" run "$work/rank.json" --on cpu --save-outputs "$work/rank_out"
+if grep -q "world 2" "$work/out" && grep -q "^   rank 1" "$work/out" && [ -f "$work/rank_out/rank1/y.npy" ] &&
+   cmp -s "$work/rank_out/rank0/y.npy" "$work/rank_out/rank1/y.npy"; then
+  echo "ok: both ranks reported, their all_reduce outputs equal"
+else
+  echo "FAIL: run of a rank program:"; sed 's/^/   | /' "$work/out" | head -12; failures=$((failures + 1))
+fi
+expect 1 -- "$sinter" run "$work/rank.json" --on cpu --load-inputs "$work/in"; err_has "its ranks take seeded random inputs"
 # without a GPU, every mega command says it needs one (exit 1), never crashes
 if "$sinter" run "$work/scale.json" --on auto 2>/dev/null | grep -q "^device: cpu"; then
   expect 1 -- "$sinter" run "$work/scale.json" --executor mega --on gpu; err_has "needs a GPU"
@@ -114,6 +131,7 @@ if "$sinter" run "$work/scale.json" --on auto 2>/dev/null | grep -q "^device: cp
   expect 1 -- "$sinter" explain --mega "$work/scale.json"; err_has "explain --mega needs a GPU"
   expect 1 -- "$sinter" explain --mega "$bundle" --json --dot "$work/x.dot"; err_has "explain --mega needs a GPU"
   expect 1 -- "$sinter" inspect "$bundle" --mega; err_has "inspect --mega needs a GPU"
+  expect 1 -- "$sinter" run "$work/rank.json" --on gpu --executor mega; err_has "needs a GPU"
 else
   echo "skip: the no-GPU mega checks (this machine has a GPU)"
 fi

@@ -52,8 +52,26 @@ int cmd_run(const Common& c, const RunOptions& o) {
   if (on_gpu) require_gpu(bundle ? "running a plan" : "--on gpu");
   const auto t0 = std::chrono::steady_clock::now();
   std::optional<LoadedPlan> loaded;
+  std::optional<Graph> file_graph;
+  if (!bundle) file_graph = load_graph_file(o.file);
+  std::string group;
+  const int world = file_graph ? graph_world(*file_graph, &group) : 1;
+  if (world > 1 && on_gpu && runner_opts.mode != ExecMode::mega) {
+    throw Error(ErrorCode::invalid_argument,
+                "graph '" + file_graph->name() + "' is one rank's program of world " + std::to_string(world) +
+                    " (group '" + group + "'): on one GPU its ranks run as " + std::to_string(world) +
+                    " virtual ranks inside megakernels (--executor mega), or on the CPU reference alone (--on cpu)");
+  }
   if (on_gpu) loaded = plan_from_file(c, o.file, {o.tune, o.engine, false, o.exec.executor == "mega"});
-  const Graph g = loaded ? loaded->plan.graph() : load_graph_file(o.file);
+  const Graph g = loaded ? loaded->plan.graph() : *file_graph;
+  if (const int w = graph_world(g, &group); w > 1) {
+    if (runner_opts.mode != ExecMode::mega && loaded) {
+      throw Error(ErrorCode::invalid_argument, "plan '" + o.file + "' is one rank's program of world " +
+                                                   std::to_string(w) + ": on one GPU its ranks run as virtual ranks "
+                                                   "inside megakernels (--executor mega)");
+    }
+    return run_ranks(c, o, runner_opts, g, loaded ? &loaded->plan : nullptr, w, group);
+  }
   std::printf("graph '%s': %zu nodes; inputs: %s\n", g.name().c_str(), g.nodes().size(),
               o.load_inputs.empty()
                   ? ("seeded random (seed " + std::to_string(o.seed) +

@@ -77,6 +77,14 @@ bool print_comparison(const Graph& g, const TensorMap& got, const TensorMap& ref
 // else seeded random ones.
 TensorMap load_or_random_inputs(const Graph& g, const std::string& folder, uint64_t seed);
 
+// The world of a graph's collectives (1: none of world > 1), and their group; Error(unsupported)
+// for collectives of several groups (run_ranks.cpp).
+int graph_world(const Graph& g, std::string* group);
+// cmd_run of one rank's program of `world`: the ranks' CPU reference and, with `plan`, the ranks
+// as virtual ranks of one GPU (run_ranks.cpp).
+int run_ranks(const Common& c, const RunOptions& o, const RunnerOptions& runner_opts, const Graph& g, const Plan* plan,
+              int world, const std::string& group);
+
 struct Percentiles {
   double min = 0, p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;
 };
