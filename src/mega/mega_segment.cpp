@@ -165,8 +165,9 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
     const TaskKernel& tk = graph_.kernels[t.kernel];
     const long range = tk.group_counter(linear_block[&t - tasks.data()]);
     if (range >= 0 && (waited_for[range] || tk.rank_arrivals > 0)) t.publish_range = static_cast<unsigned>(range);
-    // a collective's arrival: every rank's combine task waits for it
-    if (tk.rank_arrivals > 0) t.publish_ranks = SINTER_MEGA_PUBLISH_RANKS;
+    // a collective's arrival: every rank's combine task waits for it (a collective of world 1
+    // in a segment of a larger group's: this rank's only)
+    if (tk.rank_arrivals > 1) t.publish_ranks = SINTER_MEGA_PUBLISH_RANKS;
   }
   auto bytes_of = [](const auto& v) { return v.size() * sizeof(v[0]); };
   waits_at_ = 0;
