@@ -154,13 +154,16 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
   __shared__ __align__(16) SinterMegaTask task_s[3];                    // task n in task_s[n % 3]
   __shared__ __align__(16) char args_s[2][SINTER_MEGA_ARGS_BYTES];      // its arguments in args_s[n % 2]
   __shared__ __align__(16) SinterMegaWait waits_s[2][SINTER_MEGA_SHARED_WAITS];  // and its waits
-  __shared__ int go_s;
+  __shared__ int go_s, launch_go_s;
   const u32 begin = p.queue_start[blockIdx.x], end = p.queue_start[blockIdx.x + 1];
   u64 epoch = 0;
   if (threadIdx.x == 0) {
     epoch = *reinterpret_cast<volatile u64*>(sinter_mega_control(p, SINTER_MEGA_EPOCH));
     sinter_mega_epoch_s = epoch;
-    if (begin < end) {
+    // An earlier launch aborted and the host has not reset the counters yet (launches queued
+    // behind it): run nothing, so that nothing is published, to this rank or to others.
+    launch_go_s = *reinterpret_cast<volatile u64*>(sinter_mega_control(p, SINTER_MEGA_ABORT)) == 0;
+    if (launch_go_s && begin < end) {
       sinter_mega_fetch(&task_s[0], &p.tasks[begin], sizeof(SinterMegaTask));
       sinter_mega_fetch_commit();
       sinter_mega_fetch_wait();
@@ -171,7 +174,9 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
       sinter_mega_fetch_wait();
     }
   }
-  for (u32 i = begin; i < end; ++i) {
+  __syncthreads();
+  const u32 last = launch_go_s ? end : begin;
+  for (u32 i = begin; i < last; ++i) {
     const u32 n = i - begin;
     const SinterMegaTask& t = task_s[n % 3];
     if (threadIdx.x == 0) {

@@ -44,7 +44,9 @@ class VirtualBuffer : public SymmetricBuffer {
 
 class WindowBuffer : public SymmetricBuffer {
  public:
-  WindowBuffer(const Communicator::State& s, size_t bytes, const std::string& what) : comm_(s.comm), device_(s.device) {
+  WindowBuffer(std::shared_ptr<Communicator::State> state, size_t bytes, const std::string& what)
+      : state_(std::move(state)), comm_(state_->comm), device_(state_->device) {
+    const Communicator::State& s = *state_;
     const nccl::Library& lib = nccl::library();
     cuda::DeviceGuard guard(device_);
     // whole pages: windows register at NCCL_WIN_REQUIRED_ALIGNMENT granularity
@@ -56,8 +58,26 @@ class WindowBuffer : public SymmetricBuffer {
       SINTER_CUDA_CHECK(cudaMemset(memory_, 0, bytes_));
       SINTER_CUDA_CHECK(cudaDeviceSynchronize());
       SINTER_NCCL_CHECK_COMM(lib.CommWindowRegister(comm_, memory_, bytes_, &window_, NCCL_WIN_COLL_SYMMETRIC), comm_);
+      // The window record lives in device memory where NCCL made a symmetric window; where it
+      // could not (no peer access between every pair, CUMEM off), the handle is something else.
+      cudaPointerAttributes at{};
+      if (cudaPointerGetAttributes(&at, window_) != cudaSuccess || at.type != cudaMemoryTypeDevice) {
+        cudaGetLastError();
+        throw Error(ErrorCode::unsupported, "NCCL registered no symmetric window (its record is not in device memory: "
+                                            "the ranks lack peer access to each other, or NCCL_CUMEM_ENABLE or "
+                                            "NCCL_WIN_ENABLE is off)");
+      }
       ncclWindow_vidmem w{};
-      SINTER_CUDA_CHECK(cudaMemcpy(&w, window_, sizeof w, cudaMemcpyDefault));
+      SINTER_CUDA_CHECK(cudaMemcpy(&w, window_, sizeof w, cudaMemcpyDeviceToHost));
+      const ncclTeam lsa = lib.TeamLsa(comm_);
+      if (w.lsaFlatBase == nullptr || w.stride4G == 0 || w.worldRank != s.rank || w.lsaRank != lsa.rank) {
+        throw Error(ErrorCode::unsupported,
+                    "NCCL's window record is not the layout Sinter reads (base " +
+                        std::to_string(reinterpret_cast<uintptr_t>(w.lsaFlatBase)) + ", stride " +
+                        std::to_string(w.stride4G) + " x 4 GiB, world rank " + std::to_string(w.worldRank) + " for rank " +
+                        std::to_string(s.rank) + ", LSA rank " + std::to_string(w.lsaRank) + " for " +
+                        std::to_string(lsa.rank) + ")");
+      }
       for (int q = 0; q < s.world; ++q) {
         const uint64_t lsa = static_cast<uint64_t>(w.lsaRank + (q - w.worldRank));
         ranks_.push_back(w.lsaFlatBase + ((lsa * w.stride4G) << 32));
@@ -68,6 +88,7 @@ class WindowBuffer : public SymmetricBuffer {
     }
   }
   ~WindowBuffer() override { release(); }
+  const void* allocation() const override { return memory_; }
 
  private:
   void release() {
@@ -77,6 +98,7 @@ class WindowBuffer : public SymmetricBuffer {
     window_ = nullptr;
     memory_ = nullptr;
   }
+  std::shared_ptr<Communicator::State> state_;  // its communicator outlives the window
   ncclComm_t comm_ = nullptr;
   int device_ = 0;
   void* memory_ = nullptr;
@@ -107,7 +129,7 @@ std::shared_ptr<SymmetricBuffer> allocate_virtual(Communicator::State& s, size_t
   if (!parts) {
     throw Error(ErrorCode::internal, "virtual group: allocation " + std::to_string(k) + " was already taken by every rank");
   }
-  if (parts->bytes != bytes) {
+  if (parts->bytes != bytes || parts->what != what) {
     throw Error(ErrorCode::invalid_argument,
                 "virtual group: rank " + std::to_string(s.rank) + "'s symmetric allocation " + std::to_string(k) + " (" +
                     what + ") is " + std::to_string(bytes) + " bytes, but rank " + std::to_string(parts->asked_by) +
@@ -143,7 +165,7 @@ std::shared_ptr<SymmetricBuffer> allocate_symmetric(const std::shared_ptr<Commun
     throw Error(ErrorCode::unsupported, what + ": " + why);
   }
   ++comm->symmetric_allocations;
-  return std::make_shared<WindowBuffer>(*comm, bytes, what);
+  return std::make_shared<WindowBuffer>(comm, bytes, what);
 }
 
 }  // namespace sinter::comm

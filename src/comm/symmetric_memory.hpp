@@ -31,6 +31,8 @@ class SymmetricBuffer {
   // Every rank's part by rank, as this rank addresses them.
   const std::vector<void*>& ranks() const { return ranks_; }
   size_t bytes() const { return bytes_; }
+  // This rank's part as allocated (an NCCL window's own pointer; else local()).
+  virtual const void* allocation() const { return local(); }
   int rank() const { return rank_; }
 
  protected:
@@ -42,8 +44,8 @@ class SymmetricBuffer {
 // `bytes` of symmetric memory of `comm`'s group (null: a world of one on GPU `device`), zeroed.
 // `what` names the use in errors ("arrival counters of megakernel 0"). Error(unsupported) where
 // the group cannot have it (NCCL without windows, ranks outside one LSA team), naming why;
-// Error(invalid_argument) when a virtual rank's k-th allocation differs in size from another
-// rank's (the ranks' plans are not the same program).
+// Error(invalid_argument) when a virtual rank's k-th allocation differs in size or use from another
+// rank's (the ranks' plans are not the same program; NCCL ranks cannot compare theirs).
 std::shared_ptr<SymmetricBuffer> allocate_symmetric(const std::shared_ptr<Communicator::State>& comm, size_t bytes,
                                                     int device, const std::string& what);
 

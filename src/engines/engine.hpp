@@ -94,6 +94,10 @@ class MegaStep {
   virtual const std::vector<MegaTaskKernel>& kernels() const = 0;
   // Kernel k's argument bytes with the pointers of `binding` (arg_bytes of them).
   virtual std::vector<char> arguments(size_t k, const Binding& binding) = 0;
+  // Memory its tasks share with other ranks (a collective's receive buffer), allocated once when
+  // a runner is made, before its megakernels: every rank allocates in plan order, at the same
+  // time (NCCL registers symmetric memory collectively).
+  virtual void allocate() {}
 };
 
 struct EngineContext {

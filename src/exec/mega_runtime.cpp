@@ -21,6 +21,10 @@ MegaRuntime::MegaRuntime(const plan::Plan& data, const fuse::Partition& partitio
   }
   mega::MegakernelPlan m = mega::plan_megakernels(data.graph, partition, refs, alias_of, device);
   mega_steps_ = std::move(m.mega_steps);
+  // memory shared with other ranks, in plan order, before the segments' counters
+  for (auto& s : mega_steps_) {
+    if (s) s->allocate();
+  }
   pieces_ = std::move(m.pieces);
   for (const auto& o : m.outside) outside_.push_back({static_cast<int>(o.step), o.why});
   std::map<std::string, std::string> cubin_of;  // source key -> blob key

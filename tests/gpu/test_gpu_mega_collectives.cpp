@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 
 #include "comm/communicator_state.hpp"
 #include "comm/symmetric_memory.hpp"
@@ -45,9 +46,16 @@ Graph collective_graph(int64_t world) {
   Tensor b = g.input("b", DType::bf16, {1, 4, 4000});
   g.output(g.all_gather(g.mul(b, 2.0), 0, "tp", world), "gathered");
   g.output(g.all_reduce(b, "tp", world), "reduced");
+  // 4001 elements: slots of 8002 bytes, the byte-wise path of the copies
+  g.output(g.all_reduce(g.input("odd", DType::bf16, {1, 4001}), "tp", world), "odd_reduced");
+  // a collective of world 1 of another group in the same megakernel: this rank's arrivals only
+  g.output(g.all_reduce(g.mul(x, 0.5), "solo", 1), "solo");
   g.validate();
   return g;
 }
+
+// 6 collectives: push and combine each
+constexpr int kCollectiveTaskKernels = 12;
 
 double check_outputs(const Graph& g, const TensorMap& want, const TensorMap& got, const std::string& who) {
   double worst = 0;
@@ -88,10 +96,16 @@ class VirtualRanks {
 
   // Uploads each rank's inputs, poisons outputs and intermediates, enqueues the first `launched`
   // ranks (all by default) back to back from this thread, and downloads their outputs.
-  // Enqueues every rank `times` more times on the inputs uploaded last, and downloads.
-  std::vector<TensorMap> replay(int times) {
+  // Enqueues every rank `times` more times, and downloads. Before launch i, `before(i, r, io,
+  // stream)` (optional) may upload new inputs on rank r's stream.
+  std::vector<TensorMap> replay(int times,
+                                const std::function<void(int, int, DeviceTensors&, cudaStream_t)>& before = {}) {
     for (int i = 0; i < times; ++i) {
-      for (auto& k : ranks_) k->runner.enqueue(k->stream.get());
+      for (int r = 0; r < world(); ++r) {
+        Rank& k = *ranks_[r];
+        if (before) before(i, r, k.io, k.stream.get());
+        k.runner.enqueue(k.stream.get());
+      }
     }
     std::vector<TensorMap> out;
     for (auto& k : ranks_) out.push_back(k->io.download(k->stream.get()));
@@ -132,12 +146,12 @@ TEST_F(GpuMegaCollectives, WorldOneCollectivesRunAsTasks) {
   TestPlan t(compile(g, with_test_cache(our_kernels_only())), test_runner_options(ExecMode::mega));
   const MegaDescription d = t.runner().mega_description();
   for (const auto& o : d.outside) std::printf("    outside: step %d: %s\n", o.step, o.why.c_str());
-  EXPECT_EQ(collective_task_kernels(d), 8);  // push and combine of each of the 4 collectives
+  EXPECT_EQ(collective_task_kernels(d), kCollectiveTaskKernels);
   for (int run = 0; run < 3; ++run) {  // launch epochs 0, 1, 2: both halves of the receive buffers
     const TensorMap inputs = random_inputs(g, fresh_seed());
     check_outputs(g, run_reference(g, inputs), t.run(inputs), "world 1, run " + std::to_string(run));
   }
-  std::printf("  world 1: 4 collectives as %d task kernels, 3 launches equal to the reference\n",
+  std::printf("  world 1: 6 collectives as %d task kernels, 3 launches equal to the reference\n",
               collective_task_kernels(d));
 }
 
@@ -146,7 +160,7 @@ TEST_F(GpuMegaCollectives, VirtualRanksRunEveryCollective) {
     const Graph g = collective_graph(world);
     const Plan plan = compile(g, with_test_cache(our_kernels_only()));
     VirtualRanks ranks(plan, world);
-    EXPECT_EQ(collective_task_kernels(ranks.runner(0).mega_description()), 8);
+    EXPECT_EQ(collective_task_kernels(ranks.runner(0).mega_description()), kCollectiveTaskKernels);
     const std::vector<Graph> graphs(world, g);
     double worst = 0;
     for (int run = 0; run < 3; ++run) {
@@ -203,8 +217,10 @@ TEST_F(GpuMegaCollectives, VirtualRanksRunTheTensorParallelDecodeStack) {
   }
 }
 
-// 1,000 replays of every rank (launch epochs 1..1000, both halves of every receive buffer, the
-// counters growing past 1,000 launches' worth) give the first launch's outputs, bit for bit.
+// 1,001 launches of every rank alternating two tokens (launch epochs 0..1002, both halves of every
+// receive buffer, the counters growing past 1,000 launches' worth): the last launch's outputs are
+// those of the first launch of the same token, bit for bit. A launch that read the other half
+// (the token before) would give the other token's results.
 TEST_F(GpuMegaCollectives, VirtualRanksReplayBitIdentical) {
   examples::LlamaConfig c;
   c.layers = 2;
@@ -212,25 +228,42 @@ TEST_F(GpuMegaCollectives, VirtualRanksReplayBitIdentical) {
   const int world = 2;
   const std::vector<Graph> graphs = shard_tensor_parallel(full, world);
   VirtualRanks ranks(compile(graphs[0], with_test_cache(our_kernels_only())), world);
-  const std::vector<TensorMap> inputs = shard_inputs(full, graphs, random_inputs(full, fresh_seed()));
-  const std::vector<TensorMap> first = ranks.run(inputs);
-  const int replays = 1000;
-  const std::vector<TensorMap> last = ranks.replay(replays);
+  const TensorMap values = random_inputs(full, fresh_seed());
+  TensorMap other = values;
+  other.at("x") = random_inputs(full, fresh_seed()).at("x");
+  const std::vector<TensorMap> a_in = shard_inputs(full, graphs, values), b_in = shard_inputs(full, graphs, other);
+  const std::vector<TensorMap> b_first = ranks.run(b_in);
+  const std::vector<TensorMap> a_first = ranks.run(a_in);
+  const HostTensor& xa = a_in[0].at("x");
+  const HostTensor& xb = b_in[0].at("x");
+  const int replays = 1001;  // a, b, a, ..., a
+  const std::vector<TensorMap> last = ranks.replay(replays, [&](int i, int, DeviceTensors& io, cudaStream_t stream) {
+    const HostTensor& x = i % 2 == 0 ? xa : xb;
+    ASSERT_EQ(cudaMemcpyAsync(io.address("x"), x.data(), x.storage_bytes(), cudaMemcpyHostToDevice, stream),
+              cudaSuccess);
+  });
+  int differ_between_tokens = 0;
   for (int r = 0; r < world; ++r) {
     for (TensorId id : graphs[r].outputs()) {
       const std::string& name = graphs[r].tensor(id).name;
-      const HostTensor& a = first[r].at(name);
+      const HostTensor& a = a_first[r].at(name);
       const HostTensor& b = last[r].at(name);
       ASSERT_EQ(a.storage_bytes(), b.storage_bytes());
       EXPECT_EQ(std::memcmp(a.data(), b.data(), a.storage_bytes()), 0)
-          << "rank " << r << " output '" << name << "' differs after " << replays << " replays";
+          << "rank " << r << " output '" << name << "' differs after " << replays << " launches";
+      differ_between_tokens += std::memcmp(a.data(), b_first[r].at(name).data(), a.storage_bytes()) != 0;
     }
   }
-  std::printf("  world %d: %d replays, every rank's outputs bit-identical to the first launch's\n", world, replays);
+  EXPECT_GT(differ_between_tokens, 0) << "the two tokens give the same outputs: the test could not tell them apart";
+  std::printf("  world %d: %d launches alternating two tokens, every rank's outputs bit-identical to the first "
+              "launch of the same token\n",
+              world, replays);
 }
 
 // A world-1 plan with an NCCL communicator bound (create_local({0})) through the megakernel
-// executor: its collectives as tasks (world 1 needs no symmetric memory of NCCL's).
+// executor: the runner accepts and checks the binding, and the collectives run as tasks (a
+// collective of world 1 needs no NCCL call and no NCCL window: this is the world-1 path with a
+// communicator bound, as a program written for W ranks runs at W = 1).
 TEST_F(GpuMegaCollectives, NcclWorldOnePlanRunsInTheMegakernel) {
   const NcclStatus s = nccl_status();
   if (!s.available) GTEST_SKIP() << "no NCCL: " << s.reason;
@@ -239,7 +272,7 @@ TEST_F(GpuMegaCollectives, NcclWorldOnePlanRunsInTheMegakernel) {
   RunnerOptions o = test_runner_options(ExecMode::mega);
   o.communicators["tp"] = comms[0];
   TestPlan t(compile(g, with_test_cache(our_kernels_only())), o);
-  EXPECT_EQ(collective_task_kernels(t.runner().mega_description()), 8);
+  EXPECT_EQ(collective_task_kernels(t.runner().mega_description()), kCollectiveTaskKernels);
   for (int run = 0; run < 3; ++run) {
     const TensorMap inputs = random_inputs(g, fresh_seed());
     check_outputs(g, run_reference(g, inputs), t.run(inputs), "nccl world 1, mega, run " + std::to_string(run));
@@ -293,12 +326,14 @@ TEST_F(GpuMegaCollectives, NcclWindowsGiveSymmetricMemory) {
   ASSERT_EQ(buffer->ranks().size(), 1u);
   EXPECT_GE(buffer->bytes(), bytes);
   std::vector<unsigned char> host(bytes, 0xab);
-  ASSERT_EQ(cudaMemcpy(host.data(), buffer->local(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(host.data(), buffer->ranks()[0], bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(std::count(host.begin(), host.end(), 0), static_cast<long>(bytes)) << "not zeroed";
   for (size_t i = 0; i < bytes; ++i) host[i] = static_cast<unsigned char>(i * 7 + 3);
   ASSERT_EQ(cudaMemcpy(buffer->ranks()[0], host.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  // written through the window's LSA address, read through ncclMemAlloc's own pointer
+  EXPECT_NE(buffer->allocation(), buffer->ranks()[0]);
   std::vector<unsigned char> back(bytes);
-  ASSERT_EQ(cudaMemcpy(back.data(), buffer->local(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(back.data(), buffer->allocation(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(back, host);
   std::printf("  NCCL %s: a %zu-byte window at %p (LSA address)\n", s.version.c_str(), buffer->bytes(),
               buffer->ranks()[0]);

@@ -24,8 +24,8 @@ namespace {
 // has a CTA of its own: the tile of every contiguous [batches, M, N] output and input (a fused
 // residual), and the tile's rows of A when A is contiguous [batches, M, K]. The megakernel's
 // consumers of a tile (a collective's slice, a row block) then wait for the tiles they read only.
-std::vector<TaskBox> simt_matmul_task_boxes(const Graph& g, const fuse::Region& r, TensorId a, int64_t batches,
-                                            int64_t m, int64_t n, int64_t k) {
+std::vector<TaskBox> simt_matmul_task_boxes(const Graph& g, const fuse::Region& r, TensorId a, TensorId b,
+                                            int64_t batches, int64_t m, int64_t n, int64_t k) {
   const int64_t tiles_m = (m + 127) / 128, tiles_n = (n + 127) / 128;
   auto fits = [&](TensorId t, int64_t cols) {
     const TensorInfo& info = g.tensor(t);
@@ -46,7 +46,9 @@ std::vector<TaskBox> simt_matmul_task_boxes(const Graph& g, const fuse::Region& 
   for (size_t o = 0; o < r.outputs.size(); ++o) {
     if (fits(r.outputs[o], n)) boxes.push_back(box(r.outputs[o], true, static_cast<int>(o), n, 128, 128));
   }
+  // B is read whole by every tile (all K rows of its column block): no box, whatever its shape
   for (size_t i = 0; i < r.inputs.size(); ++i) {
+    if (r.inputs[i] == b) continue;
     if (r.inputs[i] == a && fits(a, k)) {
       boxes.push_back(box(a, false, static_cast<int>(i), k, k, 0));
     } else if (r.inputs[i] != a && fits(r.inputs[i], n)) {
@@ -153,7 +155,7 @@ RegionKernels build_matmul_generic(const Graph& g, const fuse::Region& r, const 
   bool pointwise_epilogue = true;
   for (NodeId e : r.epilogue) pointwise_epilogue &= is_pointwise(g.node(e).op);
   if (spec.launch.grid.x == tiles && pointwise_epilogue) {
-    spec.task_boxes = simt_matmul_task_boxes(g, r, mm.inputs[0], bc.numel, m, n, k);
+    spec.task_boxes = simt_matmul_task_boxes(g, r, mm.inputs[0], mm.inputs[1], bc.numel, m, n, k);
   }
   spec.launch.block = dim3(kGemmThreadsHost);
   spec.launch.dynamic_shared_memory = kGemmSmemBytesHost;

@@ -101,20 +101,23 @@ class CollectiveMegaStep : public MegaStep {
 
   const std::vector<MegaTaskKernel>& kernels() const override { return kernels_; }
 
-  std::vector<char> arguments(size_t k, const Binding& binding) override {
-    if (k >= kernels_.size()) throw Error(ErrorCode::internal, "collective mega step: kernel " + std::to_string(k));
+  void allocate() override {
+    if (recv_) return;
     if (c_.attrs.world > 1 && !comm_) {
       throw Error(ErrorCode::invalid_state, "megakernel " + config_text(c_) + ": no communicator for group '" +
                                                 c_.attrs.group + "' (a Runner binds it: RunnerOptions::communicators)");
     }
-    if (!recv_) {
-      // two halves (launch parity) of one slot per rank, on every rank; and the table of them
-      const uint64_t bytes = 2ull * c_.attrs.world * c_.count * elem_bytes_;
-      recv_ = comm::allocate_symmetric(comm_, bytes, device_, "receive buffer of " + config_text(c_));
-      cuda::DeviceGuard guard(device_);
-      table_ = cuda::DeviceBuffer(recv_->ranks().size() * sizeof(void*));
-      table_.copy_from_host(recv_->ranks().data(), table_.size());
-    }
+    // two halves (launch parity) of one slot per rank, on every rank; and the table of them
+    const uint64_t bytes = 2ull * c_.attrs.world * c_.count * elem_bytes_;
+    recv_ = comm::allocate_symmetric(comm_, bytes, device_, "receive buffer of " + config_text(c_));
+    cuda::DeviceGuard guard(device_);
+    table_ = cuda::DeviceBuffer(recv_->ranks().size() * sizeof(void*));
+    table_.copy_from_host(recv_->ranks().data(), table_.size());
+  }
+
+  std::vector<char> arguments(size_t k, const Binding& binding) override {
+    if (k >= kernels_.size()) throw Error(ErrorCode::internal, "collective mega step: kernel " + std::to_string(k));
+    if (!recv_) throw Error(ErrorCode::internal, "megakernel " + config_text(c_) + ": arguments before allocate()");
     SinterCollectiveArgs a{};
     a.in = static_cast<const char*>(binding.inputs.at(0));
     a.out = static_cast<char*>(binding.outputs.at(0));
@@ -137,7 +140,7 @@ class CollectiveMegaStep : public MegaStep {
   unsigned elem_bytes_ = 1;
   uint64_t slice_ = 1;
   std::vector<MegaTaskKernel> kernels_;
-  std::shared_ptr<comm::SymmetricBuffer> recv_;  // made at the first binding
+  std::shared_ptr<comm::SymmetricBuffer> recv_;  // made by allocate()
   cuda::DeviceBuffer table_;
 };
 
