@@ -233,14 +233,17 @@ def step_cudnn_log(run, arg):
       needs=("sinter_gpu_tests",))
 def step_sanitize(run, arg):
     """compute-sanitizer's memcheck, racecheck and synccheck over GPU tests ARG (default: the
-    megakernel tests small enough for the tools' slowdown: the examples, the 200-op chain, the
-    two-layer decode stack, the watchdog faults). Prints each tool's error summary."""
+    megakernel tests small enough for the tools' slowdown: the examples on our kernels (a cuDNN
+    step overflows synccheck's barrier tracking), the 200-op chain, the two-layer decode stack,
+    the watchdog faults, the collectives at world 1 and on 2 virtual ranks). Prints each tool's
+    error summary."""
     exe = run.need("sinter_gpu_tests")[0]
     tool = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     if not run.dry and not os.path.exists(tool):
         raise Skip("no compute-sanitizer on this machine")
-    flt = arg or ("GpuMegakernel.Examples:GpuMegakernel.ChainOf200Ops:GpuMegakernel.DecodeStackTwoLayersIsOneMegakernel:"
-                  "GpuMegakernel.Watchdog*")
+    flt = arg or ("GpuMegakernel.ExamplesOnOurKernels:GpuMegakernel.ChainOf200Ops:"
+                  "GpuMegakernel.DecodeStackTwoLayersIsOneMegakernel:GpuMegakernel.Watchdog*:"
+                  "GpuMegaCollectives.WorldOneCollectivesRunAsTasks:GpuMegaCollectives.VirtualRanksRunEveryCollective")
     for check in ("memcheck", "racecheck", "synccheck"):
         log = run.command(f"compute-sanitizer {check}",
                           [tool, "--tool", check, "--error-exitcode", "99", exe, "--gtest_filter=" + flt],
