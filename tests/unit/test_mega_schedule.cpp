@@ -223,3 +223,50 @@ TEST(MegaSchedule, CheckerCatchesBrokenSchedules) {
     EXPECT_THROW(check_schedule(g, bad), Error);
   }
 }
+
+// A collective's push kernel (MegaRankArrivals) counts each block's arrivals from every rank in a
+// counter of its own; task b of the next kernel (the combine) waits for block b's counter, all
+// `world` ranks' worth of it, never skipped as met on its CTA, even where the push ran there.
+TEST(MegaTaskGraph, CollectiveArrivalsAreCountedPerBlockFromEveryRank) {
+  MegaTaskKernel producer = rows_kernel(4, 8, {row_blocks(true, 0, 4, 8)});
+  MegaTaskKernel push = rows_kernel(2, 16, {row_blocks(false, 0, 2, 16)});
+  push.arrivals.world = 4;
+  push.arrivals.group = "tp";
+  MegaTaskKernel combine = rows_kernel(2, 16, {row_blocks(true, 0, 2, 16)});
+  MegaTaskKernel consumer = rows_kernel(4, 8, {row_blocks(false, 0, 4, 8)});
+  const TaskGraph g = build_task_graph({step(0, {1}, {2}, {producer}), step(1, {2}, {3}, {push, combine}),
+                                        step(2, {3}, {4}, {consumer})});
+  ASSERT_EQ(g.kernels.size(), 4u);
+  EXPECT_EQ(g.kernels[1].rank_arrivals, 4u);
+  // the push's blocks: one arrival counter each, counting 4 ranks
+  ASSERT_EQ(g.kernels[1].group_bounds, (std::vector<unsigned>{0, 1, 2}));
+  for (unsigned b = 0; b < 2; ++b) {
+    const Counter& c = g.counters[g.kernels[1].group_counter(b)];
+    EXPECT_EQ(c.ranks, 4u);
+    EXPECT_EQ(c.target(), 4u);
+    // push block b reads rows [16b, 16b + 16): producer blocks 2b and 2b + 1 only
+    ASSERT_EQ(g.kernels[1].task_waits[b].size(), 1u);
+    const Counter& need = g.counters[g.kernels[1].task_waits[b][0]];
+    EXPECT_EQ(need.kernel, 0u);
+    EXPECT_EQ(need.lo, 2 * b);
+    EXPECT_EQ(need.hi, 2 * b + 2);
+    // combine block b waits for push block b's arrivals and nothing else
+    EXPECT_EQ(g.kernels[2].task_waits[b], (std::vector<unsigned>{static_cast<unsigned>(g.kernels[1].group_counter(b))}));
+  }
+  for (int ctas : {1, 3, 132}) {
+    const Schedule s = schedule_tasks(g, ctas);
+    check_schedule(g, s);
+    for (const ScheduledTask& t : s.tasks) {
+      if (t.kernel == 2) EXPECT_FALSE(t.waits_met_locally) << "a combine task skipped its arrivals on " << ctas << " CTAs";
+    }
+  }
+  // a schedule claiming the arrivals were met on the CTA is refused
+  Schedule bad = schedule_tasks(g, 1);
+  for (ScheduledTask& t : bad.tasks) t.waits_met_locally = t.kernel == 2 || t.waits_met_locally;
+  try {
+    check_schedule(g, bad);
+    ADD_FAILURE() << "accepted a combine task that skips its arrivals";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("skips its wait for arrivals from other ranks"), std::string::npos) << e.message();
+  }
+}
