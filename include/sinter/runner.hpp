@@ -54,7 +54,8 @@ struct MegaOptions {
   std::string kernel_cache_dir;
   MegaFault inject = MegaFault::none;  // tests only
   // SMs the megakernels spread over (0: all of the GPU's). Virtual ranks share one GPU
-  // (Communicator::create_virtual): give each rank's runner its share, the GPU's SMs / world.
+  // (Communicator::create_virtual): give each rank's runner its share, at most the GPU's SMs /
+  // world (a mega-mode runner bound to a virtual group refuses more, or 0).
   int sm_count = 0;
 };
 

@@ -85,6 +85,24 @@ void check_communicator_groups(const Graph& g, const CommunicatorBindings& bound
   }
 }
 
+// Virtual ranks share one GPU: each rank's megakernels must leave the others room, or the ranks
+// could not all be resident and would end in the watchdog instead of this message.
+void check_virtual_share(const CommunicatorBindings& bound, ExecMode mode, const MegaOptions& mega,
+                         const cuda::DeviceProperties& dev) {
+  if (mode != ExecMode::mega) return;
+  for (const auto& [group, comm] : bound) {
+    if (!comm.valid() || !comm.is_virtual() || comm.world() <= 1) continue;
+    const int share = dev.sm_count / comm.world();
+    if (mega.sm_count <= 0 || mega.sm_count > share) {
+      throw Error(ErrorCode::invalid_argument,
+                  "runner: group '" + group + "' is bound to " + comm.describe() + ", whose " +
+                      std::to_string(comm.world()) + " ranks share this GPU's " + std::to_string(dev.sm_count) +
+                      " SMs: set MegaOptions::sm_count to at most " + std::to_string(share) + " (it is " +
+                      (mega.sm_count <= 0 ? std::string("0: every SM") : std::to_string(mega.sm_count)) + ")");
+    }
+  }
+}
+
 }  // namespace
 
 struct Runner::State {
@@ -134,6 +152,7 @@ Runner::State::State(const Plan& p, const RunnerOptions& o)
   cuda::DeviceGuard guard(device);
   const cuda::DeviceProperties dev = cuda::device_properties(device);
   if (std::string note = plan::check_plan_target(data, dev); !note.empty()) notes.push_back(note);
+  check_virtual_share(communicators, mode, o.mega, dev);
   partition = plan::plan_partition(data);
   load_steps();
   buffers = data.memory.buffers;

@@ -298,7 +298,7 @@ TEST_F(GpuMegaCollectives, ARankThatNeverLaunchesEndsInTheOthersWatchdog) {
   EXPECT_TRUE(contains(message, "make every rank's Runner anew")) << message;
 }
 
-TEST_F(GpuMegaCollectives, VirtualGroupsRefuseStreamMode) {
+TEST_F(GpuMegaCollectives, VirtualGroupsRefuseStreamModeAndAWholeGpu) {
   const Graph g = collective_graph(2);
   const Plan plan = compile(g, with_test_cache(our_kernels_only()));
   const std::vector<Communicator> comms = Communicator::create_virtual(2, 0);
@@ -309,6 +309,11 @@ TEST_F(GpuMegaCollectives, VirtualGroupsRefuseStreamMode) {
   auto [code, message] = error_of([&] { Runner r(plan, o); });
   EXPECT_EQ(code, ErrorCode::invalid_argument);
   EXPECT_TRUE(contains(message, "run only as megakernel tasks: use ExecMode::mega")) << message;
+  // in mega mode each virtual rank must leave the others their share of the SMs
+  o.mode = ExecMode::mega;
+  std::tie(code, message) = error_of([&] { Runner r(plan, o); });
+  EXPECT_EQ(code, ErrorCode::invalid_argument);
+  EXPECT_TRUE(contains(message, "set MegaOptions::sm_count to at most")) << message;
 }
 
 // NCCL's symmetric memory for a one-rank NCCL communicator: allocated, registered as a window,
