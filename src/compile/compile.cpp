@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <set>
 
 #include "compile/compile_context.hpp"
 #include "cuda/device.hpp"
@@ -156,8 +157,10 @@ Megakernels build_megakernels(const Graph& g, const fuse::Partition& p, const tu
   }
   const mega::MegakernelPlan m = mega::plan_megakernels(g, p, refs, layout.alias_of, ctx.device);
   Megakernels out;
+  std::set<std::string> stored;  // segments of the same source (layers between vendor steps) share a cubin
   for (size_t k = 0; k < m.pieces.size(); ++k) {
     if (!m.graphs[k]) continue;
+    if (!stored.insert(mega::megakernel_source_key(m.sources[k])).second) continue;
     cuda::KernelRequest req;
     req.name = g.name() + "_megakernel_" + std::to_string(m.pieces[k].steps.front()) + ".cu";
     req.source = m.sources[k];

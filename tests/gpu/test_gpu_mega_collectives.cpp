@@ -327,7 +327,17 @@ TEST_F(GpuMegaCollectives, NcclWindowsGiveSymmetricMemory) {
     GTEST_SKIP() << "NCCL " << s.version << " has no symmetric memory here: " << why;
   }
   const size_t bytes = 3 << 20;
-  const auto buffer = comm::allocate_symmetric(state, bytes, 0, "test window");
+  std::shared_ptr<comm::SymmetricBuffer> buffer;
+  try {
+    buffer = comm::allocate_symmetric(state, bytes, 0, "test window");
+  } catch (const Error& e) {
+    // NCCL decides at registration whether a window is symmetric (peer access, CUMEM, its own
+    // settings); where it is not, Sinter says so instead of reading the record
+    if (e.code() != ErrorCode::unsupported) throw;
+    EXPECT_TRUE(contains(e.message(), "registered no symmetric window")) << e.message();
+    GTEST_SKIP() << "NCCL " << s.version << " made no symmetric window for this one-rank communicator: "
+                 << e.message();
+  }
   ASSERT_EQ(buffer->ranks().size(), 1u);
   EXPECT_GE(buffer->bytes(), bytes);
   std::vector<unsigned char> host(bytes, 0xab);
