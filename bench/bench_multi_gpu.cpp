@@ -19,12 +19,14 @@
 // "executor", "ms"} and, for gemm_ar, {"case", "hidden"}.
 //
 //   sinter_bench_multi_gpu [--world W] [--virtual W] [--runs N] [--cases gemm_ar,decode_tp]
-//                          [--m 16,128,1024,4096] [--models 1b,8b]
+//                          [--m 16,128,1024,4096] [--models 1b,8b] [--trace-dir DIR]
 //     --world W    the first W GPUs (default every visible GPU); fewer than 2 GPUs: a line saying
 //                  so, and exit status 3 (nothing to measure)
 //     --virtual W  W virtual ranks on GPU 0 (Communicator::create_virtual), megakernel executor
 //                  only, each on 1/W of the SMs: the protocol's dry run on one GPU; its times are
 //                  not multi-GPU times
+//     --trace-dir DIR  one more megakernel decode step with every task recorded: each rank's
+//                  Chrome/Perfetto trace in DIR/decode_tp_MODEL_wW_rankR.trace.json
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +55,7 @@ struct Args {
   std::vector<std::string> cases = {"gemm_ar", "decode_tp"};
   std::vector<int64_t> m = {16, 128, 1024, 4096};
   std::vector<std::string> models = {"1b"};
+  std::string trace_dir;  // "": no traces
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -74,8 +77,9 @@ class Ranks {
   const char* kind() const { return virtual_ ? "virtual" : "gpus"; }
 
   // A runner per rank of `plans[r]` (compiled for its GPU) in `mode`, made on every rank at once:
-  // a megakernel's symmetric memory is registered collectively (every rank or none).
-  void load(const std::vector<Plan>& plans, ExecMode mode) {
+  // a megakernel's symmetric memory is registered collectively (every rank or none). `trace`: the
+  // megakernels record every task (Runner::mega_trace).
+  void load(const std::vector<Plan>& plans, ExecMode mode, bool trace = false) {
     rank_.clear();
     rank_.resize(world());
     const int sms = device_info(0).sm_count;
@@ -85,6 +89,7 @@ class Ranks {
       o.device = device(r);
       o.communicators["tp"] = comms_[r];
       if (virtual_) o.mega.sm_count = sms / world();
+      o.mega.trace = trace;
       rank_[r] = std::make_unique<Rank>(plans[r], o, device(r));
     });
   }
@@ -121,6 +126,20 @@ class Ranks {
       k.runner.check();
     });
     return out;
+  }
+
+  // Each rank's megakernel trace of its last enqueue as a Chrome/Perfetto file DIR/LABEL_rankR.trace.json.
+  void write_traces(const std::string& dir, const std::string& label) {
+    for (int r = 0; r < world(); ++r) {
+      const std::string path = dir + "/" + label + "_rank" + std::to_string(r) + ".trace.json";
+      const std::string json = mega_trace_json(rank_[r]->runner.mega_description(), rank_[r]->runner.mega_trace());
+      std::FILE* f = std::fopen(path.c_str(), "w");
+      if (!f) throw Error(ErrorCode::io, "cannot write '" + path + "'");
+      std::fwrite(json.data(), 1, json.size(), f);
+      std::fclose(f);
+      std::printf("{\"case\": \"%s\", \"rank\": %d, \"trace\": \"%s\"}\n", label.c_str(), r,
+                  bench::json_escape(path).c_str());
+    }
   }
 
   // The slowest rank's median milliseconds of `runs` enqueues, after warm-up.
@@ -274,6 +293,12 @@ bool decode_tp(Ranks& ranks, const Args& a) {
       for (int r = 0; r < w; ++r) in.push_back(random_inputs(graphs[r], 91 + r));
       ranks.run(in);
       emit(name, ranks, executor, ranks.time_ms(a.runs));
+      if (mode == ExecMode::mega && !a.trace_dir.empty()) {
+        // one more step with every task recorded, each rank's timeline in a file of its own
+        ranks.load(compile_ranks(ranks, graphs[0], {}), mode, /*trace=*/true);
+        ranks.run(in);
+        ranks.write_traces(a.trace_dir, name + "_w" + std::to_string(w));
+      }
     }
   }
   return ok;
@@ -299,10 +324,12 @@ int main(int argc, char** argv) {
       for (const std::string& s : split(argv[++i])) a.m.push_back(std::atoll(s.c_str()));
     } else if (arg == "--models" && value) {
       a.models = split(argv[++i]);
+    } else if (arg == "--trace-dir" && value) {
+      a.trace_dir = argv[++i];
     } else {
       std::fprintf(stderr,
                    "usage: sinter_bench_multi_gpu [--world W] [--virtual W] [--runs N] [--cases gemm_ar,decode_tp] "
-                   "[--m 16,128,1024,4096] [--models 1b,8b]\n");
+                   "[--m 16,128,1024,4096] [--models 1b,8b] [--trace-dir DIR]\n");
       return 2;
     }
   }

@@ -478,7 +478,8 @@ def step_multi_gpu(run, arg):
     Sinter's stream plan and the megakernel with its in-kernel all_reduce (and the share of the
     all_reduce it hides); the Llama-3.2-1B decode step in tensor parallelism through the stream,
     graph and megakernel executors; then the same in PyTorch with torch.distributed (NCCL, eager
-    and CUDA graph, bench/torch_multi_gpu.py). Skipped, saying so, with fewer than 2 GPUs.
+    and CUDA graph, bench/torch_multi_gpu.py); each rank's Perfetto trace of one megakernel decode
+    step lands in raw.tgz. Skipped, saying so, with fewer than 2 GPUs.
     virtual[:W]: W virtual ranks on one GPU (megakernel only, M = 16 and 1024): the protocol's
     dry run; its times are not multi-GPU times."""
     exe = run.need("sinter_bench_multi_gpu")[0]
@@ -492,7 +493,8 @@ def step_multi_gpu(run, arg):
     if gpus < 2 and not run.dry:
         raise Skip(f"needs 2 GPUs or more of one host; nvidia-smi lists {gpus} (multi_gpu=virtual runs the "
                    "megakernel's collectives on one)")
-    run.command("sinter_bench_multi_gpu", [exe] + runs, "multi_gpu.jsonl", run.limit(300), source="sinter_bench_multi_gpu")
+    run.command("sinter_bench_multi_gpu", [exe, "--trace-dir", run.raw] + runs, "multi_gpu.jsonl", run.limit(300),
+                source="sinter_bench_multi_gpu")
     run.torch("torch_multi_gpu.py", run.quick_flag(), "torch_multi_gpu.jsonl", run.limit(240), source="torch_multi_gpu")
 
 

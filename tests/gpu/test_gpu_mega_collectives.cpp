@@ -5,14 +5,16 @@
 // and 4, equal to the CPU reference of the ranks and of the unsharded graph, over several launches
 // (the receive buffers alternate halves by launch epoch); a rank that never launches ends in the
 // others' watchdog with an error naming the group, never a hang; 1,000 replays bit-identical; a
-// world-1 plan with an NCCL communicator through the megakernel; and NCCL's symmetric memory
-// (ncclMemAlloc + window) of a one-rank communicator, where this NCCL has it.
+// world-1 plan with an NCCL communicator through the megakernel; NCCL's symmetric memory
+// (ncclMemAlloc + window) of a one-rank communicator, where this NCCL has it; and, on a machine
+// with several GPUs, one rank per GPU through NCCL windows, a missing rank included.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <thread>
 
 #include "comm/communicator_state.hpp"
 #include "comm/symmetric_memory.hpp"
@@ -352,6 +354,91 @@ TEST_F(GpuMegaCollectives, NcclWindowsGiveSymmetricMemory) {
   EXPECT_EQ(back, host);
   std::printf("  NCCL %s: a %zu-byte window at %p (LSA address)\n", s.version.c_str(), buffer->bytes(),
               buffer->ranks()[0]);
+}
+
+// One rank per visible GPU, NCCL communicators (create_local), megakernels with the collectives
+// as tasks over NCCL's symmetric windows: every collective kind against the ranks' reference; then
+// the last rank does not launch, and every other rank ends in its watchdog with the group's error.
+// Skipped, saying so, with fewer than two GPUs, or where NCCL makes no symmetric windows.
+TEST_F(GpuMegaCollectives, EveryVisibleGpuIsARankOfTheMegakernel) {
+  const int world = cuda::gpu_availability().device_count;
+  if (world < 2) GTEST_SKIP() << "needs 2 GPUs or more for a group of world > 1; this machine has " << world;
+  const NcclStatus st = nccl_status();
+  if (!st.available) GTEST_SKIP() << "no NCCL: " << st.reason;
+  std::vector<int> devices;
+  for (int d = 0; d < world; ++d) devices.push_back(d);
+  const std::vector<Communicator> comms = Communicator::create_local(devices);
+  if (const std::string why = comm::symmetric_memory_problem(comms[0].state().get()); !why.empty()) {
+    GTEST_SKIP() << "no symmetric memory for this group: " << why;
+  }
+  const Graph g = collective_graph(world);
+  const Plan plan = compile(g, with_test_cache(our_kernels_only()));
+  struct Rank {
+    Rank(const Plan& p, const RunnerOptions& o) : runner(p, o), io(p, o.device) { io.bind(runner); }
+    Runner runner;
+    DeviceTensors io;
+    cuda::Stream stream{cudaStreamNonBlocking};
+  };
+  std::vector<std::unique_ptr<Rank>> ranks(world);
+  std::vector<std::string> errors(world);
+  auto each = [&](const std::function<void(int)>& body) {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < world; ++r) {
+      threads.emplace_back([&, r] {
+        try {
+          cuda::set_device(r);
+          body(r);
+        } catch (const Error& e) {
+          errors[r] = e.message();
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  };
+  // the runners at the same time: NCCL registers their windows collectively
+  each([&](int r) {
+    RunnerOptions o = test_runner_options(ExecMode::mega);
+    o.device = r;
+    o.communicators["tp"] = comms[r];
+    o.mega.watchdog_ms = 1000;
+    ranks[r] = std::make_unique<Rank>(plan, o);
+  });
+  for (int r = 0; r < world; ++r) ASSERT_EQ(errors[r], "") << "rank " << r;
+  std::vector<TensorMap> inputs, got(world);
+  const uint64_t seed = fresh_seed();
+  for (int r = 0; r < world; ++r) inputs.push_back(random_inputs(g, seed + 7919 * r));
+  const std::vector<TensorMap> want = run_reference_ranks(std::vector<Graph>(world, g), inputs);
+  for (int run = 0; run < 3; ++run) {
+    each([&](int r) {
+      Rank& k = *ranks[r];
+      k.io.upload(inputs[r], k.stream.get());
+      k.io.poison_outputs(k.stream.get());
+      k.runner.poison_intermediates(k.stream.get());
+      k.runner.enqueue(k.stream.get());
+      got[r] = k.io.download(k.stream.get());
+      k.runner.check();
+    });
+    for (int r = 0; r < world; ++r) {
+      ASSERT_EQ(errors[r], "") << "rank " << r;
+      check_outputs(g, want[r], got[r], "gpu rank " + std::to_string(r) + " run " + std::to_string(run));
+    }
+  }
+  // the last rank fails to arrive: the others stop in their watchdog, naming the group
+  const auto start = std::chrono::steady_clock::now();
+  each([&](int r) {
+    if (r == world - 1) return;
+    Rank& k = *ranks[r];
+    k.runner.enqueue(k.stream.get());
+    k.stream.synchronize();
+    k.runner.check();
+  });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (int r = 0; r + 1 < world; ++r) {
+    EXPECT_TRUE(contains(errors[r], "ranks of group 'tp'")) << "rank " << r << ": " << errors[r];
+  }
+  EXPECT_LT(seconds, 10.0);
+  std::printf("  %d GPUs: 3 launches equal to the ranks' reference; the last rank absent: the others stopped "
+              "after %.2f s\n", world, seconds);
 }
 
 }  // namespace sinter::testing
