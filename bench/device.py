@@ -470,7 +470,8 @@ def visible_gpus():
 
 
 @step("multi_gpu", "several GPUs: sharded GEMM + all_reduce, the tensor-parallel decode stack, Sinter and PyTorch",
-      arg="'virtual' or virtual:W: W virtual ranks on GPU 0 (default 2), Sinter's megakernel only",
+      arg="models of decode_tp (1b, 8b, or 1b,8b; default 1b), or 'virtual' / virtual:W: W virtual ranks on GPU 0 "
+          "(default 2), Sinter's megakernel only",
       limits="300 s + 240 s (PyTorch)", needs=("sinter_bench_multi_gpu",))
 def step_multi_gpu(run, arg):
     """One rank per visible GPU (sinter_bench_multi_gpu, docs/multi-gpu.md): the GEMM x[M, 8192]
@@ -493,9 +494,13 @@ def step_multi_gpu(run, arg):
     if gpus < 2 and not run.dry:
         raise Skip(f"needs 2 GPUs or more of one host; nvidia-smi lists {gpus} (multi_gpu=virtual runs the "
                    "megakernel's collectives on one)")
-    run.command("sinter_bench_multi_gpu", [exe, "--trace-dir", run.raw] + runs, "multi_gpu.jsonl", run.limit(300),
-                source="sinter_bench_multi_gpu")
-    run.torch("torch_multi_gpu.py", run.quick_flag(), "torch_multi_gpu.jsonl", run.limit(240), source="torch_multi_gpu")
+    models = ["--models", arg] if arg else []
+    if arg and any(m not in ("1b", "8b") for m in arg.split(",")):
+        raise Skip(f"multi_gpu takes models 1b and 8b (or virtual[:W]), not '{arg}'")
+    run.command("sinter_bench_multi_gpu", [exe, "--trace-dir", run.raw] + runs + models, "multi_gpu.jsonl",
+                run.limit(300), source="sinter_bench_multi_gpu")
+    run.torch("torch_multi_gpu.py", run.quick_flag() + models, "torch_multi_gpu.jsonl", run.limit(240),
+              source="torch_multi_gpu")
 
 
 @step("llama", "whole-model decode steps (Llama-3.2-1B, Llama-3-8B's shape), Sinter and PyTorch",
