@@ -11,9 +11,9 @@
 //      of d 2048 with LM head and argmax; 8b: Llama-3-8B's shape) sharded over W ranks, through
 //      the stream, graph and megakernel executors.
 // Checks, once per case: gemm_ar at M = 16 and a two-layer stack of the model's layer against the
-// CPU reference of the ranks (run_reference_ranks); every other run's outputs against its stream
-// plan's, within the dtype bound (virtual ranks: every rank's all_reduce equal to rank 0's and
-// finite). A failed check fails the program.
+// CPU reference of the ranks (run_reference_ranks); the larger GEMMs' other executors against
+// cuBLASLt then NCCL, within the dtype bound (virtual ranks: every rank's all_reduce equal to rank
+// 0's and finite). A failed check fails the program.
 // Times: each rank's median of --runs enqueues (CUDA events on its stream, after warm-up); the
 // slowest rank's median is reported. JSON lines: {"case", "world", "ranks" ("gpus" | "virtual"),
 // "executor", "ms"} and, for gemm_ar, {"case", "hidden"}.
@@ -226,7 +226,7 @@ bool gemm_ar(Ranks& ranks, const Args& a) {
     const std::string c = "gemm_ar_m" + std::to_string(m);
     const Graph g = gemm_ar_graph(m, w, true, true);
     const std::vector<TensorMap> in = rank_inputs(g, w, 41 + m);
-    std::optional<std::vector<TensorMap>> stream_out;
+    std::optional<std::vector<TensorMap>> stream_out;  // the first executor's (cuBLASLt then NCCL)
     auto measure = [&](const Graph& graph, const CompileOptions& co, ExecMode mode, const std::string& executor,
                        bool check) {
       ranks.load(compile_ranks(ranks, graph, co), mode);
@@ -235,7 +235,7 @@ bool gemm_ar(Ranks& ranks, const Args& a) {
         if (m <= 16) {
           ok &= close_enough(g, run_reference_ranks(std::vector<Graph>(w, g), in), got, c + " " + executor);
         } else if (stream_out) {
-          ok &= close_enough(g, *stream_out, got, c + " " + executor + " against stream");
+          ok &= close_enough(g, *stream_out, got, c + " " + executor + " against cublaslt+nccl");
         } else if (a.virtual_ranks > 0) {
           // no stream plan to compare with (virtual ranks run only megakernels): every rank's
           // all_reduce must be the same numbers, and finite
