@@ -122,6 +122,16 @@ else
   echo "FAIL: run of a rank program:"; sed 's/^/   | /' "$work/out" | head -12; failures=$((failures + 1))
 fi
 expect 1 -- "$sinter" run "$work/rank.json" --on cpu --load-inputs "$work/in"; err_has "its ranks take seeded random inputs"
+cat >"$work/two_groups.json" <<'JSON'
+{"format": "sinter.graph", "version": 1, "name": "two_groups",
+ "inputs": [{"name": "x", "dtype": "f32", "dims": [4, 8]}],
+ "nodes": [{"name": "tp_sum", "op": "all_reduce", "inputs": ["x"], "outputs": [{"name": "h"}],
+            "attrs": {"group": "tp", "world": 2}},
+           {"name": "dp_sum", "op": "all_reduce", "inputs": ["h"], "outputs": [{"name": "y"}],
+            "attrs": {"group": "dp", "world": 4}}],
+ "outputs": ["y"]}
+JSON
+expect 1 -- "$sinter" run "$work/two_groups.json" --on cpu; err_has "collectives of several groups, 'dp' (world 4), 'tp' (world 2)"
 # without a GPU, every mega command says it needs one (exit 1), never crashes
 if "$sinter" run "$work/scale.json" --on auto 2>/dev/null | grep -q "^device: cpu"; then
   expect 1 -- "$sinter" run "$work/scale.json" --executor mega --on gpu; err_has "needs a GPU"
