@@ -42,11 +42,18 @@ __device__ __forceinline__ void sinter_collective_copy(char* to, const char* fro
   }
 }
 
+// The elements [lo, lo + n) of this task's slice of a rank's slot; false when the task has none.
+__device__ __forceinline__ bool sinter_collective_slice(const SinterCollectiveArgs& a, u64& lo, u64& n) {
+  lo = static_cast<u64>(blockIdx.x) * a.slice_elems;
+  if (lo >= a.slot_elems) return false;
+  n = min(static_cast<u64>(a.slice_elems), a.slot_elems - lo);
+  return true;
+}
+
 // Task s of the push kernel.
 __device__ __forceinline__ void sinter_collective_push(const SinterCollectiveArgs& a) {
-  const u64 lo = static_cast<u64>(blockIdx.x) * a.slice_elems;
-  if (lo >= a.slot_elems) return;
-  const u64 n = min(static_cast<u64>(a.slice_elems), a.slot_elems - lo);
+  u64 lo, n;
+  if (!sinter_collective_slice(a, lo, n)) return;
   const u64 epoch = sinter_mega_launch_epoch();
   for (u32 k = 0; k < a.world; ++k) {
     const u32 q = (a.rank + k) % a.world;  // start with the next rank: the ranks spread their writes
@@ -61,9 +68,8 @@ __device__ __forceinline__ void sinter_collective_push(const SinterCollectiveArg
 template <typename T>
 __device__ __forceinline__ void sinter_collective_reduce(const SinterCollectiveArgs& a) {
   typedef typename ComputeOf<T>::type C;
-  const u64 lo = static_cast<u64>(blockIdx.x) * a.slice_elems;
-  if (lo >= a.slot_elems) return;
-  const u64 n = min(static_cast<u64>(a.slice_elems), a.slot_elems - lo);
+  u64 lo, n;
+  if (!sinter_collective_slice(a, lo, n)) return;
   const u64 epoch = sinter_mega_launch_epoch();
   const char* mine = a.recv[a.rank];
   T* out = reinterpret_cast<T*>(a.out) + lo;
@@ -85,9 +91,8 @@ __device__ __forceinline__ void sinter_collective_reduce(const SinterCollectiveA
 
 // Task s of the combine kernel of an all_gather: each rank's slice s to its place in the output.
 __device__ __forceinline__ void sinter_collective_gather(const SinterCollectiveArgs& a) {
-  const u64 lo = static_cast<u64>(blockIdx.x) * a.slice_elems;
-  if (lo >= a.slot_elems) return;
-  const u64 n = min(static_cast<u64>(a.slice_elems), a.slot_elems - lo);
+  u64 lo, n;
+  if (!sinter_collective_slice(a, lo, n)) return;
   const u64 epoch = sinter_mega_launch_epoch();
   for (u32 r = 0; r < a.world; ++r) {
     sinter_collective_copy(a.out + (r * a.slot_elems + lo) * a.elem_bytes,

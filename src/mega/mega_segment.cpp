@@ -54,6 +54,7 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
       library_(std::move(library)),
       device_(device.ordinal) {
   if (steps_.size() != graph_.steps.size()) throw Error(ErrorCode::internal, "megakernel: steps and task graph disagree");
+  name_ = "megakernel of steps " + std::to_string(graph_.steps.front().step) + ".." + std::to_string(graph_.steps.back().step);
   const auto t0 = std::chrono::steady_clock::now();
   from_plan_ = library_ != nullptr;
   if (!library_) {
@@ -73,8 +74,7 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
   const int per_sm = kernel_.max_active_blocks_per_sm(static_cast<int>(graph_.max_threads), dynamic);
   if (per_sm < 1) {
     throw Error(ErrorCode::unsupported,
-                "megakernel of steps " + std::to_string(graph_.steps.front().step) + ".." +
-                    std::to_string(graph_.steps.back().step) + ": one CTA of " + std::to_string(graph_.max_threads) +
+                name_ + ": one CTA of " + std::to_string(graph_.max_threads) +
                     " threads, " + std::to_string(attr.numRegs) + " registers a thread and " +
                     std::to_string(shared_bytes_) + " bytes of shared memory does not fit on an SM");
   }
@@ -182,29 +182,25 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
   tables_.copy_from_host(host.data(), table_bytes);
   // 16 bytes past the last struct: a task's arguments are fetched in 16-byte pieces
   args_ = cuda::DeviceBuffer(align_up(arg_bytes_, 64) + 64);
+  // The counters and control words, in the symmetric memory of the segment's group where it has
+  // collectives (other ranks add arrivals to them), else in plain memory (a group of one); zeroed.
   counters_bytes_ = (graph_.counters.size() + SINTER_MEGA_CONTROL_WORDS) * kCounterBytes;
-  const std::string name = "megakernel of steps " + std::to_string(graph_.steps.front().step) + ".." +
-                           std::to_string(graph_.steps.back().step);
+  std::shared_ptr<Communicator::State> comm;
   if (const MegaRankArrivals* group = segment_group(graph_)) {
-    // other ranks add arrivals to these counters: symmetric memory of the group (zeroed)
     group_ = group->group;
     world_ = std::max(group->world, 1);
     if (world_ > 1 && !group->comm) {
-      throw Error(ErrorCode::invalid_state, name + ": no communicator for group '" + group_ +
+      throw Error(ErrorCode::invalid_state, name_ + ": no communicator for group '" + group_ +
                                                 "' (a Runner binds it: RunnerOptions::communicators)");
     }
+    if (world_ > 1) comm = group->comm;
     cooperative_ = !(world_ > 1 && group->comm->virtual_group);  // virtual ranks: see launch()
-    rank_counters_ = comm::allocate_symmetric(world_ > 1 ? group->comm : nullptr, counters_bytes_, device_,
-                                              "counters of the " + name);
-    rank_ = rank_counters_->rank();
-    counters_at_ = static_cast<unsigned long long*>(rank_counters_->local());
-    rank_counter_table_ = cuda::DeviceBuffer(rank_counters_->ranks().size() * sizeof(void*));
-    rank_counter_table_.copy_from_host(rank_counters_->ranks().data(), rank_counter_table_.size());
-  } else {
-    counters_ = cuda::DeviceBuffer(counters_bytes_);
-    SINTER_CUDA_CHECK(cudaMemset(counters_.data(), 0, counters_.size()));
-    counters_at_ = static_cast<unsigned long long*>(counters_.data());
   }
+  rank_counters_ = comm::allocate_symmetric(comm, counters_bytes_, device_, "counters of the " + name_);
+  rank_ = rank_counters_->rank();
+  counters_at_ = static_cast<unsigned long long*>(rank_counters_->local());
+  rank_counter_table_ = cuda::DeviceBuffer(rank_counters_->ranks().size() * sizeof(void*));
+  rank_counter_table_.copy_from_host(rank_counters_->ranks().data(), rank_counter_table_.size());
   if (options_.trace) trace_ = cuda::DeviceBuffer(schedule_.tasks.size() * SINTER_MEGA_TRACE_WORDS * 8);
   SINTER_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&staging_), align_up(arg_bytes_, 64) + 64, cudaHostAllocDefault));
   std::memset(staging_, 0, align_up(arg_bytes_, 64) + 64);
@@ -241,7 +237,7 @@ void Segment::launch(cudaStream_t stream) {
   p.counters = counters_at_;
   p.control = counters_at_ + graph_.counters.size() * SINTER_MEGA_COUNTER_STRIDE;
   p.rank_counters = static_cast<unsigned long long* const*>(rank_counter_table_.data());
-  p.world = rank_counters_ ? static_cast<unsigned>(world_) : 0u;
+  p.world = static_cast<unsigned>(rank_counters_->ranks().size());
   p.rank = static_cast<unsigned>(rank_);
   p.fault = static_cast<SinterMegaFault*>(fault_device_);
   p.trace = options_.trace ? static_cast<unsigned long long*>(trace_.data()) : nullptr;
@@ -295,8 +291,7 @@ void Segment::check(cudaStream_t stream) {
     // the other ranks' counters went on: this rank's cannot be reset alone
     SINTER_CUDA_CHECK(cudaStreamSynchronize(stream));
     std::memset(fault_, 0, sizeof(SinterMegaFault));
-    broken_ = "the " + std::string("megakernel of steps ") + std::to_string(graph_.steps.front().step) + ".." +
-              std::to_string(graph_.steps.back().step) + " (rank " + std::to_string(rank_) + " of group '" + group_ +
+    broken_ = "the " + name_ + " (rank " + std::to_string(rank_) + " of group '" + group_ +
               "') timed out earlier; its counters no longer agree with the other ranks': make every rank's Runner anew";
     message += " Rank " + std::to_string(rank_) + " of group '" + group_ +
                "': this runner cannot launch again; make every rank's Runner anew.";

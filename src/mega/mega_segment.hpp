@@ -92,9 +92,10 @@ class Segment {
   size_t counter_waits_ = 0, waitless_tasks_ = 0;
   std::vector<size_t> arg_offsets_;  // per task kernel
   size_t arg_bytes_ = 0;
-  cuda::DeviceBuffer tables_, args_, counters_, trace_;
-  // With collectives: the counters in the group's symmetric memory (other ranks add arrivals to
-  // them), and every rank's counters by rank on the device.
+  std::string name_;  // "megakernel of steps A..B"
+  cuda::DeviceBuffer tables_, args_, trace_;
+  // The counters: symmetric memory of the collectives' group (other ranks add arrivals to them),
+  // plain memory without one; and every rank's counters by rank on the device.
   std::shared_ptr<comm::SymmetricBuffer> rank_counters_;
   cuda::DeviceBuffer rank_counter_table_;
   unsigned long long* counters_at_ = nullptr;  // this rank's counters and control words

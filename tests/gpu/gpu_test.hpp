@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "sinter/error.hpp"
 
@@ -46,6 +49,25 @@ std::pair<ErrorCode, std::string> error_of(F&& f) {
 }
 
 inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// `body(r)` for r = 0 .. ranks - 1 at once, one thread each on GPU r (ranks of one NCCL group
+// must call in together); each rank's sinter::Error message, "" where it threw none.
+inline std::vector<std::string> each_rank(int ranks, const std::function<void(int)>& body) {
+  std::vector<std::string> errors(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        cuda::set_device(r);
+        body(r);
+      } catch (const Error& e) {
+        errors[r] = e.message();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return errors;
+}
 
 // For tests that compile kernels themselves: memory only, so tests never depend on disk state.
 inline cuda::KernelCache& shared_cache() {

@@ -6,7 +6,6 @@
 // without NCCL.
 #include <cuda_runtime_api.h>
 
-#include <thread>
 
 #include "gpu/gpu_test.hpp"
 #include "gpu/region_check.hpp"
@@ -145,24 +144,14 @@ TEST_F(GpuCollectives, EveryVisibleGpuIsARank) {
       ranks.back()->io.bind(ranks.back()->runner);
     }
     std::vector<TensorMap> got(world);
-    std::vector<std::string> errors(world);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < world; ++r) {
-      threads.emplace_back([&, r] {
-        try {
-          cuda::set_device(r);
-          Rank& k = *ranks[r];
-          k.io.upload(inputs[r], k.stream);
-          k.io.poison_outputs(k.stream);
-          k.runner.poison_intermediates(k.stream);
-          k.runner.enqueue(k.stream);
-          got[r] = k.io.download(k.stream);
-        } catch (const Error& e) {
-          errors[r] = e.message();
-        }
-      });
-    }
-    for (std::thread& t : threads) t.join();
+    const std::vector<std::string> errors = each_rank(world, [&](int r) {
+      Rank& k = *ranks[r];
+      k.io.upload(inputs[r], k.stream);
+      k.io.poison_outputs(k.stream);
+      k.runner.poison_intermediates(k.stream);
+      k.runner.enqueue(k.stream);
+      got[r] = k.io.download(k.stream);
+    });
     for (int r = 0; r < world; ++r) {
       cuda::DeviceGuard guard(r);
       cudaStreamDestroy(ranks[r]->stream);

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
-#include <thread>
 
 #include "comm/communicator_state.hpp"
 #include "comm/symmetric_memory.hpp"
@@ -380,21 +379,8 @@ TEST_F(GpuMegaCollectives, EveryVisibleGpuIsARankOfTheMegakernel) {
     cuda::Stream stream{cudaStreamNonBlocking};
   };
   std::vector<std::unique_ptr<Rank>> ranks(world);
-  std::vector<std::string> errors(world);
-  auto each = [&](const std::function<void(int)>& body) {
-    std::vector<std::thread> threads;
-    for (int r = 0; r < world; ++r) {
-      threads.emplace_back([&, r] {
-        try {
-          cuda::set_device(r);
-          body(r);
-        } catch (const Error& e) {
-          errors[r] = e.message();
-        }
-      });
-    }
-    for (std::thread& t : threads) t.join();
-  };
+  std::vector<std::string> errors;
+  auto each = [&](const std::function<void(int)>& body) { errors = each_rank(world, body); };
   // the runners at the same time: NCCL registers their windows collectively
   each([&](int r) {
     RunnerOptions o = test_runner_options(ExecMode::mega);

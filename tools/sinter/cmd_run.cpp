@@ -51,27 +51,24 @@ int cmd_run(const Common& c, const RunOptions& o) {
   const bool on_gpu = bundle || o.on == "gpu" || (o.on == "auto" && gpu_availability().available);
   if (on_gpu) require_gpu(bundle ? "running a plan" : "--on gpu");
   const auto t0 = std::chrono::steady_clock::now();
+  // a bundle loads (no compilation) before its graph is known; a graph file compiles after the check
+  const BuildChoices choices{o.tune, o.engine, false, o.exec.executor == "mega"};
   std::optional<LoadedPlan> loaded;
-  std::optional<Graph> file_graph;
-  if (!bundle) file_graph = load_graph_file(o.file);
+  if (on_gpu && bundle) loaded = plan_from_file(c, o.file, choices);
+  const Graph file_graph = loaded ? Graph() : load_graph_file(o.file);
+  const Graph& g = loaded ? loaded->plan.graph() : file_graph;
   std::string group;
-  const int world = file_graph ? graph_world(*file_graph, &group) : 1;
-  if (world > 1 && on_gpu && runner_opts.mode != ExecMode::mega) {
-    throw Error(ErrorCode::invalid_argument,
-                "graph '" + file_graph->name() + "' is one rank's program of world " + std::to_string(world) +
-                    " (group '" + group + "'): on one GPU its ranks run as " + std::to_string(world) +
-                    " virtual ranks inside megakernels (--executor mega), or on the CPU reference alone (--on cpu)");
-  }
-  if (on_gpu) loaded = plan_from_file(c, o.file, {o.tune, o.engine, false, o.exec.executor == "mega"});
-  const Graph g = loaded ? loaded->plan.graph() : *file_graph;
-  if (const int w = graph_world(g, &group); w > 1) {
-    if (runner_opts.mode != ExecMode::mega && loaded) {
-      throw Error(ErrorCode::invalid_argument, "plan '" + o.file + "' is one rank's program of world " +
-                                                   std::to_string(w) + ": on one GPU its ranks run as virtual ranks "
-                                                   "inside megakernels (--executor mega)");
+  if (const int world = graph_world(g, &group); world > 1) {
+    if (on_gpu && runner_opts.mode != ExecMode::mega) {
+      throw Error(ErrorCode::invalid_argument,
+                  "graph '" + g.name() + "' is one rank's program of world " + std::to_string(world) + " (group '" +
+                      group + "'): on one GPU its ranks run as " + std::to_string(world) +
+                      " virtual ranks inside megakernels (--executor mega), or on the CPU reference alone (--on cpu)");
     }
-    return run_ranks(c, o, runner_opts, g, loaded ? &loaded->plan : nullptr, w, group);
+    if (on_gpu && !loaded) loaded = plan_from_graph(c, g, choices);
+    return run_ranks(c, o, runner_opts, g, loaded ? &loaded->plan : nullptr, world, group);
   }
+  if (on_gpu && !loaded) loaded = plan_from_graph(c, g, choices);
   std::printf("graph '%s': %zu nodes; inputs: %s\n", g.name().c_str(), g.nodes().size(),
               o.load_inputs.empty()
                   ? ("seeded random (seed " + std::to_string(o.seed) +

@@ -4,15 +4,12 @@
 // (run_reference_ranks); on the GPU they run as W virtual ranks of one GPU
 // (Communicator::create_virtual), each a megakernel on its share of the SMs, enqueued together,
 // each rank's outputs compared with its reference.
-#include <cuda_runtime_api.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <set>
 
 #include "commands.hpp"
 #include "format.hpp"
@@ -23,51 +20,10 @@
 namespace sinter::cli {
 namespace {
 
-struct Rank {
-  Rank(const Plan& plan, const RunnerOptions& o) : runner(plan, o), io(plan, o.device) {
-    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
-      throw Error(ErrorCode::cuda, "run: cudaStreamCreateWithFlags failed");
-    }
-    io.bind(runner);
-  }
-  ~Rank() {
-    if (stream) cudaStreamDestroy(stream);
-  }
-  Runner runner;
-  DeviceTensors io;
-  cudaStream_t stream = nullptr;
-};
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw Error(ErrorCode::cuda, std::string("run: ") + what + ": " + cudaGetErrorString(e));
-}
-
-// The slowest rank's median milliseconds of `iters` rounds, every rank enqueued once a round.
-double time_ranks(std::vector<std::unique_ptr<Rank>>& ranks, int iters) {
-  const size_t w = ranks.size();
-  std::vector<std::vector<cudaEvent_t>> ev(w, std::vector<cudaEvent_t>(2 * iters, nullptr));
-  for (auto& e : ev) {
-    for (cudaEvent_t& x : e) check(cudaEventCreate(&x), "cudaEventCreate");
-  }
-  for (int i = 0; i < iters; ++i) {
-    for (size_t r = 0; r < w; ++r) {
-      check(cudaEventRecord(ev[r][2 * i], ranks[r]->stream), "cudaEventRecord");
-      ranks[r]->runner.enqueue(ranks[r]->stream);
-      check(cudaEventRecord(ev[r][2 * i + 1], ranks[r]->stream), "cudaEventRecord");
-    }
-  }
+// The slowest rank's median.
+double slowest_median(const std::vector<std::vector<float>>& ms) {
   double slowest = 0;
-  for (size_t r = 0; r < w; ++r) {
-    check(cudaStreamSynchronize(ranks[r]->stream), "cudaStreamSynchronize");
-    ranks[r]->runner.check();
-    std::vector<float> ms(iters);
-    for (int i = 0; i < iters; ++i) check(cudaEventElapsedTime(&ms[i], ev[r][2 * i], ev[r][2 * i + 1]), "cudaEventElapsedTime");
-    std::sort(ms.begin(), ms.end());
-    slowest = std::max(slowest, static_cast<double>(ms[ms.size() / 2]));
-  }
-  for (auto& e : ev) {
-    for (cudaEvent_t x : e) cudaEventDestroy(x);
-  }
+  for (const std::vector<float>& m : ms) slowest = std::max(slowest, percentiles(m).p50);
   return slowest;
 }
 
@@ -111,29 +67,25 @@ int run_ranks(const Common& c, const RunOptions& o, const RunnerOptions& runner_
   if (plan) {
     const std::vector<Communicator> comms = Communicator::create_virtual(world, c.device);
     const int sms = device_info(c.device).sm_count;
-    std::vector<std::unique_ptr<Rank>> ranks;
+    // every rank's runner before any enqueue (docs/multi-gpu.md), then all enqueued before any wait
+    std::vector<std::unique_ptr<PlanSession>> ranks;
+    std::vector<PlanSession*> sessions;
     for (int r = 0; r < world; ++r) {
       RunnerOptions ro = runner_opts;
       ro.communicators[group] = comms[r];
       ro.mega.sm_count = sms / world;
-      ranks.push_back(std::make_unique<Rank>(*plan, ro));
+      ranks.push_back(std::make_unique<PlanSession>(*plan, ro));
+      sessions.push_back(ranks.back().get());
     }
-    for (int r = 0; r < world; ++r) {
-      ranks[r]->io.upload(inputs[r], ranks[r]->stream);
-      ranks[r]->io.poison_outputs(ranks[r]->stream);
-      ranks[r]->runner.poison_intermediates(ranks[r]->stream);
-    }
-    for (auto& k : ranks) k->runner.enqueue(k->stream);
-    for (int r = 0; r < world; ++r) {
-      outputs[r] = ranks[r]->io.download(ranks[r]->stream);
-      ranks[r]->runner.check();
-    }
+    for (int r = 0; r < world; ++r) ranks[r]->start(inputs[r]);
+    for (int r = 0; r < world; ++r) outputs[r] = ranks[r]->finish();
     std::printf("device: %s\n   %d virtual ranks on GPU %d, each a megakernel on %d of its %d SMs\n",
                 device_info(c.device).description.c_str(), world, c.device, sms / world, sms);
-    std::printf("   megakernel: %s\n", mega_overview(ranks[0]->runner.mega_description()).c_str());
+    std::printf("   megakernel: %s\n", mega_overview(ranks[0]->runner().mega_description()).c_str());
     std::printf("   gpu time %s (every rank enqueued together; the slowest rank's median of %d); cpu reference "
                 "of the ranks %s\n",
-                human_ms(time_ranks(ranks, o.iters)).c_str(), o.iters, human_ms(ref_ms).c_str());
+                human_ms(slowest_median(time_together(sessions, o.iters, 5))).c_str(), o.iters,
+                human_ms(ref_ms).c_str());
     for (int r = 0; r < world; ++r) {
       std::printf("   rank %d:\n", r);
       ok = print_comparison(g, outputs[r], ref[r]) && ok;

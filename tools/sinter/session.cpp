@@ -80,6 +80,13 @@ LoadedPlan plan_from_file(const Common& c, const std::string& path, const BuildC
     return out;
   }
   const Graph g = load_graph_file(path);
+  LoadedPlan out = plan_from_graph(c, g, b);
+  out.ms = ms_since(t0);
+  return out;
+}
+
+LoadedPlan plan_from_graph(const Common& c, const Graph& g, const BuildChoices& b) {
+  const auto t0 = std::chrono::steady_clock::now();
   require_gpu("building a plan");
   LoadedPlan out{compile(g, compile_options(c, b)), false, 0};
   out.ms = ms_since(t0);
@@ -116,29 +123,49 @@ PlanSession::~PlanSession() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-TensorMap PlanSession::run(const TensorMap& inputs) {
+void PlanSession::start(const TensorMap& inputs) {
   io_.upload(inputs, stream_);
   io_.poison_outputs(stream_);
   runner_.poison_intermediates(stream_);
   runner_.enqueue(stream_);
+}
+
+TensorMap PlanSession::finish() {
   TensorMap outputs = io_.download(stream_);  // waits for the stream
   runner_.check();
   return outputs;
 }
 
-std::vector<float> PlanSession::time(int iters, int warmup) {
-  for (int i = 0; i < warmup; ++i) runner_.enqueue(stream_);
-  std::vector<cudaEvent_t> events(2 * static_cast<size_t>(iters));
-  for (cudaEvent_t& e : events) check(cudaEventCreate(&e), "cudaEventCreate");
-  for (int i = 0; i < iters; ++i) {
-    check(cudaEventRecord(events[2 * i], stream_), "cudaEventRecord");
-    runner_.enqueue(stream_);
-    check(cudaEventRecord(events[2 * i + 1], stream_), "cudaEventRecord");
+TensorMap PlanSession::run(const TensorMap& inputs) {
+  start(inputs);
+  return finish();
+}
+
+std::vector<float> PlanSession::time(int iters, int warmup) { return time_together({this}, iters, warmup)[0]; }
+
+std::vector<std::vector<float>> time_together(const std::vector<PlanSession*>& sessions, int iters, int warmup) {
+  for (int i = 0; i < warmup; ++i) {
+    for (PlanSession* s : sessions) s->runner().enqueue(s->stream());
   }
-  wait_and_check();
-  std::vector<float> ms(static_cast<size_t>(iters));
-  for (int i = 0; i < iters; ++i) check(cudaEventElapsedTime(&ms[i], events[2 * i], events[2 * i + 1]), "cudaEventElapsedTime");
-  for (cudaEvent_t e : events) cudaEventDestroy(e);
+  std::vector<std::vector<cudaEvent_t>> events(sessions.size(), std::vector<cudaEvent_t>(2 * static_cast<size_t>(iters)));
+  for (auto& e : events) {
+    for (cudaEvent_t& x : e) check(cudaEventCreate(&x), "cudaEventCreate");
+  }
+  for (int i = 0; i < iters; ++i) {
+    for (size_t k = 0; k < sessions.size(); ++k) {
+      check(cudaEventRecord(events[k][2 * i], sessions[k]->stream()), "cudaEventRecord");
+      sessions[k]->runner().enqueue(sessions[k]->stream());
+      check(cudaEventRecord(events[k][2 * i + 1], sessions[k]->stream()), "cudaEventRecord");
+    }
+  }
+  std::vector<std::vector<float>> ms(sessions.size(), std::vector<float>(static_cast<size_t>(iters)));
+  for (size_t k = 0; k < sessions.size(); ++k) {
+    sessions[k]->wait_and_check();
+    for (int i = 0; i < iters; ++i) {
+      check(cudaEventElapsedTime(&ms[k][i], events[k][2 * i], events[k][2 * i + 1]), "cudaEventElapsedTime");
+    }
+    for (cudaEvent_t e : events[k]) cudaEventDestroy(e);
+  }
   return ms;
 }
 

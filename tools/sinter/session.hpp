@@ -35,6 +35,8 @@ struct LoadedPlan {
 };
 // A bundle is loaded (no compilation); a graph file is compiled with `b`.
 LoadedPlan plan_from_file(const Common& c, const std::string& path, const BuildChoices& b);
+// A graph already loaded, compiled with `b`.
+LoadedPlan plan_from_graph(const Common& c, const Graph& g, const BuildChoices& b);
 
 // Throws Error(unsupported) with the reason when there is no GPU.
 void require_gpu(const char* what);
@@ -50,8 +52,12 @@ class PlanSession {
  public:
   PlanSession(const Plan& plan, const RunnerOptions& options);
   ~PlanSession();
-  // Uploads, poisons outputs and intermediates, enqueues once, downloads.
+  // Uploads, poisons outputs and intermediates, enqueues once, downloads: start, then finish.
   TensorMap run(const TensorMap& inputs);
+  // The halves of run, for sessions that must all be enqueued before any is waited for (the
+  // virtual ranks of one program): start uploads, poisons and enqueues; finish downloads.
+  void start(const TensorMap& inputs);
+  TensorMap finish();
   // Milliseconds of each of `iters` enqueues (after `warmup`), CUDA events around each.
   std::vector<float> time(int iters, int warmup);
   // Median milliseconds of each step launched alone (Runner::time_steps).
@@ -60,14 +66,18 @@ class PlanSession {
   void enqueue_and_wait();
   Runner& runner() { return runner_; }
   cudaStream_t stream() const { return stream_; }
+  // Waits for the stream, then Runner::check.
+  void wait_and_check();
 
  private:
   Runner runner_;
   DeviceTensors io_;
   cudaStream_t stream_ = nullptr;
-
-  void wait_and_check();
 };
+
+// Milliseconds of each of `iters` enqueues of every session (after `warmup`), CUDA events around
+// each, the sessions enqueued in turn before any is waited for: ranks that wait for each other.
+std::vector<std::vector<float>> time_together(const std::vector<PlanSession*>& sessions, int iters, int warmup);
 
 // One line per output: its relative L2 error against the reference and the bound; true when
 // every output is within its bound.

@@ -5,6 +5,7 @@
 #include "comm/communicator_state.hpp"
 #include "comm/symmetric_memory.hpp"
 #include "cuda/buffer.hpp"
+#include "engines/jit/expr.hpp"
 #include "mega/mega_abi.h"
 #include "sinter/error.hpp"
 
@@ -12,21 +13,6 @@ namespace sinter::nccl {
 namespace {
 
 constexpr unsigned kThreads = 256;
-
-// The kernels' storage type names (kernels/common/types.cuh).
-const char* element_type(DType t) {
-  switch (t) {
-    case DType::f32: return "float";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::fp8_e4m3: return "fp8e4m3";
-    case DType::fp8_e5m2: return "fp8e5m2";
-    case DType::i32: return "int";
-    case DType::i64: return "i64";
-    case DType::boolean: return "bool";
-  }
-  return "float";
-}
 
 unsigned op_code(OpKind op) {
   switch (op) {
@@ -90,7 +76,7 @@ class CollectiveMegaStep : public MegaStep {
     combine.entry = gather ? "sinter_collective_gather_task" : std::string("sinter_collective_reduce_task");
     combine.source = task_source(c_, combine.entry,
                                  gather ? std::string("sinter_collective_gather(a);")
-                                        : "sinter_collective_reduce<" + std::string(element_type(c_.dtype)) + ">(a);");
+                                        : "sinter_collective_reduce<" + jit::storage_type(c_.dtype) + ">(a);");
     combine.description = (gather ? "gather " : "combine ") + config_text(c_);
     combine.grid[0] = grid;
     combine.threads = kThreads;
