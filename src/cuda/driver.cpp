@@ -36,6 +36,8 @@ DriverApi resolve_all() {
   resolve(api.tensor_map_encode_tiled, "cuTensorMapEncodeTiled", 12000);
   resolve(api.tensor_map_encode_im2col, "cuTensorMapEncodeIm2col", 12000);
   resolve(api.tensor_map_replace_address, "cuTensorMapReplaceAddress", 12000);
+  resolve(api.kernel_get_function, "cuKernelGetFunction", 12000);
+  resolve(api.func_load, "cuFuncLoad", 12040);
   return api;
 }
 

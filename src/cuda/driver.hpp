@@ -14,6 +14,10 @@ struct DriverApi {
   PFN_cuTensorMapEncodeIm2col_v12000 tensor_map_encode_im2col = nullptr;
   // Lets a CUDA-graph executor rebind a tensor map to a new buffer without re-encoding it.
   PFN_cuTensorMapReplaceAddress_v12000 tensor_map_replace_address = nullptr;
+  // A library kernel's function in the current context, and loading it there now (not lazily at
+  // its first launch).
+  PFN_cuKernelGetFunction_v12000 kernel_get_function = nullptr;
+  PFN_cuFuncLoad_v12040 func_load = nullptr;
 };
 
 // Resolved once per process, thread-safe. Throws ErrorCode::cuda naming the symbol when there is

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "cuda/check.hpp"
+#include "cuda/driver.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter::cuda {
@@ -64,6 +65,14 @@ cudaFuncAttributes Kernel::attributes() const {
   check_runtime(cudaFuncGetAttributes(&result, reinterpret_cast<const void*>(handle_)),
                 "cudaFuncGetAttributes(" + name_ + ")", __FILE__, __LINE__);
   return result;
+}
+
+void Kernel::load_here() const {
+  const DriverApi& d = driver();
+  CUfunction function = nullptr;
+  check_driver(d.kernel_get_function(&function, reinterpret_cast<CUkernel>(handle_)),
+               "cuKernelGetFunction(" + name_ + ")", __FILE__, __LINE__);
+  check_driver(d.func_load(function), "cuFuncLoad(" + name_ + ")", __FILE__, __LINE__);
 }
 
 void Kernel::launch(const LaunchConfig& config, void** args) const {

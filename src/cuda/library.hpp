@@ -46,6 +46,10 @@ class Kernel {
   // Below blocks-per-SM x SMs / cluster size where the SMs of a GPC do not divide into clusters.
   int max_active_clusters(dim3 cluster, int block_threads, std::size_t dynamic_shared_memory) const;
   cudaFuncAttributes attributes() const;
+  // Loads the kernel into the current device's context now. Under lazy loading (CUDA's default)
+  // the first launch loads it, and a load may wait for everything running on the device: a hang
+  // where a kernel already running waits for this one (another virtual rank's megakernel).
+  void load_here() const;
 
   // `args` points at one pointer per kernel parameter, each to that argument's value, as
   // cudaLaunchKernel expects. A failure names the kernel and the launch shape.

@@ -103,6 +103,29 @@ void check_virtual_share(const CommunicatorBindings& bound, ExecMode mode, const
   }
 }
 
+// Virtual ranks share one GPU, so a rank's program must be its megakernel's tasks alone: a step
+// launched on its own could need SMs that another rank's resident megakernel holds while that
+// megakernel waits for this rank, and both would end in the watchdog. (Separate GPUs have no
+// such limit.)
+void check_virtual_ranks_run_only_tasks(const CommunicatorBindings& bound, const MegaDescription& mega,
+                                        const plan::Plan& data) {
+  for (const auto& [group, comm] : bound) {
+    if (!comm.valid() || !comm.is_virtual() || comm.world() <= 1 || mega.outside.empty()) continue;
+    std::string steps;
+    for (const MegaDescription::Outside& o : mega.outside) {
+      steps += (steps.empty() ? "" : "; ") + std::string("step ") + std::to_string(o.step) + " (" +
+               data.steps.at(static_cast<size_t>(o.step)).engine + ": " +
+               data.steps.at(static_cast<size_t>(o.step)).description + ") because " + o.why;
+    }
+    throw Error(ErrorCode::unsupported,
+                "runner: group '" + group + "' is bound to " + comm.describe() + ", whose ranks share one GPU, so "
+                "every step of a rank's program must run inside its megakernel; a step launched on its own could wait "
+                "for SMs held by another rank's megakernel, which waits for this rank. Outside the megakernel: " +
+                    steps + ". Compile the ranks' plan with our kernels only (CompileOptions::engines = {\"jit\"}) and "
+                    "candidates the megakernel takes");
+  }
+}
+
 }  // namespace
 
 struct Runner::State {
@@ -193,6 +216,7 @@ Runner::State::State(const Plan& p, const RunnerOptions& o)
   }
   if (mode == ExecMode::mega) {
     mega = std::make_unique<MegaRuntime>(data, partition, steps, alias_of, dev, o.mega, handle.state().libraries, notes);
+    check_virtual_ranks_run_only_tasks(communicators, mega->describe(), data);
   }
   stats.load_ms = ms_since(start);
   for (const std::string& n : notes) {

@@ -67,6 +67,12 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
   }
   compile_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   kernel_ = library_->get_kernel(kMegakernelEntry);
+  {
+    // loaded now, not at the first launch: that load could wait for another rank's megakernel
+    // on this GPU, which waits for this one (virtual ranks)
+    cuda::DeviceGuard guard(device_);
+    kernel_.load_here();
+  }
   const size_t dynamic = graph_.max_dynamic_shared_memory;
   if (dynamic > 0) library_->allow_dynamic_shared_memory(kernel_, static_cast<int>(dynamic), device_);
   const cudaFuncAttributes attr = kernel_.attributes();

@@ -317,6 +317,25 @@ TEST_F(GpuMegaCollectives, VirtualGroupsRefuseStreamModeAndAWholeGpu) {
   EXPECT_TRUE(contains(message, "set MegaOptions::sm_count to at most")) << message;
 }
 
+// Virtual ranks share one GPU: a step launched outside the megakernel (here a cuBLASLt matmul)
+// could wait for SMs another rank's megakernel holds, so the runner refuses it, naming the step.
+TEST_F(GpuMegaCollectives, VirtualRanksRefuseAStepOutsideTheMegakernel) {
+  Graph g("cublaslt_matmul_all_reduce");
+  const Tensor y = g.matmul(g.input("x", DType::bf16, {64, 256}), g.input("w", DType::bf16, {256, 512}));
+  g.output(g.all_reduce(y, "tp", 2), "y");
+  CompileOptions co;
+  co.engines = {"cublaslt"};
+  const Plan plan = compile(g, with_test_cache(co));
+  const std::vector<Communicator> comms = Communicator::create_virtual(2, 0);
+  RunnerOptions o = test_runner_options(ExecMode::mega);
+  o.communicators["tp"] = comms[0];
+  o.mega.sm_count = device_info(0).sm_count / 2;
+  auto [code, message] = error_of([&] { Runner r(plan, o); });
+  EXPECT_EQ(code, ErrorCode::unsupported);
+  EXPECT_TRUE(contains(message, "every step of a rank's program must run inside its megakernel")) << message;
+  EXPECT_TRUE(contains(message, "step 0 (cublaslt")) << message;
+}
+
 // NCCL's symmetric memory for a one-rank NCCL communicator: allocated, registered as a window,
 // addressed through the window's LSA mapping, zeroed, and writable there.
 TEST_F(GpuMegaCollectives, NcclWindowsGiveSymmetricMemory) {

@@ -65,7 +65,12 @@ int cmd_run(const Common& c, const RunOptions& o) {
                       group + "'): on one GPU its ranks run as " + std::to_string(world) +
                       " virtual ranks inside megakernels (--executor mega), or on the CPU reference alone (--on cpu)");
     }
-    if (on_gpu && !loaded) loaded = plan_from_graph(c, g, choices);
+    if (on_gpu && !loaded) {
+      // virtual ranks: every step a task of the megakernel (the runner says why otherwise)
+      BuildChoices ranks_choices = choices;
+      ranks_choices.our_kernels = true;
+      loaded = plan_from_graph(c, g, ranks_choices);
+    }
     return run_ranks(c, o, runner_opts, g, loaded ? &loaded->plan : nullptr, world, group);
   }
   if (on_gpu && !loaded) loaded = plan_from_graph(c, g, choices);

@@ -77,9 +77,12 @@ int run_ranks(const Common& c, const RunOptions& o, const RunnerOptions& runner_
       ranks.push_back(std::make_unique<PlanSession>(*plan, ro));
       sessions.push_back(ranks.back().get());
     }
-    for (int r = 0; r < world; ++r) ranks[r]->start(inputs[r]);
+    // every rank staged before any megakernel runs: a rank's copies and fills need no SMs that a
+    // waiting megakernel holds
+    for (int r = 0; r < world; ++r) ranks[r]->stage(inputs[r]);
+    for (int r = 0; r < world; ++r) ranks[r]->enqueue();
     for (int r = 0; r < world; ++r) outputs[r] = ranks[r]->finish();
-    std::printf("device: %s\n   %d virtual ranks on GPU %d, each a megakernel on %d of its %d SMs\n",
+    std::printf("device: %s\n   %d virtual ranks on GPU %d, each a megakernel on %d of its %d SMs (a graph file compiles with our kernels only: every step a task)\n",
                 device_info(c.device).description.c_str(), world, c.device, sms / world, sms);
     std::printf("   megakernel: %s\n", mega_overview(ranks[0]->runner().mega_description()).c_str());
     std::printf("   gpu time %s (every rank enqueued together; the slowest rank's median of %d); cpu reference "

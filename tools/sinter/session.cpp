@@ -40,7 +40,11 @@ CompileOptions compile_options(const Common& c, const BuildChoices& b) {
   const auto mode = parse_tune_mode(b.tune);
   if (!mode) throw Error(ErrorCode::invalid_argument, "--tune must be heuristic, fast or exhaustive; found '" + b.tune + "'");
   o.tuning = *mode;
-  if (b.engine != "auto") o.engines = {b.engine};
+  if (b.engine != "auto") {
+    o.engines = {b.engine};
+  } else if (b.our_kernels) {
+    o.engines = {"jit"};
+  }
   if (b.no_fusion) o.fusion = FusionOptions::none();
   o.megakernels = b.megakernels;
   o.device = c.device;
@@ -123,11 +127,17 @@ PlanSession::~PlanSession() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-void PlanSession::start(const TensorMap& inputs) {
+void PlanSession::stage(const TensorMap& inputs) {
   io_.upload(inputs, stream_);
   io_.poison_outputs(stream_);
   runner_.poison_intermediates(stream_);
-  runner_.enqueue(stream_);
+}
+
+void PlanSession::enqueue() { runner_.enqueue(stream_); }
+
+void PlanSession::start(const TensorMap& inputs) {
+  stage(inputs);
+  enqueue();
 }
 
 TensorMap PlanSession::finish() {

@@ -22,6 +22,9 @@ struct BuildChoices {
   std::string engine = "auto";
   bool no_fusion = false;
   bool megakernels = false;  // store the mega executor's megakernels in the plan
+  // With engine "auto": our kernels only (engine jit), as virtual ranks need (every step a task
+  // of the megakernel).
+  bool our_kernels = false;
 };
 CompileOptions compile_options(const Common& c, const BuildChoices& b);
 
@@ -54,8 +57,11 @@ class PlanSession {
   ~PlanSession();
   // Uploads, poisons outputs and intermediates, enqueues once, downloads: start, then finish.
   TensorMap run(const TensorMap& inputs);
-  // The halves of run, for sessions that must all be enqueued before any is waited for (the
-  // virtual ranks of one program): start uploads, poisons and enqueues; finish downloads.
+  // The parts of run, for sessions that must all be enqueued before any is waited for (the
+  // virtual ranks of one program): stage uploads and poisons, enqueue enqueues, start is both;
+  // finish downloads.
+  void stage(const TensorMap& inputs);
+  void enqueue();
   void start(const TensorMap& inputs);
   TensorMap finish();
   // Milliseconds of each of `iters` enqueues (after `warmup`), CUDA events around each.
