@@ -565,7 +565,7 @@ def step_blocks(run, arg):
 
 @step("python", "the Python module on the GPU: built here, its GPU tests, the Python path beside PyTorch and the C++ runner",
       arg="models of bench/torch_python_path.py --only (default: all)",
-      limits="300 s (build) + 300 s (tests) + 300 s (benchmark)", needs=("sinter",))
+      limits="300 s (build) + 300 s (tests) + 300 s (benchmark) + 300 s (example)", needs=("sinter",))
 def step_python(run, arg):
     """The `sinter` Python module built on this machine (CMake with -DSINTER_BUILD_PYTHON=ON into
     build-python/, this machine's python3 and its nanobind; nlohmann-json from BIN_DIR/prefix when
@@ -573,7 +573,9 @@ def step_python(run, arg):
     torch.compile, the Python runner, the torch.compile backend and `sinter bench`, the C++ runner, on
     the same plan), then its GPU tests (python/tests/test_torch_gpu.py, test_onnx_from_torch.py:
     models through from_torch / from_onnx + sinter.compile and the torch.compile backend against torch
-    eager and onnxruntime)."""
+    eager and onnxruntime), then examples/python/llama_transformers.py (transformers' Llama at
+    Llama-3.2-1B's shape: a 512-token prefill and a decode step through from_torch and the backend,
+    against transformers' eager, beside torch eager and torch.compile)."""
     exe = run.need("sinter")[0]
     build = os.path.join(REPO, "build-python")
     prefix = os.path.join(run.bin, "prefix")
@@ -594,6 +596,11 @@ def step_python(run, arg):
     if not run.dry:
         run.say_lines(grep(run.raw_path("python_gpu_tests.log"),
                            r"relative L2 error|^FAILED|^ERROR|^SKIPPED|passed|failed", 80), "   ")
+    run.command("llama_transformers.py", [sys.executable, os.path.join("examples", "python", "llama_transformers.py")] +
+                (["--runs", "20"] if not run.opts.full else []), "llama_transformers.log", run.limit(300), env=env,
+                json_lines=False)
+    if not run.dry:
+        run.say_lines(grep(run.raw_path("llama_transformers.log"), r"rel L2|ms, median|checks|Error|error", 20), "   ")
     run.show(["python"])
 
 

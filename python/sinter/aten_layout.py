@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from typing import List
 
+from . import _core
 from .constant_gather import gather_constant
 from .errors import ParseError, UnsupportedError
+from .fx_values import Folded
 
 
 def axis_of(dim: int, rank: int, what: str = "dim") -> int:
@@ -101,10 +103,18 @@ def _repeat(ctx):
     return x
 
 
+def _is_empty_1d(value) -> bool:
+    """torch.cat skips 1-D tensors of shape [0] (a cache that starts empty, say)."""
+    if isinstance(value, Folded):
+        return list(value.tensor.shape) == [0]
+    return isinstance(value, _core.Tensor) and list(value.shape) == [0]
+
+
 def _cat(ctx):
     dtype = ctx.out_dtype()
     rank = len(ctx.out_shape())
-    xs = [t for t in ctx.tensors("tensors", dtype) if t.ndim > 1 or list(t.shape) != [0]]
+    kept = [v for v in ctx.raw("tensors") if not _is_empty_1d(v)]
+    xs = [ctx.conv.tensor(v, "argument 'tensors'", dtype) for v in kept]
     if len(xs) == 1:
         return xs[0]
     return ctx.g.concat(xs, axis_of(ctx.value("dim", 0), rank))

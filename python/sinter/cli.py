@@ -111,7 +111,7 @@ def _write_weights(folder: str, weights: Dict[str, np.ndarray]) -> int:
     total = 0
     for name, value in weights.items():
         path = os.path.join(folder, npy_file_name(name))
-        array = _npy_array(np.ascontiguousarray(value))  # C order: a transposed weight as its values
+        array = _npy_array(np.asarray(value, order="C"))  # C order: a transposed weight as its values
         try:
             np.save(path, array, allow_pickle=False)
         except OSError as e:

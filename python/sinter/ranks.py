@@ -69,6 +69,6 @@ def gather_outputs(full: "_core.Graph", rank_graphs: Sequence["_core.Graph"],
     if len(rank_outputs) != len(ranks):
         raise InvalidArgumentError(f"gather_outputs: {len(ranks)} rank graphs but {len(rank_outputs)} "
                                    "output maps; give one map per rank")
-    outputs = [{name: np.ascontiguousarray(np.asarray(v), dtype=np.float64) for name, v in out.items()}
+    outputs = [{name: np.asarray(v, dtype=np.float64, order="C") for name, v in out.items()}
                for out in rank_outputs]
     return _typed(full, _core._gather_outputs(full, ranks, outputs))

@@ -63,7 +63,8 @@ def _input_values(name: str, dtype: "_core.DType", value) -> np.ndarray:
             f"{array.dtype} (a {dtype.label} input takes "
             + ("bool arrays)" if dtype == _core.DType.boolean else
                "integer or bool arrays)" if dtype.is_integer else "real arrays)"))
-    return np.ascontiguousarray(array, dtype=np.float64)
+    # np.asarray keeps a 0-d array 0-d (np.ascontiguousarray makes it [1])
+    return np.asarray(array, dtype=np.float64, order="C")
 
 
 def run_reference(graph: "_core.Graph", inputs: Mapping[str, object], *,

@@ -91,4 +91,4 @@ def from_numpy(array: np.ndarray, dtype: "_core.DType", device):
     """A torch tensor of Sinter dtype `dtype` on `device` holding a run_reference result (which
     holds bf16 and fp8 values exactly in float32)."""
     torch = torch_module()
-    return torch.from_numpy(np.ascontiguousarray(array)).to(device=device, dtype=torch_dtype(dtype))
+    return torch.from_numpy(np.asarray(array, order="C")).to(device=device, dtype=torch_dtype(dtype))

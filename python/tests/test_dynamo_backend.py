@@ -201,6 +201,36 @@ def test_transformers_llama_from_token_ids(caplog):
     assert len(lines) == 1 and "_scaled_dot_product" in lines[0] and "embedding 1" in lines[0].split("left to torch")[1]
 
 
+def test_transformers_llama_decode_on_a_static_cache():
+    """transformers' StaticCache, as its compiled generation uses it: the cache update (index_copy
+    in place) stays in torch, the layers run on Sinter; repeated steps (the cache moves its own
+    write position on each) match torch eager on a cache of its own."""
+    pytest.importorskip("transformers", reason="the transformers Llama test needs transformers")
+    from transformers.cache_utils import StaticCache
+
+    llama = torch_models.HfLlama().eval().llama
+    ids = torch.randint(0, 256, (1, 12), generator=torch.Generator().manual_seed(3))
+
+    def cache():
+        c = StaticCache(config=llama.config, max_cache_len=12)
+        with torch.no_grad():
+            llama(input_ids=ids[:, :8], past_key_values=c, cache_position=torch.arange(8))
+        return c
+
+    def step(x, c, position):
+        return llama(input_ids=x, past_key_values=c, cache_position=position).logits
+
+    torch._dynamo.reset()
+    compiled = torch.compile(step, backend="sinter", dynamic=False, options={"executor": "reference"})
+    ours, theirs = cache(), cache()
+    with torch.no_grad():
+        for i in range(8, 12):
+            position = torch.tensor([i])
+            got = compiled(ids[:, i:i + 1], ours, position)
+            want = step(ids[:, i:i + 1], theirs, position)
+            assert rel_l2(got.numpy(), want.numpy()) <= 1e-5, f"step at position {i}"
+
+
 def test_a_linear_weight_is_fed_as_a_transposed_view_not_copied():
     """AOT autograd gives `mm(x, t(w))`: the region's input for w is the [in, out] view of the
     parameter (strides [1, in]), fed as w.t() at run time, with no permute step in the graph."""

@@ -268,3 +268,14 @@ def test_argmax_argmin_like_numpy_with_ties_and_nan(rng):
     np.testing.assert_array_equal(out["amin_mid"], np.argmin(xs, 1)[:, None, :])
     np.testing.assert_array_equal(out["amax_first"], np.argmax(xs, 0))
     assert out["amax_last"][1, 2] == 4
+
+
+def test_zero_dimensional_inputs_and_outputs_keep_their_shape():
+    """A 0-d input (a scalar position, say) is fed as a 0-d array and its result comes back 0-d."""
+    g = sinter.Graph("scalars")
+    x = g.input("x", sinter.DType.i64, [])
+    y = g.input("y", sinter.DType.f32, [])
+    g.output(g.add(g.cast(x, sinter.DType.f32), y), "z")
+    out = sinter.run_reference(g, {"x": np.array(3), "y": np.array(1.5, np.float32)})
+    assert out["z"].shape == ()
+    assert out["z"] == np.float32(4.5)

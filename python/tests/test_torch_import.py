@@ -349,3 +349,21 @@ def test_transformers_llama_from_embeddings(dtype):
     ops = [n["op"] for n in imported.graph.nodes]
     assert ops.count(sinter.OpKind.sdpa) == 2 and sinter.OpKind.matmul in ops
     print(f"transformers Llama {dtype}: relative L2 error {error:.3g}")
+
+
+def test_transformers_llama_decode_step_with_its_kv_cache():
+    """A decode step whose KV cache comes in as tensors: transformers fills a DynamicCache from them
+    (a cat onto an empty tensor, which torch skips), and every output (logits, each layer's keys
+    and values with the new token's) matches torch eager."""
+    pytest.importorskip("transformers", reason="the transformers Llama test needs transformers")
+    model, inputs = torch_models.build_hf_llama_decode_step()
+    imported = sinter.import_torch(model, inputs)
+    names = [t.name for t in imported.graph.inputs if t.name not in imported.weights]
+    feeds = {**dict(zip(names, inputs)), **imported.weights}
+    got = sinter.run_reference(imported.graph, {n: v.detach().numpy() for n, v in feeds.items()})
+    with torch.no_grad():
+        want = model(*inputs)
+    assert len(imported.graph.outputs) == len(want) == 5
+    assert list(imported.graph.outputs[1].shape) == [1, 2, 8, 16]  # 7 past tokens and the new one
+    for t, w in zip(imported.graph.outputs, want):
+        assert rel_l2(got[t.name], w.numpy()) <= 1e-5, t.name

@@ -171,3 +171,44 @@ def build_hf_llama(dtype=torch.float32, device="cpu", from_ids=False):
     with torch.no_grad():
         embeddings = model.llama.model.embed_tokens(ids.to(device))
     return model, (embeddings,)
+
+
+class HfLlamaDecodeStep(nn.Module):
+    """One decode step of transformers' Llama (HfLlama's config): the new token's embedding and
+    every layer's past keys and values in (a DynamicCache filled inside, whose empty start torch.cat
+    skips); the logits and every layer's keys and values with the new token's appended out."""
+
+    def __init__(self, llama):
+        super().__init__()
+        self.llama = llama
+
+    def forward(self, embedding, *past):
+        from transformers.cache_utils import DynamicCache
+
+        layers = len(past) // 2
+        cache = DynamicCache()
+        for layer in range(layers):
+            cache.update(past[2 * layer], past[2 * layer + 1], layer)
+        logits = self.llama(inputs_embeds=embedding, past_key_values=cache, use_cache=True).logits
+        kv = []
+        for layer in range(layers):
+            kv += [cache.layers[layer].keys, cache.layers[layer].values]
+        return (logits, *kv)
+
+
+def build_hf_llama_decode_step(past_len=7):
+    """(HfLlamaDecodeStep of a random 2-layer Llama, inputs: one token's embedding and the past
+    keys and values transformers' own prefill of `past_len` tokens made); needs transformers."""
+    from transformers.cache_utils import DynamicCache
+
+    torch.manual_seed(0)
+    llama = HfLlama().eval().llama
+    ids = torch.randint(0, 256, (1, past_len + 1), generator=torch.Generator().manual_seed(2))
+    cache = DynamicCache()
+    with torch.no_grad():
+        llama(input_ids=ids[:, :past_len], past_key_values=cache, use_cache=True)
+        embedding = llama.model.embed_tokens(ids[:, past_len:])
+    past = []
+    for layer in range(len(cache.layers)):
+        past += [cache.layers[layer].keys.clone(), cache.layers[layer].values.clone()]
+    return HfLlamaDecodeStep(llama).eval(), (embedding, *past)
