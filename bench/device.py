@@ -71,6 +71,8 @@ EXAMPLES = ("mlp_layer", "conv_block", "transformer_block", "llama_decode_layer"
 PROBES = {  # bench/experiments/NAME.cu: what it measures; the Nsight Compute metrics its header names
     "stream_probe": ("copy and read-only stream structures against cudaMemcpy", None),
     "mega_chain_probe": ("the megakernel dispatcher on the 200-op chain: empty, minimal and generated tasks", None),
+    "dispatch_ablation_probe": ("the dispatcher's per-task time with its pieces taken away: cp.async fetch, "
+                                "preloaded queue, one barrier, no dispatcher", None),
     "chain_probe": ("one dependent tiny op in a persistent CTA: memory, dispatcher, acquire, publish, cross-SM", None),
     "decode_read_probe": ("TMA box shapes, ring depths, PDL on the 117 MB decode weight, no math", None),
     "convert_probe": ("f32 -> packed bf16 conversion throughput per SM, three routes", None),

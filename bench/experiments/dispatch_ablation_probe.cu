@@ -1,0 +1,325 @@
+// dispatch_ablation_probe: where the megakernel dispatcher's per-task time goes, by taking its
+// pieces away one at a time (issue 40: <= 0.30 us per dependent op; the real dispatcher costs
+// ~0.79 us per empty task on an H100, mega_chain_probe, while chain_probe's mimic of it costs
+// ~0.33 us over a bare op: the difference is not yet located).
+//
+// 200 dependent tasks on one CTA of 256 threads (the 200-op chain's shape: each task one 1024-f32
+// op reading what the one before wrote), every task kernel's 192-byte argument struct its own.
+// Loops, each with the tasks empty / minimal (a float4 sigmoid) / mixed (the generated pointwise
+// sigmoid, tanh, neg in turn):
+//   real           kernels/mega/megakernel.cuh's sinter_mega_main, as the megakernel runs it
+//   global_args    the same loop shape, but no cp.async: thread 0 reads the task record from global
+//                  memory, and the task reads its arguments straight from global memory
+//   preloaded      every record and argument struct of the CTA's queue copied into shared memory
+//                  at launch start (all threads, one barrier); per task: thread 0 reads the record
+//                  from shared memory, writes the task's view, barrier, task, barrier
+//   preloaded_1bar preloaded with one barrier per task: the view is written for the next task
+//                  before the barrier that ends this one (valid here: every task is block 0 of a
+//                  grid of 1; a real dispatcher would keep two views)
+//   bare           no dispatcher: the tasks called in a loop with one barrier between them
+// Each: microseconds per task (launch included, median of 15 launches) and clock64 cycles per
+// task inside the loop (thread 0, loop start to end).
+#define SINTER_MEGAKERNEL 1
+#define SINTER_MEGA_ARGS_BYTES 192
+#include "mega/megakernel.cuh"
+#include "pointwise/pointwise.cuh"
+
+// clang-format off: the generated task shape (codegen_pointwise.cpp), one op per Op functor
+struct OpSigmoid { __device__ __forceinline__ float operator()(float x) const { return op_sigmoid(x); } };
+struct OpTanh { __device__ __forceinline__ float operator()(float x) const { return tanhf(x); } };
+struct OpNeg { __device__ __forceinline__ float operator()(float x) const { return -x; } };
+// clang-format on
+
+struct Cfg {
+  static constexpr int kVec = 4, kUnroll = 4, kBlock = 256;
+  static constexpr int kRank = 1;
+  static constexpr bool kIndex64 = false, kPipelined = false;
+};
+typedef IndexType<Cfg::kIndex64>::type Index;
+
+struct Args {
+  SinterIterShape shape;
+  const float* in0;
+  float* out0;
+};
+static_assert(sizeof(Args) == 192, "the chain's argument struct");
+
+template <class Op>
+struct Fused {
+  static constexpr int kExits = 0;
+  struct Loaded {
+    float x0[Cfg::kUnroll][Cfg::kVec];
+  };
+  struct Scalars {};
+  struct Acc {};
+  static __device__ __forceinline__ Scalars scalars(const Args&) { return Scalars{}; }
+  static __device__ __forceinline__ void init(Acc&) {}
+  static __device__ __forceinline__ void load(const Args& a, int u, Index base, Loaded& L) {
+    load_raw(a.in0 + base, L.x0[u]);
+  }
+  static __device__ __forceinline__ void compute(const Args& a, int u, Index base, const Loaded& L, const Scalars&,
+                                                Acc&) {
+    float y0[Cfg::kVec];
+    float x0f[Cfg::kVec];
+    convert_vec(L.x0[u], x0f);
+#pragma unroll
+    for (int j = 0; j < Cfg::kVec; ++j) y0[j] = Op()(x0f[j]);
+    store_vec(a.out0 + base, y0);
+  }
+  static __device__ __noinline__ void element(const Args& a, i64 i) { store_one(a.out0 + i, Op()(load_one(a.in0 + i))); }
+  static __device__ __forceinline__ void finish(const Args&, Acc&, float*) {}
+};
+
+template <class Op>
+__device__ __noinline__ void pointwise_task(const Args& a) {
+  pointwise_tiles<Cfg, Fused<Op>>(a);
+}
+__device__ __noinline__ void empty_task(const Args&) {}
+__device__ __noinline__ void minimal_task(const Args& a) {
+  const float4 v = reinterpret_cast<const float4*>(a.in0)[threadIdx.x];
+  reinterpret_cast<float4*>(a.out0)[threadIdx.x] =
+      make_float4(op_sigmoid(v.x), op_sigmoid(v.y), op_sigmoid(v.z), op_sigmoid(v.w));
+}
+
+struct Dispatch {
+  __device__ __forceinline__ void operator()(u32 function, const char* args) const {
+    const Args& a = *reinterpret_cast<const Args*>(args);
+    switch (function) {
+      case 0: empty_task(a); return;
+      case 1: minimal_task(a); return;
+      case 2: pointwise_task<OpSigmoid>(a); return;
+      case 3: pointwise_task<OpTanh>(a); return;
+      case 4: pointwise_task<OpNeg>(a); return;
+      default: return;
+    }
+  }
+};
+
+__device__ __forceinline__ long long probe_clock() { return clock64(); }
+
+// blockIdx and blockDim are the task's view from here on (megakernel.cuh's macros): the loops read
+// the real ones from the special registers.
+__device__ __forceinline__ u32 real_cta() {
+  u32 v;
+  asm("mov.u32 %0, %%ctaid.x;" : "=r"(v));
+  return v;
+}
+__device__ __forceinline__ u32 real_threads() {
+  u32 v;
+  asm("mov.u32 %0, %%ntid.x;" : "=r"(v));
+  return v;
+}
+
+__device__ __forceinline__ void set_view(const SinterMegaTask& t) {
+  sinter_mega_block_idx = make_uint3(t.block_x, t.block_yz & 0xffffu, t.block_yz >> 16);
+  sinter_mega_grid_dim = make_uint3(t.grid_x, t.grid_y, t.grid_z);
+  sinter_mega_block_dim = make_uint3(t.threads, 1, 1);
+  sinter_mega_threads = t.threads;
+}
+
+// The loops below use the real barrier (bar.sync 0), not the task's (the macro).
+__device__ __forceinline__ void cta_sync() { asm volatile("bar.sync 0;" ::: "memory"); }
+
+enum Loop { kReal, kGlobalArgs, kPreloaded, kPreloaded1Bar, kBare };
+const char* const kLoopNames[] = {"real", "global_args", "preloaded", "preloaded_1bar", "bare"};
+
+extern "C" __global__ void __launch_bounds__(256, 2) probe_real(const __grid_constant__ SinterMegaParams p,
+                                                                long long* cycles) {
+  const long long t0 = probe_clock();
+  sinter_mega_main(p, Dispatch{});
+  if (threadIdx.x == 0) cycles[0] = probe_clock() - t0;
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) probe_global_args(const __grid_constant__ SinterMegaParams p,
+                                                                       long long* cycles) {
+  __shared__ const char* args_s;
+  const long long t0 = probe_clock();
+  const u32 begin = p.queue_start[real_cta()], end = p.queue_start[real_cta() + 1];
+  for (u32 i = begin; i < end; ++i) {
+    if (threadIdx.x == 0) {
+      const SinterMegaTask t = p.tasks[i];
+      set_view(t);
+      args_s = p.args + t.args_offset;
+    }
+    cta_sync();
+    Dispatch{}(p.tasks[i].function, args_s);
+    cta_sync();
+  }
+  if (threadIdx.x == 0) cycles[0] = probe_clock() - t0;
+}
+
+// The CTA's queue in dynamic shared memory: its records, then its argument structs.
+__device__ __forceinline__ void preload(const SinterMegaParams& p, u32 begin, u32 end, SinterMegaTask* tasks,
+                                        char* args) {
+  const u32 n = end - begin;
+  const int4* from = reinterpret_cast<const int4*>(p.tasks + begin);
+  int4* to = reinterpret_cast<int4*>(tasks);
+  for (u32 w = threadIdx.x; w < n * sizeof(SinterMegaTask) / 16; w += real_threads()) to[w] = from[w];
+  for (u32 k = 0; k < n; ++k) {
+    const SinterMegaTask& t = p.tasks[begin + k];  // read through L1 by every thread: cheap after the first
+    const int4* a = reinterpret_cast<const int4*>(p.args + t.args_offset);
+    int4* b = reinterpret_cast<int4*>(args + k * SINTER_MEGA_ARGS_BYTES);
+    for (u32 w = threadIdx.x; w < t.args_bytes / 16; w += real_threads()) b[w] = a[w];
+  }
+}
+
+template <bool kOneBarrier>
+__device__ __forceinline__ void preloaded_loop(const SinterMegaParams& p, long long* cycles) {
+  extern __shared__ __align__(16) char dyn[];
+  const long long t0 = probe_clock();
+  const u32 begin = p.queue_start[real_cta()], end = p.queue_start[real_cta() + 1];
+  SinterMegaTask* tasks = reinterpret_cast<SinterMegaTask*>(dyn);
+  char* args = dyn + (end - begin) * sizeof(SinterMegaTask);
+  preload(p, begin, end, tasks, args);
+  if (threadIdx.x == 0 && begin < end) set_view(tasks[0]);
+  cta_sync();
+  for (u32 k = 0; k < end - begin; ++k) {
+    if (!kOneBarrier) {
+      if (threadIdx.x == 0) set_view(tasks[k]);
+      cta_sync();
+    }
+    Dispatch{}(tasks[k].function, args + k * SINTER_MEGA_ARGS_BYTES);
+    if (kOneBarrier && threadIdx.x == 0 && k + 1 < end - begin) set_view(tasks[k + 1]);
+    cta_sync();
+  }
+  if (threadIdx.x == 0) cycles[0] = probe_clock() - t0;
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) probe_preloaded(const __grid_constant__ SinterMegaParams p,
+                                                                     long long* cycles) {
+  preloaded_loop<false>(p, cycles);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) probe_preloaded_1bar(const __grid_constant__ SinterMegaParams p,
+                                                                          long long* cycles) {
+  preloaded_loop<true>(p, cycles);
+}
+
+// No dispatcher at all: the task functions in a loop, arguments from global memory, one barrier.
+extern "C" __global__ void __launch_bounds__(256, 2) probe_bare(const __grid_constant__ SinterMegaParams p,
+                                                                long long* cycles) {
+  const long long t0 = probe_clock();
+  if (threadIdx.x == 0) set_view(p.tasks[0]);
+  cta_sync();
+  const u32 begin = p.queue_start[real_cta()], end = p.queue_start[real_cta() + 1];
+  for (u32 i = begin; i < end; ++i) {
+    Dispatch{}(p.tasks[i].function, p.args + p.tasks[i].args_offset);
+    cta_sync();
+  }
+  if (threadIdx.x == 0) cycles[0] = probe_clock() - t0;
+}
+
+#undef blockIdx
+#undef gridDim
+#undef blockDim
+#undef __syncthreads
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "probe_check.cuh"
+
+int main() {
+  constexpr int kTasks = 200, kElems = 1024;
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  int clock_khz = 0;
+  CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+  std::printf("dispatch_ablation_probe on %s: %d dependent tasks of %d f32 on one CTA of 256 threads\n", prop.name,
+              kTasks, kElems);
+  float* bufs;
+  CHECK(cudaMalloc(&bufs, sizeof(float) * kElems * 2));
+  std::vector<float> h(2 * kElems);
+  for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;
+  CHECK(cudaMemcpy(bufs, h.data(), sizeof(float) * h.size(), cudaMemcpyHostToDevice));
+  std::vector<Args> args(kTasks);
+  for (int i = 0; i < kTasks; ++i) {
+    std::memset(&args[i], 0, sizeof(Args));
+    args[i].shape.rank = 1;
+    args[i].shape.numel = kElems;
+    args[i].shape.size[0] = kElems;
+    args[i].in0 = bufs + (i & 1) * kElems;
+    args[i].out0 = bufs + ((i + 1) & 1) * kElems;
+  }
+  char* d_args;
+  CHECK(cudaMalloc(&d_args, sizeof(Args) * kTasks + 64));
+  CHECK(cudaMemcpy(d_args, args.data(), sizeof(Args) * kTasks, cudaMemcpyHostToDevice));
+  SinterMegaTask* d_tasks;
+  CHECK(cudaMalloc(&d_tasks, sizeof(SinterMegaTask) * kTasks));
+  unsigned* d_queue;
+  CHECK(cudaMalloc(&d_queue, sizeof(unsigned) * 2));
+  const unsigned queue[2] = {0, kTasks};
+  CHECK(cudaMemcpy(d_queue, queue, sizeof queue, cudaMemcpyHostToDevice));
+  unsigned long long *counters, *control;
+  CHECK(cudaMalloc(&counters, 128));
+  CHECK(cudaMalloc(&control, SINTER_MEGA_CONTROL_WORDS * 128));
+  SinterMegaFault* fault;
+  CHECK(cudaMalloc(&fault, sizeof(SinterMegaFault)));
+  SinterMegaWait* waits;
+  CHECK(cudaMalloc(&waits, 16));
+  long long* d_cycles;
+  CHECK(cudaMalloc(&d_cycles, sizeof(long long)));
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  const size_t preload_bytes = kTasks * (sizeof(SinterMegaTask) + SINTER_MEGA_ARGS_BYTES);
+  CHECK(cudaFuncSetAttribute(probe_preloaded, cudaFuncAttributeMaxDynamicSharedMemorySize, preload_bytes));
+  CHECK(cudaFuncSetAttribute(probe_preloaded_1bar, cudaFuncAttributeMaxDynamicSharedMemorySize, preload_bytes));
+
+  using Kernel = void (*)(SinterMegaParams, long long*);
+  const Kernel kernels[] = {probe_real, probe_global_args, probe_preloaded, probe_preloaded_1bar, probe_bare};
+  const char* tasks_names[] = {"empty", "minimal", "mixed"};
+  std::printf("%-16s %-8s %10s %12s\n", "loop", "tasks", "us/task", "cycles/task");
+  for (int which = 0; which < 3; ++which) {
+    std::vector<SinterMegaTask> tasks(kTasks);
+    for (int i = 0; i < kTasks; ++i) {
+      SinterMegaTask& t = tasks[i];
+      std::memset(&t, 0, sizeof(t));
+      t.function = which == 0 ? 0 : which == 1 ? 1 : 2 + i % 3;
+      t.threads = 256;
+      t.grid_x = t.grid_y = t.grid_z = 1;
+      t.kernel = i;
+      t.publish = t.publish_range = SINTER_MEGA_NO_COUNTER;
+      t.args_offset = i * sizeof(Args);
+      t.args_bytes = sizeof(Args);
+    }
+    CHECK(cudaMemcpy(d_tasks, tasks.data(), sizeof(SinterMegaTask) * kTasks, cudaMemcpyHostToDevice));
+    for (int loop = 0; loop < 5; ++loop) {
+      SinterMegaParams p{};
+      p.waits = waits;
+      p.tasks = d_tasks;
+      p.queue_start = d_queue;
+      p.args = d_args;
+      p.counters = counters;
+      p.control = control;
+      p.fault = fault;
+      p.trace = nullptr;
+      p.watchdog_ns = 5000000000ull;
+      CHECK(cudaMemset(control, 0, SINTER_MEGA_CONTROL_WORDS * 128));
+      const size_t dyn = loop == kPreloaded || loop == kPreloaded1Bar ? preload_bytes : 0;
+      std::vector<float> us;
+      std::vector<long long> cyc;
+      for (int rep = 0; rep < 16; ++rep) {
+        CHECK(cudaEventRecord(e0));
+        kernels[loop]<<<1, 256, dyn>>>(p, d_cycles);
+        CHECK(cudaEventRecord(e1));
+        CHECK(cudaEventSynchronize(e1));
+        CHECK(cudaGetLastError());
+        float ms;
+        CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        long long c;
+        CHECK(cudaMemcpy(&c, d_cycles, sizeof c, cudaMemcpyDeviceToHost));
+        if (rep > 0) us.push_back(ms * 1000.0f / kTasks), cyc.push_back(c / kTasks);
+      }
+      std::sort(us.begin(), us.end());
+      std::sort(cyc.begin(), cyc.end());
+      std::printf("%-16s %-8s %10.3f %12lld\n", kLoopNames[loop], tasks_names[which], us[us.size() / 2],
+                  cyc[cyc.size() / 2]);
+    }
+  }
+  std::printf("(cycles at the SM clock; %d MHz is the device's base clock)\n", clock_khz / 1000);
+  return 0;
+}
