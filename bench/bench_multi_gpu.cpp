@@ -11,7 +11,8 @@
 //      of d 2048 with LM head and argmax; 8b: Llama-3-8B's shape) sharded over W ranks, through
 //      the stream, graph and megakernel executors.
 // Checks, once per case: gemm_ar at M = 16 and a two-layer stack of the model's layer against the
-// CPU reference of the ranks (run_reference_ranks); the larger GEMMs' other executors against
+// CPU reference of the ranks (run_reference_ranks), and the stack's outputs gathered from the ranks
+// (gather_outputs) against the unsharded graph's reference; the larger GEMMs' other executors against
 // cuBLASLt then NCCL, within the dtype bound (virtual ranks: every rank's all_reduce equal to rank
 // 0's and finite). A failed check fails the program.
 // Times: each rank's median of --runs enqueues (CUDA events on its stream, after warm-up); the
@@ -291,9 +292,11 @@ bool decode_tp(Ranks& ranks, const Args& a) {
   const int w = ranks.world();
   for (const std::string& model : a.models) {
     examples::LlamaConfig c = model == "8b" ? examples::llama_3_8b() : examples::llama_3_2_1b();
-    // the check: two layers of the same shape (and LM head) against the ranks' CPU reference
+    // the check: two layers of the same shape against the ranks' CPU reference and, gathered, the
+    // unsharded graph's
     examples::LlamaConfig small = c;
     small.layers = 2;
+    const Graph small_full = examples::llama_decode_stack(small);
     const std::vector<Graph> small_ranks = examples::llama_decode_stack_tp(small, w);
     const std::vector<Graph> graphs = examples::llama_decode_stack_tp(c, w);
     const std::string name = "decode_tp_" + model;
@@ -303,10 +306,13 @@ bool decode_tp(Ranks& ranks, const Args& a) {
       const char* executor = mode == ExecMode::stream ? "stream" : mode == ExecMode::graph ? "graph" : "mega";
       {
         ranks.load(compile_ranks(ranks, small_ranks[0], mode == ExecMode::mega ? mega_options(a) : CompileOptions{}), mode);
-        std::vector<TensorMap> in;
-        for (int r = 0; r < w; ++r) in.push_back(random_inputs(small_ranks[r], 77 + r));
-        ok &= close_enough(small_ranks[0], run_reference_ranks(small_ranks, in), ranks.run(in),
-                           name + " (2 layers) " + executor);
+        const TensorMap values = random_inputs(small_full, 77);
+        const std::vector<TensorMap> in = shard_inputs(small_full, small_ranks, values);
+        const std::vector<TensorMap> got = ranks.run(in);
+        ok &= close_enough(small_ranks[0], run_reference_ranks(small_ranks, in), got, name + " (2 layers) " + executor);
+        ok &= close_enough(small_full, {run_reference(small_full, values)},
+                           {gather_outputs(small_full, small_ranks, got)},
+                           name + " (2 layers) " + executor + " against the unsharded graph");
       }
       const CompileOptions co = mode == ExecMode::mega ? mega_options(a) : CompileOptions{};
       ranks.load(compile_ranks(ranks, graphs[0], co), mode);

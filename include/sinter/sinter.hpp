@@ -18,3 +18,4 @@
 #include "sinter/plan.hpp"
 #include "sinter/reference.hpp"
 #include "sinter/runner.hpp"
+#include "sinter/shard.hpp"
