@@ -16,7 +16,8 @@
 //   preloaded_1bar preloaded with one barrier per task: the view is written for the next task
 //                  before the barrier that ends this one (valid here: every task is block 0 of a
 //                  grid of 1; a real dispatcher would keep two views)
-//   bare           no dispatcher: the tasks called in a loop with one barrier between them
+//   bare           no dispatcher: the tasks called in a loop with one barrier between them, each
+//                  task's function and arguments from its index (no table read)
 // Each: microseconds per task (launch included, median of 15 launches) and clock64 cycles per
 // task inside the loop (thread 0, loop start to end).
 #define SINTER_MEGAKERNEL 1
@@ -133,6 +134,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) probe_real(const __grid_con
 extern "C" __global__ void __launch_bounds__(256, 2) probe_global_args(const __grid_constant__ SinterMegaParams p,
                                                                        long long* cycles) {
   __shared__ const char* args_s;
+  __shared__ u32 function_s;
   const long long t0 = probe_clock();
   const u32 begin = p.queue_start[real_cta()], end = p.queue_start[real_cta() + 1];
   for (u32 i = begin; i < end; ++i) {
@@ -140,9 +142,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) probe_global_args(const __g
       const SinterMegaTask t = p.tasks[i];
       set_view(t);
       args_s = p.args + t.args_offset;
+      function_s = t.function;
     }
     cta_sync();
-    Dispatch{}(p.tasks[i].function, args_s);
+    Dispatch{}(function_s, args_s);
     cta_sync();
   }
   if (threadIdx.x == 0) cycles[0] = probe_clock() - t0;
@@ -171,6 +174,7 @@ __device__ __forceinline__ void preloaded_loop(const SinterMegaParams& p, long l
   SinterMegaTask* tasks = reinterpret_cast<SinterMegaTask*>(dyn);
   char* args = dyn + (end - begin) * sizeof(SinterMegaTask);
   preload(p, begin, end, tasks, args);
+  cta_sync();
   if (threadIdx.x == 0 && begin < end) set_view(tasks[0]);
   cta_sync();
   for (u32 k = 0; k < end - begin; ++k) {
@@ -194,15 +198,21 @@ extern "C" __global__ void __launch_bounds__(256, 2) probe_preloaded_1bar(const 
   preloaded_loop<true>(p, cycles);
 }
 
-// No dispatcher at all: the task functions in a loop, arguments from global memory, one barrier.
+// No dispatcher at all: the task functions in a loop, one barrier between them; each task's
+// function and argument struct follow from its index (`which`: 0 empty, 1 minimal, 2 mixed), so no
+// table is read. The tasks still read their arguments from global memory.
 extern "C" __global__ void __launch_bounds__(256, 2) probe_bare(const __grid_constant__ SinterMegaParams p,
-                                                                long long* cycles) {
+                                                                long long* cycles, int which, u32 tasks) {
   const long long t0 = probe_clock();
-  if (threadIdx.x == 0) set_view(p.tasks[0]);
+  if (threadIdx.x == 0) {
+    sinter_mega_block_idx = make_uint3(0, 0, 0);
+    sinter_mega_grid_dim = make_uint3(1, 1, 1);
+    sinter_mega_block_dim = make_uint3(256, 1, 1);
+    sinter_mega_threads = 256;
+  }
   cta_sync();
-  const u32 begin = p.queue_start[real_cta()], end = p.queue_start[real_cta() + 1];
-  for (u32 i = begin; i < end; ++i) {
-    Dispatch{}(p.tasks[i].function, p.args + p.tasks[i].args_offset);
+  for (u32 i = 0; i < tasks; ++i) {
+    Dispatch{}(which < 2 ? static_cast<u32>(which) : 2 + i % 3, p.args + i * sizeof(Args));
     cta_sync();
   }
   if (threadIdx.x == 0) cycles[0] = probe_clock() - t0;
@@ -270,7 +280,7 @@ int main() {
   CHECK(cudaFuncSetAttribute(probe_preloaded_1bar, cudaFuncAttributeMaxDynamicSharedMemorySize, preload_bytes));
 
   using Kernel = void (*)(SinterMegaParams, long long*);
-  const Kernel kernels[] = {probe_real, probe_global_args, probe_preloaded, probe_preloaded_1bar, probe_bare};
+  const Kernel kernels[] = {probe_real, probe_global_args, probe_preloaded, probe_preloaded_1bar};
   const char* tasks_names[] = {"empty", "minimal", "mixed"};
   std::printf("%-16s %-8s %10s %12s\n", "loop", "tasks", "us/task", "cycles/task");
   for (int which = 0; which < 3; ++which) {
@@ -304,7 +314,11 @@ int main() {
       std::vector<long long> cyc;
       for (int rep = 0; rep < 16; ++rep) {
         CHECK(cudaEventRecord(e0));
-        kernels[loop]<<<1, 256, dyn>>>(p, d_cycles);
+        if (loop == kBare) {
+          probe_bare<<<1, 256>>>(p, d_cycles, which, kTasks);
+        } else {
+          kernels[loop]<<<1, 256, dyn>>>(p, d_cycles);
+        }
         CHECK(cudaEventRecord(e1));
         CHECK(cudaEventSynchronize(e1));
         CHECK(cudaGetLastError());

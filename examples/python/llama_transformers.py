@@ -126,6 +126,8 @@ def sinter_runner(module, inputs, device):
     imported = sinter.import_torch(module, inputs)
     plan = sinter.compile(imported.graph, device=device.index)
     names = [t.name for t in imported.graph.inputs if t.name not in imported.weights]
+    if len(names) != len(inputs):
+        sys.exit(f"the imported graph takes {len(names)} inputs besides its weights; {len(inputs)} were given")
     feeds = {**dict(zip(names, inputs)), **{n: w.to(device) for n, w in imported.weights.items()}}
     runner = sinter.TorchRunner(plan, mode="graph", device=device)
     outputs = runner.bind(feeds)

@@ -155,7 +155,10 @@ class Runner {
   // Enqueues the plan on `stream` (on this runner's device). Error(invalid_state) naming every
   // input and output still unbound. In mega mode, the first enqueue after binding uploads the
   // tasks' arguments and waits for the stream (enqueue once before capturing the runner into a
-  // CUDA graph); it raises a megakernel watchdog error of an earlier launch (see check).
+  // CUDA graph); it raises a megakernel watchdog error of an earlier launch (see check). A
+  // mega-mode runner bound to a virtual group (Communicator::create_virtual) whose plan has a step
+  // outside the megakernel refuses every enqueue with Error(unsupported) naming those steps
+  // (docs/multi-gpu.md); made, described and traced it works as any other.
   void enqueue(cudaStream_t stream);
   // Mega mode: Error(timeout) when a megakernel launch that has finished was stopped by its
   // watchdog, with the record of what waited for what (the runner is then reset and usable).

@@ -221,6 +221,7 @@ def test_transformers_llama_decode_on_a_static_cache():
         return llama(input_ids=x, past_key_values=c, cache_position=position).logits
 
     torch._dynamo.reset()
+    earlier = set(sinter.dynamo_backend._REGIONS)
     compiled = torch.compile(step, backend="sinter", dynamic=False, options={"executor": "reference"})
     ours, theirs = cache(), cache()
     with torch.no_grad():
@@ -229,6 +230,7 @@ def test_transformers_llama_decode_on_a_static_cache():
             got = compiled(ids[:, i:i + 1], ours, position)
             want = step(ids[:, i:i + 1], theirs, position)
             assert rel_l2(got.numpy(), want.numpy()) <= 1e-5, f"step at position {i}"
+    assert set(sinter.dynamo_backend._REGIONS) - earlier, "no region of the step ran on Sinter"
 
 
 def test_a_linear_weight_is_fed_as_a_transposed_view_not_copied():

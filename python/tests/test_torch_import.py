@@ -359,6 +359,7 @@ def test_transformers_llama_decode_step_with_its_kv_cache():
     model, inputs = torch_models.build_hf_llama_decode_step()
     imported = sinter.import_torch(model, inputs)
     names = [t.name for t in imported.graph.inputs if t.name not in imported.weights]
+    assert len(names) == len(inputs)
     feeds = {**dict(zip(names, inputs)), **imported.weights}
     got = sinter.run_reference(imported.graph, {n: v.detach().numpy() for n, v in feeds.items()})
     with torch.no_grad():

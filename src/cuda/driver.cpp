@@ -29,6 +29,19 @@ void resolve(Fn& fn, const char* symbol, unsigned int abi_version) {
   fn = reinterpret_cast<Fn>(address);
 }
 
+// As resolve, but a function the driver lacks stays null.
+template <typename Fn>
+void resolve_optional(Fn& fn, const char* symbol, unsigned int abi_version) {
+  void* address = nullptr;
+  cudaDriverEntryPointQueryResult query = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(symbol, &address, abi_version, cudaEnableDefault, &query) != cudaSuccess ||
+      query != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    address = nullptr;
+  }
+  fn = reinterpret_cast<Fn>(address);
+}
+
 DriverApi resolve_all() {
   DriverApi api;
   resolve(api.get_error_name, "cuGetErrorName", 6000);
@@ -37,7 +50,7 @@ DriverApi resolve_all() {
   resolve(api.tensor_map_encode_im2col, "cuTensorMapEncodeIm2col", 12000);
   resolve(api.tensor_map_replace_address, "cuTensorMapReplaceAddress", 12000);
   resolve(api.kernel_get_function, "cuKernelGetFunction", 12000);
-  resolve(api.func_load, "cuFuncLoad", 12040);
+  resolve_optional(api.func_load, "cuFuncLoad", 12040);
   return api;
 }
 

@@ -15,7 +15,8 @@ struct DriverApi {
   // Lets a CUDA-graph executor rebind a tensor map to a new buffer without re-encoding it.
   PFN_cuTensorMapReplaceAddress_v12000 tensor_map_replace_address = nullptr;
   // A library kernel's function in the current context, and loading it there now (not lazily at
-  // its first launch).
+  // its first launch). func_load is null on drivers before CUDA 12.4, which have no lazy function
+  // loading to undo.
   PFN_cuKernelGetFunction_v12000 kernel_get_function = nullptr;
   PFN_cuFuncLoad_v12040 func_load = nullptr;
 };

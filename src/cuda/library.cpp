@@ -72,7 +72,7 @@ void Kernel::load_here() const {
   CUfunction function = nullptr;
   check_driver(d.kernel_get_function(&function, reinterpret_cast<CUkernel>(handle_)),
                "cuKernelGetFunction(" + name_ + ")", __FILE__, __LINE__);
-  check_driver(d.func_load(function), "cuFuncLoad(" + name_ + ")", __FILE__, __LINE__);
+  if (d.func_load) check_driver(d.func_load(function), "cuFuncLoad(" + name_ + ")", __FILE__, __LINE__);
 }
 
 void Kernel::launch(const LaunchConfig& config, void** args) const {

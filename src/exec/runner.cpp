@@ -106,9 +106,11 @@ void check_virtual_share(const CommunicatorBindings& bound, ExecMode mode, const
 // Virtual ranks share one GPU, so a rank's program must be its megakernel's tasks alone: a step
 // launched on its own could need SMs that another rank's resident megakernel holds while that
 // megakernel waits for this rank, and both would end in the watchdog. (Separate GPUs have no
-// such limit.)
-void check_virtual_ranks_run_only_tasks(const CommunicatorBindings& bound, const MegaDescription& mega,
-                                        const plan::Plan& data) {
+// such limit.) "" when the runner may launch; else why not. Checked at enqueue, not when the
+// runner is made: describing such a plan is fine, and every rank's runner still takes its part of
+// the group's symmetric memory, so the ranks' allocations stay paired.
+std::string virtual_ranks_refusal(const CommunicatorBindings& bound, const MegaDescription& mega,
+                                  const plan::Plan& data) {
   for (const auto& [group, comm] : bound) {
     if (!comm.valid() || !comm.is_virtual() || comm.world() <= 1 || mega.outside.empty()) continue;
     std::string steps;
@@ -117,13 +119,13 @@ void check_virtual_ranks_run_only_tasks(const CommunicatorBindings& bound, const
                data.steps.at(static_cast<size_t>(o.step)).engine + ": " +
                data.steps.at(static_cast<size_t>(o.step)).description + ") because " + o.why;
     }
-    throw Error(ErrorCode::unsupported,
-                "runner: group '" + group + "' is bound to " + comm.describe() + ", whose ranks share one GPU, so "
-                "every step of a rank's program must run inside its megakernel; a step launched on its own could wait "
-                "for SMs held by another rank's megakernel, which waits for this rank. Outside the megakernel: " +
-                    steps + ". Compile the ranks' plan with our kernels only (CompileOptions::engines = {\"jit\"}) and "
-                    "candidates the megakernel takes");
+    return "runner: group '" + group + "' is bound to " + comm.describe() + ", whose ranks share one GPU, so "
+           "every step of a rank's program must run inside its megakernel; a step launched on its own could wait "
+           "for SMs held by another rank's megakernel, which waits for this rank. Outside the megakernel: " +
+           steps + ". Compile the ranks' plan with our kernels only (CompileOptions::engines = {\"jit\"}) and "
+           "candidates the megakernel takes";
   }
+  return "";
 }
 
 }  // namespace
@@ -151,6 +153,7 @@ struct Runner::State {
   std::vector<plan::BufferAssignment> buffers;
   uint64_t workspace_base = 0;
   std::unique_ptr<MegaRuntime> mega;  // mega mode
+  std::string refusal;                // why enqueue refuses ("" it launches): virtual_ranks_refusal
   bool mega_bound = false;            // the megakernels hold the current bindings' arguments
   cuda::Stream capture_stream{cudaStreamNonBlocking};
   cudaGraphExec_t exec = nullptr;
@@ -216,7 +219,7 @@ Runner::State::State(const Plan& p, const RunnerOptions& o)
   }
   if (mode == ExecMode::mega) {
     mega = std::make_unique<MegaRuntime>(data, partition, steps, alias_of, dev, o.mega, handle.state().libraries, notes);
-    check_virtual_ranks_run_only_tasks(communicators, mega->describe(), data);
+    refusal = virtual_ranks_refusal(communicators, mega->describe(), data);
   }
   stats.load_ms = ms_since(start);
   for (const std::string& n : notes) {
@@ -391,6 +394,7 @@ const void* Runner::tensor_address(const std::string& name) const {
 
 void Runner::enqueue(cudaStream_t stream) {
   State& s = *state_;
+  if (!s.refusal.empty()) throw Error(ErrorCode::unsupported, s.refusal);
   cuda::DeviceGuard guard(s.device);
   if (s.mega) s.mega->check(stream);  // an earlier launch's watchdog
   if (s.stale) s.resolve();

@@ -318,7 +318,8 @@ TEST_F(GpuMegaCollectives, VirtualGroupsRefuseStreamModeAndAWholeGpu) {
 }
 
 // Virtual ranks share one GPU: a step launched outside the megakernel (here a cuBLASLt matmul)
-// could wait for SMs another rank's megakernel holds, so the runner refuses it, naming the step.
+// could wait for SMs another rank's megakernel holds, so the runner refuses to enqueue, naming the
+// step; made, it still describes its megakernels (sinter explain --mega).
 TEST_F(GpuMegaCollectives, VirtualRanksRefuseAStepOutsideTheMegakernel) {
   Graph g("cublaslt_matmul_all_reduce");
   const Tensor y = g.matmul(g.input("x", DType::bf16, {64, 256}), g.input("w", DType::bf16, {256, 512}));
@@ -330,7 +331,11 @@ TEST_F(GpuMegaCollectives, VirtualRanksRefuseAStepOutsideTheMegakernel) {
   RunnerOptions o = test_runner_options(ExecMode::mega);
   o.communicators["tp"] = comms[0];
   o.mega.sm_count = device_info(0).sm_count / 2;
-  auto [code, message] = error_of([&] { Runner r(plan, o); });
+  Runner runner(plan, o);
+  const MegaDescription d = runner.mega_description();
+  ASSERT_EQ(d.outside.size(), 1u);
+  EXPECT_EQ(d.outside[0].step, 0);
+  auto [code, message] = error_of([&] { runner.enqueue(nullptr); });
   EXPECT_EQ(code, ErrorCode::unsupported);
   EXPECT_TRUE(contains(message, "every step of a rank's program must run inside its megakernel")) << message;
   EXPECT_TRUE(contains(message, "step 0 (cublaslt")) << message;

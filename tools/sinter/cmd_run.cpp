@@ -65,13 +65,15 @@ int cmd_run(const Common& c, const RunOptions& o) {
                       group + "'): on one GPU its ranks run as " + std::to_string(world) +
                       " virtual ranks inside megakernels (--executor mega), or on the CPU reference alone (--on cpu)");
     }
+    std::string plan_note;
     if (on_gpu && !loaded) {
       // virtual ranks: every step a task of the megakernel (the runner says why otherwise)
       BuildChoices ranks_choices = choices;
       ranks_choices.our_kernels = true;
       loaded = plan_from_graph(c, g, ranks_choices);
+      if (o.engine == "auto") plan_note = "plan: our kernels only (--engine auto), as virtual ranks need: every step a task";
     }
-    return run_ranks(c, o, runner_opts, g, loaded ? &loaded->plan : nullptr, world, group);
+    return run_ranks(c, o, runner_opts, g, loaded ? &loaded->plan : nullptr, world, group, plan_note);
   }
   if (on_gpu && !loaded) loaded = plan_from_graph(c, g, choices);
   std::printf("graph '%s': %zu nodes; inputs: %s\n", g.name().c_str(), g.nodes().size(),

@@ -48,7 +48,7 @@ int graph_world(const Graph& g, std::string* group) {
 }
 
 int run_ranks(const Common& c, const RunOptions& o, const RunnerOptions& runner_opts, const Graph& g,
-              const Plan* plan, int world, const std::string& group) {
+              const Plan* plan, int world, const std::string& group, const std::string& plan_note) {
   if (!o.load_inputs.empty()) {
     throw Error(ErrorCode::invalid_argument, "--load-inputs: graph '" + g.name() + "' is one rank's program of " +
                                                  std::to_string(world) + " (group '" + group +
@@ -82,8 +82,9 @@ int run_ranks(const Common& c, const RunOptions& o, const RunnerOptions& runner_
     for (int r = 0; r < world; ++r) ranks[r]->stage(inputs[r]);
     for (int r = 0; r < world; ++r) ranks[r]->enqueue();
     for (int r = 0; r < world; ++r) outputs[r] = ranks[r]->finish();
-    std::printf("device: %s\n   %d virtual ranks on GPU %d, each a megakernel on %d of its %d SMs (a graph file compiles with our kernels only: every step a task)\n",
+    std::printf("device: %s\n   %d virtual ranks on GPU %d, each a megakernel on %d of its %d SMs\n",
                 device_info(c.device).description.c_str(), world, c.device, sms / world, sms);
+    if (!plan_note.empty()) std::printf("   %s\n", plan_note.c_str());
     std::printf("   megakernel: %s\n", mega_overview(ranks[0]->runner().mega_description()).c_str());
     std::printf("   gpu time %s (every rank enqueued together; the slowest rank's median of %d); cpu reference "
                 "of the ranks %s\n",

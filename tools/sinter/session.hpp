@@ -97,9 +97,10 @@ TensorMap load_or_random_inputs(const Graph& g, const std::string& folder, uint6
 // for collectives of several groups (run_ranks.cpp).
 int graph_world(const Graph& g, std::string* group);
 // cmd_run of one rank's program of `world`: the ranks' CPU reference and, with `plan`, the ranks
-// as virtual ranks of one GPU (run_ranks.cpp).
+// as virtual ranks of one GPU (run_ranks.cpp); `plan_note`, when not empty, says how the plan was
+// made.
 int run_ranks(const Common& c, const RunOptions& o, const RunnerOptions& runner_opts, const Graph& g, const Plan* plan,
-              int world, const std::string& group);
+              int world, const std::string& group, const std::string& plan_note);
 
 struct Percentiles {
   double min = 0, p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;
