@@ -214,6 +214,9 @@ class Graph {
   Tensor slice(Tensor x, std::vector<int64_t> axes, std::vector<int64_t> starts,
                std::vector<int64_t> ends, std::vector<int64_t> steps = {});
   Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
+  // x's slices along `axis` (negative counts from the end) picked by the integer `indices`
+  // (GatherAttrs: numpy.take; an embedding lookup is gather(table, token_ids, 0)).
+  Tensor gather(Tensor x, Tensor indices, int64_t axis = 0);
 
   // collectives among the `world` ranks of the group named `group` (CollectiveAttrs); negative
   // axes count from the end. A graph with collectives of world > 1 is one rank's program: run the

@@ -53,7 +53,8 @@ void fill_random(HostTensor& t, uint64_t seed, double lo = -1.0, double hi = 1.0
 
 // Random host inputs for every graph input, with the declared dtype, dims and strides: uniform
 // in [-1, 1), weights (a matmul's second operand, a conv filter) in [-b, b) with
-// b = 1/sqrt(fan-in) as PyTorch initializes Linear and Conv layers, integers in [-8, 8].
+// b = 1/sqrt(fan-in) as PyTorch initializes Linear and Conv layers, integers in [-8, 8] except a
+// gather's indices, which take every valid index of the axis they pick from ([-n, n - 1]).
 TensorMap random_inputs(const Graph& g, uint64_t seed);
 
 // ||a - b|| / ||b|| over the logical elements (both must have the same dims). NaN in either gives

@@ -72,6 +72,8 @@ enum class OpKind : uint8_t {
   permute,
   slice,
   concat,
+  // indexing
+  gather,  // gather(x, indices, axis): x's slices along `axis` picked by integer indices (GatherAttrs)
   // collectives over a named group of `world` ranks (CollectiveAttrs)
   all_reduce,      // every rank gets the elementwise reduction of every rank's input
   all_gather,      // every rank gets the ranks' inputs concatenated along `axis`, in rank order
@@ -94,6 +96,7 @@ enum class OpClass : uint8_t {
   norm,
   rope,
   layout,
+  gather,
   collective,
 };
 
@@ -225,6 +228,18 @@ struct ConcatAttrs {
   bool operator==(const ConcatAttrs&) const = default;
 };
 
+// gather(x, indices): out[o..., k..., i...] = x[o..., indices[k...], i...], where o are x's axes
+// before `axis` and i its axes after it (numpy.take, ONNX Gather, torch.index_select and, with
+// axis 0 of a [vocabulary, d] table, an embedding). out dims = x.dims[:axis] + indices.dims +
+// x.dims[axis + 1:]. indices are i32 or i64; an index j in [-n, n), n = x.dims[axis], picks slice
+// j, or n + j when negative. An index outside that range is an error: the CPU reference raises
+// Error(invalid_argument) naming it; a GPU kernel stops with a device-side trap (a CUDA launch
+// failure, as torch's device-side assert: the CUDA context cannot be used afterwards).
+struct GatherAttrs {
+  int64_t axis = 0;  // non-negative once in the graph
+  bool operator==(const GatherAttrs&) const = default;
+};
+
 // How all_reduce and reduce_scatter combine the ranks' values. The CPU reference reduces in
 // rank order (rank 0, 1, ...) in float64 and rounds once to the dtype.
 enum class CollectiveReduce : uint8_t { sum, max };
@@ -249,7 +264,7 @@ inline constexpr int64_t kMaxWorld = int64_t{1} << 16;
 
 using Attrs = std::variant<std::monostate, MatmulAttrs, Conv2dAttrs, SdpaAttrs, ConstantAttrs,
                            CastAttrs, ReduceAttrs, ArgReduceAttrs, NormAttrs, RopeAttrs, ReshapeAttrs, PermuteAttrs,
-                           SliceAttrs, ConcatAttrs, CollectiveAttrs>;
+                           SliceAttrs, ConcatAttrs, GatherAttrs, CollectiveAttrs>;
 
 // The attribute struct an op carries (monostate for ops without attributes).
 Attrs default_attrs(OpKind op);

@@ -199,19 +199,18 @@ def _convert_dtype(ctx):
 
 
 def _index_select(ctx):
-    """index_select and embedding with indices known at import time: slices of consecutive runs
-    of indices, concatenated."""
+    """index_select and embedding: a gather of the indices given at run time (token ids); with
+    indices known at import time, slices of consecutive runs of them, concatenated."""
     g = ctx.g
     if ctx.op.startswith("aten.embedding"):
         x_name, index_name, axis = "weight", "indices", 0
     else:
         x_name, index_name, axis = "self", "index", None
     indices = ctx.raw(index_name)
-    if not hasattr(indices, "tensor"):
-        raise UnsupportedError(f"indices computed at run time: Sinter has no gather op ({ctx.op} becomes "
-                               "slices only when its indices are known at import time)")
     x = ctx.tensor(x_name)
     axis = axis_of(ctx.value("dim"), x.ndim) if axis is None else axis
+    if not isinstance(indices, Folded):
+        return reshape_to(g, g.gather(x, ctx.tensor(index_name), axis), ctx.out_shape())
     size = x.shape[axis]
     flat = [int(i) % size if -size <= int(i) < size else None for i in indices.tensor.reshape(-1).tolist()]
     if None in flat:

@@ -38,7 +38,7 @@ Constant, Conv (1-D and 2-D, NCHW, through permutes to Sinter's NHWC), Div, Drop
 Equal, Erf (only in the GELU pattern ``x * 0.5 * (1 + Erf(x / sqrt(2)))``; the rotary pattern
 ``x * cos + Concat(-x[..., D/2:], x[..., :D/2]) * sin`` with constant tables whose halves repeat
 becomes one rope), Exp, Expand, Flatten, Gather
-(constant indices), Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, Greater, GreaterOrEqual,
+(runtime indices: gather; constant indices: slices), Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, Greater, GreaterOrEqual,
 Identity, LayerNormalization, Less, LessOrEqual, Log, MatMul, Max, Min, Mul, Neg, Not, Or, Pow,
 RMSNormalization, Reciprocal, ReduceMax, ReduceMean, ReduceMin, ReduceSum, Relu, Reshape, Sigmoid
 (``x * Sigmoid(x)`` becomes silu), Slice, Softmax, Split, Sqrt, Squeeze, Sub, Sum, Tanh, Transpose,
@@ -927,13 +927,13 @@ def _unsqueeze(ctx: _Node):
 
 
 def _gather(ctx: _Node):
-    """Gather with constant indices: slices of consecutive runs of indices, concatenated."""
+    """Gather: Sinter's gather of indices given at run time (token ids); constant indices become
+    slices of consecutive runs of them, concatenated."""
     g = ctx.g
     x = ctx.input(0)
     axis = _axis(ctx.attr("axis", 0), x.ndim)
     if not ctx.is_const(1):
-        raise UnsupportedError("indices computed at run time: Sinter has no gather op (constant indices "
-                               "become slices)")
+        return g.gather(x, ctx.input(1), axis)
     indices = ctx.const(1, "indices")
     size = x.shape[axis]
     flat = [int(i) + size if i < 0 else int(i) for i in indices.reshape(-1)]

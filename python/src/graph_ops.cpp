@@ -197,6 +197,12 @@ void bind_layout(nb::class_<Graph>& cls) {
         return make_handle(g, g.concat(ts, axis));
       },
       nb::arg("xs"), nb::arg("axis"));
+  cls.def("gather", [](Graph& g, const TensorHandle& x, const TensorHandle& indices, int64_t axis) {
+        return make_handle(g, g.gather(tensor_of(g, x, "gather x"), tensor_of(g, indices, "gather indices"), axis));
+      },
+      nb::arg("x"), nb::arg("indices"), nb::arg("axis") = 0,
+      "x's slices along axis picked by integer (i32 or i64) indices, as numpy.take; an embedding "
+      "lookup is gather(table, token_ids, 0)");
 }
 
 void bind_collectives(nb::class_<Graph>& cls) {

@@ -114,7 +114,8 @@ def every_op_graph():
     outs += [g.softmax(x), g.layernorm(x, gamma), g.rmsnorm(x, gamma, bias=gamma, epsilon=1e-5),
              g.rope(x, c, s, interleaved=True)]
     outs += [g.reshape(x, [2, -1]), g.permute(x, [0, 2, 1, 3]), g.transpose(x, 1, 2),
-             g.slice(x, [3], [0], [16], [2]), g.concat([x, w], axis=2)]
+             g.slice(x, [3], [0], [16], [2]), g.concat([x, w], axis=2),
+             g.gather(x, g.input("ids", sinter.i64, [2, 3]), axis=-1)]
     outs += [g.all_reduce(x, "tp", 1, reduce=sinter.CollectiveReduce.max), g.all_gather(x, -1, "tp", 1),
              g.reduce_scatter(x, 1, group="tp", world=1)]
     outs.append(g.unary(sinter.OpKind.exp, x))

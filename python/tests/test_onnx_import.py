@@ -690,3 +690,17 @@ def test_written_out_rmsnorm_is_rmsnorm(rng, form):
     imported = compare(model, {"x": randn(rng, 3, 5, 8)})
     assert ops_of(imported.graph) == [sinter.OpKind.rmsnorm]
     assert '"epsilon": 0.0010000000474974513' in imported.graph.to_json()  # eps as float32 gives it
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_gather_of_runtime_indices(rng, axis):
+    """Gather whose indices are a graph input (token ids): Sinter's gather, negative ids included."""
+    x_shape = [5, 4, 3]
+    n = x_shape[axis]
+    node = helper.make_node("Gather", ["x", "ids"], ["y"], name="lookup", axis=axis)
+    out_shape = x_shape[:axis % 3] + [2, 3] + x_shape[axis % 3 + 1:]
+    model = make_model([node], [tensor_info("x", x_shape), tensor_info("ids", [2, 3], TensorProto.INT64)],
+                       [tensor_info("y", out_shape)])
+    ids = rng.integers(-n, n, (2, 3)).astype(np.int64)
+    imported = compare(model, {"x": randn(rng, *x_shape), "ids": ids})
+    assert ops_of(imported.graph) == [sinter.OpKind.gather]

@@ -302,10 +302,28 @@ def test_an_op_sinter_lacks_names_the_op_and_the_source_line():
     assert "test_torch_import.py:" in message and "torch.cumsum(y, 0)" in message
 
 
-def test_embedding_with_runtime_indices_needs_a_gather():
-    model = nn.Embedding(10, 4)
-    with pytest.raises(sinter.UnsupportedError, match="aten.embedding.*no gather op"):
-        sinter.from_torch(model, (torch.tensor([[1, 2, 3]]),))
+def test_embedding_and_index_select_with_runtime_indices_are_gathers():
+    class Lookup(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = nn.Embedding(10, 4)
+
+        def forward(self, ids, x, cols):
+            return self.table(ids) * 2, torch.index_select(x, 1, cols)
+
+    inputs = (torch.tensor([[1, 2, 9], [0, 0, 5]]), torch.randn(3, 6), torch.tensor([5, 0, 5, 2]))
+    imported, _ = check_against_eager(Lookup(), inputs)
+    ops = [n["op"] for n in imported.graph.nodes]
+    assert ops.count(sinter.OpKind.gather) == 2
+
+
+def test_transformers_llama_from_token_ids():
+    """The whole LlamaForCausalLM from token ids: the embedding lookup is a gather."""
+    pytest.importorskip("transformers", reason="the transformers Llama test needs transformers")
+    model, inputs = torch_models.build_hf_llama(from_ids=True)
+    imported, error = check_against_eager(model, inputs)
+    assert sinter.OpKind.gather in [n["op"] for n in imported.graph.nodes]
+    print(f"transformers Llama from token ids: relative L2 error {error:.3g}")
 
 
 def test_embedding_with_constant_indices_is_slices():

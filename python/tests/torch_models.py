@@ -140,8 +140,8 @@ def build(name, dtype=torch.float32, device="cpu"):
 
 class HfLlama(nn.Module):
     """transformers' LlamaForCausalLM (2 layers, d 64, GQA 4/2 heads, vocab 256), randomly
-    initialized, from token embeddings to logits (`from_ids`: from token ids, which need a gather
-    Sinter lacks, so only the torch.compile backend takes that form: the embedding runs in torch)."""
+    initialized, from token embeddings to logits (`from_ids`: from token ids, the embedding lookup
+    a gather)."""
 
     def __init__(self, from_ids=False):
         super().__init__()

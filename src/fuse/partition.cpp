@@ -391,6 +391,10 @@ class Partitioner {
         return place_anchor(n, RegionKind::collective,
                             "a collective (" + op + ") is a region of its own: it exchanges its "
                             "input with the other ranks of its group");
+      case OpClass::gather:
+        return place_anchor(n, RegionKind::gather,
+                            "a gather is a region of its own: it reads the slices its indices pick, so "
+                            "its inputs are stored");
       case OpClass::matmul:
         return place_anchor(n, RegionKind::matmul,
                             "a matmul starts its own region and loads its operands from memory "

@@ -14,6 +14,7 @@ std::string_view to_string(RegionKind k) {
     case RegionKind::sdpa: return "sdpa";
     case RegionKind::layout: return "layout";
     case RegionKind::alias: return "alias";
+    case RegionKind::gather: return "gather";
     case RegionKind::collective: return "collective";
   }
   return "?";

@@ -24,6 +24,7 @@ enum class RegionKind {
   sdpa,
   layout,     // permute, slice or concat: a strided copy
   alias,      // reshape: no kernel, the output shares the input's memory
+  gather,     // gather: slices of a tensor picked by indices read at run time
   collective, // all_reduce, all_gather or reduce_scatter: data exchanged among the ranks of a group
 };
 std::string_view to_string(RegionKind k);

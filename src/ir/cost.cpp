@@ -58,6 +58,11 @@ NodeCost node_cost(const Graph& g, const Node& n) {
     case OpClass::rope: c.flops = 3.0 * in_elems(); break;
     case OpClass::layout:
     case OpClass::constant: c.flops = 0; break;
+    case OpClass::gather:
+      // the picked slices are read, not the whole table: the indices, and the output's bytes twice
+      c.flops = 0;
+      c.bytes = tensor_bytes(g.tensor(n.inputs[1])) + 2 * tensor_bytes(g.tensor(n.outputs[0]));
+      break;
     case OpClass::collective: {
       const auto& at = std::get<CollectiveAttrs>(n.attrs);
       const double w = static_cast<double>(at.world);

@@ -503,6 +503,12 @@ Tensor Graph::slice(Tensor x, std::vector<int64_t> axes, std::vector<int64_t> st
   return add_node(OpKind::slice, {x}, at)[0];
 }
 
+Tensor Graph::gather(Tensor x, Tensor indices, int64_t axis) {
+  check_tensor(x, "gather");
+  const auto rank = static_cast<int64_t>(tensors_[x.id].dims.size());
+  return add_node(OpKind::gather, {x, indices}, GatherAttrs{normalize_axis(axis, rank, "gather")})[0];
+}
+
 Tensor Graph::concat(const std::vector<Tensor>& xs, int64_t axis) {
   if (xs.empty()) throw Error(ErrorCode::invalid_graph, "concat needs at least one input");
   check_tensor(xs[0], "concat");

@@ -93,6 +93,8 @@ void hash_attrs(Hasher& h, const Attrs& attrs, bool with_shapes) {
           h.add_dims(a.steps, with_shapes);
         } else if constexpr (std::is_same_v<A, ConcatAttrs>) {
           h.add(a.axis);
+        } else if constexpr (std::is_same_v<A, GatherAttrs>) {
+          h.add(a.axis);
         } else if constexpr (std::is_same_v<A, CollectiveAttrs>) {
           // The group is part of the computation (which ranks take part), so its name counts.
           h.add(a.group.size());

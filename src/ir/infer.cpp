@@ -241,6 +241,30 @@ std::vector<TensorType> infer_reduce(const NodeChecker& c, OpKind op) {
   return {{at.out_dtype.value_or(c.in(0).dtype), out}};
 }
 
+std::vector<TensorType> infer_gather(const NodeChecker& c) {
+  const auto& at = c.attrs<GatherAttrs>();
+  const Dims& x = c.in(0).dims;
+  const Dims& idx = c.in(1).dims;
+  const auto rank = static_cast<int64_t>(x.size());
+  if (rank == 0) c.fail(c.in_name(0) + " is a scalar; gather picks slices along one of its axes");
+  const DType it = c.in(1).dtype;
+  if (it != DType::i32 && it != DType::i64) {
+    c.fail("indices " + c.in_name(1) + " are " + std::string(to_string(it)) + "; they must be i32 or i64");
+  }
+  if (at.axis < 0 || at.axis >= rank) {
+    c.fail("axis " + std::to_string(at.axis) + " is out of range for " + c.in_name(0) + " of rank " +
+           std::to_string(rank));
+  }
+  Dims out(x.begin(), x.begin() + at.axis);
+  out.insert(out.end(), idx.begin(), idx.end());
+  out.insert(out.end(), x.begin() + at.axis + 1, x.end());
+  if (static_cast<int>(out.size()) > kMaxRank) {
+    c.fail("gives rank " + std::to_string(out.size()) + " (" + c.in_name(0) + "'s rank - 1 + the indices' rank); at most " +
+           std::to_string(kMaxRank) + " is supported");
+  }
+  return {{c.in(0).dtype, out}};
+}
+
 // The index is i64 as in torch.argmax; the slice length is bounded so an index fits 32 bits
 // (the jit kernel packs (value, index) pairs into 64-bit words).
 std::vector<TensorType> infer_arg_reduce(const NodeChecker& c) {
@@ -441,6 +465,7 @@ std::vector<TensorType> infer_node(const Graph& g, const Node& n) {
     case OpClass::rope: return infer_rope(c);
     case OpClass::layout: return infer_layout(c, n.op, g, n);
     case OpClass::collective: return infer_collective(c, n.op);
+    case OpClass::gather: return infer_gather(c);
   }
   c.fail("has no inference rule");
 }

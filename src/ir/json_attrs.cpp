@@ -26,6 +26,7 @@ std::vector<std::string_view> attr_keys(OpKind op) {
     case OpClass::arg_reduce: return {"axis", "keepdim"};
     case OpClass::norm: return {"epsilon", "has_bias"};
     case OpClass::rope: return {"interleaved"};
+    case OpClass::gather: return {"axis"};
     case OpClass::collective:
       switch (op) {
         case OpKind::all_reduce: return {"group", "world", "reduce"};
@@ -186,6 +187,10 @@ void read(const Cursor& a, ConcatAttrs& at) {
   if_present(a, "axis", [&](const Cursor& c) { at.axis = c.as_int(-kMaxRank, kMaxAxis); });
 }
 
+void read(const Cursor& a, GatherAttrs& at) {
+  if_present(a, "axis", [&](const Cursor& c) { at.axis = c.as_int(-kMaxRank, kMaxAxis); });
+}
+
 // The group and world are required: a collective among an unnamed or unsized group says nothing.
 // all_gather and reduce_scatter require their axis too (attr_keys() keeps it off all_reduce).
 void read(const Cursor& a, CollectiveAttrs& at, OpKind op) {
@@ -274,6 +279,9 @@ void resolve_attrs(OpKind op, ParsedAttrs& p, const std::vector<const TensorInfo
   } else if (auto* cat = std::get_if<ConcatAttrs>(&p.attrs)) {
     const Cursor c = p.where->find("axis").value_or(*p.where);
     cat->axis = normalize_axis(cat->axis, rank, c, who, input);
+  } else if (auto* ga = std::get_if<GatherAttrs>(&p.attrs)) {
+    const Cursor c = p.where->find("axis").value_or(*p.where);
+    ga->axis = normalize_axis(ga->axis, rank, c, who, input);
   } else if (auto* col = std::get_if<CollectiveAttrs>(&p.attrs); col && op != OpKind::all_reduce) {
     const Cursor c = p.where->find("axis").value_or(*p.where);
     col->axis = normalize_axis(col->axis, rank, c, who, input);
@@ -350,6 +358,8 @@ std::string write_attrs(const Node& n) {
         } else if constexpr (std::is_same_v<A, SliceAttrs>) {
           w.ints("starts", at.starts).ints("ends", at.ends).ints("steps", at.steps);
         } else if constexpr (std::is_same_v<A, ConcatAttrs>) {
+          w.integer("axis", at.axis);
+        } else if constexpr (std::is_same_v<A, GatherAttrs>) {
           w.integer("axis", at.axis);
         } else if constexpr (std::is_same_v<A, CollectiveAttrs>) {
           w.name("group", at.group).integer("world", at.world);

@@ -57,6 +57,7 @@ constexpr OpInfo kOps[] = {
     {OpKind::permute, "permute", OpClass::layout, 1, 1},
     {OpKind::slice, "slice", OpClass::layout, 1, 1},
     {OpKind::concat, "concat", OpClass::layout, 1, -1},
+    {OpKind::gather, "gather", OpClass::gather, 2, 2},
     {OpKind::all_reduce, "all_reduce", OpClass::collective, 1, 1},
     {OpKind::all_gather, "all_gather", OpClass::collective, 1, 1},
     {OpKind::reduce_scatter, "reduce_scatter", OpClass::collective, 1, 1},
@@ -157,6 +158,7 @@ Attrs default_attrs(OpKind op) {
     case OpClass::norm: return NormAttrs{};
     case OpClass::rope: return RopeAttrs{};
     case OpClass::collective: return CollectiveAttrs{};
+    case OpClass::gather: return GatherAttrs{};
     case OpClass::layout:
       switch (op) {
         case OpKind::reshape: return ReshapeAttrs{};

@@ -53,6 +53,10 @@ MegakernelPlan plan_megakernels(const Graph& g, const fuse::Partition& p, const 
         s.writes.push_back(root_of(alias_of, t));
         s.bytes += static_cast<double>(plan::storage_bytes(g.tensor(t)));
       }
+      if (r.kind == fuse::RegionKind::gather) {
+        // the picked slices are read, not the whole table (ir/cost.cpp)
+        s.bytes = node_cost(g, g.node(r.anchor)).bytes;
+      }
       s.kernels = m.mega_steps[i]->kernels();
       seg.push_back(std::move(s));
     }

@@ -100,6 +100,8 @@ std::vector<RefTensor> run_node(const Graph& g, const Node& n,
         default: break;
       }
       break;
+    case OpClass::gather:
+      return {ref::gather(*in[0], *in[1], std::get<GatherAttrs>(a), "gather '" + n.name + "'")};
     case OpClass::collective:
       // Only a group of one rank runs here (GraphRun stops at the others): the identity.
       if (std::get<CollectiveAttrs>(a).world == 1) return {*in[0]};

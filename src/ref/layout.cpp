@@ -3,6 +3,10 @@
 // concat copies each input's blocks next to the others'.
 #include "ref/ops.hpp"
 
+#include <string>
+
+#include "sinter/error.hpp"
+
 namespace sinter::ref {
 
 // x: [...] with numel n
@@ -60,6 +64,39 @@ RefTensor concat(const std::vector<const RefTensor*>& xs, const ConcatAttrs& at)
       for (int64_t t = 0; t < block; ++t) out[o * out_block + col + t] = (*x)[o * block + t];
     }
     col += block;
+  }
+  return out;
+}
+
+// x [..., n, ...] (n on axis at.axis), indices of any shape: out = x's axes before the axis, the
+// indices' axes, x's axes after it. Seen as x [outer, n, inner] and out [outer, k, inner].
+RefTensor gather(const RefTensor& x, const RefTensor& indices, const GatherAttrs& at, const std::string& who) {
+  const auto axis = static_cast<size_t>(at.axis);
+  Dims out_dims(x.dims.begin(), x.dims.begin() + at.axis);
+  out_dims.insert(out_dims.end(), indices.dims.begin(), indices.dims.end());
+  out_dims.insert(out_dims.end(), x.dims.begin() + at.axis + 1, x.dims.end());
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < axis; ++i) outer *= x.dims[i];
+  for (size_t i = axis + 1; i < x.dims.size(); ++i) inner *= x.dims[i];
+  const int64_t n = x.dims[axis], k = indices.numel();
+  std::vector<int64_t> picked(static_cast<size_t>(k));
+  for (int64_t j = 0; j < k; ++j) {
+    const double v = indices[j];
+    if (v < static_cast<double>(-n) || v >= static_cast<double>(n)) {
+      throw Error(ErrorCode::invalid_argument,
+                  who + ": index " + std::to_string(static_cast<int64_t>(v)) + " at flat position " + std::to_string(j) +
+                      " of the indices is outside [-" + std::to_string(n) + ", " + std::to_string(n) + ") (axis " +
+                      std::to_string(at.axis) + " of size " + std::to_string(n) + ")");
+    }
+    const auto i = static_cast<int64_t>(v);
+    picked[static_cast<size_t>(j)] = i < 0 ? i + n : i;
+  }
+  RefTensor out(out_dims);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t from = (o * n + picked[static_cast<size_t>(j)]) * inner, to = (o * k + j) * inner;
+      for (int64_t t = 0; t < inner; ++t) out[to + t] = x[from + t];
+    }
   }
   return out;
 }

@@ -5,6 +5,7 @@
 // dims they produce with the inferred ones.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "ref/ref_tensor.hpp"
@@ -68,6 +69,8 @@ RefTensor reshape(const RefTensor& x, const ReshapeAttrs& at);
 RefTensor permute(const RefTensor& x, const PermuteAttrs& at);
 RefTensor slice(const RefTensor& x, const SliceAttrs& at);
 RefTensor concat(const std::vector<const RefTensor*>& xs, const ConcatAttrs& at);
+// Error(invalid_argument) naming `who` and the index for an index outside [-n, n).
+RefTensor gather(const RefTensor& x, const RefTensor& indices, const GatherAttrs& at, const std::string& who);
 
 // collective.cpp ----------------------------------------------------------------------------------
 // all_reduce / all_gather / reduce_scatter among at.world ranks: xs[r] is the input of the group's

@@ -291,6 +291,8 @@ NodeShard shard_node(ShardState& s, const Node& n) {
     case OpClass::arg_reduce: return one(reduce_rule(s, n));
     case OpClass::layout: return layout_rule(s, n);
     case OpClass::conv:
+    case OpClass::gather:
+      // an embedding table (and any gathered tensor) stays whole on every rank
       for (TensorId t : n.inputs) s.require(t, Sharding::replicated(), n);
       return one(Sharding::replicated());
     case OpClass::collective:

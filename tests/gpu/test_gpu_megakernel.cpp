@@ -80,6 +80,18 @@ TEST_F(GpuMegakernel, ExamplesOnOurKernels) {
   for (const auto& ex : examples::all_examples()) check_mega(ex.build(), our_kernels_only());
 }
 
+// A decode step's start from token ids: the embedding lookup (a gather task), rmsnorm, a matmul,
+// through the megakernel executor on our kernels, against the CPU reference.
+TEST_F(GpuMegakernel, EmbeddingLookupInTheMegakernel) {
+  Graph g("embedding_rmsnorm_matmul");
+  auto ids = g.input("ids", DType::i64, {1, 3});
+  auto h = g.gather(g.input("table", DType::bf16, {5000, 256}), ids);
+  auto y = g.matmul(g.rmsnorm(h, g.input("norm_w", DType::bf16, {256})), g.input("w", DType::bf16, {256, 512}));
+  g.output(y, "y");
+  g.validate();
+  check_mega(g, our_kernels_only());
+}
+
 TEST_F(GpuMegakernel, ChainOf200Ops) {
   CompileOptions o;
   o.fusion = no_fusion();

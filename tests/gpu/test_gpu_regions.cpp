@@ -295,6 +295,26 @@ TEST_F(GpuRegions, LayoutCopiesByWordsAndUnitPermutes) {
   check(std::move(g));
 }
 
+// Gathers against the CPU reference (random_inputs draws every valid index, negative ones too):
+// an LM-sized embedding lookup in 16-byte words, a lookup feeding pointwise work, gathers along
+// a middle and the last axis (element copies), of a strided table, with a scalar index, with i32
+// indices, and a strided index tensor.
+TEST_F(GpuRegions, GatherEmbeddingsAndAxes) {
+  Graph g("gather");
+  auto table = g.input("table", DType::bf16, {32000, 256});
+  auto ids = g.input("ids", DType::i64, {3, 17});
+  g.output(g.gather(table, ids), "e");
+  g.output(g.mul(g.gather(table, g.input("tok", DType::i32, {1, 1})), g.scalar(2.0, DType::bf16)), "scaled");
+  auto x = g.input("x", DType::f32, {3, 50, 7});
+  g.output(g.gather(x, g.input("mid", DType::i32, {4, 2}), 1), "m");
+  g.output(g.gather(x, g.input("last", DType::i64, {5}), -1), "l");
+  auto t = g.input("t", DType::f16, {60, 40}, {1, 60});  // a strided view
+  g.output(g.gather(t, g.input("rows", DType::i64, {9}), 0), "s");
+  g.output(g.gather(x, g.input("one", DType::i64, {}), 0), "o");
+  g.output(g.gather(x, g.input("cols_view", DType::i64, {3, 2}, {1, 3}), 2), "v");
+  check(std::move(g));
+}
+
 // ---- the examples end to end ------------------------------------------------------------------
 
 TEST_F(GpuRegions, ExampleGraphs) {

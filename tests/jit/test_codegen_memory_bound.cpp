@@ -211,6 +211,24 @@ TEST(JitCodegen, RowwiseVariantsCompile) {
   }
 }
 
+// Gathers: an embedding lookup in 16-byte words (rows of 64 bf16), along a middle axis, along the
+// last axis (K innermost: no words), of a strided table, with a scalar index.
+TEST(JitCodegen, GathersCompile) {
+  Graph g("gather");
+  auto table = g.input("table", DType::bf16, {1000, 64});
+  g.output(g.gather(table, g.input("ids", DType::i64, {2, 7})), "e");
+  auto x = g.input("x", DType::f32, {3, 5, 7});
+  g.output(g.gather(x, g.input("mid", DType::i32, {4}), 1), "m");
+  g.output(g.gather(x, g.input("last", DType::i32, {2, 2}), -1), "l");
+  auto t = g.input("t", DType::f16, {6, 4}, {1, 6});
+  g.output(g.gather(t, g.input("rows", DType::i64, {3}), 0), "s");
+  g.output(g.gather(x, g.input("one", DType::i64, {}), 0), "o");
+  const auto descs = compile_all(g);
+  ASSERT_EQ(descs.size(), 5u);
+  EXPECT_NE(descs[0].find("16-byte words"), std::string::npos) << descs[0];
+  for (const std::string& d : descs) EXPECT_NE(d.find("gather along axis"), std::string::npos) << d;
+}
+
 TEST(JitCodegen, LayoutCopiesCompile) {
   Graph g("layout");
   auto x = g.input("x", DType::bf16, {3, 5, 7});

@@ -288,3 +288,14 @@ TEST(MegakernelSource, LayersShareKernelCacheEntries) {
   std::printf("  distinct kernel cache entries: 1 layer %zu, 4 layers %zu\n", one, four);
   EXPECT_EQ(four, one);
 }
+
+// An embedding lookup (a gather of token ids) is a task: it joins the megakernel of the layer it
+// feeds, and the generated megakernel compiles.
+TEST(MegakernelSource, EmbeddingLookupIsATask) {
+  Graph g("embedding_rmsnorm");
+  auto h = g.gather(g.input("table", DType::bf16, {5000, 256}), g.input("ids", DType::i64, {1, 3}));
+  g.output(g.rmsnorm(h, g.input("norm_w", DType::bf16, {256})), "y");
+  const Built b = build_megakernels(g);
+  EXPECT_EQ(b.segments, 1);
+  EXPECT_EQ(b.steps_outside, 0);
+}

@@ -158,6 +158,8 @@ TEST(Errors, BuilderCallsThrow) {
   expect([&] { g.reshape(x, {5, -1}); }, ErrorCode::invalid_graph, "reshape");
   expect([&] { g.permute(x, {0, 0}); }, ErrorCode::invalid_graph, "not a permutation");
   expect([&] { g.concat({x, w}, 0); }, ErrorCode::invalid_graph, "must match");
+  expect([&] { g.gather(x, w, 0); }, ErrorCode::invalid_graph, "must be i32 or i64");
+  expect([&] { g.gather(x, g.input("gather_ids", DType::i64, {3}), 5); }, ErrorCode::invalid_graph, "out of range");
   expect([&] { g.sum(x, {2}); }, ErrorCode::invalid_graph, "out of range");
   expect([&] { g.unary(OpKind::add, x); }, ErrorCode::invalid_argument, "not a unary op");
 }

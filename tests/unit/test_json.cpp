@@ -174,6 +174,9 @@ Graph layout_graph() {
   auto y = g.input("y", DType::f16, {2, 3, 1, 5});
   g.concat({x, y, x}, -2);
   g.concat({y}, 0);
+  auto ids = g.input("ids", DType::i32, {2, 7});
+  g.gather(x, ids, -3);
+  g.gather(y, g.input("pos", DType::i64, {}), 0);
   output_leaves(g);
   return g;
 }

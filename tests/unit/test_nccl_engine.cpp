@@ -277,8 +277,8 @@ TEST(NcclPlanBundle, DamagedCollectiveRecordsAreRefused) {
   expect_contains(rejection(edited(bytes, [&](auto& m) { step(m)["collective"]["extra"] = 1; })), {"extra"});
   expect_contains(rejection(edited(bytes, [&](auto& m) { step(m).erase("collective"); })),
                   {"a collective step needs its \"collective\" record"});
-  expect_contains(rejection(edited(bytes, [&](auto& m) { step(m)["kind"] = "gather"; })),
-                  {"unknown region kind \"gather\"", "collective"});
+  expect_contains(rejection(edited(bytes, [&](auto& m) { step(m)["kind"] = "scatter"; })),
+                  {"unknown region kind \"scatter\"", "collective"});
   expect_contains(rejection(edited(bytes, [&](auto& m) { step(m)["engine"] = "jit"; })), {"step 0 (collective, jit)"});
 }
 

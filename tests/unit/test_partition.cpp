@@ -166,6 +166,21 @@ TEST(Partition, UnitAxisPermuteIsAnAlias) {
   EXPECT_EQ(region_of(g, p, "swapped").kind, RegionKind::layout);
 }
 
+// An embedding lookup is a gather region of its own; the rmsnorm that reads it starts its own
+// region (a gather takes no epilogue), and a pointwise op on the table stays before it.
+TEST(Partition, GatherIsARegionOfItsOwn) {
+  Graph g("embedding");
+  auto table = g.input("table", DType::bf16, {100, 16});
+  auto e = g.gather(g.neg(table), g.input("ids", DType::i64, {2, 3}));
+  g.output(g.rmsnorm(e, g.input("w", DType::bf16, {16})), "y");
+  const Partition p = partition_graph(g);
+  verify_partition(g, p);
+  ASSERT_EQ(p.regions.size(), 3u);
+  EXPECT_EQ(p.regions[0].kind, RegionKind::pointwise);
+  EXPECT_EQ(p.regions[1].kind, RegionKind::gather);
+  EXPECT_EQ(region_of(g, p, "y").kind, RegionKind::rowwise);
+}
+
 TEST(Partition, NoFusionGivesOneRegionPerNode) {
   const Graph g = examples::mlp_layer();
   FusionOptions off{false, false, false, false, false};

@@ -1,5 +1,6 @@
 // Reference layout ops: reshape keeps the row-major sequence, permute moves axes, slice takes
-// Python-style ranges, concat joins along an axis. Values pass through bit-exactly in any dtype.
+// Python-style ranges, concat joins along an axis, gather picks slices by index. Values pass
+// through bit-exactly in any dtype.
 #include <limits>
 
 #include "test_ref_util.hpp"
@@ -143,4 +144,47 @@ TEST(RefLayout, ValuesPassThroughExactly) {
   expect_values(out.at("i2").values(), {2147483647, -2147483648.0});
   expect_values(out.at("b2").values(), {-3.140625, tiny});
   expect_values(out.at("f2").values(), {kNaN, 448});
+}
+
+TEST(RefLayout, GatherPicksSlicesAlongAnAxis) {
+  // an embedding: rows of a [4, 3] table by [2, 2] ids, a negative id counting from the end
+  Graph g;
+  auto table = g.input("t", DType::bf16, {4, 3});
+  auto ids = g.input("ids", DType::i64, {2, 2});
+  g.output(g.gather(table, ids), "e");
+  // along the last axis of a [2, 4] matrix with i32 indices: numpy.take(x, [3, 0, 3], axis=1)
+  auto x = g.input("x", DType::f32, {2, 4});
+  g.output(g.gather(x, g.input("cols", DType::i32, {3}), -1), "c");
+  // a scalar index drops the axis
+  g.output(g.gather(x, g.input("row", DType::i32, {}), 0), "r");
+  const TensorMap in{{"t", tensor(DType::bf16, {4, 3}, iota(12))},
+                     {"ids", tensor(DType::i64, {2, 2}, {2, 0, -1, 2})},
+                     {"x", tensor(DType::f32, {2, 4}, iota(8, 10))},
+                     {"cols", tensor(DType::i32, {3}, {3, 0, 3})},
+                     {"row", tensor(DType::i32, {}, {1})}};
+  const TensorMap out = run_reference(g, in);
+  EXPECT_EQ(out.at("e").dims(), (Dims{2, 2, 3}));
+  expect_values(out.at("e").values(), {6, 7, 8, 0, 1, 2, 9, 10, 11, 6, 7, 8});
+  EXPECT_EQ(out.at("c").dims(), (Dims{2, 3}));
+  expect_values(out.at("c").values(), {13, 10, 13, 17, 14, 17});
+  EXPECT_EQ(out.at("r").dims(), (Dims{4}));
+  expect_values(out.at("r").values(), {14, 15, 16, 17});
+}
+
+TEST(RefLayout, GatherRefusesAnIndexOutOfRange) {
+  Graph g;
+  auto table = g.input("t", DType::f32, {4, 3});
+  g.output(g.gather(table, g.input("ids", DType::i32, {3})), "e");
+  for (double bad : {4.0, -5.0}) {
+    try {
+      run_reference(g, {{"t", tensor(DType::f32, {4, 3}, iota(12))}, {"ids", tensor(DType::i32, {3}, {0, bad, 1})}});
+      ADD_FAILURE() << "index " << bad << " was taken";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+      EXPECT_NE(e.message().find("index " + std::to_string(static_cast<int>(bad)) + " at flat position 1"),
+                std::string::npos)
+          << e.message();
+      EXPECT_NE(e.message().find("outside [-4, 4)"), std::string::npos) << e.message();
+    }
+  }
 }

@@ -79,7 +79,7 @@ int cmd_run(const Common& c, const RunOptions& o) {
   std::printf("graph '%s': %zu nodes; inputs: %s\n", g.name().c_str(), g.nodes().size(),
               o.load_inputs.empty()
                   ? ("seeded random (seed " + std::to_string(o.seed) +
-                     "): floats uniform in [-1, 1) (weights in +-1/sqrt(fan-in)), integers in [-8, 8], bools fair coin flips")
+                     "): floats uniform in [-1, 1) (weights in +-1/sqrt(fan-in)), integers in [-8, 8] (a gather's indices: every valid index), bools fair coin flips")
                         .c_str()
                   : ("from " + o.load_inputs).c_str());
   const TensorMap inputs = load_or_random_inputs(g, o.load_inputs, o.seed);

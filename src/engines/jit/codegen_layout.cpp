@@ -99,6 +99,90 @@ KernelSpec copy_kernel(DType dtype, const std::vector<CopyPart>& raw, const std:
   return spec;
 }
 
+// A gather: the output iterated as S = x's axes before the axis, the flattened indices (K), x's
+// axes after it (kernels/layout/gather.cuh), in 16/8/4-byte words where rows allow.
+KernelSpec gather_kernel(const Graph& g, const fuse::Region& r, const Node& n, const cuda::DeviceProperties& dev) {
+  using Src = PointerSlot::Source;
+  const TensorInfo& x = g.tensor(n.inputs[0]);
+  const TensorInfo& idx = g.tensor(n.inputs[1]);
+  const TensorInfo& out = g.tensor(n.outputs[0]);
+  const auto axis = static_cast<size_t>(std::get<GatherAttrs>(n.attrs).axis);
+  const size_t ri = idx.dims.size();
+  const int64_t k = num_elements(idx.dims);
+  // the output's index axes must read as one row-major K axis
+  for (size_t d = axis; d + 1 < axis + ri; ++d) {
+    if (out.dims[d + 1] != 1 && out.strides[d] != out.strides[d + 1] * out.dims[d + 1]) {
+      throw Error(ErrorCode::unsupported, "gather '" + n.name + "': its output's strides " + dims_to_string(out.strides) +
+                                              " do not keep the indices' axes in row-major order");
+    }
+  }
+  Dims shape(x.dims.begin(), x.dims.begin() + static_cast<int64_t>(axis)), xs, ks, os;
+  shape.push_back(k);
+  shape.insert(shape.end(), x.dims.begin() + static_cast<int64_t>(axis) + 1, x.dims.end());
+  for (size_t d = 0; d < x.dims.size(); ++d) {
+    xs.push_back(d == axis ? 0 : x.strides[d]);
+    ks.push_back(d == axis ? 1 : 0);
+    const size_t od = d < axis ? d : d == axis ? axis + ri - 1 : d + ri - 1;  // the output axis it maps to
+    os.push_back(ri == 0 && d == axis ? 0 : out.strides[od]);
+  }
+  CollapsedShape c = collapse(shape, {xs, ks, os});
+  const int64_t es = dtype_size(x.dtype);
+  int64_t axis_stride = x.strides[axis];
+  // words: K is not innermost, x's and the output's rows contiguous, every stride a multiple
+  int64_t word = 1;
+  for (int64_t bytes : {int64_t{16}, int64_t{8}, int64_t{4}}) {
+    const int64_t w = bytes / es;
+    if (w <= 1) break;
+    bool ok = c.strides[1][0] == 0 && c.strides[0][0] == 1 && c.strides[2][0] == 1 && c.sizes[0] % w == 0 &&
+              axis_stride % w == 0;
+    for (size_t d = 1; ok && d < c.sizes.size(); ++d) ok = c.strides[0][d] % w == 0 && c.strides[2][d] % w == 0;
+    if (ok) {
+      word = w;
+      break;
+    }
+  }
+  if (word > 1) {
+    c.sizes[0] /= word;
+    c.numel /= word;
+    for (size_t d = 1; d < c.sizes.size(); ++d) c.strides[0][d] /= word, c.strides[2][d] /= word;
+    axis_stride /= word;
+  }
+  const CollapsedShape ic = collapse(idx.dims, {idx.strides});
+  const int64_t word_bytes = word * es;
+  const std::string t = word_bytes == 16 ? "uint4" : word_bytes == 8 ? "uint2" : word_bytes == 4 ? "unsigned int"
+                                                                                               : storage_type(x.dtype);
+  const bool index64 = c.numel >= (int64_t{1} << 31) || k >= (int64_t{1} << 31);
+  std::ostringstream src;
+  src << "// gather along axis " << axis << "\n#include \"layout/gather.cuh\"\n"
+      << "using Gather = GatherKernel<" << t << ", " << storage_type(idx.dtype) << ", " << (index64 ? "true" : "false")
+      << ", " << c.sizes.size() << ", " << ic.sizes.size() << ">;\n"
+      << "extern \"C\" __global__ void __launch_bounds__(kGatherBlock) sinter_region(const __grid_constant__ Gather::Args a) {\n"
+      << "  sinter_kernel_begin();\n  Gather::run(a);\n}\n";
+  KernelSpec spec;
+  spec.source = src.str();
+  spec.description = "gather along axis " + std::to_string(axis) + " of " + dims_to_string(x.dims) + ", " +
+                     std::to_string(k) + " indices" + (word > 1 ? ", " + std::to_string(word_bytes) + "-byte words" : "");
+  spec.args.add(make_iter_shape(c));
+  spec.pointers.push_back({Src::input, region_input_index(r, n.inputs[0]), 0, spec.args.add_pointer(nullptr),
+                           static_cast<int>(word_bytes), 0});
+  spec.args.add(make_view(c.strides[0]));
+  spec.args.add(make_view(c.strides[1]));
+  spec.pointers.push_back({Src::output, 0, 0, spec.args.add_pointer(nullptr), static_cast<int>(word_bytes), 0});
+  spec.args.add(make_view(c.strides[2]));
+  spec.pointers.push_back({Src::input, region_input_index(r, n.inputs[1]), 0, spec.args.add_pointer(nullptr),
+                           static_cast<int>(dtype_size(idx.dtype)), 0});
+  spec.args.add(make_iter_shape(ic));
+  spec.args.add(make_view(ic.strides[0]));
+  spec.args.add(static_cast<long long>(x.dims[axis]));
+  spec.args.add(static_cast<long long>(axis_stride));
+  spec.args.finish();
+  const int64_t sms = dev.sm_count > 0 ? dev.sm_count : 132;
+  constexpr int64_t kGatherTile = 256 * 4;  // kernels/layout/gather.cuh
+  spec.launch.grid = dim3(static_cast<unsigned>(std::clamp<int64_t>((c.numel + kGatherTile - 1) / kGatherTile, 1, sms * 16)));
+  spec.launch.block = dim3(256);
+  return spec;
+}
+
 }  // namespace
 
 RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
@@ -106,6 +190,10 @@ RegionKernels build_layout(const Graph& g, const fuse::Region& r, const cuda::De
   const TensorInfo& out = g.tensor(n.outputs[0]);
   const Dims out_contig = contiguous_strides(out.dims);
   RegionKernels rk;
+  if (n.op == OpKind::gather) {
+    rk.kernels.push_back(gather_kernel(g, r, n, dev));
+    return rk;
+  }
   if (!r.prologue.empty()) {
     // a layout chain (fuse/layout_view.hpp): one copy through the composed view of its first input
     std::vector<NodeId> chain = r.prologue;

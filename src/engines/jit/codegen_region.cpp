@@ -24,7 +24,8 @@ std::string_view region_generator(const fuse::Region& r) {
     case fuse::RegionKind::rowwise: return "rowwise";
     case fuse::RegionKind::reduction: return "reduction";
     case fuse::RegionKind::layout:
-    case fuse::RegionKind::alias: return "layout";
+    case fuse::RegionKind::alias:
+    case fuse::RegionKind::gather: return "layout";
     case fuse::RegionKind::matmul: return "matmul";
     case fuse::RegionKind::conv: return "conv";
     case fuse::RegionKind::sdpa: return "sdpa";
