@@ -588,7 +588,8 @@ def step_python(run, arg):
     run.command("build the module", ["cmake", "--build", build, "--target", "sinter_python", "-j", str(os.cpu_count() or 8)],
                 "python_build.log", run.limit(300), json_lines=False)
     env = {"PYTHONPATH": os.path.join(build, "python"), "PYTHONUNBUFFERED": "1", "SINTER_LOG": "1"}
-    args = run.quick_flag() + (["--no-compile"] if run.opts.no_compile else []) + ["--sinter", exe]
+    args = run.quick_flag() + (["--no-compile"] if run.opts.no_compile else []) + \
+        (["--autotune"] if run.opts.autotune else []) + ["--sinter", exe]
     run.command("torch_python_path.py", [sys.executable, os.path.join("bench", "torch_python_path.py")] + args +
                 ([f"--only={arg}"] if arg else []), "torch_python_path.jsonl", run.limit(300), env=env,
                 source="torch_python_path")
@@ -599,7 +600,8 @@ def step_python(run, arg):
         run.say_lines(grep(run.raw_path("python_gpu_tests.log"),
                            r"relative L2 error|^FAILED|^ERROR|^SKIPPED|passed|failed", 80), "   ")
     run.command("llama_transformers.py", [sys.executable, os.path.join("examples", "python", "llama_transformers.py")] +
-                (["--runs", "20"] if not run.opts.full else []), "llama_transformers.log", run.limit(300), env=env,
+                (["--runs", "20"] if not run.opts.full else []) + (["--autotune"] if run.opts.autotune else []),
+                "llama_transformers.log", run.limit(300), env=env,
                 json_lines=False)
     if not run.dry:
         run.say_lines(grep(run.raw_path("llama_transformers.log"), r"rel L2|ms, median|checks|Error|error", 20), "   ")
@@ -1257,7 +1259,7 @@ def parse_args(argv):
     p.add_argument("--shards", type=int, default=4, help="gtest shards of the tests step (default 4)")
     p.add_argument("--no-torch", action="store_true", help="skip the PyTorch baselines")
     p.add_argument("--no-compile", action="store_true", help="PyTorch baselines without torch.compile where optional")
-    p.add_argument("--autotune", action="store_true", help="gemm: also torch.compile(mode='max-autotune') (minutes)")
+    p.add_argument("--autotune", action="store_true", help="gemm, python: also torch.compile(mode='max-autotune') (minutes)")
     p.add_argument("--candidates", action="store_true", help="gemm: also a line per forced Hopper candidate")
     p.add_argument("--soak-seconds", type=float, default=4, help="soak: seconds per entry (default 4)")
     opts = p.parse_intermixed_args(argv)
