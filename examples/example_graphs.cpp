@@ -157,7 +157,10 @@ Graph llama_decode_stack(const LlamaConfig& c) {
   }
   const int64_t b = c.batch;
   Graph g(c.name);
-  const Tensor tokens = g.input("x", c.dtype, {b, 1, c.d_model});  // one new token per sequence
+  // one new token per sequence, embedded, or its id looked up in the embedding table
+  const Tensor tokens = c.from_token_ids
+                            ? g.gather(g.input("embed_w", c.dtype, {c.vocab, c.d_model}), g.input("tokens", DType::i64, {b, 1}))
+                            : g.input("x", c.dtype, {b, 1, c.d_model});
   auto cos = g.input("cos", DType::f32, {1, c.head_dim / 2});  // the position all B share
   auto sin = g.input("sin", DType::f32, {1, c.head_dim / 2});
   Tensor x = reshaped(g, tokens, {1, b, c.d_model});  // as rows: see add_llama_layer

@@ -41,6 +41,9 @@ struct LlamaConfig {
   std::string name = "llama_decode_stack";
   DType dtype = DType::bf16;  // of the token, the weights and the KV cache (rope angles are f32)
   int64_t batch = 1;
+  // Start from token ids ("tokens", i64 [batch, 1]) looked up in an embedding table ("embed_w",
+  // [vocab, d_model]; a gather) instead of the embedded token ("x").
+  bool from_token_ids = false;
 };
 Graph llama_decode_stack(const LlamaConfig& config = {});
 

@@ -59,6 +59,30 @@ TEST(Examples, SmallLlamaDecodeStackRunsAndPartitions) {
   EXPECT_THROW(examples::llama_decode_stack(none), Error);
 }
 
+// From token ids: the ids' rows of the embedding table are the embedded tokens, so the stack from
+// ids computes exactly what the stack from those embeddings computes (batch 2, LM head and argmax).
+TEST(Examples, LlamaFromTokenIdsEqualsFromTheirEmbeddings) {
+  examples::LlamaConfig c{.layers = 2, .d_model = 64, .heads = 4, .kv_heads = 2, .head_dim = 16, .ffn = 96,
+                          .past = 7, .lm_head = true, .vocab = 300, .batch = 2};
+  const Graph embedded = examples::llama_decode_stack(c);
+  c.from_token_ids = true;
+  const Graph ids = examples::llama_decode_stack(c);
+  TensorMap in = random_inputs(ids, 11);
+  const std::vector<double> table = in.at("embed_w").values(), tokens = in.at("tokens").values();
+  std::vector<double> rows;
+  for (double t : tokens) {
+    const auto r = static_cast<int64_t>(t < 0 ? t + 300 : t);
+    rows.insert(rows.end(), table.begin() + r * 64, table.begin() + (r + 1) * 64);
+  }
+  TensorMap in_embedded = in;
+  in_embedded.erase("embed_w");
+  in_embedded.erase("tokens");
+  in_embedded.emplace("x", HostTensor::from_values(DType::bf16, {2, 1, 64}, rows));
+  const TensorMap a = run_reference(ids, in), b = run_reference(embedded, in_embedded);
+  EXPECT_EQ(a.at("next_token").values(), b.at("next_token").values());
+  EXPECT_EQ(a.at("l1.k_cache_next").values(), b.at("l1.k_cache_next").values());
+}
+
 // The checked-in tensor-parallel examples: the benchmark model's layers split 2, 4 and 8 ways,
 // each rank holding its share of the weights and of the KV cache, four all_reduces (attention
 // output and down projection of each of 2 layers) exchanging the [1, 1, 2048] bf16 residual.
