@@ -16,7 +16,7 @@ from typing import List
 from . import _core
 from .constant_gather import gather_constant
 from .errors import ParseError, UnsupportedError
-from .fx_values import Folded
+from .fx_values import Folded, LazyInput, meta_value
 
 
 def axis_of(dim: int, rank: int, what: str = "dim") -> int:
@@ -104,9 +104,12 @@ def _repeat(ctx):
 
 
 def _is_empty_1d(value) -> bool:
-    """torch.cat skips 1-D tensors of shape [0] (a cache that starts empty, say)."""
+    """torch.cat skips 1-D tensors of shape [0] (a cache that starts empty, say), constants,
+    graph tensors or weights not yet made inputs alike."""
     if isinstance(value, Folded):
         return list(value.tensor.shape) == [0]
+    if isinstance(value, LazyInput):
+        return list(meta_value(value.node).shape) == [0]
     return isinstance(value, _core.Tensor) and list(value.shape) == [0]
 
 

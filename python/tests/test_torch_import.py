@@ -386,3 +386,18 @@ def test_transformers_llama_decode_step_with_its_kv_cache():
     assert list(imported.graph.outputs[1].shape) == [1, 2, 8, 16]  # 7 past tokens and the new one
     for t, w in zip(imported.graph.outputs, want):
         assert rel_l2(got[t.name], w.numpy()) <= 1e-5, t.name
+
+
+def test_cat_skips_an_empty_1d_buffer():
+    """torch.cat skips 1-D tensors of shape [0]: an empty registered buffer (a cache that starts
+    empty) is no input of the graph."""
+    class Cache(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("past", torch.zeros(0))
+
+        def forward(self, x):
+            return torch.cat([self.past, x]) * 2
+
+    imported, _ = check_against_eager(Cache(), (torch.randn(5),))
+    assert all(list(t.shape) != [0] for t in imported.graph.inputs)
