@@ -1,5 +1,5 @@
 // Gather regions: out = x's slices along one axis picked by integer indices (an embedding lookup,
-// numpy.take). The host (src/engines/jit/codegen_gather.cpp) iterates over the output as
+// numpy.take). The host (src/engines/jit/codegen_layout.cpp, gather_kernel) iterates over the output as
 //   S = [x's axes before the axis..., K (the indices, flattened), x's axes after it...]
 // collapsed (innermost first), in words of T (16/8/4 bytes, or the element) where every row it
 // moves is contiguous and aligned, and gives three views over S: x without the picked axis (stride

@@ -109,7 +109,9 @@ def _is_empty_1d(value) -> bool:
     if isinstance(value, Folded):
         return list(value.tensor.shape) == [0]
     if isinstance(value, LazyInput):
-        return list(meta_value(value.node).shape) == [0]
+        recorded = meta_value(value.node)
+        shape = recorded.shape if recorded is not None else getattr(value.spec.value, "shape", None)
+        return shape is not None and list(shape) == [0]
     return isinstance(value, _core.Tensor) and list(value.shape) == [0]
 
 

@@ -6,6 +6,7 @@
 #include <new>
 #include <random>
 
+#include "ir/gather_indices.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter {
@@ -113,17 +114,6 @@ double weight_scale(const Graph& g, TensorId id) {
   return 1.0;
 }
 
-// The size of the smallest axis that a gather picks from with `id` as its indices, or 0.
-int64_t gather_axis_size(const Graph& g, TensorId id) {
-  int64_t n = 0;
-  for (const Node& nd : g.nodes()) {
-    if (nd.op != OpKind::gather || nd.inputs[1] != id) continue;
-    const int64_t size = g.tensor(nd.inputs[0]).dims[static_cast<size_t>(std::get<GatherAttrs>(nd.attrs).axis)];
-    n = n == 0 ? size : std::min(n, size);
-  }
-  return n;
-}
-
 }  // namespace
 
 TensorMap random_inputs(const Graph& g, uint64_t seed) {
@@ -134,7 +124,7 @@ TensorMap random_inputs(const Graph& g, uint64_t seed) {
     HostTensor t(info.dtype, info.dims, info.strides);
     const bool is_int = is_integer(info.dtype);
     double lo = is_int ? -8.0 : -weight_scale(g, id), hi = -lo;
-    if (const int64_t n = is_int ? gather_axis_size(g, id) : 0; n > 0) {
+    if (const int64_t n = is_int ? gather_index_range(g, id) : 0; n > 0) {
       lo = -static_cast<double>(n), hi = static_cast<double>(n - 1);  // every valid index, negative ones too
     }
     fill_random(t, s++ * 0x9e3779b97f4a7c15ull + 1, lo, hi);

@@ -3,6 +3,8 @@
 // concat copies each input's blocks next to the others'.
 #include "ref/ops.hpp"
 
+#include <iomanip>
+#include <sstream>
 #include <string>
 
 #include "sinter/error.hpp"
@@ -83,8 +85,11 @@ RefTensor gather(const RefTensor& x, const RefTensor& indices, const GatherAttrs
   for (int64_t j = 0; j < k; ++j) {
     const double v = indices[j];
     if (v < static_cast<double>(-n) || v >= static_cast<double>(n)) {
+      // |v| may be past int64's range (a huge i64 index as a double): print it as a number
+      std::ostringstream index;
+      index << std::setprecision(19) << v;
       throw Error(ErrorCode::invalid_argument,
-                  who + ": index " + std::to_string(static_cast<int64_t>(v)) + " at flat position " + std::to_string(j) +
+                  who + ": index " + index.str() + " at flat position " + std::to_string(j) +
                       " of the indices is outside [-" + std::to_string(n) + ", " + std::to_string(n) + ") (axis " +
                       std::to_string(at.axis) + " of size " + std::to_string(n) + ")");
     }

@@ -4,8 +4,9 @@
 #include <cstdio>
 
 #include "cuda/buffer.hpp"
-#include "cuda/timing.hpp"
 #include "cuda/stream.hpp"
+#include "cuda/timing.hpp"
+#include "ir/gather_indices.hpp"
 #include "plan/memory_plan.hpp"
 #include "sinter/error.hpp"
 #include "sinter/host_tensor.hpp"
@@ -30,7 +31,13 @@ struct RegionBuffers {
     for (TensorId t : r.inputs) {
       const TensorInfo& info = g.tensor(t);
       HostTensor h(info.dtype, info.dims, info.strides);
-      fill_random(h, seed++);
+      // a gather's indices: valid ones (an index out of range would trap the kernel)
+      const int64_t n = is_integer(info.dtype) ? gather_index_range(g, t) : 0;
+      if (n > 0) {
+        fill_random(h, seed++, -static_cast<double>(n), static_cast<double>(n - 1));
+      } else {
+        fill_random(h, seed++);
+      }
       host.push_back(std::move(h));
     }
     inputs.resize(copies);

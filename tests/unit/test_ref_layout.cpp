@@ -188,3 +188,19 @@ TEST(RefLayout, GatherRefusesAnIndexOutOfRange) {
     }
   }
 }
+
+// random_inputs draws a gather's indices from the valid range, also through a reshape between
+// them and the gather (an [8] axis: the default integer range [-8, 8] would overrun it).
+TEST(RefLayout, RandomIndicesOfAGatherAreValid) {
+  Graph g;
+  auto ids = g.input("ids", DType::i64, {4, 25});
+  g.output(g.gather(g.input("t", DType::f32, {8, 3}), g.reshape(ids, {100})), "e");
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const TensorMap in = random_inputs(g, seed);
+    for (double v : in.at("ids").values()) {
+      EXPECT_GE(v, -8);
+      EXPECT_LE(v, 7);
+    }
+    EXPECT_NO_THROW(run_reference(g, in));
+  }
+}
