@@ -274,7 +274,8 @@ struct NodeCost {
   double comm_bytes = 0;
 };
 NodeCost node_cost(const Graph& g, const Node& n);
-// FLOPs of every node; minimum bytes = graph inputs read once + graph outputs written once.
+// FLOPs of every node; minimum bytes = graph inputs read once + graph outputs written once (of an
+// input only gathers read, such as an embedding table, the slices they pick).
 struct GraphCost {
   double flops = 0;
   double min_bytes = 0;

@@ -23,6 +23,21 @@ double visible_pairs(int64_t sq, int64_t skv, CausalMask causal) {
   return pairs;
 }
 
+// The bytes of graph input `t` that must be read: all of them, except for a tensor that only
+// gathers read (an embedding table), of which only the picked slices are (at most the whole).
+double input_read_bytes(const Graph& g, TensorId t) {
+  const double whole = tensor_bytes(g.tensor(t));
+  double picked = 0;
+  for (const Node& n : g.nodes()) {
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.inputs[i] != t) continue;
+      if (n.op != OpKind::gather || i != 0) return whole;
+      picked += tensor_bytes(g.tensor(n.outputs[0]));
+    }
+  }
+  return picked > 0 ? std::min(picked, whole) : whole;
+}
+
 }  // namespace
 
 NodeCost node_cost(const Graph& g, const Node& n) {
@@ -92,7 +107,7 @@ GraphCost graph_cost(const Graph& g) {
     c.flops += nc.flops;
     c.comm_bytes += nc.comm_bytes;
   }
-  for (TensorId t : g.inputs()) c.min_bytes += tensor_bytes(g.tensor(t));
+  for (TensorId t : g.inputs()) c.min_bytes += input_read_bytes(g, t);
   for (TensorId t : g.outputs()) c.min_bytes += tensor_bytes(g.tensor(t));
   return c;
 }

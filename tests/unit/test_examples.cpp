@@ -81,6 +81,9 @@ TEST(Examples, LlamaFromTokenIdsEqualsFromTheirEmbeddings) {
   const TensorMap a = run_reference(ids, in), b = run_reference(embedded, in_embedded);
   EXPECT_EQ(a.at("next_token").values(), b.at("next_token").values());
   EXPECT_EQ(a.at("l1.k_cache_next").values(), b.at("l1.k_cache_next").values());
+  // the step reads the embedding table's two picked rows, not the table: the read-once floor is
+  // the embedded token's bytes plus the two i64 ids
+  EXPECT_DOUBLE_EQ(graph_cost(ids).min_bytes, graph_cost(embedded).min_bytes + 2 * 8);
 }
 
 // The checked-in tensor-parallel examples: the benchmark model's layers split 2, 4 and 8 ways,
