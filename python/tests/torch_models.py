@@ -173,32 +173,23 @@ def build_hf_llama(dtype=torch.float32, device="cpu", from_ids=False):
     return model, (embeddings,)
 
 
-class HfLlamaDecodeStep(nn.Module):
-    """One decode step of transformers' Llama (HfLlama's config): the new token's embedding and
-    every layer's past keys and values in (a DynamicCache filled inside, whose empty start torch.cat
-    skips); the logits and every layer's keys and values with the new token's appended out."""
+def llama_transformers_example():
+    """examples/python/llama_transformers.py as a module (its DecodeStep is the one the tests
+    import); needs transformers."""
+    import importlib.util
+    import pathlib
 
-    def __init__(self, llama):
-        super().__init__()
-        self.llama = llama
-
-    def forward(self, embedding, *past):
-        from transformers.cache_utils import DynamicCache
-
-        layers = len(past) // 2
-        cache = DynamicCache()
-        for layer in range(layers):
-            cache.update(past[2 * layer], past[2 * layer + 1], layer)
-        logits = self.llama(inputs_embeds=embedding, past_key_values=cache, use_cache=True).logits
-        kv = []
-        for layer in range(layers):
-            kv += [cache.layers[layer].keys, cache.layers[layer].values]
-        return (logits, *kv)
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python" / "llama_transformers.py"
+    spec = importlib.util.spec_from_file_location("llama_transformers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def build_hf_llama_decode_step(past_len=7):
-    """(HfLlamaDecodeStep of a random 2-layer Llama, inputs: one token's embedding and the past
-    keys and values transformers' own prefill of `past_len` tokens made); needs transformers."""
+    """(the example's DecodeStep of a random 2-layer Llama: every layer's KV cache in as tensors,
+    out with the new token's appended; inputs: one token's embedding and the past keys and values
+    transformers' own prefill of `past_len` tokens made); needs transformers."""
     from transformers.cache_utils import DynamicCache
 
     torch.manual_seed(0)
@@ -211,4 +202,4 @@ def build_hf_llama_decode_step(past_len=7):
     past = []
     for layer in range(len(cache.layers)):
         past += [cache.layers[layer].keys.clone(), cache.layers[layer].values.clone()]
-    return HfLlamaDecodeStep(llama).eval(), (embedding, *past)
+    return llama_transformers_example().DecodeStep(llama).eval(), (embedding, *past)

@@ -109,10 +109,12 @@ void check_virtual_share(const CommunicatorBindings& bound, ExecMode mode, const
 // such limit.) "" when the runner may launch; else why not. Checked at enqueue, not when the
 // runner is made: describing such a plan is fine, and every rank's runner still takes its part of
 // the group's symmetric memory, so the ranks' allocations stay paired.
-std::string virtual_ranks_refusal(const CommunicatorBindings& bound, const MegaDescription& mega,
+std::string virtual_ranks_refusal(const CommunicatorBindings& bound, const MegaRuntime& runtime,
                                   const plan::Plan& data) {
   for (const auto& [group, comm] : bound) {
-    if (!comm.valid() || !comm.is_virtual() || comm.world() <= 1 || mega.outside.empty()) continue;
+    if (!comm.valid() || !comm.is_virtual() || comm.world() <= 1) continue;
+    const MegaDescription mega = runtime.describe();
+    if (mega.outside.empty()) return "";
     std::string steps;
     for (const MegaDescription::Outside& o : mega.outside) {
       steps += (steps.empty() ? "" : "; ") + std::string("step ") + std::to_string(o.step) + " (" +
@@ -219,7 +221,7 @@ Runner::State::State(const Plan& p, const RunnerOptions& o)
   }
   if (mode == ExecMode::mega) {
     mega = std::make_unique<MegaRuntime>(data, partition, steps, alias_of, dev, o.mega, handle.state().libraries, notes);
-    refusal = virtual_ranks_refusal(communicators, mega->describe(), data);
+    refusal = virtual_ranks_refusal(communicators, *mega, data);
   }
   stats.load_ms = ms_since(start);
   for (const std::string& n : notes) {
