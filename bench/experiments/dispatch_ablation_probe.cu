@@ -7,9 +7,10 @@
 // op reading what the one before wrote), every task kernel's 192-byte argument struct its own.
 // Loops, each with the tasks empty / minimal (a float4 sigmoid) / mixed (the generated pointwise
 // sigmoid, tanh, neg in turn):
-//   real           kernels/mega/megakernel.cuh's sinter_mega_main, as the megakernel runs it
-//   global_args    the same loop shape, but no cp.async: thread 0 reads the task record from global
-//                  memory, and the task reads its arguments straight from global memory
+//   real           kernels/mega/megakernel.cuh's sinter_mega_main, as the megakernel runs it (its
+//                  queue in chunks, each brought into shared memory by one bulk copy)
+//   global_args    thread 0 reads the task record from global memory, and the task reads its
+//                  arguments straight from global memory
 //   preloaded      every record and argument struct of the CTA's queue copied into shared memory
 //                  at launch start (all threads, one barrier); per task: thread 0 reads the record
 //                  from shared memory, writes the task's view, barrier, task, barrier
@@ -57,12 +58,12 @@ extern "C" __global__ void __launch_bounds__(256, 2) probe_real(const __grid_con
   if (threadIdx.x == 0) cycles[0] = probe_clock() - t0;
 }
 
-extern "C" __global__ void __launch_bounds__(256, 2) probe_global_args(const __grid_constant__ SinterMegaParams p,
+extern "C" __global__ void __launch_bounds__(256, 2) probe_global_args(const __grid_constant__ FlatTables p,
                                                                        long long* cycles) {
   __shared__ const char* args_s;
   __shared__ u32 function_s;
   const long long t0 = probe_clock();
-  const u32 begin = p.queue_start[real_cta()], end = p.queue_start[real_cta() + 1];
+  const u32 begin = 0, end = p.count;
   for (u32 i = begin; i < end; ++i) {
     if (threadIdx.x == 0) {
       const SinterMegaTask t = p.tasks[i];
@@ -78,7 +79,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) probe_global_args(const __g
 }
 
 // The CTA's queue in dynamic shared memory: its records, then its argument structs.
-__device__ __forceinline__ void preload(const SinterMegaParams& p, u32 begin, u32 end, SinterMegaTask* tasks,
+__device__ __forceinline__ void preload(const FlatTables& p, u32 begin, u32 end, SinterMegaTask* tasks,
                                         char* args) {
   const u32 n = end - begin;
   const int4* from = reinterpret_cast<const int4*>(p.tasks + begin);
@@ -93,10 +94,10 @@ __device__ __forceinline__ void preload(const SinterMegaParams& p, u32 begin, u3
 }
 
 template <bool kOneBarrier>
-__device__ __forceinline__ void preloaded_loop(const SinterMegaParams& p, long long* cycles) {
+__device__ __forceinline__ void preloaded_loop(const FlatTables& p, long long* cycles) {
   extern __shared__ __align__(16) char dyn[];
   const long long t0 = probe_clock();
-  const u32 begin = p.queue_start[real_cta()], end = p.queue_start[real_cta() + 1];
+  const u32 begin = 0, end = p.count;
   SinterMegaTask* tasks = reinterpret_cast<SinterMegaTask*>(dyn);
   char* args = dyn + (end - begin) * sizeof(SinterMegaTask);
   preload(p, begin, end, tasks, args);
@@ -115,11 +116,11 @@ __device__ __forceinline__ void preloaded_loop(const SinterMegaParams& p, long l
   if (threadIdx.x == 0) cycles[0] = probe_clock() - t0;
 }
 
-extern "C" __global__ void __launch_bounds__(256, 2) probe_preloaded(const __grid_constant__ SinterMegaParams p,
+extern "C" __global__ void __launch_bounds__(256, 2) probe_preloaded(const __grid_constant__ FlatTables p,
                                                                      long long* cycles) {
   preloaded_loop<false>(p, cycles);
 }
-extern "C" __global__ void __launch_bounds__(256, 2) probe_preloaded_1bar(const __grid_constant__ SinterMegaParams p,
+extern "C" __global__ void __launch_bounds__(256, 2) probe_preloaded_1bar(const __grid_constant__ FlatTables p,
                                                                           long long* cycles) {
   preloaded_loop<true>(p, cycles);
 }
@@ -127,7 +128,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) probe_preloaded_1bar(const 
 // No dispatcher at all: the task functions in a loop, one barrier between them; each task's
 // function and argument struct follow from its index (`which`: 0 empty, 1 minimal, 2 mixed), so no
 // table is read. The tasks still read their arguments from global memory.
-extern "C" __global__ void __launch_bounds__(256, 2) probe_bare(const __grid_constant__ SinterMegaParams p,
+extern "C" __global__ void __launch_bounds__(256, 2) probe_bare(const __grid_constant__ FlatTables p,
                                                                 long long* cycles, int which, u32 tasks) {
   const long long t0 = probe_clock();
   if (threadIdx.x == 0) {
@@ -171,23 +172,26 @@ int main() {
   CHECK(cudaFuncSetAttribute(probe_preloaded, cudaFuncAttributeMaxDynamicSharedMemorySize, preload_bytes));
   CHECK(cudaFuncSetAttribute(probe_preloaded_1bar, cudaFuncAttributeMaxDynamicSharedMemorySize, preload_bytes));
 
-  using Kernel = void (*)(SinterMegaParams, long long*);
-  const Kernel kernels[] = {probe_real, probe_global_args, probe_preloaded, probe_preloaded_1bar};
+  using FlatKernel = void (*)(FlatTables, long long*);
+  const FlatKernel flat_kernels[] = {nullptr, probe_global_args, probe_preloaded, probe_preloaded_1bar};
   const char* tasks_names[] = {"empty", "minimal", "mixed"};
   std::printf("%-16s %-8s %10s %12s\n", "loop", "tasks", "us/task", "cycles/task");
   for (int which = 0; which < 3; ++which) {
     chain.set_tasks(which < 2 ? which : -1);
     for (int loop = 0; loop < 5; ++loop) {
       const SinterMegaParams p = chain.params(1);
+      const FlatTables f = chain.flat();
       const size_t dyn = loop == kPreloaded || loop == kPreloaded1Bar ? preload_bytes : 0;
       std::vector<float> us;
       std::vector<long long> cyc;
       for (int rep = 0; rep < 16; ++rep) {
         CHECK(cudaEventRecord(e0));
-        if (loop == kBare) {
-          probe_bare<<<1, 256>>>(p, d_cycles, which, kTasks);
+        if (loop == kReal) {
+          probe_real<<<1, 256, ChainTables::dynamic()>>>(p, d_cycles);
+        } else if (loop == kBare) {
+          probe_bare<<<1, 256>>>(f, d_cycles, which, kTasks);
         } else {
-          kernels[loop]<<<1, 256, dyn>>>(p, d_cycles);
+          flat_kernels[loop]<<<1, 256, dyn>>>(f, d_cycles);
         }
         CHECK(cudaEventRecord(e1));
         CHECK(cudaEventSynchronize(e1));

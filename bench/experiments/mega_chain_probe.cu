@@ -44,7 +44,7 @@ int main() {
       std::vector<float> us;
       for (int rep = 0; rep < 16; ++rep) {
         CHECK(cudaEventRecord(e0));
-        mega_chain<<<ctas, 256>>>(p);
+        mega_chain<<<ctas, 256, ChainTables::dynamic()>>>(p);
         CHECK(cudaEventRecord(e1));
         CHECK(cudaEventSynchronize(e1));
         CHECK(cudaGetLastError());

@@ -7,7 +7,7 @@
 #pragma once
 
 #define SINTER_MEGAKERNEL 1
-#define SINTER_MEGA_ARGS_BYTES 192
+#define SINTER_MEGA_ARGS_BYTES 192  // the chain's argument struct (the preloaded loops' stride)
 #include "mega/megakernel.cuh"
 #include "pointwise/pointwise.cuh"
 
@@ -84,75 +84,106 @@ struct Dispatch {
 
 // ---- host side ----------------------------------------------------------------------------------
 
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "ir/error.cpp"           // sinter::Error, which the layout throws
+#include "mega/queue_image.cpp"  // the megakernel's own queue layout (src/mega/queue_image.*)
 #include "probe_check.cuh"
 
-// The chain's device tables: task i reads buffer i % 2 and writes the other (1024 f32 each), its
-// argument struct at args + i * sizeof(Args); a queue of up to `max_ctas` CTAs.
+// The flat tables the comparison loops of dispatch_ablation_probe read: every task's record and
+// argument struct by index (args_offset into `args`).
+struct FlatTables {
+  const SinterMegaTask* tasks;
+  const char* args;
+  unsigned count;
+};
+
+// The chain's device tables: task i reads buffer i % 2 and writes the other (1024 f32 each); its
+// own task kernel i with its own argument struct. params() lays the queues out as the megakernel
+// does (CTA 0 runs every task; the others have none); flat() gives the same tasks as flat tables.
 struct ChainTables {
   char* args = nullptr;
   SinterMegaTask* tasks = nullptr;
-  unsigned* queue = nullptr;
+  SinterMegaQueue* queues = nullptr;
+  char* image = nullptr;
   unsigned long long *counters = nullptr, *control = nullptr;
   SinterMegaFault* fault = nullptr;
-  SinterMegaWait* waits = nullptr;
-  int count = 0;
+  int count = 0, max_ctas = 0;
+  std::vector<Args> host_args;
+  std::vector<SinterMegaTask> host_tasks;
 
-  ChainTables(int task_count, int elems, int max_ctas) : count(task_count) {
+  ChainTables(int task_count, int elems, int ctas) : count(task_count), max_ctas(ctas) {
     float* bufs;
     CHECK(cudaMalloc(&bufs, sizeof(float) * elems * 2));
     std::vector<float> h(2 * static_cast<size_t>(elems));
     for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;
     CHECK(cudaMemcpy(bufs, h.data(), sizeof(float) * h.size(), cudaMemcpyHostToDevice));
-    std::vector<Args> a(count);
+    host_args.resize(count);
     for (int i = 0; i < count; ++i) {
-      std::memset(&a[i], 0, sizeof(Args));
-      a[i].shape.rank = 1;
-      a[i].shape.numel = elems;
-      a[i].shape.size[0] = elems;
-      a[i].in0 = bufs + (i & 1) * elems;
-      a[i].out0 = bufs + ((i + 1) & 1) * elems;
+      Args& a = host_args[i];
+      std::memset(&a, 0, sizeof(Args));
+      a.shape.rank = 1;
+      a.shape.numel = elems;
+      a.shape.size[0] = elems;
+      a.in0 = bufs + (i & 1) * elems;
+      a.out0 = bufs + ((i + 1) & 1) * elems;
     }
     CHECK(cudaMalloc(&args, sizeof(Args) * count + 64));
-    CHECK(cudaMemcpy(args, a.data(), sizeof(Args) * count, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(args, host_args.data(), sizeof(Args) * count, cudaMemcpyHostToDevice));
     CHECK(cudaMalloc(&tasks, sizeof(SinterMegaTask) * count));
-    CHECK(cudaMalloc(&queue, sizeof(unsigned) * (max_ctas + 1)));
+    CHECK(cudaMalloc(&queues, sizeof(SinterMegaQueue) * max_ctas));
+    CHECK(cudaMalloc(&image, image_bytes()));
     CHECK(cudaMalloc(&counters, 128));
     CHECK(cudaMalloc(&control, SINTER_MEGA_CONTROL_WORDS * 128));
     CHECK(cudaMalloc(&fault, sizeof(SinterMegaFault)));
-    CHECK(cudaMalloc(&waits, 16));
   }
 
   // Every task runs `function` (Dispatch's case; -1: sigmoid, tanh, neg in turn), waits for
   // nothing and publishes nothing.
   void set_tasks(int function) {
-    std::vector<SinterMegaTask> t(count);
+    host_tasks.assign(count, SinterMegaTask{});
     for (int i = 0; i < count; ++i) {
-      std::memset(&t[i], 0, sizeof(SinterMegaTask));
-      t[i].function = function >= 0 ? static_cast<unsigned>(function) : 2 + i % 3;
-      t[i].threads = 256;
-      t[i].grid_x = t[i].grid_y = t[i].grid_z = 1;
-      t[i].kernel = i;
-      t[i].publish = t[i].publish_range = SINTER_MEGA_NO_COUNTER;
-      t[i].args_offset = i * sizeof(Args);
-      t[i].args_bytes = sizeof(Args);
+      SinterMegaTask& t = host_tasks[i];
+      t.function = function >= 0 ? static_cast<unsigned>(function) : 2 + i % 3;
+      t.threads = 256;
+      t.grid_x = t.grid_y = t.grid_z = 1;
+      t.kernel = i;
+      t.publish = t.publish_range = SINTER_MEGA_NO_COUNTER;
+      t.args_offset = i * sizeof(Args);
+      t.args_bytes = sizeof(Args);
     }
-    CHECK(cudaMemcpy(tasks, t.data(), sizeof(SinterMegaTask) * count, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(tasks, host_tasks.data(), sizeof(SinterMegaTask) * count, cudaMemcpyHostToDevice));
   }
 
-  // CTA 0 runs every task; CTAs 1 .. ctas - 1 have empty queues. Resets the control words.
+  // room for the image: a record and an argument struct a task, each chunk's header and padding
+  size_t image_bytes() const { return (sizeof(SinterMegaTask) + sizeof(Args) + 128) * count + 4096; }
+
+  FlatTables flat() const { return FlatTables{tasks, args, static_cast<unsigned>(count)}; }
+
+  // The chunk buffers' size (the megakernel's default) and the dynamic shared memory a launch
+  // of the dispatcher needs for the two of them.
+  static constexpr unsigned kChunkBytes = 8192;
+  static constexpr size_t dynamic() { return 2 * kChunkBytes; }
+
+  // `ctas` queues: CTA 0 runs every task, in chunks of kChunkBytes. Resets the control words.
   SinterMegaParams params(int ctas) const {
-    std::vector<unsigned> q(ctas + 1, count);
-    q[0] = 0;
-    CHECK(cudaMemcpy(queue, q.data(), sizeof(unsigned) * q.size(), cudaMemcpyHostToDevice));
+    if (ctas > max_ctas) std::abort();
+    std::vector<std::vector<sinter::mega::QueuedTask>> q(ctas);
+    for (const SinterMegaTask& t : host_tasks) q[0].push_back({t, {}});
+    sinter::mega::QueueImage im =
+        sinter::mega::lay_out_queues(q, std::vector<size_t>(count, sizeof(Args)), kChunkBytes);
+    if (im.bytes.size() > image_bytes()) std::abort();
+    for (int i = 0; i < count; ++i) sinter::mega::write_arguments(im, i, &host_args[i], sizeof(Args));
+    CHECK(cudaMemcpy(image, im.bytes.data(), im.bytes.size(), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(queues, im.queues.data(), sizeof(SinterMegaQueue) * ctas, cudaMemcpyHostToDevice));
     CHECK(cudaMemset(control, 0, SINTER_MEGA_CONTROL_WORDS * 128));
     SinterMegaParams p{};
-    p.waits = waits;
-    p.tasks = tasks;
-    p.queue_start = queue;
-    p.args = args;
+    p.queues = queues;
+    p.image = image;
+    p.chunk_at = 0;
+    p.chunk_bytes = kChunkBytes;
     p.counters = counters;
     p.control = control;
     p.fault = fault;

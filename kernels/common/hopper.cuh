@@ -44,6 +44,10 @@ __device__ __forceinline__ void mbarrier_wait(u64* bar, u32 parity) {
       "r"(parity)
       : "memory");
 }
+// Ends the mbarrier at `bar` (no thread waits on it any more): before its memory is used otherwise.
+__device__ __forceinline__ void mbarrier_inval(u64* bar) {
+  asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
 // Whether the phase with parity `parity` has completed, without waiting.
 __device__ __forceinline__ bool mbarrier_test_wait(u64* bar, u32 parity) {
   u32 done;
@@ -140,8 +144,13 @@ template <int kRegs>
 __device__ __forceinline__ void warpgroup_reg_dealloc() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegs));
 }
-// Named barrier over `threads` threads (a multiple of 32); id 0 is __syncthreads'.
+// Named barrier over `threads` threads (a multiple of 32); id 0 is __syncthreads'. Inside a
+// megakernel a task's __syncthreads is barrier 15 over the task's threads (mega/megakernel.cuh),
+// and barrier 0 the dispatcher's over the whole CTA: a task's barrier 0 becomes 15.
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+#ifdef SINTER_MEGAKERNEL
+  if (id == 0) id = 15;
+#endif
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 

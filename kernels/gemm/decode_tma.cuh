@@ -237,6 +237,27 @@ __device__ __forceinline__ void decode_tma_sum_boxes(float* out, const float* bo
   }
 }
 
+// Inside a megakernel x was written in this launch, by ordinary stores of another task that the
+// dispatcher acquired: the thread issuing the TMA loads orders those writes before its loads (async
+// proxy). A standalone kernel reads what earlier launches wrote and needs no fence.
+__device__ __forceinline__ void decode_tma_proxy_fence() {
+#ifdef SINTER_MEGAKERNEL
+  asm volatile("fence.proxy.async.global;" ::: "memory");
+#endif
+}
+
+// The tensor map `m` of the argument struct `a` where TMA reads it: the kernel parameter itself;
+// inside a megakernel, where `a` is the task's copy in shared memory, its copy in global memory.
+template <class Args>
+__device__ __forceinline__ const SinterTensorMap* decode_tma_map(const Args& a, const SinterTensorMap& m) {
+#ifdef SINTER_MEGAKERNEL
+  return static_cast<const SinterTensorMap*>(sinter_mega_global_copy(&a, &m));
+#else
+  (void)a;
+  return &m;
+#endif
+}
+
 // Runs CTA `unit`'s steps (L: a DecodeTmaLayout). At the end of each tile's part of them, the
 // C tile (f32, [16][L::kBN], rows < kMTile; rows past M are zero) is in `ctile` and
 // tile_done(tile, contributors, ordinal, ctile) runs: contributors is the number of CTAs that
@@ -290,6 +311,7 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
     ist = ist + 1 == kStages ? 0 : ist + 1;
   };
   if (threadIdx.x == 0) {
+    decode_tma_proxy_fence();
     tma_prefetch_descriptor(map_w);
     tma_prefetch_descriptor(map_x);
     for (int i = 0; i < kStages; ++i) {
@@ -310,6 +332,7 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
       // stage from the step kStages before (that release completed the stage's empty phase
       // (i / kStages - 1), whose parity it waits on)
       if (threadIdx.x == kDecodeTmaThreads) {
+        decode_tma_proxy_fence();
         load.start(begin, wk.steps_per_tile, tiles_n);
         for (int i = 0; i < steps; ++i) {
           if (i >= kStages) mbarrier_wait(&empty[ist], static_cast<u32>((i / kStages - 1) & 1));
@@ -393,7 +416,7 @@ __device__ __forceinline__ void decode_tma_unit(char* smem, const Args& a, Epi& 
   const SinterGemmShape& s = a.shape;
   const DecodeTmaWork wk{a.total, a.steps_per_tile, a.ctas, a.whole_tiles, a.tile_rows};
   [[maybe_unused]] const int rows = static_cast<int>(min(s.m, i64{L::kMTile}));
-  decode_tma_run<L>(smem, &a.tma_x, &a.tma_w, wk, a.tiles_n, unit,
+  decode_tma_run<L>(smem, decode_tma_map(a, a.tma_x), decode_tma_map(a, a.tma_w), wk, a.tiles_n, unit,
                     [&](i64 tile, [[maybe_unused]] int contributors, [[maybe_unused]] int ordinal, float* ctile) {
     if constexpr (!L::kWholeTiles) {
       // on the consumer warps (named barrier 1) beside a producer warp, or on the whole CTA (barrier 0)
@@ -408,6 +431,15 @@ __device__ __forceinline__ void decode_tma_unit(char* smem, const Args& a, Epi& 
     epi.tile(reinterpret_cast<const char*>(ctile), bi * s.m, static_cast<int>(s.m), static_cast<i64>(n0),
              min(a.tile_rows, static_cast<int>(s.n - n0)));
   });
+#ifdef SINTER_MEGAKERNEL
+  // the next task on this CTA may use this shared memory otherwise: the ring's mbarriers end here,
+  // once every thread (the producer warp too) is past its last wait
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    u64* bars = reinterpret_cast<u64*>(smem + L::kBarOffset);
+    for (int i = 0; i < 2 * L::kStages; ++i) mbarrier_inval(&bars[i]);
+  }
+#endif
 }
 
 // The kernel: one CTA per unit (the grid is a.ctas CTAs of DecodeTmaLayout<Cfg>::kThreads

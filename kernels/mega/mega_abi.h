@@ -6,7 +6,13 @@
    task's block index in place of blockIdx. Each CTA of the megakernel walks its own queue of
    tasks in order. Before a task starts, the CTA waits until every counter the task depends on
    has reached its target; after the task, it adds one to the counters that count it (its
-   kernel's whole grid, a range of its blocks) where a task on another CTA waits for them. */
+   kernel's whole grid, a range of its blocks) where a task on another CTA waits for them.
+
+   A CTA's queue is an image in device memory: consecutive chunks, each a SinterMegaChunk header,
+   its task records, their waits and the argument structs its tasks read (each 64-aligned), at
+   most SinterMegaParams::chunk_bytes. The CTA copies a chunk into shared memory whole (one bulk
+   copy) while the chunk before it runs, so a task's description, waits and arguments are in
+   shared memory when it starts. */
 #ifndef SINTER_KERNELS_MEGA_ABI_H
 #define SINTER_KERNELS_MEGA_ABI_H
 
@@ -21,8 +27,6 @@
 #define SINTER_MEGA_CONTROL_WORDS 4
 /* trace words per task: start ns, end ns, SM and CTA ((sm << 32) | cta), waited ns */
 #define SINTER_MEGA_TRACE_WORDS 4
-/* the waits of a task fetched into shared memory ahead of it; any more are read from the table */
-#define SINTER_MEGA_SHARED_WAITS 8
 /* SinterMegaTask::publish, publish_range: no counter to add to */
 #define SINTER_MEGA_NO_COUNTER 0xffffffffu
 /* SinterMegaTask::publish_ranks: its publish_range counter is added to on every rank of the
@@ -32,8 +36,8 @@
    with a system-scope acquire */
 #define SINTER_MEGA_WAIT_RANKS 0x80000000u
 
-/* One task, self-contained: everything the CTA needs to wait for, run and publish it. 64 bytes
-   (16-byte aligned), copied into shared memory one task ahead of its run. */
+/* One task: everything the CTA needs to wait for, run and publish it, with its waits and
+   arguments in the same chunk. 64 bytes. */
 struct SinterMegaTask {
   unsigned int function;    /* which generated function runs it (the dispatcher's case) */
   unsigned int threads;     /* its kernel's block size; the megakernel's other threads wait */
@@ -41,15 +45,30 @@ struct SinterMegaTask {
   unsigned int block_x;     /* its block index in that grid, x */
   unsigned int block_yz;    /* and y | z << 16 (grids are at most 65535 high and deep) */
   unsigned int kernel;      /* its task kernel (the trace, the watchdog's record) */
-  unsigned int first_wait;  /* into the waits table (the first SINTER_MEGA_SHARED_WAITS are
-                               copied into shared memory one task ahead, like the arguments) */
+  unsigned int first_wait;  /* byte offset of its first SinterMegaWait in its chunk */
   unsigned int wait_count;  /* the counters it waits on that no earlier wait of this CTA covered
                                and that tasks of other CTAs add to */
   unsigned int publish;       /* its kernel's whole-grid counter, or SINTER_MEGA_NO_COUNTER */
   unsigned int publish_range; /* the counter of its range of blocks, or SINTER_MEGA_NO_COUNTER */
-  unsigned int args_offset;   /* its kernel's argument struct in the argument buffer (64-aligned) */
-  unsigned int args_bytes;    /* its size, rounded up to 16 */
+  unsigned int args_offset;   /* byte offset of its kernel's argument struct in its chunk (64-aligned) */
+  unsigned int args_bytes;    /* its size, rounded up to 16 (the host's record; the device reads offsets) */
   unsigned int publish_ranks; /* SINTER_MEGA_PUBLISH_RANKS or 0 */
+  unsigned int reserved;
+};
+
+/* A chunk of a CTA's queue starts with this header (16 bytes); the chunk after it follows it in
+   the image. */
+struct SinterMegaChunk {
+  unsigned int tasks;       /* task records right after this header: at least one */
+  unsigned int next_bytes;  /* size of the next chunk (a multiple of 64); 0: this is the last */
+  unsigned int first_task;  /* its first task's index in the segment's task order (the trace) */
+  unsigned int reserved;
+};
+
+/* Where CTA c's queue starts in the image. */
+struct SinterMegaQueue {
+  unsigned long long offset;  /* of its first chunk (64-aligned) */
+  unsigned int bytes;         /* that chunk's size; 0: the CTA has no tasks */
   unsigned int reserved;
 };
 
@@ -81,9 +100,11 @@ struct SinterCollectiveArgs {
 
 #ifdef __cplusplus
 static_assert(sizeof(SinterCollectiveArgs) == 56, "SinterCollectiveArgs is 56 bytes on host and device");
-/* The dispatcher copies a record in 16-byte pieces and a wait in 8-byte pieces. */
+/* The host lays chunks out with these sizes. */
 static_assert(sizeof(SinterMegaTask) == 64, "SinterMegaTask is 64 bytes on host and device");
 static_assert(sizeof(SinterMegaWait) == 8, "SinterMegaWait is 8 bytes on host and device");
+static_assert(sizeof(SinterMegaChunk) == 16, "SinterMegaChunk is 16 bytes on host and device");
+static_assert(sizeof(SinterMegaQueue) == 16, "SinterMegaQueue is 16 bytes on host and device");
 #endif
 
 /* What the watchdog records (in host-mapped memory, plain stores) when a wait outlasts the limit:
@@ -102,10 +123,12 @@ struct SinterMegaFault {
 };
 
 struct SinterMegaParams {
-  const struct SinterMegaWait* waits;
-  const struct SinterMegaTask* tasks;  /* every CTA's queue, one after the other */
-  const unsigned int* queue_start;     /* CTA c runs tasks[queue_start[c] .. queue_start[c + 1]) */
-  const char* args;                    /* argument structs; 16 readable bytes past the last one */
+  const struct SinterMegaQueue* queues; /* by CTA */
+  const char* image;                   /* every CTA's chunks (64-aligned) */
+  /* the two chunk buffers in dynamic shared memory: at chunk_at (past the tasks' own dynamic
+     shared memory, 128-aligned), chunk_bytes each (a multiple of 64, no chunk larger) */
+  unsigned int chunk_at;
+  unsigned int chunk_bytes;
   unsigned long long* counters;        /* counter i at counters[i * SINTER_MEGA_COUNTER_STRIDE] */
   unsigned long long* control;         /* SINTER_MEGA_CONTROL_WORDS, one per line */
   struct SinterMegaFault* fault;       /* host-mapped */

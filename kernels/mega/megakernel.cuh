@@ -10,7 +10,7 @@
 // kernels run unchanged. Everything above the macros sees the real values.
 //
 // Memory order: a task's threads finish their stores, the CTA synchronizes, and thread 0 adds to
-// the task kernel's counter after a fence (release); a kernel no other CTA waits for publishes
+// the task kernel's counter after a fence.acq_rel (release); a kernel no other CTA waits for publishes
 // nothing (the host decides, SinterMegaTask::publish). A waiting CTA's thread 0 reads the counters
 // with ld.acquire.gpu, then the CTA synchronizes before the task reads anything. Task kernels are
 // compiled with SINTER_MEGAKERNEL, which turns their read-only-path loads into plain ones
@@ -27,14 +27,11 @@
 // fence, and a combine task's wait on it (SINTER_MEGA_WAIT_RANKS) acquires at system scope.
 #pragma once
 
+#include "common/bulk_copy.cuh"
+#include "common/hopper.cuh"
 #include "common/types.cuh"
 #include "mega/mega_abi.h"
 
-// The largest argument struct of the segment's task kernels, rounded up to 16 (the generated
-// source defines it).
-#ifndef SINTER_MEGA_ARGS_BYTES
-#define SINTER_MEGA_ARGS_BYTES 1024
-#endif
 
 // The task running now on this CTA, as its code sees it (the macros below).
 __shared__ uint3 sinter_mega_block_idx;
@@ -45,8 +42,18 @@ __shared__ unsigned int sinter_mega_threads;
 // collectives' receive buffers) read it through sinter_mega_launch_epoch().
 __shared__ u64 sinter_mega_epoch_s;
 __device__ __forceinline__ u64 sinter_mega_launch_epoch() { return sinter_mega_epoch_s; }
+// The running task's argument struct as it lies in the queue image in global memory (its task
+// code reads the copy in shared memory): TMA reads a tensor map in it from there, since it
+// cannot read one from shared memory.
+__shared__ const char* sinter_mega_args_global_s;
+// Where `field`, a member of the running task's argument struct `args` (the shared copy), lies in
+// the global copy.
+__device__ __forceinline__ const void* sinter_mega_global_copy(const void* args, const void* field) {
+  return sinter_mega_args_global_s + (static_cast<const char*>(field) - static_cast<const char*>(args));
+}
 
-// __syncthreads() of a task: only its threads (barrier 15; the task kernels use no named barriers).
+// __syncthreads() of a task: only its threads (barrier 15; a task's own named barriers are 1-14, and
+// its barrier 0 is this one: named_barrier_sync in common/hopper.cuh).
 __device__ __forceinline__ void sinter_mega_task_sync() {
   asm volatile("bar.sync 15, %0;" ::"r"(sinter_mega_threads) : "memory");
 }
@@ -123,103 +130,118 @@ __device__ __noinline__ bool sinter_mega_wait(const SinterMegaParams& p, u32 cou
   }
 }
 
-// Thread 0: starts copying `bytes` (a multiple of 16, both addresses 16-aligned) from global to
-// shared memory; sinter_mega_fetch_commit then sinter_mega_fetch_wait complete them.
-__device__ __forceinline__ void sinter_mega_fetch(void* to, const void* from, u32 bytes) {
-  const u32 s = static_cast<u32>(__cvta_generic_to_shared(to));
-  const char* g = static_cast<const char*>(from);
-  for (u32 o = 0; o < bytes; o += 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s + o), "l"(g + o) : "memory");
-  }
+// Thread 0, after the barrier that ends a task: makes the CTA's stores before that barrier
+// visible to whoever acquires a counter it adds to next (release: the fence, then relaxed adds).
+__device__ __forceinline__ void sinter_mega_release() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+// Thread 0: adds one to a counter tasks of this GPU wait on, after sinter_mega_release.
+__device__ __forceinline__ void sinter_mega_publish(u64* counter) {
+  asm volatile("red.relaxed.gpu.global.add.u64 [%0], 1;" ::"l"(counter) : "memory");
 }
-__device__ __forceinline__ void sinter_mega_fetch_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void sinter_mega_fetch_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
-// Thread 0: starts copying the first SINTER_MEGA_SHARED_WAITS waits of task `t` into `to`.
-__device__ __forceinline__ void sinter_mega_fetch_waits(SinterMegaWait* to, const SinterMegaParams& p,
-                                                        const SinterMegaTask& t) {
-  const u32 n = t.wait_count < SINTER_MEGA_SHARED_WAITS ? t.wait_count : SINTER_MEGA_SHARED_WAITS;
-  const u32 s = static_cast<u32>(__cvta_generic_to_shared(to));
-  for (u32 w = 0; w < n; ++w) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(s + 8 * w), "l"(p.waits + t.first_wait + w) : "memory");
-  }
+// Thread 0: starts copying chunk bytes [from, from + bytes) of the image into `to`; `full`
+// completes when they have landed. The proxy fence orders the threads' earlier reads of `to`
+// (generic proxy, before the last barrier) before the copy's writes (async proxy).
+__device__ __forceinline__ void sinter_mega_fetch_chunk(char* to, const char* from, u32 bytes, u64* full) {
+  fence_proxy_async_shared();
+  mbarrier_arrive_expect_tx(full, bytes);
+  bulk_copy_g2s(to, from, bytes, full);
 }
 
 // The persistent loop: `dispatch(function, args)` runs one task's code on the task's threads.
-// Thread 0 fetches ahead into shared memory (cp.async, overlapping the running task): the next
-// task's arguments and waits and the record of the task after it, so a task starts without a
-// trip to global memory for its own description.
+// The CTA's queue arrives chunk by chunk (mega_abi.h): two chunk buffers in shared memory, the
+// next chunk copied into one by a single bulk copy (thread 0) while the tasks of the other run,
+// so a task's record, waits and arguments are read from shared memory. Per task: thread 0 waits
+// for the task's counters and writes its view, a barrier, the task, a barrier, thread 0 publishes.
+// Every chunk holds at least one task: its barriers keep thread 0 from refilling a buffer that a
+// slower thread has yet to leave.
 template <class Dispatch>
 __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, const Dispatch& dispatch) {
-  __shared__ __align__(16) SinterMegaTask task_s[3];                    // task n in task_s[n % 3]
-  __shared__ __align__(16) char args_s[2][SINTER_MEGA_ARGS_BYTES];      // its arguments in args_s[n % 2]
-  __shared__ __align__(16) SinterMegaWait waits_s[2][SINTER_MEGA_SHARED_WAITS];  // and its waits
-  __shared__ int go_s, launch_go_s;
-  const u32 begin = p.queue_start[blockIdx.x], end = p.queue_start[blockIdx.x + 1];
+  // the two chunk buffers: in dynamic shared memory past the tasks' own (SinterMegaParams)
+  extern __shared__ __align__(128) char sinter_mega_dynamic_s[];
+  char* const chunks = sinter_mega_dynamic_s + p.chunk_at;  // buffer b at chunks + b * p.chunk_bytes
+  __shared__ __align__(8) u64 full_s[2];  // buffer b has landed (one phase per chunk copied into it)
+  __shared__ u32 first_bytes_s;
+  __shared__ int go_s;
   u64 epoch = 0;
+  u64 next_at = 0;                // thread 0: where the next chunk to fetch starts in the image
+  u64 at_even = 0, at_odd = 0;    // thread 0: where the chunks in buffers 0 and 1 start there
   if (threadIdx.x == 0) {
     epoch = *reinterpret_cast<volatile u64*>(sinter_mega_control(p, SINTER_MEGA_EPOCH));
     sinter_mega_epoch_s = epoch;
     // An earlier launch aborted and the host has not reset the counters yet (launches queued
     // behind it): run nothing, so that nothing is published, to this rank or to others.
-    launch_go_s = *reinterpret_cast<volatile u64*>(sinter_mega_control(p, SINTER_MEGA_ABORT)) == 0;
-    if (launch_go_s && begin < end) {
-      sinter_mega_fetch(&task_s[0], &p.tasks[begin], sizeof(SinterMegaTask));
-      sinter_mega_fetch_commit();
-      sinter_mega_fetch_wait();
-      sinter_mega_fetch(args_s[0], p.args + task_s[0].args_offset, task_s[0].args_bytes);
-      sinter_mega_fetch_waits(waits_s[0], p, task_s[0]);
-      if (begin + 1 < end) sinter_mega_fetch(&task_s[1], &p.tasks[begin + 1], sizeof(SinterMegaTask));
-      sinter_mega_fetch_commit();
-      sinter_mega_fetch_wait();
-    }
+    const bool launch_go = *reinterpret_cast<volatile u64*>(sinter_mega_control(p, SINTER_MEGA_ABORT)) == 0;
+    const SinterMegaQueue q = p.queues[blockIdx.x];
+    first_bytes_s = launch_go ? q.bytes : 0;
+    mbarrier_init(&full_s[0], 1);
+    mbarrier_init(&full_s[1], 1);
+    fence_barrier_init();
+    if (launch_go && q.bytes != 0) sinter_mega_fetch_chunk(chunks, p.image + q.offset, q.bytes, &full_s[0]);
+    at_even = q.offset;
+    next_at = q.offset + q.bytes;
   }
   __syncthreads();
-  const u32 last = launch_go_s ? end : begin;
-  for (u32 i = begin; i < last; ++i) {
-    const u32 n = i - begin;
-    const SinterMegaTask& t = task_s[n % 3];
-    if (threadIdx.x == 0) {
-      if (i + 1 < end) {
-        const SinterMegaTask& next = task_s[(n + 1) % 3];
-        sinter_mega_fetch(args_s[(n + 1) & 1], p.args + next.args_offset, next.args_bytes);
-        sinter_mega_fetch_waits(waits_s[(n + 1) & 1], p, next);
-        if (i + 2 < end) sinter_mega_fetch(&task_s[(n + 2) % 3], &p.tasks[i + 2], sizeof(SinterMegaTask));
-        sinter_mega_fetch_commit();
-      }
-      const u64 t_wait = p.trace != nullptr ? sinter_mega_now() : 0;
-      u64 waited = 0;
-      int go = 1;
-      for (u32 w = 0; w < t.wait_count && go; ++w) {
-        const SinterMegaWait wt = w < SINTER_MEGA_SHARED_WAITS ? waits_s[n & 1][w] : p.waits[t.first_wait + w];
-        go = sinter_mega_wait(p, wt.counter, (epoch + 1) * (wt.tasks & ~SINTER_MEGA_WAIT_RANKS),
-                              (wt.tasks & SINTER_MEGA_WAIT_RANKS) != 0, n, t.kernel, epoch, waited);
-      }
-      sinter_mega_block_idx = make_uint3(t.block_x, t.block_yz & 0xffffu, t.block_yz >> 16);
-      sinter_mega_grid_dim = make_uint3(t.grid_x, t.grid_y, t.grid_z);
-      sinter_mega_block_dim = make_uint3(t.threads, 1, 1);
-      sinter_mega_threads = t.threads;
-      go_s = go;
-      if (p.trace != nullptr) {
-        u32 sm;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        u64* r = p.trace + static_cast<u64>(i) * SINTER_MEGA_TRACE_WORDS;
-        r[0] = sinter_mega_now();
-        r[2] = (static_cast<u64>(sm) << 32) | blockIdx.x;
-        r[3] = r[0] - t_wait;
-      }
+  u32 bytes = first_bytes_s;  // the current chunk's size (0: no more)
+  u32 fetched = bytes != 0 ? 1 : 0;  // chunks whose copy thread 0 started
+  u32 landed = 0;                    // chunks waited for
+  u32 n = 0;                         // tasks of this CTA's queue started
+  bool go = true;
+  for (u32 c = 0; bytes != 0 && go; ++c) {
+    const char* chunk = chunks + (c & 1) * p.chunk_bytes;
+    mbarrier_wait(&full_s[c & 1], (c >> 1) & 1);
+    ++landed;
+    const SinterMegaChunk h = *reinterpret_cast<const SinterMegaChunk*>(chunk);
+    // The other buffer held chunk c - 1, which every thread has left (the barrier ending its last
+    // task): the next chunk goes there now.
+    if (threadIdx.x == 0 && h.next_bytes != 0) {
+      sinter_mega_fetch_chunk(chunks + ((c + 1) & 1) * p.chunk_bytes, p.image + next_at, h.next_bytes,
+                              &full_s[(c + 1) & 1]);
+      ((c + 1) & 1 ? at_odd : at_even) = next_at;
+      next_at += h.next_bytes;
+      ++fetched;
     }
-    __syncthreads();
-    if (!go_s) break;
-    if (threadIdx.x < sinter_mega_threads) dispatch(t.function, args_s[n & 1]);
-    if (threadIdx.x == 0) sinter_mega_fetch_wait();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      if (t.publish != SINTER_MEGA_NO_COUNTER || t.publish_range != SINTER_MEGA_NO_COUNTER) {
-        __threadfence();
-        if (t.publish != SINTER_MEGA_NO_COUNTER) {
-          atomicAdd(reinterpret_cast<unsigned long long*>(sinter_mega_counter(p, t.publish)), 1ull);
+    const char* chunk_global = p.image + (c & 1 ? at_odd : at_even);  // thread 0's
+    const SinterMegaTask* records = reinterpret_cast<const SinterMegaTask*>(chunk + sizeof(SinterMegaChunk));
+    for (u32 k = 0; k < h.tasks; ++k, ++n) {
+      const SinterMegaTask& t = records[k];
+      const u32 i = h.first_task + k;
+      if (threadIdx.x == 0) {
+        const u64 t_wait = p.trace != nullptr ? sinter_mega_now() : 0;
+        u64 waited = 0;
+        int ok = 1;
+        const SinterMegaWait* waits = reinterpret_cast<const SinterMegaWait*>(chunk + t.first_wait);
+        for (u32 w = 0; w < t.wait_count && ok; ++w) {
+          const SinterMegaWait wt = waits[w];
+          ok = sinter_mega_wait(p, wt.counter, (epoch + 1) * (wt.tasks & ~SINTER_MEGA_WAIT_RANKS),
+                                (wt.tasks & SINTER_MEGA_WAIT_RANKS) != 0, n, t.kernel, epoch, waited);
         }
+        sinter_mega_block_idx = make_uint3(t.block_x, t.block_yz & 0xffffu, t.block_yz >> 16);
+        sinter_mega_grid_dim = make_uint3(t.grid_x, t.grid_y, t.grid_z);
+        sinter_mega_block_dim = make_uint3(t.threads, 1, 1);
+        sinter_mega_threads = t.threads;
+        sinter_mega_args_global_s = chunk_global + t.args_offset;
+        go_s = ok;
+        if (p.trace != nullptr) {
+          u32 sm;
+          asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+          u64* r = p.trace + static_cast<u64>(i) * SINTER_MEGA_TRACE_WORDS;
+          r[0] = sinter_mega_now();
+          r[2] = (static_cast<u64>(sm) << 32) | blockIdx.x;
+          r[3] = r[0] - t_wait;
+        }
+      }
+      __syncthreads();
+      if (!go_s) {
+        go = false;
+        break;
+      }
+      if (threadIdx.x < sinter_mega_threads) dispatch(t.function, chunk + t.args_offset);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        if (t.publish != SINTER_MEGA_NO_COUNTER || (t.publish_range != SINTER_MEGA_NO_COUNTER && t.publish_ranks == 0)) {
+          sinter_mega_release();
+        }
+        if (t.publish != SINTER_MEGA_NO_COUNTER) sinter_mega_publish(sinter_mega_counter(p, t.publish));
         if (t.publish_range != SINTER_MEGA_NO_COUNTER) {
           if (t.publish_ranks != 0) {
             // a collective's arrival: this task wrote into every rank's memory
@@ -230,15 +252,17 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
                                1ull);
             }
           } else {
-            atomicAdd(reinterpret_cast<unsigned long long*>(sinter_mega_counter(p, t.publish_range)), 1ull);
+            sinter_mega_publish(sinter_mega_counter(p, t.publish_range));
           }
         }
+        if (p.trace != nullptr) p.trace[static_cast<u64>(i) * SINTER_MEGA_TRACE_WORDS + 1] = sinter_mega_now();
       }
-      if (p.trace != nullptr) p.trace[static_cast<u64>(i) * SINTER_MEGA_TRACE_WORDS + 1] = sinter_mega_now();
     }
+    bytes = h.next_bytes;
   }
   if (threadIdx.x == 0) {
-    sinter_mega_fetch_wait();
+    // a chunk fetched but not run (the launch is aborting) lands before the CTA's shared memory goes
+    for (u32 c = landed; c < fetched; ++c) mbarrier_wait(&full_s[c & 1], (c >> 1) & 1);
     const u64 ticket = atomicAdd(reinterpret_cast<unsigned long long*>(sinter_mega_control(p, SINTER_MEGA_EXITED)), 1ull);
     if (ticket == (epoch + 1) * gridDim.x - 1) {
       __threadfence();

@@ -10,14 +10,27 @@
 #include "cuda/check.hpp"
 #include "mega/mega_abi.h"
 #include "mega/mega_source.hpp"
+#include "mega/queue_image.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter::mega {
 namespace {
 
+constexpr size_t kCounterBytes = SINTER_MEGA_COUNTER_STRIDE * sizeof(unsigned long long);
+
 size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-constexpr size_t kCounterBytes = SINTER_MEGA_COUNTER_STRIDE * sizeof(unsigned long long);
+// The queue-chunk size the segment asks for (less where it would cost CTAs an SM).
+constexpr size_t kChunkBytes = 8192;
+
+// The smallest chunk every task fits in: one task with the largest argument struct and the most waits.
+size_t least_chunk_bytes(const TaskGraph& g) {
+  size_t most_waits = 0;
+  for (const TaskKernel& k : g.kernels) {
+    for (const auto& w : k.task_waits) most_waits = std::max(most_waits, w.size());
+  }
+  return chunk_bytes_for_one_task(g.max_arg_bytes, most_waits);
+}
 
 }  // namespace
 
@@ -54,6 +67,12 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
       library_(std::move(library)),
       device_(device.ordinal) {
   if (steps_.size() != graph_.steps.size()) throw Error(ErrorCode::internal, "megakernel: steps and task graph disagree");
+  if (device.cc_major < 9) {
+    throw Error(ErrorCode::unsupported, "megakernel: " + device.name + " has compute capability " +
+                                            std::to_string(device.cc_major) + "." + std::to_string(device.cc_minor) +
+                                            "; the megakernel needs 9.0 or newer (its dispatcher copies task queues "
+                                            "with cp.async.bulk and mbarriers)");
+  }
   name_ = "megakernel of steps " + std::to_string(graph_.steps.front().step) + ".." + std::to_string(graph_.steps.back().step);
   const auto t0 = std::chrono::steady_clock::now();
   from_plan_ = library_ != nullptr;
@@ -73,31 +92,44 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
     cuda::DeviceGuard guard(device_);
     kernel_.load_here();
   }
-  const size_t dynamic = graph_.max_dynamic_shared_memory;
-  if (dynamic > 0) library_->allow_dynamic_shared_memory(kernel_, static_cast<int>(dynamic), device_);
+  // Dynamic shared memory: the tasks' own (they all start at its base), then the dispatcher's two
+  // queue-chunk buffers (chunk_bytes each, chosen below).
   const cudaFuncAttributes attr = kernel_.attributes();
-  shared_bytes_ = attr.sharedSizeBytes + dynamic;
-  const int per_sm = kernel_.max_active_blocks_per_sm(static_cast<int>(graph_.max_threads), dynamic);
-  if (per_sm < 1) {
-    throw Error(ErrorCode::unsupported,
-                name_ + ": one CTA of " + std::to_string(graph_.max_threads) +
-                    " threads, " + std::to_string(attr.numRegs) + " registers a thread and " +
-                    std::to_string(shared_bytes_) + " bytes of shared memory does not fit on an SM");
-  }
-  // as many CTAs as fit at once, up to the launch bounds' minimum an SM: all co-resident
+  const size_t task_dynamic = align_up(graph_.max_dynamic_shared_memory, 128);
+  const size_t least_chunk = least_chunk_bytes(graph_);
+  auto dynamic_for = [&](size_t chunk) { return task_dynamic + 2 * chunk; };
+  auto does_not_fit = [&](size_t bytes) {
+    return Error(ErrorCode::unsupported, name_ + ": one CTA of " + std::to_string(graph_.max_threads) + " threads, " +
+                                             std::to_string(attr.numRegs) + " registers a thread and " +
+                                             std::to_string(bytes) + " bytes of shared memory (" +
+                                             std::to_string(2 * least_chunk) + " of them its task queue) does not fit on an SM");
+  };
+  const size_t optin = device.max_shared_memory_per_block_optin;
+  if (attr.sharedSizeBytes + dynamic_for(least_chunk) > optin) throw does_not_fit(attr.sharedSizeBytes + dynamic_for(least_chunk));
+  library_->allow_dynamic_shared_memory(kernel_, static_cast<int>(optin - attr.sharedSizeBytes), device_);
+  const int threads = static_cast<int>(graph_.max_threads);
+  const int per_sm = kernel_.max_active_blocks_per_sm(threads, dynamic_for(least_chunk));
+  if (per_sm < 1) throw does_not_fit(attr.sharedSizeBytes + dynamic_for(least_chunk));
+  // as many CTAs as fit at once, up to the launch bounds' minimum an SM: all co-resident; then the
+  // largest chunk that keeps them
   const int ctas_per_sm = std::min(per_sm, megakernel_min_blocks(graph_));
+  chunk_bytes_ = least_chunk;
+  for (size_t c = kChunkBytes; c > least_chunk; c /= 2) {
+    if (attr.sharedSizeBytes + dynamic_for(c) <= optin && kernel_.max_active_blocks_per_sm(threads, dynamic_for(c)) >= ctas_per_sm) {
+      chunk_bytes_ = c;
+      break;
+    }
+  }
+  chunk_at_ = task_dynamic;
+  dynamic_bytes_ = dynamic_for(chunk_bytes_);
+  shared_bytes_ = attr.sharedSizeBytes + dynamic_bytes_;
   const int sms = options_.sm_count > 0 ? std::min(options_.sm_count, device.sm_count) : device.sm_count;
   schedule_ = schedule_tasks(graph_, sms * ctas_per_sm);
   check_schedule(graph_, schedule_);
 
-  // tables: waits, tasks (every CTA's queue), queue starts
-  for (size_t k = 0; k < graph_.kernels.size(); ++k) {
-    // 64: the strictest alignment an argument struct has (a CUtensorMap)
-    arg_bytes_ = align_up(arg_bytes_, 64);
-    arg_offsets_.push_back(arg_bytes_);
-    arg_bytes_ += graph_.kernels[k].arg_bytes;
-  }
-  if (arg_bytes_ > 0xffffffffu) throw Error(ErrorCode::unsupported, "megakernel: over 4 GiB of kernel arguments");
+  // the queues: every CTA's tasks with their waits, laid out in chunks (queue_image.hpp)
+  std::vector<size_t> arg_bytes;
+  for (const TaskKernel& tk : graph_.kernels) arg_bytes.push_back(tk.arg_bytes);
   // a planted fault: the producer of the first counter some task waits for loses its tasks
   // (missing_producer), or that wait asks for one task more than the counter counts (wrong_count)
   unsigned victim = ~0u;
@@ -108,20 +140,18 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
       if (!w.empty()) victim = graph_.counters[w.front()].kernel;
     }
   }
-  std::vector<SinterMegaWait> waits;
-  std::vector<SinterMegaTask> tasks;
-  std::vector<unsigned> linear_block;  // each task's block index in its kernel's grid
-  std::vector<unsigned> queue_start;
+  std::vector<std::vector<QueuedTask>> queues(schedule_.ctas);
+  std::vector<unsigned> linear_block;  // each queued task's block index in its kernel's grid, in queue order
   std::vector<char> waited_for(graph_.counters.size(), 0);
   bool fault_planted = false;
   for (int c = 0; c < schedule_.ctas; ++c) {
-    queue_start.push_back(static_cast<unsigned>(tasks.size()));
     std::set<unsigned> met;  // counters an earlier task of this CTA waited for: they still hold
     for (unsigned i = schedule_.queue_start[c]; i < schedule_.queue_start[c + 1]; ++i) {
       const ScheduledTask& st = schedule_.tasks[i];
       if (options_.inject == MegaFault::missing_producer && st.kernel == victim) continue;
       const TaskKernel& tk = graph_.kernels[st.kernel];
-      SinterMegaTask t{};
+      QueuedTask q{};
+      SinterMegaTask& t = q.record;
       t.function = tk.function;
       t.threads = tk.threads;
       t.grid_x = tk.grid[0];
@@ -136,7 +166,6 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
       t.block_x = st.block % gx;
       t.block_yz = (st.block / gx % gy) | (st.block / (gx * gy)) << 16;
       t.kernel = st.kernel;
-      t.first_wait = static_cast<unsigned>(waits.size());
       // no counter to wait on when the producers ran earlier on this CTA (a planted fault must
       // meet a counter wait: none is skipped that way then)
       const bool local = st.waits_met_locally && options_.inject == MegaFault::none;
@@ -144,50 +173,42 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
         for (unsigned w : tk.task_waits[st.block]) {
           if (!met.insert(w).second) continue;
           const Counter& ct = graph_.counters[w];
-          waits.push_back({w, ct.target() | (ct.ranks > 0 ? SINTER_MEGA_WAIT_RANKS : 0u)});
+          q.waits.push_back({w, ct.target() | (ct.ranks > 0 ? SINTER_MEGA_WAIT_RANKS : 0u)});
           if (options_.inject == MegaFault::wrong_count && !fault_planted) {
-            waits.back().tasks += 1;
+            q.waits.back().tasks += 1;
             fault_planted = true;
           }
           waited_for[w] = 1;
         }
       }
-      t.wait_count = static_cast<unsigned>(waits.size()) - t.first_wait;
-      waitless_tasks_ += t.wait_count == 0;
-      t.publish = SINTER_MEGA_NO_COUNTER;
-      t.publish_range = SINTER_MEGA_NO_COUNTER;
-      t.publish_ranks = 0;
-      t.args_offset = static_cast<unsigned>(arg_offsets_[st.kernel]);
-      t.args_bytes = static_cast<unsigned>(align_up(tk.arg_bytes, 16));
-      tasks.push_back(t);
+      counter_waits_ += q.waits.size();
+      waitless_tasks_ += q.waits.empty();
+      queues[c].push_back(std::move(q));
       linear_block.push_back(st.block);
+      queued_.push_back(i);
     }
   }
-  queue_start.push_back(static_cast<unsigned>(tasks.size()));
-  counter_waits_ = waits.size();
   // a task adds to the counters that count it only where some task waits for them
-  for (SinterMegaTask& t : tasks) {
-    if (waited_for[t.kernel]) t.publish = t.kernel;
-    const TaskKernel& tk = graph_.kernels[t.kernel];
-    const long range = tk.group_counter(linear_block[&t - tasks.data()]);
-    if (range >= 0 && (waited_for[range] || tk.rank_arrivals > 0)) t.publish_range = static_cast<unsigned>(range);
-    // a collective's arrival: every rank's combine task waits for it (a collective of world 1
-    // in a segment of a larger group's: this rank's only)
-    if (tk.rank_arrivals > 1) t.publish_ranks = SINTER_MEGA_PUBLISH_RANKS;
+  size_t queued = 0;
+  for (std::vector<QueuedTask>& queue : queues) {
+    for (QueuedTask& q : queue) {
+      SinterMegaTask& t = q.record;
+      t.publish = waited_for[t.kernel] ? t.kernel : SINTER_MEGA_NO_COUNTER;
+      t.publish_range = SINTER_MEGA_NO_COUNTER;
+      t.publish_ranks = 0;
+      const TaskKernel& tk = graph_.kernels[t.kernel];
+      const long range = tk.group_counter(linear_block[queued++]);
+      if (range >= 0 && (waited_for[range] || tk.rank_arrivals > 0)) t.publish_range = static_cast<unsigned>(range);
+      // a collective's arrival: every rank's combine task waits for it (a collective of world 1
+      // in a segment of a larger group's: this rank's only)
+      if (tk.rank_arrivals > 1) t.publish_ranks = SINTER_MEGA_PUBLISH_RANKS;
+    }
   }
-  auto bytes_of = [](const auto& v) { return v.size() * sizeof(v[0]); };
-  waits_at_ = 0;
-  tasks_at_ = align_up(waits_at_ + bytes_of(waits), 256);
-  queues_at_ = align_up(tasks_at_ + bytes_of(tasks), 256);
-  const size_t table_bytes = queues_at_ + bytes_of(queue_start);
-  std::vector<char> host(table_bytes, 0);
-  if (!waits.empty()) std::memcpy(host.data() + waits_at_, waits.data(), bytes_of(waits));
-  std::memcpy(host.data() + tasks_at_, tasks.data(), bytes_of(tasks));
-  std::memcpy(host.data() + queues_at_, queue_start.data(), bytes_of(queue_start));
-  tables_ = cuda::DeviceBuffer(table_bytes);
-  tables_.copy_from_host(host.data(), table_bytes);
-  // 16 bytes past the last struct: a task's arguments are fetched in 16-byte pieces
-  args_ = cuda::DeviceBuffer(align_up(arg_bytes_, 64) + 64);
+  image_ = lay_out_queues(queues, arg_bytes, chunk_bytes_);
+  queues_ = cuda::DeviceBuffer(image_.queues.size() * sizeof(SinterMegaQueue));
+  queues_.copy_from_host(image_.queues.data(), queues_.size());
+  image_device_ = cuda::DeviceBuffer(std::max<size_t>(image_.bytes.size(), 16));
+  image_device_.copy_from_host(image_.bytes.data(), image_.bytes.size());
   // The counters and control words, in the symmetric memory of the segment's group where it has
   // collectives (other ranks add arrivals to them), else in plain memory (a group of one); zeroed.
   counters_bytes_ = (graph_.counters.size() + SINTER_MEGA_CONTROL_WORDS) * kCounterBytes;
@@ -208,8 +229,7 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
   rank_counter_table_ = cuda::DeviceBuffer(rank_counters_->ranks().size() * sizeof(void*));
   rank_counter_table_.copy_from_host(rank_counters_->ranks().data(), rank_counter_table_.size());
   if (options_.trace) trace_ = cuda::DeviceBuffer(schedule_.tasks.size() * SINTER_MEGA_TRACE_WORDS * 8);
-  SINTER_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&staging_), align_up(arg_bytes_, 64) + 64, cudaHostAllocDefault));
-  std::memset(staging_, 0, align_up(arg_bytes_, 64) + 64);
+  SINTER_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&staging_), image_device_.size(), cudaHostAllocDefault));
   SINTER_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&fault_), sizeof(SinterMegaFault), cudaHostAllocMapped));
   std::memset(fault_, 0, sizeof(SinterMegaFault));
   SINTER_CUDA_CHECK(cudaHostGetDevicePointer(&fault_device_, fault_, 0));
@@ -227,19 +247,20 @@ void Segment::bind(const std::vector<const Binding*>& bindings, cudaStream_t str
   for (size_t k = 0; k < graph_.kernels.size(); ++k) {
     const TaskKernel& tk = graph_.kernels[k];
     const std::vector<char> a = steps_[tk.segment_step]->arguments(tk.kernel, *bindings[tk.segment_step]);
-    std::memcpy(staging_ + arg_offsets_[k], a.data(), a.size());
+    write_arguments(image_, k, a.data(), a.size());
   }
-  SINTER_CUDA_CHECK(cudaMemcpyAsync(args_.data(), staging_, args_.size(), cudaMemcpyHostToDevice, stream));
+  if (!image_.bytes.empty()) std::memcpy(staging_, image_.bytes.data(), image_.bytes.size());
+  SINTER_CUDA_CHECK(
+      cudaMemcpyAsync(image_device_.data(), staging_, image_.bytes.size(), cudaMemcpyHostToDevice, stream));
 }
 
 void Segment::launch(cudaStream_t stream) {
   if (!broken_.empty()) throw Error(ErrorCode::invalid_state, broken_);
-  const char* t = static_cast<const char*>(tables_.data());
   SinterMegaParams p{};
-  p.waits = reinterpret_cast<const SinterMegaWait*>(t + waits_at_);
-  p.tasks = reinterpret_cast<const SinterMegaTask*>(t + tasks_at_);
-  p.queue_start = reinterpret_cast<const unsigned*>(t + queues_at_);
-  p.args = static_cast<const char*>(args_.data());
+  p.queues = static_cast<const SinterMegaQueue*>(queues_.data());
+  p.image = static_cast<const char*>(image_device_.data());
+  p.chunk_at = static_cast<unsigned>(chunk_at_);
+  p.chunk_bytes = static_cast<unsigned>(chunk_bytes_);
   p.counters = counters_at_;
   p.control = counters_at_ + graph_.counters.size() * SINTER_MEGA_COUNTER_STRIDE;
   p.rank_counters = static_cast<unsigned long long* const*>(rank_counter_table_.data());
@@ -251,7 +272,7 @@ void Segment::launch(cudaStream_t stream) {
   cuda::LaunchConfig cfg;
   cfg.grid = dim3(static_cast<unsigned>(schedule_.ctas));
   cfg.block = dim3(graph_.max_threads);
-  cfg.dynamic_shared_memory = graph_.max_dynamic_shared_memory;
+  cfg.dynamic_shared_memory = dynamic_bytes_;
   cfg.stream = stream;
   // Every CTA resident, or the launch fails instead of hanging. Virtual ranks share one GPU: each
   // rank's launch holds its share of the SMs (SegmentOptions::sm_count) and they must run side by
@@ -317,13 +338,13 @@ void Segment::reset(cudaStream_t stream) {
 std::vector<TaskEvent> Segment::trace() const {
   std::vector<TaskEvent> out;
   if (!options_.trace) return out;
-  std::vector<unsigned long long> w(schedule_.tasks.size() * SINTER_MEGA_TRACE_WORDS);
+  std::vector<unsigned long long> w(queued_.size() * SINTER_MEGA_TRACE_WORDS);
   trace_.copy_to_host(w.data(), w.size() * sizeof(w[0]));
-  for (size_t i = 0; i < schedule_.tasks.size(); ++i) {
+  for (size_t i = 0; i < queued_.size(); ++i) {
     const unsigned long long* r = w.data() + i * SINTER_MEGA_TRACE_WORDS;
     TaskEvent e;
-    e.kernel = schedule_.tasks[i].kernel;
-    e.block = schedule_.tasks[i].block;
+    e.kernel = schedule_.tasks[queued_[i]].kernel;
+    e.block = schedule_.tasks[queued_[i]].block;
     e.start_ns = r[0];
     e.end_ns = r[1];
     e.sm = static_cast<unsigned>(r[2] >> 32);

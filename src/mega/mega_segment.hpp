@@ -14,6 +14,7 @@
 #include "cuda/device.hpp"
 #include "cuda/kernel_cache.hpp"
 #include "cuda/library.hpp"
+#include "mega/queue_image.hpp"
 #include "mega/schedule.hpp"
 #include "mega/task_graph.hpp"
 #include "sinter/runner.hpp"
@@ -69,6 +70,8 @@ class Segment {
   const std::string& source() const { return source_; }
   int threads() const { return static_cast<int>(graph_.max_threads); }
   size_t shared_memory_bytes() const { return shared_bytes_; }
+  size_t chunk_bytes() const { return chunk_bytes_; }      // each of the dispatcher's two queue buffers
+  size_t queue_chunks() const { return image_.chunks; }     // over all CTAs
   double compile_ms() const { return compile_ms_; }
   bool from_plan() const { return from_plan_; }  // loaded from the plan's cubin, not compiled
   size_t counter_waits() const { return counter_waits_; }
@@ -87,13 +90,15 @@ class Segment {
   cuda::Kernel kernel_;
   int device_ = 0;
   size_t shared_bytes_ = 0;
+  size_t dynamic_bytes_ = 0;  // the tasks' dynamic shared memory, then the two chunk buffers at chunk_at_
+  size_t chunk_at_ = 0, chunk_bytes_ = 0;
   double compile_ms_ = 0;
   bool from_plan_ = false;
   size_t counter_waits_ = 0, waitless_tasks_ = 0;
-  std::vector<size_t> arg_offsets_;  // per task kernel
-  size_t arg_bytes_ = 0;
   std::string name_;  // "megakernel of steps A..B"
-  cuda::DeviceBuffer tables_, args_, trace_;
+  QueueImage image_;                 // the CTAs' queues; bind writes the arguments into it
+  std::vector<unsigned> queued_;     // the schedule's index of each queued task, in queue order (trace slots)
+  cuda::DeviceBuffer queues_, image_device_, trace_;
   // The counters: symmetric memory of the collectives' group (other ranks add arrivals to them),
   // plain memory without one; and every rank's counters by rank on the device.
   std::shared_ptr<comm::SymmetricBuffer> rank_counters_;
@@ -104,8 +109,7 @@ class Segment {
   bool cooperative_ = true;
   std::string group_;           // the collectives' group ("" none)
   std::string broken_;          // why it cannot launch again (a timed-out launch among ranks)
-  size_t waits_at_ = 0, tasks_at_ = 0, queues_at_ = 0;
-  char* staging_ = nullptr;          // pinned host copy of the arguments
+  char* staging_ = nullptr;          // pinned host copy of the image
   SinterMegaFault* fault_ = nullptr;  // host-mapped
   void* fault_device_ = nullptr;
 };

@@ -55,7 +55,6 @@ std::string megakernel_source(const TaskGraph& g) {
   s << "// megakernel of " << g.steps.size() << " steps, " << g.kernels.size() << " task kernels, " << g.functions.size()
     << " task functions, " << g.tasks << " tasks\n"
     << "#define SINTER_MEGAKERNEL 1\n"
-    << "#define SINTER_MEGA_ARGS_BYTES " << std::max<size_t>(16, (g.max_arg_bytes + 15) / 16 * 16) << "\n"
     << "#include \"mega/megakernel.cuh\"\n";
   std::set<std::string> included;
   for (const Rewritten& f : functions) {

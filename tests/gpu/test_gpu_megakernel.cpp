@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "engines/jit/codegen.hpp"
 #include "example_graphs.hpp"
+#include "fuse/region.hpp"
 #include "gpu/plan_graphs.hpp"
 #include "gpu/region_check.hpp"
 #include "random_graph.hpp"
@@ -24,7 +26,8 @@ double max_abs(const HostTensor& t) {
 
 class GpuMegakernel : public GpuTest {
  protected:
-  // g through a mega-mode runner, `runs` times on fresh inputs, against the reference.
+  // g through a mega-mode runner, `runs` times on fresh inputs, against the reference;
+  // expect_segments >= 0: that many megakernels, and no step outside them.
   void check_mega(const Graph& g, const CompileOptions& opts = {}, int runs = 2, double bound_scale = 1.0,
                   int expect_segments = -1) {
     const Plan plan = compile(g, with_test_cache(opts));
@@ -35,8 +38,9 @@ class GpuMegakernel : public GpuTest {
     std::printf("  %s: %zu segments, %d tasks, %zu steps outside\n", g.name().c_str(), d.segments.size(), tasks,
                 d.outside.size());
     for (const auto& o : d.outside) std::printf("    outside: step %d: %s\n", o.step, o.why.c_str());
-    if (expect_segments >= 0) {
+    if (expect_segments >= 0) {  // and every step inside them
       EXPECT_EQ(static_cast<int>(d.segments.size()), expect_segments);
+      EXPECT_TRUE(d.outside.empty()) << d.outside.size() << " steps outside the megakernels";
     }
     for (int run = 0; run < runs; ++run) {
       const uint64_t seed = fresh_seed();
@@ -90,6 +94,45 @@ TEST_F(GpuMegakernel, EmbeddingLookupInTheMegakernel) {
   g.output(y, "y");
   g.validate();
   check_mega(g, our_kernels_only());
+}
+
+// The TMA decode GEMV as megakernel tasks: its tensor maps read from the queue image, its
+// mbarrier ring in the task's shared memory (invalidated at its end), the activations an earlier
+// task wrote read through TMA. An rmsnorm task writes x; the GEMV ([N, K] weight, k contiguous)
+// reads it, then bias + GELU and a residual add; each TMA cut forced (whole tiles; stream-K with
+// thread 0 or a producer warp issuing the loads), one megakernel, against the CPU reference, the
+// same runner twice (the stream-K combine counters must have been reset).
+TEST_F(GpuMegakernel, TmaDecodeGemvIsATask) {
+  for (int64_t m : {1, 5}) {
+    Graph g("rmsnorm_tma_gemv_m" + std::to_string(m));
+    const int64_t k = 2048, n = 8448;  // 64 weight rows a CTA on 132 SMs: the whole-tile cut is offered
+    auto x = g.input("x", DType::bf16, {m, k});
+    auto h = g.rmsnorm(x, g.input("norm_w", DType::bf16, {k}));
+    auto y = g.gelu(g.add(g.matmul(h, g.input("w", DType::bf16, {k, n}, {1, k})), g.input("bias", DType::bf16, {n})));
+    g.output(g.add(y, g.input("residual", DType::bf16, {m, n})), "out");
+    g.validate();
+    const fuse::Partition p = fuse::partition_graph(g);
+    const fuse::Region* matmul = nullptr;
+    for (const fuse::Region& r : p.regions) {
+      if (r.kind == fuse::RegionKind::matmul) matmul = &r;
+    }
+    ASSERT_NE(matmul, nullptr);
+    for (jit::MatmulTile cut : {jit::MatmulTile::decode_tma_rows, jit::MatmulTile::decode_tma}) {
+      for (bool producer : {false, true}) {
+        const int index = jit::matmul_config_index(g, *matmul, properties_, cut);
+        ASSERT_GE(index, 0) << "the TMA decode tile is not offered";
+        jit::MatmulConfig c = jit::matmul_configs(g, *matmul, properties_).at(index);
+        c.tma.producer_warp = producer;
+        const bool whole = cut == jit::MatmulTile::decode_tma_rows;
+        if (!jit::decode_tma_unsupported(g, *matmul, properties_, whole, c.tma).empty()) continue;
+        CompileOptions o = our_kernels_only();
+        o.candidate_config = jit::config_text(c);
+        SCOPED_TRACE("config " + o.candidate_config);
+        std::printf("  %s\n", o.candidate_config.c_str());
+        check_mega(g, o, 2, 1.0, 1);
+      }
+    }
+  }
 }
 
 TEST_F(GpuMegakernel, ChainOf200Ops) {

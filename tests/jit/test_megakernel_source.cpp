@@ -17,6 +17,8 @@
 #include "example_graphs.hpp"
 #include "fuse/region.hpp"
 #include "jit/jit_plan.hpp"
+#include <optional>
+
 #include "mega/megakernel_plan.hpp"
 #include "mega/mega_source.hpp"
 #include "plan/bundle.hpp"
@@ -43,8 +45,11 @@ struct Built {
 // Every region of g on its default jit config for `device` (the default, a device without the
 // shared memory of the TMA kernels, gives every region a kernel that can be a task); the runs of
 // regions that can be tasks become megakernels, each checked and compiled.
+// `matmul_tile`: the matmul regions on that tile's first config (with `producer_warp` for the
+// TMA decode tile) instead of their default.
 Built build_megakernels(const Graph& g, bool compile = true,
-                        const cuda::DeviceProperties& device = sinter::testing::fake_h200()) {
+                        const cuda::DeviceProperties& device = sinter::testing::fake_h200(),
+                        std::optional<jit::MatmulTile> matmul_tile = std::nullopt, bool producer_warp = false) {
   const fuse::Partition p = fuse::partition_graph(g);
   std::vector<std::vector<MegaTaskKernel>> kernels(p.regions.size());
   std::vector<mega::StepView> views(p.regions.size());
@@ -60,7 +65,17 @@ Built build_megakernels(const Graph& g, bool compile = true,
       views[i].mega = reinterpret_cast<MegaStep*>(uintptr_t{1});  // only tested for null
       continue;
     }
-    const jit::RegionKernels rk = jit::build_region(g, r, device);
+    jit::RegionKernels rk;
+    if (matmul_tile && r.kind == fuse::RegionKind::matmul) {
+      const int index = jit::matmul_config_index(g, r, device, *matmul_tile);
+      EXPECT_GE(index, 0) << "matmul tile not offered";
+      if (index < 0) continue;
+      jit::MatmulConfig c = jit::matmul_configs(g, r, device).at(index);
+      c.tma.producer_warp = producer_warp;
+      rk = jit::build_matmul(g, r, device, c);
+    } else {
+      rk = jit::build_region(g, r, device);
+    }
     bool ok = !rk.kernels.empty();
     for (const jit::KernelSpec& k : rk.kernels) {
       why[i] = jit::mega_refusal(k, k.source);
@@ -291,6 +306,26 @@ TEST(MegakernelSource, LayersShareKernelCacheEntries) {
 
 // An embedding lookup (a gather of token ids) is a task: it joins the megakernel of the layer it
 // feeds, and the generated megakernel compiles.
+// The TMA decode GEMV's units are tasks (tensor maps from the queue image, the mbarrier ring in
+// the task's shared memory): both cuts, with thread 0 or a producer warp issuing the loads, join
+// the megakernel of an rmsnorm before them and compile.
+TEST(MegakernelSource, TmaDecodeGemvIsATask) {
+  Graph g("rmsnorm_tma_gemv");
+  auto h = g.rmsnorm(g.input("x", DType::bf16, {3, 2048}), g.input("norm_w", DType::bf16, {2048}));
+  // 8448 weight rows: 64 a CTA on 132 SMs, enough for the whole-tile cut
+  auto y = g.gelu(g.add(g.matmul(h, g.input("w", DType::bf16, {2048, 8448}, {1, 2048})), g.input("bias", DType::bf16, {8448})));
+  g.output(y, "y");
+  for (jit::MatmulTile cut : {jit::MatmulTile::decode_tma_rows, jit::MatmulTile::decode_tma}) {
+    for (bool producer : {false, true}) {
+      SCOPED_TRACE(std::string(cut == jit::MatmulTile::decode_tma_rows ? "whole tiles" : "stream-K") +
+                   (producer ? ", producer warp" : ""));
+      const Built b = build_megakernels(g, true, cuda::assumed_h200(), cut, producer);
+      EXPECT_EQ(b.segments, 1);
+      EXPECT_EQ(b.steps_outside, 0);
+    }
+  }
+}
+
 TEST(MegakernelSource, EmbeddingLookupIsATask) {
   Graph g("embedding_rmsnorm");
   auto h = g.gather(g.input("table", DType::bf16, {5000, 256}), g.input("ids", DType::i64, {1, 3}));
