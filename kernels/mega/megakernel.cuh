@@ -84,26 +84,27 @@ __device__ __forceinline__ u64* sinter_mega_control(const SinterMegaParams& p, i
   return p.control + static_cast<u64>(word) * SINTER_MEGA_COUNTER_STRIDE;
 }
 
-// Thread 0: waits until counter >= target (`system`: other GPUs add to it). False when the launch
-// is aborting (this wait timed out, or another CTA's did). Polls without sleeping first (a
+// What sinter_mega_wait returns when the launch is aborting.
+constexpr u64 kSinterMegaAborted = ~u64{0};
+
+// Thread 0: waits until counter >= target (`system`: other GPUs add to it); returns the
+// nanoseconds it waited (0 when the counter was there at once), or kSinterMegaAborted when the
+// launch is aborting (this wait timed out, or another CTA's did). Polls without sleeping first (a
 // producer on another SM is usually a few hundred nanoseconds away), then backs off; the abort
 // flag and the clock are read every 16th poll.
-__device__ __noinline__ bool sinter_mega_wait(const SinterMegaParams& p, u32 counter, u64 target, bool system,
-                                              u32 task, u32 kernel, u64 epoch, u64& waited) {
+__device__ __noinline__ u64 sinter_mega_wait(const SinterMegaParams& p, u32 counter, u64 target, bool system,
+                                             u32 task, u32 kernel, u64 epoch) {
   const u64* c = sinter_mega_counter(p, counter);
   u64 seen = system ? sinter_mega_acquire_system(c) : sinter_mega_acquire(c);
-  if (seen >= target) return true;
+  if (seen >= target) return 0;
   volatile u64* abort = sinter_mega_control(p, SINTER_MEGA_ABORT);
   const u64 start = sinter_mega_now();
   for (u32 polls = 1;; ++polls) {
     if (polls > 64) __nanosleep(polls > 256 ? 256 : 64);
     seen = system ? sinter_mega_acquire_system(c) : sinter_mega_acquire(c);
-    if (seen >= target) {
-      waited += sinter_mega_now() - start;
-      return true;
-    }
+    if (seen >= target) return sinter_mega_now() - start;
     if ((polls & 15) != 0) continue;
-    if (*abort != 0) return false;
+    if (*abort != 0) return kSinterMegaAborted;
     const u64 now = sinter_mega_now();
     if (now - start > p.watchdog_ns) {
       if (atomicCAS(reinterpret_cast<unsigned long long*>(sinter_mega_control(p, SINTER_MEGA_FAULT_CLAIM)), 0ull,
@@ -125,7 +126,7 @@ __device__ __noinline__ bool sinter_mega_wait(const SinterMegaParams& p, u32 cou
         __threadfence_system();
       }
       atomicExch(reinterpret_cast<u64*>(const_cast<u64*>(abort)), 1ull);
-      return false;
+      return kSinterMegaAborted;
     }
   }
 }
@@ -203,24 +204,27 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
     const char* chunk_global = p.image + (c & 1 ? at_odd : at_even);  // thread 0's
     const SinterMegaTask* records = reinterpret_cast<const SinterMegaTask*>(chunk + sizeof(SinterMegaChunk));
     for (u32 k = 0; k < h.tasks; ++k, ++n) {
-      const SinterMegaTask& t = records[k];
+      // every thread its own copy of the record (broadcast reads, all issued at once): the fields
+      // below are registers, not a chain of dependent shared-memory reads
+      const SinterMegaTask t = records[k];
       const u32 i = h.first_task + k;
       if (threadIdx.x == 0) {
         const u64 t_wait = p.trace != nullptr ? sinter_mega_now() : 0;
-        u64 waited = 0;
-        int ok = 1;
-        const SinterMegaWait* waits = reinterpret_cast<const SinterMegaWait*>(chunk + t.first_wait);
-        for (u32 w = 0; w < t.wait_count && ok; ++w) {
-          const SinterMegaWait wt = waits[w];
-          ok = sinter_mega_wait(p, wt.counter, (epoch + 1) * (wt.tasks & ~SINTER_MEGA_WAIT_RANKS),
-                                (wt.tasks & SINTER_MEGA_WAIT_RANKS) != 0, n, t.kernel, epoch, waited);
+        if (t.wait_count != 0) {
+          int ok = 1;
+          const SinterMegaWait* waits = reinterpret_cast<const SinterMegaWait*>(chunk + t.first_wait);
+          for (u32 w = 0; w < t.wait_count && ok; ++w) {
+            const SinterMegaWait wt = waits[w];
+            ok = sinter_mega_wait(p, wt.counter, (epoch + 1) * (wt.tasks & ~SINTER_MEGA_WAIT_RANKS),
+                                  (wt.tasks & SINTER_MEGA_WAIT_RANKS) != 0, n, t.kernel, epoch) != kSinterMegaAborted;
+          }
+          go_s = ok;
         }
         sinter_mega_block_idx = make_uint3(t.block_x, t.block_yz & 0xffffu, t.block_yz >> 16);
         sinter_mega_grid_dim = make_uint3(t.grid_x, t.grid_y, t.grid_z);
         sinter_mega_block_dim = make_uint3(t.threads, 1, 1);
         sinter_mega_threads = t.threads;
         sinter_mega_args_global_s = chunk_global + t.args_offset;
-        go_s = ok;
         if (p.trace != nullptr) {
           u32 sm;
           asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
@@ -231,11 +235,12 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
         }
       }
       __syncthreads();
-      if (!go_s) {
+      // go_s is written only for a task that waits: a launch that aborts stops at a wait
+      if (t.wait_count != 0 && !go_s) {
         go = false;
         break;
       }
-      if (threadIdx.x < sinter_mega_threads) dispatch(t.function, chunk + t.args_offset);
+      if (threadIdx.x < t.threads) dispatch(t.function, chunk + t.args_offset);
       __syncthreads();
       if (threadIdx.x == 0) {
         if (t.publish != SINTER_MEGA_NO_COUNTER || (t.publish_range != SINTER_MEGA_NO_COUNTER && t.publish_ranks == 0)) {
