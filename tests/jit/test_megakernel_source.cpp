@@ -4,6 +4,7 @@
 // deadlock-free) and its generated megakernel compiled by NVRTC for sm_90a. Catches a task
 // kernel's source that the dispatcher cannot host (names clashing across steps, an entry it does
 // not find, a template that does not compile under SINTER_MEGAKERNEL).
+// With SINTER_DUMP_CUBIN_DIR set, each megakernel's source and cubin are written there.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +18,8 @@
 #include "example_graphs.hpp"
 #include "fuse/region.hpp"
 #include "jit/jit_plan.hpp"
+#include <cstdlib>
+#include <fstream>
 #include <optional>
 
 #include "mega/megakernel_plan.hpp"
@@ -132,6 +135,12 @@ Built build_megakernels(const Graph& g, bool compile = true,
     try {
       const cuda::CompileResult r = cuda::compile_cuda(g.name() + "_mega.cu", source, opts);
       EXPECT_FALSE(r.cubin.empty());
+      if (const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR")) {
+        // the megakernel's source and cubin, for nvcc -Xptxas -v / cuobjdump (registers, spills, SASS)
+        const std::string name = std::string(dir) + "/" + g.name() + "_mega_" + std::to_string(piece.steps.front());
+        std::ofstream(name + ".cu") << source;
+        std::ofstream(name + ".cubin", std::ios::binary).write(r.cubin.data(), static_cast<std::streamsize>(r.cubin.size()));
+      }
     } catch (const Error& e) {
       ADD_FAILURE() << "the megakernel of " << g.name() << " steps " << piece.steps.front() << ".." << piece.steps.back()
                     << " does not compile:\n" << e.message().substr(0, 4000);
