@@ -14,9 +14,11 @@
 
 int main(int argc, char** argv) {
   const bool models = argc > 1 && std::strcmp(argv[1], "--models") == 0;
-  if (models && argc != 3) {
+  // any other option (--help among them) is not an output folder
+  const bool bad_option = argc > 1 && !models && argv[1][0] == '-';
+  if ((models && argc != 3) || bad_option || (!models && argc > 2)) {
     std::fprintf(stderr, "usage: sinter_make_examples [OUTPUT_DIR] | --models OUTPUT_DIR\n");
-    return 2;
+    return bad_option && std::strcmp(argv[1], "--help") == 0 ? 0 : 2;
   }
   const std::string dir = models ? argv[2] : argc > 1 ? argv[1] : SINTER_EXAMPLES_DIR;
   try {

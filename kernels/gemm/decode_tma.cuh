@@ -237,12 +237,20 @@ __device__ __forceinline__ void decode_tma_sum_boxes(float* out, const float* bo
   }
 }
 
-// Inside a megakernel x was written in this launch, by ordinary stores of another task that the
-// dispatcher acquired: the thread issuing the TMA loads orders those writes before its loads (async
-// proxy). A standalone kernel reads what earlier launches wrote and needs no fence.
-__device__ __forceinline__ void decode_tma_proxy_fence() {
+// Inside a megakernel, before the first TMA load of a task, the issuing thread orders what the
+// async proxy (TMA) will touch after what the generic proxy did: x, written in this launch by
+// ordinary stores of another task that the dispatcher acquired; the ring's shared memory, which
+// the CTA's previous task used; and the two tensor maps, which the host wrote into the queue image
+// with a copy (the tensor-map proxy's acquire, a map's 128 bytes each). A standalone kernel reads
+// what earlier launches wrote and its maps are kernel parameters: it needs none of it.
+__device__ __forceinline__ void decode_tma_proxy_fence(const SinterTensorMap* map_x, const SinterTensorMap* map_w) {
 #ifdef SINTER_MEGAKERNEL
-  asm volatile("fence.proxy.async.global;" ::: "memory");
+  asm volatile("fence.proxy.async;" ::: "memory");
+  asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(map_x) : "memory");
+  asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(map_w) : "memory");
+#else
+  (void)map_x;
+  (void)map_w;
 #endif
 }
 
@@ -311,7 +319,7 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
     ist = ist + 1 == kStages ? 0 : ist + 1;
   };
   if (threadIdx.x == 0) {
-    decode_tma_proxy_fence();
+    decode_tma_proxy_fence(map_x, map_w);
     tma_prefetch_descriptor(map_w);
     tma_prefetch_descriptor(map_x);
     for (int i = 0; i < kStages; ++i) {
@@ -332,7 +340,7 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
       // stage from the step kStages before (that release completed the stage's empty phase
       // (i / kStages - 1), whose parity it waits on)
       if (threadIdx.x == kDecodeTmaThreads) {
-        decode_tma_proxy_fence();
+        decode_tma_proxy_fence(map_x, map_w);
         load.start(begin, wk.steps_per_tile, tiles_n);
         for (int i = 0; i < steps; ++i) {
           if (i >= kStages) mbarrier_wait(&empty[ist], static_cast<u32>((i / kStages - 1) & 1));

@@ -132,7 +132,7 @@ struct SinterMegaParams {
   unsigned long long* counters;        /* counter i at counters[i * SINTER_MEGA_COUNTER_STRIDE] */
   unsigned long long* control;         /* SINTER_MEGA_CONTROL_WORDS, one per line */
   struct SinterMegaFault* fault;       /* host-mapped */
-  unsigned long long* trace;           /* SINTER_MEGA_TRACE_WORDS per task, in task order; null: off */
+  unsigned long long* trace;           /* SINTER_MEGA_TRACE_WORDS per task, in queue order (CTA by CTA); null: off */
   unsigned long long watchdog_ns;
   /* every rank's `counters`, by rank (symmetric memory: the same layout on each rank), for the
      counters SINTER_MEGA_PUBLISH_RANKS adds to; null in a segment without collectives */

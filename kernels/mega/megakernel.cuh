@@ -19,8 +19,9 @@
 // Counters only grow: launch e (from 0) waits for (e + 1) * tasks of a producer kernel, so a
 // replay needs no reset. The epoch is read at the start of a launch; the last CTA to leave
 // advances it. A wait that outlasts SinterMegaParams::watchdog_ns records what it waited for in
-// SinterMegaFault (host-mapped), raises the abort flag, and every CTA leaves at its next wait (a
-// task that waits for nothing runs to its end): a megakernel never hangs on a missing producer.
+// SinterMegaFault (host-mapped), raises the abort flag, and every CTA leaves at its next wait that
+// has to poll (a wait already met and a task that waits for nothing go on to their end): a
+// megakernel never hangs on a missing producer.
 //
 // Collectives (mega/collective.cuh) reach other ranks: a push task's arrival is added to the
 // counter of every rank of the group (SinterMegaParams::rank_counters) after a system-scope
@@ -84,27 +85,23 @@ __device__ __forceinline__ u64* sinter_mega_control(const SinterMegaParams& p, i
   return p.control + static_cast<u64>(word) * SINTER_MEGA_COUNTER_STRIDE;
 }
 
-// What sinter_mega_wait returns when the launch is aborting.
-constexpr u64 kSinterMegaAborted = ~u64{0};
-
-// Thread 0: waits until counter >= target (`system`: other GPUs add to it); returns the
-// nanoseconds it waited (0 when the counter was there at once), or kSinterMegaAborted when the
-// launch is aborting (this wait timed out, or another CTA's did). Polls without sleeping first (a
+// Thread 0: waits until counter >= target (`system`: other GPUs add to it). False when the launch
+// is aborting (this wait timed out, or another CTA's did). Polls without sleeping first (a
 // producer on another SM is usually a few hundred nanoseconds away), then backs off; the abort
 // flag and the clock are read every 16th poll.
-__device__ __noinline__ u64 sinter_mega_wait(const SinterMegaParams& p, u32 counter, u64 target, bool system,
+__device__ __noinline__ bool sinter_mega_wait(const SinterMegaParams& p, u32 counter, u64 target, bool system,
                                              u32 task, u32 kernel, u64 epoch) {
   const u64* c = sinter_mega_counter(p, counter);
   u64 seen = system ? sinter_mega_acquire_system(c) : sinter_mega_acquire(c);
-  if (seen >= target) return 0;
+  if (seen >= target) return true;
   volatile u64* abort = sinter_mega_control(p, SINTER_MEGA_ABORT);
   const u64 start = sinter_mega_now();
   for (u32 polls = 1;; ++polls) {
     if (polls > 64) __nanosleep(polls > 256 ? 256 : 64);
     seen = system ? sinter_mega_acquire_system(c) : sinter_mega_acquire(c);
-    if (seen >= target) return sinter_mega_now() - start;
+    if (seen >= target) return true;
     if ((polls & 15) != 0) continue;
-    if (*abort != 0) return kSinterMegaAborted;
+    if (*abort != 0) return false;
     const u64 now = sinter_mega_now();
     if (now - start > p.watchdog_ns) {
       if (atomicCAS(reinterpret_cast<unsigned long long*>(sinter_mega_control(p, SINTER_MEGA_FAULT_CLAIM)), 0ull,
@@ -126,7 +123,7 @@ __device__ __noinline__ u64 sinter_mega_wait(const SinterMegaParams& p, u32 coun
         __threadfence_system();
       }
       atomicExch(reinterpret_cast<u64*>(const_cast<u64*>(abort)), 1ull);
-      return kSinterMegaAborted;
+      return false;
     }
   }
 }
@@ -216,7 +213,7 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
           for (u32 w = 0; w < t.wait_count && ok; ++w) {
             const SinterMegaWait wt = waits[w];
             ok = sinter_mega_wait(p, wt.counter, (epoch + 1) * (wt.tasks & ~SINTER_MEGA_WAIT_RANKS),
-                                  (wt.tasks & SINTER_MEGA_WAIT_RANKS) != 0, n, t.kernel, epoch) != kSinterMegaAborted;
+                                  (wt.tasks & SINTER_MEGA_WAIT_RANKS) != 0, n, t.kernel, epoch);
           }
           go_s = ok;
         }

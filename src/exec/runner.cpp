@@ -149,6 +149,18 @@ struct Runner::State {
   std::vector<Binding> bindings;             // by step, resolved from `bound`
   bool stale = true;                         // `bound` changed since `bindings` were resolved
   bool workspace_zeroed = false;
+
+  // The megakernels' watchdog record of the launches before (Error(timeout) when one aborted). An
+  // aborted launch may leave a step's workspace mid-count (split-K and stream-K combine
+  // counters): it is zeroed again before the next launch.
+  void check_mega(cudaStream_t stream) {
+    try {
+      mega->check(stream);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::timeout) workspace_zeroed = false;
+      throw;
+    }
+  }
   // Where the intermediates live: the plan's arena layout, or in mega mode every stored tensor in
   // a slot of its own (tasks of different steps run at once, so no two tensors may share bytes);
   // the step workspaces follow at workspace_base.
@@ -398,7 +410,7 @@ void Runner::enqueue(cudaStream_t stream) {
   State& s = *state_;
   if (!s.refusal.empty()) throw Error(ErrorCode::unsupported, s.refusal);
   cuda::DeviceGuard guard(s.device);
-  if (s.mega) s.mega->check(stream);  // an earlier launch's watchdog
+  if (s.mega) s.check_mega(stream);  // an earlier launch's watchdog
   if (s.stale) s.resolve();
   if (!s.workspace_zeroed) {
     // Step workspaces start zeroed; the steps keep them so.
@@ -427,7 +439,7 @@ void Runner::check() {
   State& s = *state_;
   if (!s.mega) return;
   cuda::DeviceGuard guard(s.device);
-  s.mega->check(nullptr);
+  s.check_mega(nullptr);
 }
 
 MegaDescription Runner::mega_description() const {

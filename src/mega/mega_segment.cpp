@@ -228,7 +228,7 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
   counters_at_ = static_cast<unsigned long long*>(rank_counters_->local());
   rank_counter_table_ = cuda::DeviceBuffer(rank_counters_->ranks().size() * sizeof(void*));
   rank_counter_table_.copy_from_host(rank_counters_->ranks().data(), rank_counter_table_.size());
-  if (options_.trace) trace_ = cuda::DeviceBuffer(schedule_.tasks.size() * SINTER_MEGA_TRACE_WORDS * 8);
+  if (options_.trace) trace_ = cuda::DeviceBuffer(std::max<size_t>(queued_.size(), 1) * SINTER_MEGA_TRACE_WORDS * 8);
   SINTER_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&staging_), image_device_.size(), cudaHostAllocDefault));
   SINTER_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&fault_), sizeof(SinterMegaFault), cudaHostAllocMapped));
   std::memset(fault_, 0, sizeof(SinterMegaFault));

@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
 #include <set>
 
 #include "cuda/nvrtc.hpp"
@@ -18,10 +21,6 @@
 #include "example_graphs.hpp"
 #include "fuse/region.hpp"
 #include "jit/jit_plan.hpp"
-#include <cstdlib>
-#include <fstream>
-#include <optional>
-
 #include "mega/megakernel_plan.hpp"
 #include "mega/mega_source.hpp"
 #include "plan/bundle.hpp"
@@ -137,7 +136,9 @@ Built build_megakernels(const Graph& g, bool compile = true,
       EXPECT_FALSE(r.cubin.empty());
       if (const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR")) {
         // the megakernel's source and cubin, for nvcc -Xptxas -v / cuobjdump (registers, spills, SASS)
-        const std::string name = std::string(dir) + "/" + g.name() + "_mega_" + std::to_string(piece.steps.front());
+        static int dumped = 0;  // variants of one graph (other configs) each keep their own files
+        const std::string name = std::string(dir) + "/" + g.name() + "_mega_" + std::to_string(piece.steps.front()) +
+                                 "_" + std::to_string(dumped++);
         std::ofstream(name + ".cu") << source;
         std::ofstream(name + ".cubin", std::ios::binary).write(r.cubin.data(), static_cast<std::streamsize>(r.cubin.size()));
       }
@@ -313,8 +314,6 @@ TEST(MegakernelSource, LayersShareKernelCacheEntries) {
   EXPECT_EQ(four, one);
 }
 
-// An embedding lookup (a gather of token ids) is a task: it joins the megakernel of the layer it
-// feeds, and the generated megakernel compiles.
 // The TMA decode GEMV's units are tasks (tensor maps from the queue image, the mbarrier ring in
 // the task's shared memory): both cuts, with thread 0 or a producer warp issuing the loads, join
 // the megakernel of an rmsnorm before them and compile.
@@ -335,6 +334,8 @@ TEST(MegakernelSource, TmaDecodeGemvIsATask) {
   }
 }
 
+// An embedding lookup (a gather of token ids) is a task: it joins the megakernel of the layer it
+// feeds, and the generated megakernel compiles.
 TEST(MegakernelSource, EmbeddingLookupIsATask) {
   Graph g("embedding_rmsnorm");
   auto h = g.gather(g.input("table", DType::bf16, {5000, 256}), g.input("ids", DType::i64, {1, 3}));
