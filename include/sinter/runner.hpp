@@ -88,6 +88,8 @@ struct MegaSegmentDescription {
   int counter_waits = 0;          // counter waits in the CTAs' queues (a wait an earlier task of the CTA made is not repeated)
   int waitless_tasks = 0;         // tasks that wait on no counter (none needed, or their producers ran before them on their CTA)
   size_t shared_memory_bytes = 0;
+  int queue_chunks = 0;           // the CTAs' task queues cut into chunks (each copied into shared memory whole)
+  size_t chunk_bytes = 0;         // the most a chunk holds (each of a CTA's two chunk buffers)
   double critical_path_us = 0;    // the cost model's longest dependency chain
   double estimated_us = 0;        // the cost model's time of the schedule
   int max_queue = 0, min_queue = 0;  // tasks on the busiest and idlest CTA

@@ -125,6 +125,8 @@ MegaDescription MegaRuntime::describe() const {
     sd.counter_waits = static_cast<int>(seg.counter_waits());
     sd.waitless_tasks = static_cast<int>(seg.waitless_tasks());
     sd.shared_memory_bytes = seg.shared_memory_bytes();
+    sd.queue_chunks = static_cast<int>(seg.queue_chunks());
+    sd.chunk_bytes = seg.chunk_bytes();
     sd.critical_path_us = mega::critical_path_us(g, sm_count_);
     sd.estimated_us = s.estimated_us;
     sd.max_queue = 0;

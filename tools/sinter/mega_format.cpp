@@ -69,9 +69,11 @@ std::string mega_text(const MegaDescription& d) {
                          plural(s.kernels.size(), "task kernel", "task kernels").c_str(),
                          plural(s.functions, "function", "functions").c_str(), plural(s.tasks, "task", "tasks").c_str(),
                          plural(s.ctas, "CTA", "CTAs").c_str(), s.threads, human_bytes(double(s.shared_memory_bytes)).c_str());
-    out += printf_string("   cost model: critical path %.1f us, schedule %.1f us; queues of %d to %d tasks a CTA; "
-                         "compiled or loaded in %s\n",
-                         s.critical_path_us, s.estimated_us, s.min_queue, s.max_queue, human_ms(s.compile_ms).c_str());
+    out += printf_string("   cost model: critical path %.1f us, schedule %.1f us; queues of %d to %d tasks a CTA, in %s "
+                         "of up to %s; compiled or loaded in %s\n",
+                         s.critical_path_us, s.estimated_us, s.min_queue, s.max_queue,
+                         plural(s.queue_chunks, "chunk", "chunks").c_str(), human_bytes(double(s.chunk_bytes)).c_str(),
+                         human_ms(s.compile_ms).c_str());
     out += printf_string("   %s (%d over ranges of a kernel's tasks), %s in the queues, %d of %d tasks wait on none\n",
                          plural(s.counters, "counter", "counters").c_str(), s.counters - static_cast<int>(s.kernels.size()),
                          plural(s.counter_waits, "counter wait", "counter waits").c_str(), s.waitless_tasks, s.tasks);
@@ -107,6 +109,8 @@ nlohmann::ordered_json mega_json(const MegaDescription& d) {
                         {"counter_waits", s.counter_waits},
                         {"waitless_tasks", s.waitless_tasks},
                         {"shared_memory_bytes", s.shared_memory_bytes},
+                        {"queue_chunks", s.queue_chunks},
+                        {"chunk_bytes", s.chunk_bytes},
                         {"critical_path_us", s.critical_path_us},
                         {"estimated_us", s.estimated_us},
                         {"max_queue", s.max_queue},
