@@ -141,7 +141,6 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
     }
   }
   std::vector<std::vector<QueuedTask>> queues(schedule_.ctas);
-  std::vector<unsigned> linear_block;  // each queued task's block index in its kernel's grid, in queue order
   std::vector<char> waited_for(graph_.counters.size(), 0);
   bool fault_planted = false;
   for (int c = 0; c < schedule_.ctas; ++c) {
@@ -184,7 +183,6 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
       counter_waits_ += q.waits.size();
       waitless_tasks_ += q.waits.empty();
       queues[c].push_back(std::move(q));
-      linear_block.push_back(st.block);
       queued_.push_back(i);
     }
   }
@@ -197,7 +195,7 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
       t.publish_range = SINTER_MEGA_NO_COUNTER;
       t.publish_ranks = 0;
       const TaskKernel& tk = graph_.kernels[t.kernel];
-      const long range = tk.group_counter(linear_block[queued++]);
+      const long range = tk.group_counter(schedule_.tasks[queued_[queued++]].block);
       if (range >= 0 && (waited_for[range] || tk.rank_arrivals > 0)) t.publish_range = static_cast<unsigned>(range);
       // a collective's arrival: every rank's combine task waits for it (a collective of world 1
       // in a segment of a larger group's: this rank's only)
@@ -229,29 +227,28 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
   rank_counter_table_ = cuda::DeviceBuffer(rank_counters_->ranks().size() * sizeof(void*));
   rank_counter_table_.copy_from_host(rank_counters_->ranks().data(), rank_counter_table_.size());
   if (options_.trace) trace_ = cuda::DeviceBuffer(std::max<size_t>(queued_.size(), 1) * SINTER_MEGA_TRACE_WORDS * 8);
-  SINTER_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&staging_), image_device_.size(), cudaHostAllocDefault));
   SINTER_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&fault_), sizeof(SinterMegaFault), cudaHostAllocMapped));
   std::memset(fault_, 0, sizeof(SinterMegaFault));
   SINTER_CUDA_CHECK(cudaHostGetDevicePointer(&fault_device_, fault_, 0));
 }
 
 Segment::~Segment() {
-  if (staging_) cudaFreeHost(staging_);
   if (fault_) cudaFreeHost(fault_);
 }
 
 void Segment::bind(const std::vector<const Binding*>& bindings, cudaStream_t stream) {
   if (bindings.size() != steps_.size()) throw Error(ErrorCode::internal, "megakernel: one binding per step expected");
-  // the staging copy may still feed an upload queued earlier on this stream
+  // launches queued earlier on this stream may still read the device image
   SINTER_CUDA_CHECK(cudaStreamSynchronize(stream));
   for (size_t k = 0; k < graph_.kernels.size(); ++k) {
     const TaskKernel& tk = graph_.kernels[k];
     const std::vector<char> a = steps_[tk.segment_step]->arguments(tk.kernel, *bindings[tk.segment_step]);
     write_arguments(image_, k, a.data(), a.size());
   }
-  if (!image_.bytes.empty()) std::memcpy(staging_, image_.bytes.data(), image_.bytes.size());
+  // from pageable memory: the call returns once the bytes are staged, so the next bind may
+  // rewrite the host image
   SINTER_CUDA_CHECK(
-      cudaMemcpyAsync(image_device_.data(), staging_, image_.bytes.size(), cudaMemcpyHostToDevice, stream));
+      cudaMemcpyAsync(image_device_.data(), image_.bytes.data(), image_.bytes.size(), cudaMemcpyHostToDevice, stream));
 }
 
 void Segment::launch(cudaStream_t stream) {

@@ -109,7 +109,6 @@ class Segment {
   bool cooperative_ = true;
   std::string group_;           // the collectives' group ("" none)
   std::string broken_;          // why it cannot launch again (a timed-out launch among ranks)
-  char* staging_ = nullptr;          // pinned host copy of the image
   SinterMegaFault* fault_ = nullptr;  // host-mapped
   void* fault_device_ = nullptr;
 };

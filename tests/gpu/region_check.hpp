@@ -97,4 +97,16 @@ class GpuRegions : public GpuTest {
   }
 };
 
+// Every output of `got` against the CPU reference of `inputs`, within its dtype's bound; prints
+// each error.
+inline void expect_matches_reference(const Graph& g, const TensorMap& inputs, const TensorMap& got) {
+  const TensorMap want = run_reference(g, inputs);
+  for (TensorId id : g.outputs()) {
+    const std::string& name = g.tensor(id).name;
+    const double err = relative_l2_error(got.at(name), want.at(name)), bound = relative_l2_bound(g, id);
+    std::printf("  %-28s rel L2 %.3g (bound %.3g)\n", (g.name() + "." + name).c_str(), err, bound);
+    EXPECT_LE(err, bound) << name;
+  }
+}
+
 }  // namespace sinter::testing

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "engines/jit/codegen.hpp"
 #include "example_graphs.hpp"
@@ -74,6 +75,20 @@ class GpuMegakernel : public GpuTest {
     o.engines = {"jit", "alias"};
     return o;
   }
+
+  // The first config of the TMA decode tile's `cut` offered for g's matmul region (a failure when
+  // g has none or the cut is not offered).
+  std::optional<jit::MatmulConfig> tma_config(const Graph& g, jit::MatmulTile cut) {
+    const fuse::Partition p = fuse::partition_graph(g);
+    for (const fuse::Region& r : p.regions) {
+      if (r.kind != fuse::RegionKind::matmul) continue;
+      const int index = jit::matmul_config_index(g, r, properties_, cut);
+      if (index < 0) break;
+      return jit::matmul_configs(g, r, properties_).at(index);
+    }
+    ADD_FAILURE() << g.name() << ": no TMA decode tile offered";
+    return std::nullopt;
+  }
 };
 
 TEST_F(GpuMegakernel, Examples) {
@@ -119,14 +134,13 @@ TEST_F(GpuMegakernel, TmaDecodeGemvIsATask) {
     ASSERT_NE(matmul, nullptr);
     for (jit::MatmulTile cut : {jit::MatmulTile::decode_tma_rows, jit::MatmulTile::decode_tma}) {
       for (bool producer : {false, true}) {
-        const int index = jit::matmul_config_index(g, *matmul, properties_, cut);
-        ASSERT_GE(index, 0) << "the TMA decode tile is not offered";
-        jit::MatmulConfig c = jit::matmul_configs(g, *matmul, properties_).at(index);
-        c.tma.producer_warp = producer;
+        std::optional<jit::MatmulConfig> c = tma_config(g, cut);
+        ASSERT_TRUE(c.has_value());
+        c->tma.producer_warp = producer;
         const bool whole = cut == jit::MatmulTile::decode_tma_rows;
-        if (!jit::decode_tma_unsupported(g, *matmul, properties_, whole, c.tma).empty()) continue;
+        if (!jit::decode_tma_unsupported(g, *matmul, properties_, whole, c->tma).empty()) continue;
         CompileOptions o = our_kernels_only();
-        o.candidate_config = jit::config_text(c);
+        o.candidate_config = jit::config_text(*c);
         SCOPED_TRACE("config " + o.candidate_config);
         std::printf("  %s\n", o.candidate_config.c_str());
         check_mega(g, o, 2, 1.0, 1);
@@ -145,32 +159,17 @@ TEST_F(GpuMegakernel, RebindingMovesTheTmaGemvTensorMaps) {
   auto h = g.rmsnorm(g.input("x", DType::bf16, {m, k}), g.input("norm_w", DType::bf16, {k}));
   g.output(g.add(g.matmul(h, g.input("w", DType::bf16, {k, n}, {1, k})), g.input("bias", DType::bf16, {n})), "y");
   g.validate();
-  const fuse::Partition p = fuse::partition_graph(g);
-  const fuse::Region* matmul = nullptr;
-  for (const fuse::Region& r : p.regions) {
-    if (r.kind == fuse::RegionKind::matmul) matmul = &r;
-  }
-  ASSERT_NE(matmul, nullptr);
-  auto expect_close = [&](const TensorMap& inputs, const TensorMap& got) {
-    const TensorMap want = run_reference(g, inputs);
-    for (TensorId id : g.outputs()) {
-      const std::string& name = g.tensor(id).name;
-      const double err = relative_l2_error(got.at(name), want.at(name)), bound = relative_l2_bound(g, id);
-      std::printf("    %-28s rel L2 %.3g (bound %.3g)\n", name.c_str(), err, bound);
-      EXPECT_LE(err, bound) << name;
-    }
-  };
   for (jit::MatmulTile cut : {jit::MatmulTile::decode_tma_rows, jit::MatmulTile::decode_tma}) {
-    const int index = jit::matmul_config_index(g, *matmul, properties_, cut);
-    ASSERT_GE(index, 0) << "the TMA decode tile is not offered";
+    const std::optional<jit::MatmulConfig> c = tma_config(g, cut);
+    ASSERT_TRUE(c.has_value());
     CompileOptions o = our_kernels_only();
-    o.candidate_config = jit::config_text(jit::matmul_configs(g, *matmul, properties_).at(index));
+    o.candidate_config = jit::config_text(*c);
     SCOPED_TRACE("config " + o.candidate_config);
     const Plan plan = compile(g, with_test_cache(o));
     TestPlan run(plan, test_runner_options(ExecMode::mega));
     ASSERT_TRUE(run.runner().mega_description().outside.empty());
     const TensorMap first = random_inputs(g, fresh_seed());
-    expect_close(first, run.run(first));
+    expect_matches_reference(g, first, run.run(first));
     DeviceTensors other(plan);
     const TensorMap second = random_inputs(g, fresh_seed());
     other.upload(second, run.stream());
@@ -178,10 +177,10 @@ TEST_F(GpuMegakernel, RebindingMovesTheTmaGemvTensorMaps) {
     other.bind(run.runner());
     run.runner().enqueue(run.stream());
     run.runner().check();
-    expect_close(second, other.download(run.stream()));
+    expect_matches_reference(g, second, other.download(run.stream()));
     run.io().bind(run.runner());  // back on the first buffers
     const TensorMap third = random_inputs(g, fresh_seed());
-    expect_close(third, run.run(third));
+    expect_matches_reference(g, third, run.run(third));
   }
 }
 

@@ -13,16 +13,6 @@
 namespace sinter::testing {
 namespace {
 
-void expect_close(const Graph& g, const TensorMap& inputs, const TensorMap& got) {
-  const TensorMap want = run_reference(g, inputs);
-  for (TensorId id : g.outputs()) {
-    const std::string& name = g.tensor(id).name;
-    const double err = relative_l2_error(got.at(name), want.at(name)), bound = relative_l2_bound(g, id);
-    std::printf("  %-28s rel L2 %.3g (bound %.3g)\n", (g.name() + "." + name).c_str(), err, bound);
-    EXPECT_LE(err, bound) << name;
-  }
-}
-
 TEST_F(GpuRegions, RunnerBindingErrorsNameWhatIsWrong) {
   const Graph g = examples::mlp_layer();
   const Plan plan = compile(g, with_test_cache({}));
@@ -63,7 +53,7 @@ TEST_F(GpuRegions, GraphModeRebindsByUpdate) {
     const Plan plan = compile(g, with_test_cache(o));
     TestPlan run(plan, ExecMode::graph);
     const TensorMap first = random_inputs(g, fresh_seed());
-    expect_close(g, first, run.run(first));
+    expect_matches_reference(g, first, run.run(first));
     // New memory for every input and output: rebind, replay.
     DeviceTensors other(plan);
     const TensorMap second = random_inputs(g, fresh_seed());
@@ -71,7 +61,7 @@ TEST_F(GpuRegions, GraphModeRebindsByUpdate) {
     other.poison_outputs(run.stream());
     other.bind(run.runner());
     run.runner().enqueue(run.stream());
-    expect_close(g, second, other.download(run.stream()));
+    expect_matches_reference(g, second, other.download(run.stream()));
     const RunnerStats st = run.runner().stats();
     EXPECT_EQ(st.instantiations, 1) << "rebinding must update the graph, not instantiate it again";
     EXPECT_EQ(st.updates, 1);
@@ -99,7 +89,7 @@ TEST_F(GpuRegions, CallerOwnedWorkspace) {
     io.upload(inputs, s);
     io.bind(runner);
     runner.enqueue(s);
-    expect_close(g, inputs, io.download(s));
+    expect_matches_reference(g, inputs, io.download(s));
     cudaStreamDestroy(s);
   }
   cudaFree(memory);
@@ -118,8 +108,8 @@ TEST_F(GpuRegions, RunnersShareOnePlanAcrossThreads) {
   std::thread a(work, std::cref(inputs_a), std::ref(got_a)), b(work, std::cref(inputs_b), std::ref(got_b));
   a.join();
   b.join();
-  expect_close(g, inputs_a, got_a);
-  expect_close(g, inputs_b, got_b);
+  expect_matches_reference(g, inputs_a, got_a);
+  expect_matches_reference(g, inputs_b, got_b);
 }
 
 // A region the named engine cannot run goes to the jit engine, and the plan says why.
@@ -142,7 +132,7 @@ TEST_F(GpuRegions, FallbacksAreRecorded) {
   EXPECT_GT(fallbacks, 0);
   TestPlan run(plan);
   const TensorMap inputs = random_inputs(g, fresh_seed());
-  expect_close(g, inputs, run.run(inputs));
+  expect_matches_reference(g, inputs, run.run(inputs));
 }
 
 // A forced config is taken where it applies, even when not offered, and refused where it applies
@@ -157,7 +147,7 @@ TEST_F(GpuRegions, ForcedCandidateConfigs) {
   EXPECT_EQ(plan.describe().steps[0].config, "matmul tile=generic");
   TestPlan run(plan);
   const TensorMap inputs = random_inputs(g, fresh_seed());
-  expect_close(g, inputs, run.run(inputs));
+  expect_matches_reference(g, inputs, run.run(inputs));
   o.candidate_config = "pointwise unroll=2";
   const auto [code, message] = error_of([&] { (void)compile(g, with_test_cache(o)); });
   EXPECT_EQ(code, ErrorCode::invalid_argument);
