@@ -81,6 +81,7 @@ struct MegaTaskKernel {
   unsigned threads = 0;     // block size (1D)
   size_t dynamic_shared_memory = 0;
   size_t arg_bytes = 0;     // size of its argument struct
+  unsigned registers = 0;   // registers a thread its standalone kernel was compiled with (0: not known)
   // What each task reads and writes of the step's tensors where the kernel knows its tiling
   // (task_box.hpp); a tensor without a box is read or written whole by every task.
   std::vector<TaskBox> boxes;

@@ -37,7 +37,9 @@ Rewritten rewrite(const TaskFunction& f, unsigned index) {
                                          "(const __grid_constant__ Args a)' to call");
   }
   r.args_type = m[1].str();
-  r.body = m.prefix().str() + "__device__ __noinline__ void " + f.entry + "(const " + r.args_type + "& a)" +
+  // inlined into the dispatcher's switch: a call would save the callee-saved registers the task
+  // uses on the stack every task (the call ABI), spills its standalone kernel does not have
+  r.body = m.prefix().str() + "__device__ __forceinline__ void " + f.entry + "(const " + r.args_type + "& a)" +
            m.suffix().str() + "using SinterTaskArgs = " + r.args_type + ";\n";
   return r;
 }
@@ -45,7 +47,11 @@ Rewritten rewrite(const TaskFunction& f, unsigned index) {
 }  // namespace
 
 int megakernel_min_blocks(const TaskGraph& g) {
-  return std::max(1, static_cast<int>(65536 / (std::max(g.max_threads, 32u) * 128u)));
+  // each thread at least 128 registers (the dispatcher's loop, and every task of a small kernel
+  // beside it) and the registers the hungriest task's standalone kernel has, in the allocation's
+  // steps of 8
+  const unsigned registers = std::max(128u, (g.max_registers + 7) / 8 * 8);
+  return std::max(1, static_cast<int>(65536 / (std::max(g.max_threads, 32u) * registers)));
 }
 
 std::string megakernel_source(const TaskGraph& g) {

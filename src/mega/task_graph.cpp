@@ -94,6 +94,7 @@ TaskGraph build_task_graph(std::vector<SegmentStep> steps) {
       k.threads = mk.threads;
       k.dynamic_shared_memory = mk.dynamic_shared_memory;
       k.arg_bytes = mk.arg_bytes;
+      k.registers = mk.registers;
       k.rank_arrivals = static_cast<unsigned>(std::max(mk.arrivals.world, 0));
       if (k.tasks() == 0) throw Error(ErrorCode::internal, "megakernel: kernel '" + mk.description + "' has an empty grid");
       std::vector<std::vector<Need>> kn(k.tasks());
@@ -141,6 +142,7 @@ TaskGraph build_task_graph(std::vector<SegmentStep> steps) {
       g.max_threads = std::max(g.max_threads, k.threads);
       g.max_dynamic_shared_memory = std::max(g.max_dynamic_shared_memory, k.dynamic_shared_memory);
       g.max_arg_bytes = std::max(g.max_arg_bytes, k.arg_bytes);
+      g.max_registers = std::max(g.max_registers, k.registers);
       g.kernels.push_back(std::move(k));
       needs.push_back(std::move(kn));
     }

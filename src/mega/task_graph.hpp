@@ -48,6 +48,7 @@ struct TaskKernel {
   unsigned threads = 0;
   size_t dynamic_shared_memory = 0;
   size_t arg_bytes = 0;         // its argument struct
+  unsigned registers = 0;       // its standalone kernel's registers a thread (0: not known)
   std::vector<unsigned> waits;  // task kernels some of its tasks wait for (smaller indices)
   // block -> the counters that task waits for (each of an earlier kernel)
   std::vector<std::vector<unsigned>> task_waits;
@@ -80,6 +81,7 @@ struct TaskGraph {
   unsigned max_threads = 0;
   size_t max_dynamic_shared_memory = 0;
   size_t max_arg_bytes = 0;
+  unsigned max_registers = 0;  // of the task kernels' standalone kernels (0: none known)
 };
 
 // Per-SM memory bandwidth the cost model assumes (bytes per microsecond): ~3.3 TB/s over 132 SMs.

@@ -2,6 +2,7 @@
 // graph's dependencies, and the static schedule with its checker.
 #include <gtest/gtest.h>
 
+#include "mega/mega_source.hpp"
 #include "mega/schedule.hpp"
 #include "mega/segments.hpp"
 #include "mega/task_graph.hpp"
@@ -269,4 +270,23 @@ TEST(MegaTaskGraph, CollectiveArrivalsAreCountedPerBlockFromEveryRank) {
   } catch (const Error& e) {
     EXPECT_NE(e.message().find("skips its wait for arrivals from other ranks"), std::string::npos) << e.message();
   }
+}
+
+// The megakernel's CTAs an SM: as many as leave every thread 128 registers, or the registers the
+// hungriest task's standalone kernel has where that is more.
+TEST(MegaSource, MinBlocksFollowTheTasksRegisters) {
+  TaskGraph g;
+  g.max_threads = 256;
+  EXPECT_EQ(megakernel_min_blocks(g), 2);  // none known: 128 registers
+  g.max_registers = 200;
+  EXPECT_EQ(megakernel_min_blocks(g), 1);
+  g.max_registers = 129;                   // allocated as 136: 65536 / (256 x 136) = 1.9
+  EXPECT_EQ(megakernel_min_blocks(g), 1);
+  g.max_registers = 40;                    // small tasks: still 128 for the dispatcher
+  EXPECT_EQ(megakernel_min_blocks(g), 2);
+  g.max_threads = 128;
+  EXPECT_EQ(megakernel_min_blocks(g), 4);
+  g.max_threads = 1024;
+  g.max_registers = 255;
+  EXPECT_EQ(megakernel_min_blocks(g), 1);  // never below one
 }

@@ -101,6 +101,9 @@ std::unique_ptr<MegaStep> JitEngine::mega_step(const Graph& g, const fuse::Regio
     }
     MegaTaskKernel k = mega_task_kernel(spec, sources[i]);
     k.boxes = std::move(boxes[i]);
+    if (jit->kernels()[i].kernel.get() != nullptr) {
+      k.registers = static_cast<unsigned>(jit->kernels()[i].kernel.attributes().numRegs);
+    }
     kernels.push_back(std::move(k));
     specs.push_back(spec);
   }
