@@ -65,6 +65,7 @@ LOGGER = logging.getLogger("sinter")
 BACKEND_NAME = "sinter"
 _EXECUTORS = ("gpu", "reference")
 _RUNNER_MODES = ("stream", "graph", "mega")
+DEVICE_ALIGNMENT = 256  # what Runner::set_tensor_address requires of an address
 _PLANS: Dict[Tuple[str, str, int], object] = {}  # (graph hash, compile options, device) -> Plan
 _REGIONS: "weakref.WeakSet" = weakref.WeakSet()  # every SinterRegion made, to release at exit
 
@@ -175,6 +176,18 @@ class SinterRegion(torch.nn.Module):
         perm = self.input_permutations.get(name)
         return arg.contiguous() if perm is None else arg.contiguous().permute(perm)
 
+    def _device_feed(self, name, arg):
+        """_feed for the GPU executor: a Runner binds 256-byte aligned memory only, and an eager
+        part of the model may hand a region a view into the middle of a buffer (a slice of a KV
+        cache, a split's second half): such a view is copied into a fresh (aligned) tensor of the
+        same strides."""
+        t = self._feed(name, arg)
+        if t.data_ptr() % DEVICE_ALIGNMENT == 0:
+            return t
+        copy = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+        copy.copy_(t)
+        return copy
+
     def _run_reference(self, args):
         feeds = {n: to_numpy(self._feed(n, a)) for n, a in zip(self.input_names, args) if n is not None}
         feeds.update({n: to_numpy(t) for n, t in self.constants.items()})
@@ -191,7 +204,7 @@ class SinterRegion(torch.nn.Module):
             plan = cached_plan(self.sinter_graph, self.options.compile, device.index)
             self._runner = TorchRunner(plan, mode=self.options.runner_mode, device=device)
             self._device_constants = {n: t.to(device) for n, t in self.constants.items()}
-        feeds = {n: self._feed(n, a) for n, a in zip(self.input_names, args) if n is not None}
+        feeds = {n: self._device_feed(n, a) for n, a in zip(self.input_names, args) if n is not None}
         feeds.update(self._device_constants)
         if self.options.runner_mode == "graph":
             return self._run_graph(feeds)

@@ -197,3 +197,18 @@ def test_torch_compile_backend_over_batch_sizes(dynamic):
         for batch in (1, 3, 4, 7):
             xb = torch.randn((batch,) + tuple(x.shape[1:]), device=CUDA, dtype=torch.bfloat16)
             check(compiled(xb), f"llama batch {batch}", torch.bfloat16, model, (xb,))
+
+
+@pytest.mark.parametrize("mode", [None, "reduce-overhead"], ids=["stream", "graph"])
+def test_torch_compile_backend_takes_views_that_are_not_aligned(mode):
+    """A region's input may be a view into the middle of a buffer (eager code slicing a cache):
+    the Runner binds 256-byte aligned memory only, so the backend copies such a view first."""
+    model, (x,) = torch_models.build("mlp", torch.float32, CUDA)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="sinter", mode=mode, dynamic=False)
+    storage = torch.randn(x.numel() + 3, device=CUDA, dtype=x.dtype)
+    with torch.no_grad():
+        for offset in (0, 3, 1):
+            view = storage[offset:offset + x.numel()].view(x.shape)
+            assert (view.data_ptr() % 256 == 0) == (offset == 0)
+            check(compiled(view), f"mlp, input at element {offset}", torch.float32, model, (view,))
