@@ -298,7 +298,7 @@ BLOCK_ENGINES = {"sinter-stream": "stream_ms", "sinter-graph": "graph_ms", "sint
                  "torch-compile": "compile_ms", "torch-cuda-graph": "cuda_graph_ms", "read-once-floor": "floor_ms"}
 BLOCK_NAMES = {"stream_ms": "stream", "graph_ms": "graph", "mega_ms": "mega", "mega_jit_ms": "mega, our kernels",
                "graph_jit_ms": "graph, our kernels", "eager_ms": "eager", "compile_ms": "torch.compile",
-               "cuda_graph_ms": "CUDA graph", "floor_ms": "read-once floor"}
+               "cuda_graph_ms": "CUDA graph", "floor_ms": "read-once floor", "autotune_ms": "max-autotune"}
 
 
 def extract_blocks(records, cases, sources):
