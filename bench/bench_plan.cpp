@@ -158,6 +158,57 @@ std::string mega_summary(const Runner& r) {
 // One traced launch of `plan` in mega mode on `io`'s buffers: prints where the CTAs' time went
 // (span, busy and waiting shares, the steps that waited longest) and, when `trace_dir` is set,
 // writes the Chrome trace there as LABEL.trace.json.
+// The first task kernel's description of each plan step of a segment.
+std::map<int, std::string> step_descriptions(const MegaSegmentDescription& seg) {
+  std::map<int, std::string> out;
+  for (const MegaSegmentDescription::TaskKernel& k : seg.kernels) out.emplace(k.step, k.description);
+  return out;
+}
+
+// Steps of one kind (the same task kernel description: a layer's step and its twins in the
+// other layers) over a trace: how long their windows are (first task start to last task end),
+// their tasks' mean run and wait. Where a megakernel's time goes, a line per kind, the kinds
+// with the longest windows in all first.
+void print_windows_by_kernel(const MegaSegmentDescription& seg, const MegaSegmentTime& t, const std::string& label) {
+  struct Kind {
+    int steps = 0, tasks = 0;
+    double window_us = 0, busy_us = 0, waited_us = 0;
+  };
+  const std::map<int, std::string> what = step_descriptions(seg);
+  std::map<std::string, Kind> kinds;
+  for (const MegaStepTime& st : t.steps) {
+    Kind& k = kinds[what.at(st.step)];
+    ++k.steps;
+    k.tasks += st.tasks;
+    k.window_us += st.last_end_us - st.first_start_us;
+    k.busy_us += st.busy_us;
+    k.waited_us += st.waited_us;
+  }
+  std::vector<std::pair<std::string, Kind>> sorted(kinds.begin(), kinds.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.window_us > b.second.window_us; });
+  std::printf("   trace %s segment %d by kernel (windows: first task start to last task end; they overlap):\n",
+              label.c_str(), t.segment);
+  for (size_t i = 0; i < std::min<size_t>(12, sorted.size()); ++i) {
+    const Kind& k = sorted[i].second;
+    std::printf("     %3d steps x %5.1f tasks: window %7.2f us a step (%8.1f in all), task %6.2f us, waited %6.2f us  %s\n",
+                k.steps, static_cast<double>(k.tasks) / k.steps, k.window_us / k.steps, k.window_us,
+                k.busy_us / std::max(1, k.tasks), k.waited_us / std::max(1, k.tasks), sorted[i].first.substr(0, 110).c_str());
+  }
+}
+
+// Every step of one segment over a trace, tab-separated, in plan order.
+void write_step_table(const MegaSegmentDescription& seg, const MegaSegmentTime& t, const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return;
+  const std::map<int, std::string> what = step_descriptions(seg);
+  std::fprintf(f, "step\ttasks\tfirst_start_us\tlast_end_us\tbusy_us\twaited_us\tkernel\n");
+  for (const MegaStepTime& st : t.steps) {
+    std::fprintf(f, "%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%s\n", st.step, st.tasks, st.first_start_us, st.last_end_us,
+                 st.busy_us, st.waited_us, what.at(st.step).c_str());
+  }
+  std::fclose(f);
+}
+
 void trace_report(const Plan& plan, const DeviceTensors& io, cudaStream_t s, const std::string& kernel_cache,
                   const std::string& label, const std::string& trace_dir) {
   RunnerOptions o;
@@ -184,6 +235,9 @@ void trace_report(const Plan& plan, const DeviceTensors& io, cudaStream_t s, con
                   steps[i].waited_us);
     }
     std::printf("\n");
+    print_windows_by_kernel(d.segments.at(static_cast<size_t>(t.segment)), t, label);
+    if (!trace_dir.empty()) write_step_table(d.segments.at(static_cast<size_t>(t.segment)), t, trace_dir + "/" + label +
+                                                 ".segment" + std::to_string(t.segment) + ".steps.tsv");
   }
   if (!trace_dir.empty()) {
     const std::string path = trace_dir + "/" + label + ".trace.json";

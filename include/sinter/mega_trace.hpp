@@ -31,6 +31,9 @@ struct MegaStepTime {
   double busy_us = 0;        // the sum of its tasks' run times (end - start)
   double waited_us = 0;      // the sum of its tasks' waits for their producers
   double busy_percent = 0;   // busy_us as a share of the segment's span times its CTAs
+  // Its window: the first of its tasks' starts and the last of their ends, from the segment's
+  // earliest task start (0 and 0 when none ran).
+  double first_start_us = 0, last_end_us = 0;
 };
 
 // One segment over a trace.

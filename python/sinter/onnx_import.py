@@ -602,6 +602,14 @@ def _logical(ctx: _Node):
     return g.select(a, g.scalar(1.0, _core.DType.boolean), b)  # Or
 
 
+def _isnan(ctx: _Node):
+    """IsNaN(x) as x != x: true exactly for NaN (IEEE comparisons, in the reference and the
+    kernels). torch.onnx writes it after the softmax of a decomposed attention, to zero rows that
+    saw no key."""
+    x = ctx.input(0)
+    return ctx.g.ne(x, x)
+
+
 def _where(ctx: _Node):
     return ctx.g.select(ctx.input(0), ctx.input(1), ctx.input(2))
 
@@ -1003,7 +1011,7 @@ CONVERTERS: Dict[str, Callable[[_Node], object]] = {
     "Reciprocal": _unary("reciprocal"), "Gelu": _gelu, "Erf": _erf, "Clip": _clip,
     "Equal": _compare("eq"), "Greater": _compare("gt"), "Less": _compare("lt"),
     "GreaterOrEqual": _compare("ge"), "LessOrEqual": _compare("le"),
-    "Not": _logical, "And": _logical, "Or": _logical, "Xor": _logical, "Where": _where,
+    "Not": _logical, "And": _logical, "Or": _logical, "Xor": _logical, "Where": _where, "IsNaN": _isnan,
     "Cast": _cast, "CastLike": _cast_like, "Identity": _identity, "Dropout": _dropout,
     "Constant": _constant,
     "Softmax": _softmax, "LayerNormalization": _norm, "RMSNormalization": _norm,

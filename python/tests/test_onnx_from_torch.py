@@ -1,7 +1,8 @@
-"""Models written in torch.nn, exported to ONNX by torch.onnx (the dynamo exporter), imported with
-sinter.from_onnx and compared with onnxruntime on the same inputs: on the CPU reference, and on the
-GPU through sinter.compile where one is usable. Skipped without torch, onnx, onnxscript (the
-exporter's dependency) or onnxruntime, saying which."""
+"""Models written in torch.nn and transformers' Llama, exported to ONNX by torch.onnx (the dynamo
+exporter), imported with sinter.from_onnx and compared with onnxruntime on the same inputs: on the
+CPU reference, and on the GPU through sinter.compile where one is usable. Skipped without torch,
+onnx, onnxscript (the exporter's dependency) or onnxruntime (and transformers, for its Llama),
+saying which."""
 
 import io
 import warnings
@@ -21,9 +22,17 @@ import torch_models  # noqa: E402
 GPU = sinter.gpu_availability()["available"] and torch.cuda.is_available()
 
 
+# transformers' LlamaForCausalLM (torch_models.HfLlama) from embeddings and from token ids
+HF_NAMES = ["hf_llama", "hf_llama_ids"]
+
+
 def exported(name):
     """(ONNX model, feeds as numpy arrays) of torch model `name` in float32."""
-    model, inputs = torch_models.build(name)
+    if name in HF_NAMES:
+        pytest.importorskip("transformers", reason="the transformers Llama needs transformers")
+        model, inputs = torch_models.build_hf_llama(from_ids=name == "hf_llama_ids")
+    else:
+        model, inputs = torch_models.build(name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         program = torch.onnx.export(model, inputs, dynamo=True, opset_version=18, verbose=False)
@@ -37,7 +46,7 @@ def onnxruntime_outputs(proto, feeds):
     return dict(zip([o.name for o in proto.graph.output], session.run(None, feeds)))
 
 
-@pytest.mark.parametrize("name", torch_models.NAMES)
+@pytest.mark.parametrize("name", torch_models.NAMES + HF_NAMES)
 def test_reference_matches_onnxruntime(name):
     proto, feeds = exported(name)
     imported = sinter.import_onnx(proto)
@@ -49,7 +58,7 @@ def test_reference_matches_onnxruntime(name):
 
 
 @pytest.mark.skipif(not GPU, reason="the ONNX GPU test needs a CUDA device and a GPU Sinter can use")
-@pytest.mark.parametrize("name", torch_models.NAMES)
+@pytest.mark.parametrize("name", torch_models.NAMES + HF_NAMES)
 def test_gpu_plan_matches_onnxruntime(name):
     proto, feeds = exported(name)
     imported = sinter.import_onnx(proto)

@@ -444,6 +444,20 @@ def test_single_node(rng, case):
     compare(model, {i.name: random_feed(rng, i) for i in model.graph.input})
 
 
+def test_isnan_and_where_zero_the_nans(rng):
+    """IsNaN, and the Where(IsNaN(p), 0, p) torch.onnx writes after a decomposed attention's
+    softmax: NaN becomes 0, every other value (infinities included) stays."""
+    nodes = [helper.make_node("IsNaN", ["x"], ["nan"]),
+             helper.make_node("Where", ["nan", "zero", "x"], ["y"])]
+    model = make_model(nodes, [tensor_info("x", [3, 5])],
+                       [tensor_info("nan", [3, 5], TensorProto.BOOL), tensor_info("y", [3, 5])],
+                       [weight("zero", np.float32(0))])
+    x = randn(rng, 3, 5)
+    x[0, 1] = x[2, 4] = np.nan
+    x[1, 2], x[1, 3] = np.inf, -np.inf
+    compare(model, {"x": x})
+
+
 @pytest.mark.parametrize("form", ["sizes", "num_outputs", "outputs"])
 def test_split(rng, form):
     """Split along axis 1 of a [2, 7, 3] input: sizes [2, 4, 1] from input 1; 3 parts of 3, 3, 1

@@ -87,12 +87,14 @@ std::vector<MegaSegmentTime> summarize_mega_trace(const MegaDescription& d, cons
   std::vector<MegaSegmentTime> out(d.segments.size());
   std::vector<std::map<int, size_t>> row_of(d.segments.size());  // per segment: plan step -> index in steps
   std::vector<std::pair<uint64_t, uint64_t>> span(d.segments.size(), {UINT64_MAX, 0});
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> window(d.segments.size());  // per segment, per row
   for (size_t s = 0; s < d.segments.size(); ++s) {
     out[s].segment = static_cast<int>(s);
     out[s].ctas = d.segments[s].ctas;
     for (const MegaSegmentDescription::TaskKernel& k : d.segments[s].kernels) {
       if (row_of[s].emplace(k.step, out[s].steps.size()).second) out[s].steps.push_back(MegaStepTime{k.step});
     }
+    window[s].assign(out[s].steps.size(), {UINT64_MAX, 0});
   }
   for (size_t i = 0; i < events.size(); ++i) {
     const MegaTaskEvent& e = events[i];
@@ -105,6 +107,9 @@ std::vector<MegaSegmentTime> summarize_mega_trace(const MegaDescription& d, cons
                                                    std::to_string(e.segment));
     }
     MegaStepTime& t = out[e.segment].steps[row->second];
+    auto& w = window[e.segment][row->second];
+    w.first = std::min(w.first, e.start_ns);
+    w.second = std::max(w.second, e.end_ns);
     ++t.tasks;
     t.busy_us += us_between(e.start_ns, e.end_ns);
     t.waited_us += static_cast<double>(e.waited_ns) / 1000.0;
@@ -116,8 +121,13 @@ std::vector<MegaSegmentTime> summarize_mega_trace(const MegaDescription& d, cons
     if (span[s].second > 0) seg.span_us = us_between(span[s].first, span[s].second);
     const double capacity = seg.span_us * seg.ctas;
     auto share = [&](double busy) { return capacity > 0 ? 100.0 * busy / capacity : 0.0; };
-    for (MegaStepTime& t : seg.steps) {
+    for (size_t r = 0; r < seg.steps.size(); ++r) {
+      MegaStepTime& t = seg.steps[r];
       t.busy_percent = share(t.busy_us);
+      if (t.tasks > 0) {
+        t.first_start_us = us_between(span[s].first, window[s][r].first);
+        t.last_end_us = us_between(span[s].first, window[s][r].second);
+      }
       seg.tasks += t.tasks;
       seg.busy_us += t.busy_us;
       seg.waited_us += t.waited_us;

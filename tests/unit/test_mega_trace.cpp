@@ -118,6 +118,13 @@ TEST(MegaTrace, SummaryPerStep) {
   EXPECT_DOUBLE_EQ(s0.steps[1].waited_us, 1.5);
   EXPECT_DOUBLE_EQ(s0.busy_us, 5.5);
   EXPECT_DOUBLE_EQ(s0.busy_percent, 100.0 * 5.5 / 8.0);
+  // windows from the segment's first start (1000 ns)
+  EXPECT_DOUBLE_EQ(s0.steps[0].first_start_us, 0.0);
+  EXPECT_DOUBLE_EQ(s0.steps[0].last_end_us, 2.0);
+  EXPECT_DOUBLE_EQ(s0.steps[1].first_start_us, 1.5);
+  EXPECT_DOUBLE_EQ(s0.steps[1].last_end_us, 4.0);
+  EXPECT_DOUBLE_EQ(s[1].steps[0].first_start_us, 0.0);
+  EXPECT_DOUBLE_EQ(s[1].steps[0].last_end_us, 1.0);
   EXPECT_DOUBLE_EQ(s[1].span_us, 1.0);
   EXPECT_DOUBLE_EQ(s[1].busy_percent, 100.0);
 }
@@ -129,6 +136,7 @@ TEST(MegaTrace, SummaryOfNoEventsIsZero) {
   EXPECT_EQ(s[0].span_us, 0.0);
   EXPECT_EQ(s[0].busy_percent, 0.0);
   EXPECT_EQ(s[0].steps.size(), 2u);
+  EXPECT_EQ(s[0].steps[1].last_end_us, 0.0);
 }
 
 TEST(MegaTrace, EventOfAnUnknownSegmentOrStepIsAnError) {
