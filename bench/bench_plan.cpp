@@ -78,6 +78,7 @@ bool matches(const Graph& g, const TensorMap& inputs, const TensorMap& got, cons
 
 // Heuristic compile, or with `timing_cache` fast tuning (the top candidates of every engine timed
 // per region; identical layers find the first one's timing in the cache).
+// With a timing cache: fast tuning, and the megakernels in the plan (each timed against its steps).
 Plan make_plan(const Graph& g, const FusionOptions& fusion, const std::string& kernel_cache,
                const std::string& timing_cache = "") {
   CompileOptions o;
@@ -86,6 +87,7 @@ Plan make_plan(const Graph& g, const FusionOptions& fusion, const std::string& k
   if (!timing_cache.empty()) {
     o.tuning = TuneMode::fast;
     o.timing_cache = timing_cache;
+    o.megakernels = true;
   }
   return compile(g, o);
 }
@@ -666,6 +668,19 @@ int main(int argc, char** argv) {
         std::printf("4b. the stack tuned (fast, %d timing entries, build %.0f ms): outputs %s; graph executor %.3f ms "
                     "(%.2f TB/s); steps by engine: %s\n",
                     entries, tune_ms, tuned_ok ? "correct" : "WRONG", tuned_graph_ms, gb / tuned_graph_ms, mix.c_str());
+        // Mega mode of the tuned plan: each segment as the megakernel or as its steps, whichever
+        // the compile measured faster.
+        const std::unique_ptr<Runner> tm = mega_runner(tx.plan(), tx.io(), kernels.str());
+        const bool tm_ok = mega_matches(stack, in, *tm, tx.io(), tx.stream(), "tuned mega", &stack_want);
+        ok &= tm_ok;
+        const double tm_ms = batch_ms(tx.stream(), 1, runs, [&] { tm->enqueue(tx.stream()); });
+        int as_steps = 0;
+        for (const MegaDescription::Outside& x : tm->mega_description().outside) {
+          as_steps += x.why.find("ran faster as separate launches") != std::string::npos;
+        }
+        std::printf("4b. the tuned plan in mega mode, each segment as its megakernel or its steps as measured: %.3f ms "
+                    "(%.0f%% of the floor's speed), outputs %s; %d steps launched on their own for speed; %s\n",
+                    tm_ms, 100 * floor.ms / tm_ms, tm_ok ? "correct" : "WRONG", as_steps, mega_summary(*tm).c_str());
       }
     }
     std::printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");

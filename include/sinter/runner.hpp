@@ -42,6 +42,15 @@ enum class MegaFault {
   wrong_count,       // one wait's target is one task more than its producer has
 };
 
+// Which segments a mega-mode runner launches as megakernels.
+enum class MegaSegments {
+  // Each as its megakernel, except where the plan measured the segment's steps, launched one by
+  // one, faster (a plan compiled with CompileOptions::megakernels and a timing tune mode): those
+  // steps run on their own (MegaDescription::outside says so, with the two times).
+  as_planned,
+  all_megakernels,  // every segment as its megakernel
+};
+
 // Mega mode's settings.
 struct MegaOptions {
   // The longest a task waits for its producers before the launch stops every CTA and the runner
@@ -52,6 +61,7 @@ struct MegaOptions {
   // Where the megakernels are compiled and cached; "" the default kernel cache
   // (default_kernel_cache_dir()).
   std::string kernel_cache_dir;
+  MegaSegments segments = MegaSegments::as_planned;
   MegaFault inject = MegaFault::none;  // tests only
   // SMs the megakernels spread over (0: all of the GPU's). Virtual ranks share one GPU
   // (Communicator::create_virtual): give each rank's runner its share, at most the GPU's SMs /
@@ -102,6 +112,15 @@ struct MegaDescription {
     std::string why;              // why it runs as a kernel of its own
   };
   std::vector<Outside> outside;
+};
+
+// One megakernel segment timed both ways (Runner::time_mega_segments).
+struct MegaSegmentTiming {
+  std::vector<int> steps;       // its plan steps
+  std::string source_sha256;    // its megakernel's source (the key of the plan's record)
+  double megakernel_ms = 0;     // its megakernel launched alone, median
+  double steps_ms = 0;          // its steps launched one by one, median
+  bool launched_as_steps = false;  // what this runner launches
 };
 
 struct RunnerOptions {
@@ -170,6 +189,11 @@ class Runner {
   MegaDescription mega_description() const;
   // Mega mode with MegaOptions::trace: the tasks of the last enqueue, after it finished.
   std::vector<MegaTaskEvent> mega_trace() const;
+  // Mega mode: every megakernel segment (also those this runner launches as steps) timed on
+  // `stream` as its megakernel launched alone and as its steps launched one by one, the median
+  // of `iters` each, after one enqueue of the whole plan. Error(invalid_state) in other modes,
+  // Error(timeout) when a megakernel's watchdog stopped it.
+  std::vector<MegaSegmentTiming> time_mega_segments(cudaStream_t stream, int iters);
 
   RunnerStats stats() const;
   // What loading did besides loading kernels, one line each.

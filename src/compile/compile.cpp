@@ -11,6 +11,8 @@
 //   plan memory      PreparedSteps -> Layout      arena by liveness, step workspaces
 //   megakernels      PreparedSteps -> cubins      (CompileOptions::megakernels) each mega segment compiled
 //   assemble         -> plan::Plan                each engine saves its steps; the plan is checked
+//   time megakernels plan::Plan -> plan::Plan     (megakernels, timing tune modes) each megakernel's
+//                                                 segments timed as it and as their steps (time_megakernels.hpp)
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -22,6 +24,7 @@
 #include "cuda/sha256.hpp"
 #include "engines/registry.hpp"
 #include "fuse/region.hpp"
+#include "compile/time_megakernels.hpp"
 #include "mega/megakernel_plan.hpp"
 #include "plan/bundle_format.hpp"
 #include "plan/memory_plan.hpp"
@@ -239,6 +242,9 @@ Plan compile(const Graph& graph, const CompileOptions& options) {
   state->data = timer.run("assemble", [&] {
     return assemble(g, p, options, cc.device(), tuned, prepared, layout, megakernels);
   });
+  if (options.megakernels && options.tuning != TuneMode::heuristic) {
+    timer.run("time megakernels", [&] { time_megakernels(*state, Plan(state), cc, options); });
+  }
   cc.save_timing_cache();
   for (const tune::Choice& c : tuned.choices) state->tuning.push_back({c.from_cache, c.tried});
   state->compile = cc.report(tuned, timer.passes());

@@ -1,8 +1,11 @@
 #include "exec/mega_runtime.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
+
+#include "cuda/timing.hpp"
 
 #include "engines/registry.hpp"
 #include "mega/megakernel_plan.hpp"
@@ -27,8 +30,8 @@ MegaRuntime::MegaRuntime(const plan::Plan& data, const fuse::Partition& partitio
   }
   pieces_ = std::move(m.pieces);
   for (const auto& o : m.outside) outside_.push_back({static_cast<int>(o.step), o.why});
-  std::map<std::string, std::string> cubin_of;  // source key -> blob key
-  for (const plan::MegakernelRecord& r : data.megakernels) cubin_of[r.source_sha256] = r.cubin;
+  std::map<std::string, const plan::MegakernelRecord*> record_of;  // source key -> the plan's record
+  for (const plan::MegakernelRecord& r : data.megakernels) record_of[r.source_sha256] = &r;
   mega::SegmentOptions so;
   so.watchdog_ms = options.watchdog_ms;
   so.trace = options.trace;
@@ -37,14 +40,28 @@ MegaRuntime::MegaRuntime(const plan::Plan& data, const fuse::Partition& partitio
   for (size_t p = 0; p < pieces_.size(); ++p) {
     if (!m.graphs[p]) {
       segments_.push_back(nullptr);
+      source_keys_.emplace_back();
+      as_steps_.push_back(false);
       continue;
     }
     std::vector<MegaStep*> ms;
     for (const mega::SegmentStep& s : m.graphs[p]->steps) ms.push_back(mega_steps_[s.step].get());
+    source_keys_.push_back(mega::megakernel_source_key(m.sources[p]));
     std::shared_ptr<const cuda::Library> library;
-    auto it = cubin_of.find(mega::megakernel_source_key(m.sources[p]));
-    if (it != cubin_of.end()) {
-      library = libraries.get(it->second, plan::PlanBlobs(data).get(it->second, BlobKind::cubin));
+    auto it = record_of.find(source_keys_.back());
+    const plan::MegakernelRecord* record = it == record_of.end() ? nullptr : it->second;
+    as_steps_.push_back(options.segments == MegaSegments::as_planned && record && record->steps_faster());
+    if (as_steps_.back()) {
+      char times[160];
+      std::snprintf(times, sizeof times, "%.4f ms against %.4f ms as its megakernel", record->steps_ms,
+                    record->megakernel_ms);
+      const std::string why = "its segment (steps " + std::to_string(pieces_[p].steps.front()) + ".." +
+                              std::to_string(pieces_[p].steps.back()) +
+                              ") ran faster as separate launches when the plan was compiled (" + times + ")";
+      for (const mega::SegmentStep& s : m.graphs[p]->steps) outside_.push_back({static_cast<int>(s.step), why});
+    }
+    if (record) {
+      library = libraries.get(record->cubin, plan::PlanBlobs(data).get(record->cubin, BlobKind::cubin));
     } else {
       if (!cache_) {
         cache_ = std::make_unique<cuda::KernelCache>(options.kernel_cache_dir.empty()
@@ -59,6 +76,8 @@ MegaRuntime::MegaRuntime(const plan::Plan& data, const fuse::Partition& partitio
     segments_.push_back(std::make_unique<mega::Segment>(std::move(*m.graphs[p]), std::move(m.sources[p]), std::move(ms),
                                                         std::move(library), cache_.get(), device, so));
   }
+  std::stable_sort(outside_.begin(), outside_.end(),
+                   [](const MegaDescription::Outside& a, const MegaDescription::Outside& b) { return a.step < b.step; });
 }
 
 MegaRuntime::~MegaRuntime() = default;
@@ -75,7 +94,7 @@ void MegaRuntime::bind(const std::vector<Binding>& bindings, cudaStream_t stream
 void MegaRuntime::enqueue(const std::vector<std::unique_ptr<PreparedStep>>& steps, const std::vector<Binding>& bindings,
                           cudaStream_t stream) {
   for (size_t p = 0; p < pieces_.size(); ++p) {
-    if (segments_[p]) {
+    if (launched(p)) {
       segments_[p]->launch(stream);
     } else {
       for (size_t i : pieces_[p].steps) steps[i]->launch(bindings[i], stream);
@@ -93,7 +112,7 @@ MegaDescription MegaRuntime::describe() const {
   MegaDescription d;
   d.outside = outside_;
   for (size_t p = 0; p < pieces_.size(); ++p) {
-    if (!segments_[p]) continue;
+    if (!launched(p)) continue;
     const mega::Segment& seg = *segments_[p];
     const mega::TaskGraph& g = seg.graph();
     MegaSegmentDescription sd;
@@ -145,8 +164,9 @@ MegaDescription MegaRuntime::describe() const {
 std::vector<MegaTaskEvent> MegaRuntime::trace() const {
   std::vector<MegaTaskEvent> out;
   int segment = 0;
-  for (const auto& seg : segments_) {
-    if (!seg) continue;
+  for (size_t p = 0; p < pieces_.size(); ++p) {
+    if (!launched(p)) continue;
+    const mega::Segment* seg = segments_[p].get();
     const mega::TaskGraph& g = seg->graph();
     for (const mega::TaskEvent& e : seg->trace()) {
       const mega::TaskKernel& tk = g.kernels[e.kernel];
@@ -163,6 +183,30 @@ std::vector<MegaTaskEvent> MegaRuntime::trace() const {
       out.push_back(m);
     }
     ++segment;
+  }
+  return out;
+}
+
+std::vector<MegaSegmentTiming> MegaRuntime::time_segments(const std::vector<std::unique_ptr<PreparedStep>>& steps,
+                                                         const std::vector<Binding>& bindings, cudaStream_t stream,
+                                                         int iters) {
+  auto median = [](std::vector<float> t) {
+    std::sort(t.begin(), t.end());
+    return static_cast<double>(t[t.size() / 2]);
+  };
+  std::vector<MegaSegmentTiming> out;
+  for (size_t p = 0; p < pieces_.size(); ++p) {
+    if (!segments_[p]) continue;
+    MegaSegmentTiming t;
+    for (size_t i : pieces_[p].steps) t.steps.push_back(static_cast<int>(i));
+    t.source_sha256 = source_keys_[p];
+    t.launched_as_steps = as_steps_[p];
+    t.megakernel_ms = median(cuda::time_calls(stream, std::max(iters, 1), [&] { segments_[p]->launch(stream); }));
+    segments_[p]->check(stream);
+    t.steps_ms = median(cuda::time_calls(stream, std::max(iters, 1), [&] {
+      for (size_t i : pieces_[p].steps) steps[i]->launch(bindings[i], stream);
+    }));
+    out.push_back(std::move(t));
   }
   return out;
 }

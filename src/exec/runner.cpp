@@ -453,6 +453,21 @@ std::vector<MegaTaskEvent> Runner::mega_trace() const {
   return state_->mega->trace();
 }
 
+std::vector<MegaSegmentTiming> Runner::time_mega_segments(cudaStream_t stream, int iters) {
+  State& s = *state_;
+  if (!s.mega) throw Error(ErrorCode::invalid_state, "runner: time_mega_segments of a runner not in mega mode");
+  cuda::DeviceGuard guard(s.device);
+  enqueue(stream);  // binds the megakernels, zeroes the workspaces once, warms every step up
+  std::vector<MegaSegmentTiming> out;
+  try {
+    out = s.mega->time_segments(s.steps, s.bindings, stream, iters);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::timeout) s.workspace_zeroed = false;
+    throw;
+  }
+  return out;
+}
+
 const std::vector<std::string>& Runner::load_notes() const { return state_->notes; }
 
 void Runner::poison_intermediates(cudaStream_t stream) {

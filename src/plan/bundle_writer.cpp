@@ -164,7 +164,14 @@ std::string write_manifest(const Plan& plan, const std::map<std::string, uint64_
   m["steps"] = std::move(steps);
   if (!plan.megakernels.empty()) {  // absent otherwise: such bundles read as before
     OJson mk = OJson::array();
-    for (const MegakernelRecord& r : plan.megakernels) mk.push_back(OJson{{"source_sha256", r.source_sha256}, {"cubin", r.cubin}});
+    for (const MegakernelRecord& r : plan.megakernels) {
+      OJson j{{"source_sha256", r.source_sha256}, {"cubin", r.cubin}};
+      if (r.megakernel_ms >= 0 && r.steps_ms >= 0) {  // timed (absent otherwise: such bundles read as before)
+        j["megakernel_ms"] = r.megakernel_ms;
+        j["steps_ms"] = r.steps_ms;
+      }
+      mk.push_back(std::move(j));
+    }
     m["megakernels"] = std::move(mk);
   }
   OJson blobs = OJson::array();

@@ -71,6 +71,13 @@ std::vector<std::string> read_names(const Cursor& c, std::string_view what) {
   return out;
 }
 
+// A measured time: a number of milliseconds in [0, 1e9).
+double read_milliseconds(const Cursor& c) {
+  const double ms = c.as_double();
+  if (!(ms >= 0 && ms < 1e9)) c.fail("a measured time must be a number of milliseconds in [0, 1e9)");
+  return ms;
+}
+
 std::string read_key(const Cursor& c, std::string_view what) {
   const std::string k = c.as_string(what);
   if (!is_blob_key(k)) {
@@ -119,9 +126,19 @@ class ManifestReader {
     if (const auto mk = root_.find("megakernels")) {
       for (const Cursor& r : mk->items("megakernels", SIZE_MAX)) {
         r.expect_object("a megakernel record");
-        r.check_keys({"source_sha256", "cubin"}, "a megakernel record");
-        plan.megakernels.push_back({read_key(r.at("source_sha256"), "a megakernel's source digest"),
-                                    read_key(r.at("cubin"), "a megakernel's cubin")});
+        r.check_keys({"source_sha256", "cubin", "megakernel_ms", "steps_ms"}, "a megakernel record");
+        MegakernelRecord record{read_key(r.at("source_sha256"), "a megakernel's source digest"),
+                                read_key(r.at("cubin"), "a megakernel's cubin")};
+        const auto mega_ms = r.find("megakernel_ms");
+        const auto steps_ms = r.find("steps_ms");
+        if (mega_ms.has_value() != steps_ms.has_value()) {
+          r.fail("a megakernel record has megakernel_ms and steps_ms together or neither");
+        }
+        if (mega_ms) {
+          record.megakernel_ms = read_milliseconds(*mega_ms);
+          record.steps_ms = read_milliseconds(*steps_ms);
+        }
+        plan.megakernels.push_back(std::move(record));
       }
     }
     return plan;
@@ -226,10 +243,7 @@ class ManifestReader {
     s.config = c.at("config").as_string("a config");
     s.description = c.at("description").as_string("a description");
     if (auto f = c.find("fallback")) s.fallback = f->as_string("a fallback reason");
-    if (auto t = c.find("tuned_ms")) {
-      s.tuned_ms = t->as_double();
-      if (!(s.tuned_ms >= 0 && s.tuned_ms < 1e9)) t->fail("a tuned time must be a number of milliseconds in [0, 1e9)");
-    }
+    if (auto t = c.find("tuned_ms")) s.tuned_ms = read_milliseconds(*t);
     s.workspace_offset = static_cast<uint64_t>(c.at("workspace_offset").as_int(0, kMaxDeviceBytes));
     s.workspace_bytes = static_cast<uint64_t>(c.at("workspace_bytes").as_int(0, kMaxDeviceBytes));
     if (auto k = c.find("kernels")) {

@@ -69,9 +69,16 @@ struct WorkspaceLayout {
 
 // A megakernel's cubin (CompileOptions::megakernels): a mega-mode runner regenerates each
 // segment's source from the steps and loads the cubin stored under that source's digest.
+// Compiled with a timing tune mode, the plan also holds what the megakernel's segments took
+// (together, where several share the source) as megakernels and as their steps launched one by
+// one; a mega-mode runner launches the steps of a megakernel whose steps were faster
+// (MegaOptions::segments).
 struct MegakernelRecord {
   std::string source_sha256;  // lower-case hex SHA-256 of the generated source
   std::string cubin;          // blob key
+  double megakernel_ms = -1;  // < 0: not timed
+  double steps_ms = -1;
+  bool steps_faster() const { return megakernel_ms >= 0 && steps_ms >= 0 && steps_ms < megakernel_ms; }
   bool operator==(const MegakernelRecord&) const = default;
 };
 

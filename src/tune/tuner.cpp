@@ -6,61 +6,16 @@
 #include "cuda/buffer.hpp"
 #include "cuda/stream.hpp"
 #include "cuda/timing.hpp"
-#include "ir/gather_indices.hpp"
-#include "plan/memory_plan.hpp"
 #include "sinter/error.hpp"
 #include "sinter/host_tensor.hpp"
+#include "tune/tensor_buffers.hpp"
 
 namespace sinter::tune {
 
 namespace {
 
-// Device buffers for one region's inputs (several copies when they would sit in L2, so that
-// repeats do not measure the cache) and outputs, filled with random data.
-struct RegionBuffers {
-  std::vector<std::vector<cuda::DeviceBuffer>> inputs;  // [copy][input]
-  std::vector<cuda::DeviceBuffer> outputs;
-
-  RegionBuffers(const Graph& g, const fuse::Region& r, size_t l2_bytes) {
-    size_t in_bytes = 0;
-    for (TensorId t : r.inputs) in_bytes += plan::storage_bytes(g.tensor(t));
-    const size_t copies =
-        in_bytes == 0 ? 1 : std::clamp<size_t>((2 * l2_bytes + in_bytes - 1) / in_bytes, 1, 8);
-    uint64_t seed = 1;
-    std::vector<HostTensor> host;
-    for (TensorId t : r.inputs) {
-      const TensorInfo& info = g.tensor(t);
-      HostTensor h(info.dtype, info.dims, info.strides);
-      // a gather's indices: valid ones (an index out of range would trap the kernel)
-      const int64_t n = is_integer(info.dtype) ? gather_index_range(g, t) : 0;
-      if (n > 0) {
-        fill_random(h, seed++, -static_cast<double>(n), static_cast<double>(n - 1));
-      } else {
-        fill_random(h, seed++);
-      }
-      host.push_back(std::move(h));
-    }
-    inputs.resize(copies);
-    for (size_t c = 0; c < copies; ++c) {
-      for (const HostTensor& h : host) {
-        inputs[c].emplace_back(h.storage_bytes());
-        inputs[c].back().copy_from_host(h.data(), h.storage_bytes());
-      }
-    }
-    for (TensorId t : r.outputs) outputs.emplace_back(plan::storage_bytes(g.tensor(t)));
-  }
-
-  Binding binding(size_t copy, void* workspace) const {
-    Binding b;
-    for (const cuda::DeviceBuffer& d : inputs[copy % inputs.size()]) b.inputs.push_back(d.data());
-    for (const cuda::DeviceBuffer& d : outputs) b.outputs.push_back(d.data());
-    b.workspace = workspace;
-    return b;
-  }
-};
-
 // The region's outputs as they are in `buffers` now.
-std::vector<HostTensor> read_outputs(const Graph& g, const fuse::Region& r, const RegionBuffers& buffers) {
+std::vector<HostTensor> read_outputs(const Graph& g, const fuse::Region& r, const TensorBuffers& buffers) {
   std::vector<HostTensor> out;
   for (size_t i = 0; i < r.outputs.size(); ++i) {
     const TensorInfo& info = g.tensor(r.outputs[i]);
@@ -100,7 +55,7 @@ namespace {
 // Times one candidate: the median of `repeats` launches, or the reason it could not be timed.
 // With `outputs`, also runs it once on the first input copy and returns what it wrote.
 CandidateTime time_candidate(const Graph& g, const fuse::Region& r, const Engine& e,
-                             const Candidate& c, EngineContext& ctx, const RegionBuffers& buffers,
+                             const Candidate& c, EngineContext& ctx, const TensorBuffers& buffers,
                              const cuda::Stream& stream, const TuneOptions& o,
                              std::vector<HostTensor>* outputs) {
   CandidateTime t{std::string(e.name()), c.index, c.config, c.description, -1, ""};
@@ -227,7 +182,7 @@ TuneReport tune(const Graph& g, const fuse::Partition& p, const std::vector<Regi
       }
     }
     if (!stream) stream = std::make_unique<cuda::Stream>();
-    const RegionBuffers buffers(g, r, ctx.device.l2_cache_bytes);
+    const TensorBuffers buffers(g, r.inputs, r.outputs, ctx.device.l2_cache_bytes);
     double best = -1;
     std::string best_desc;
     std::vector<HostTensor> first_outputs;  // of the first candidate that ran

@@ -7,12 +7,14 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <set>
 
 #include "engines/jit/codegen.hpp"
 #include "example_graphs.hpp"
 #include "fuse/region.hpp"
 #include "gpu/plan_graphs.hpp"
 #include "gpu/region_check.hpp"
+#include "plan/plan_state.hpp"
 #include "random_graph.hpp"
 
 namespace sinter::testing {
@@ -349,6 +351,88 @@ TEST_F(GpuMegakernel, PlanCarriesItsMegakernels) {
   for (TensorId id : g.outputs()) {
     const double bound = relative_l2_bound(g, id);
     EXPECT_LE(output_error(g, id, inputs, got, want, fused_want, bound, &ex.steps()).err, bound) << g.tensor(id).name;
+  }
+}
+
+// A plan compiled with a timing tune mode and CompileOptions::megakernels holds each megakernel's
+// segments timed as the megakernel and as their steps launched one by one; the bundle keeps the
+// times. A mega-mode runner (MegaSegments::as_planned) launches the steps of a megakernel whose
+// steps were faster, and says why; all_megakernels launches every megakernel. Both are correct.
+// The choice is exercised both ways by editing the times of a copy of the plan.
+TEST_F(GpuMegakernel, TunedPlanChoosesMegakernelOrStepsPerSegment) {
+  examples::LlamaConfig c;
+  c.layers = 2;
+  const Graph g = examples::llama_decode_stack(c);
+  CompileOptions o;  // every engine: the vendor steps split the plan into several segments
+  o.megakernels = true;
+  o.tuning = TuneMode::fast;
+  o.timing_repeats = 5;
+  const Plan built = compile(g, with_test_cache(o));
+  const plan::Plan& data = built.state().data;
+  ASSERT_FALSE(data.megakernels.empty());
+  for (const plan::MegakernelRecord& r : data.megakernels) {
+    std::printf("  megakernel %.12s: %.4f ms as the megakernel, %.4f ms as its steps\n", r.source_sha256.c_str(),
+                r.megakernel_ms, r.steps_ms);
+    EXPECT_GT(r.megakernel_ms, 0);
+    EXPECT_GT(r.steps_ms, 0);
+  }
+  EXPECT_EQ(Plan::from_bytes(built.to_bytes(), "tuned_mega.plan").state().data.megakernels, data.megakernels);
+
+  // the first megakernel's steps made the faster, every other megakernel the faster
+  auto state = std::make_shared<Plan::State>();
+  state->data = data;
+  for (size_t i = 0; i < state->data.megakernels.size(); ++i) {
+    state->data.megakernels[i].megakernel_ms = 1.0;
+    state->data.megakernels[i].steps_ms = i == 0 ? 0.5 : 2.0;
+  }
+  const std::string as_steps = state->data.megakernels[0].source_sha256;
+  const Plan edited(state);
+  MegaOptions all;
+  all.segments = MegaSegments::all_megakernels;
+  TestPlan every(edited, test_runner_options(ExecMode::mega, all));
+  TestPlan planned(edited, test_runner_options(ExecMode::mega));
+  const MegaDescription de = every.runner().mega_description();
+  const MegaDescription dp = planned.runner().mega_description();
+  const TensorMap timing_inputs = random_inputs(g, fresh_seed());  // valid values (indices among them)
+  every.io().upload(timing_inputs, every.stream());
+  planned.io().upload(timing_inputs, planned.stream());
+  const std::vector<MegaSegmentTiming> te = every.runner().time_mega_segments(every.stream(), 3);
+  const std::vector<MegaSegmentTiming> tp = planned.runner().time_mega_segments(planned.stream(), 3);
+  ASSERT_EQ(te.size(), de.segments.size());  // every segment a megakernel, each timed
+  ASSERT_EQ(tp.size(), te.size());           // the planned runner times the segments it launches as steps too
+  std::set<int> steps_of_as_steps;
+  int segments_as_steps = 0;
+  for (size_t i = 0; i < tp.size(); ++i) {
+    EXPECT_EQ(tp[i].steps, te[i].steps);
+    EXPECT_FALSE(te[i].launched_as_steps);
+    EXPECT_EQ(tp[i].launched_as_steps, tp[i].source_sha256 == as_steps);
+    EXPECT_GT(te[i].megakernel_ms, 0);
+    EXPECT_GT(te[i].steps_ms, 0);
+    if (!tp[i].launched_as_steps) continue;
+    ++segments_as_steps;
+    for (const MegaSegmentDescription& s : de.segments) {
+      if (s.steps != tp[i].steps) continue;
+      for (const MegaSegmentDescription::TaskKernel& k : s.kernels) steps_of_as_steps.insert(k.step);
+    }
+  }
+  ASSERT_GT(segments_as_steps, 0);
+  EXPECT_EQ(dp.segments.size(), de.segments.size() - segments_as_steps);
+  std::set<int> outside_for_speed;
+  for (const MegaDescription::Outside& x : dp.outside) {
+    if (contains(x.why, "ran faster as separate launches")) outside_for_speed.insert(x.step);
+  }
+  EXPECT_EQ(outside_for_speed, steps_of_as_steps);
+  for (const MegaDescription::Outside& x : de.outside) EXPECT_FALSE(contains(x.why, "ran faster")) << x.why;
+  for (TestPlan* ex : {&every, &planned}) {
+    const TensorMap inputs = random_inputs(g, fresh_seed());
+    const TensorMap want = run_reference(g, inputs);
+    const TensorMap got = ex->run(inputs);
+    std::optional<TensorMap> fused_want;
+    for (TensorId id : g.outputs()) {
+      const double bound = relative_l2_bound(g, id);
+      EXPECT_LE(output_error(g, id, inputs, got, want, fused_want, bound, &ex->steps()).err, bound)
+          << g.tensor(id).name << (ex == &every ? " (all megakernels)" : " (as planned)");
+    }
   }
 }
 

@@ -348,3 +348,36 @@ TEST(PlanBundle, CudnnStepsCarryTheirEngineConfig) {
     EXPECT_TRUE(contains(e.message(), "not a cuDNN engine config")) << e.message();
   }
 }
+
+// Megakernel records: their cubins, and what compile measured (each megakernel's segments as the
+// megakernel and as their steps launched one by one), round trip; a record with one time of the
+// two, or a time that is no number of milliseconds, is refused by name. A record never timed
+// stores neither key (bundles without them read as before).
+TEST(PlanBundle, MegakernelRecordsCarryTheirTimes) {
+  plan::Plan p = test::make_fixture_plan();
+  const std::string timed_cubin = plan::add_blob(p, BlobKind::cubin, std::string("\x7f" "ELF fake megakernel 1"));
+  const std::string untimed_cubin = plan::add_blob(p, BlobKind::cubin, std::string("\x7f" "ELF fake megakernel 2"));
+  MegakernelRecord timed{std::string(64, 'd'), timed_cubin, 0.25, 0.125};
+  MegakernelRecord untimed{std::string(64, 'e'), untimed_cubin};
+  p.megakernels = {timed, untimed};
+  EXPECT_TRUE(timed.steps_faster());
+  EXPECT_FALSE(untimed.steps_faster());
+  const std::vector<char> bytes = plan_bundle_bytes(p);
+  const plan::Plan q = load_plan_bundle(bytes, "t.plan");
+  ASSERT_EQ(q.megakernels.size(), 2u);
+  EXPECT_EQ(q.megakernels[0], timed);
+  EXPECT_EQ(q.megakernels[1], untimed);
+  const auto manifest = nlohmann::ordered_json::parse(split(bytes).first);
+  EXPECT_FALSE(manifest["megakernels"][1].contains("megakernel_ms"));
+  EXPECT_DOUBLE_EQ(manifest["megakernels"][0]["steps_ms"].get<double>(), 0.125);
+
+  const std::vector<std::pair<const char*, std::function<void(nlohmann::ordered_json&)>>> cases = {
+      {"megakernel_ms and steps_ms together or neither", [](auto& m) { m["megakernels"][0].erase("steps_ms"); }},
+      {"a number of milliseconds in [0, 1e9)", [](auto& m) { m["megakernels"][0]["steps_ms"] = -1.0; }},
+      {"unknown", [](auto& m) { m["megakernels"][1]["launch"] = "steps"; }},
+  };
+  for (const auto& [expect, edit] : cases) {
+    const std::string m = rejection(edited(bytes, edit));
+    EXPECT_TRUE(contains(m, expect)) << "expected \"" << expect << "\" in: " << m;
+  }
+}
