@@ -192,7 +192,8 @@ class Runner {
   // Mega mode: every megakernel segment (also those this runner launches as steps) timed on
   // `stream` as its megakernel launched alone and as its steps launched one by one, the median
   // of `iters` each, after one enqueue of the whole plan. Error(invalid_state) in other modes,
-  // Error(timeout) when a megakernel's watchdog stopped it.
+  // Error(timeout) when a megakernel's watchdog stopped it. A plan with collectives over several
+  // ranks: every rank's runner must call it at once (each segment waits for the other ranks).
   std::vector<MegaSegmentTiming> time_mega_segments(cudaStream_t stream, int iters);
 
   RunnerStats stats() const;

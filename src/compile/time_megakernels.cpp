@@ -4,7 +4,10 @@
 #include <map>
 #include <utility>
 
+#include "cuda/check.hpp"
 #include "cuda/stream.hpp"
+#include "plan/memory_plan.hpp"
+#include "sinter/error.hpp"
 #include "sinter/runner.hpp"
 #include "tune/tensor_buffers.hpp"
 
@@ -40,7 +43,8 @@ tune::TimingEntry cache_entry(const std::string& source, const Times& t) {
   const bool steps = t.steps_ms < t.megakernel_ms;
   e.engine = steps ? kSteps : kMegakernel;
   e.config = source;
-  e.description = "a megakernel's segments, as the megakernel and as their steps launched one by one";
+  e.description = "a segment of a megakernel, as the megakernel and as its steps launched one by one (mean over "
+                  "the plan's segments of that source)";
   e.median_ms = steps ? t.steps_ms : t.megakernel_ms;
   e.tried = {{kMegakernel, 0, source, "", t.megakernel_ms, ""}, {kSteps, 0, source, "", t.steps_ms, ""}};
   return e;
@@ -56,25 +60,49 @@ std::string untimable(const Graph& g) {
   return "";
 }
 
-// Every megakernel segment of the plan timed both ways, summed by source.
+// Why the GPU has too little free memory to time the plan, or "": a mega-mode runner's memory
+// (every intermediate in a slot of its own, then the workspaces) and the graph's inputs and
+// outputs, with 256 MiB to spare.
+std::string too_little_memory(const plan::Plan& data) {
+  uint64_t need = data.workspace.bytes + (uint64_t{256} << 20);
+  for (const plan::BufferAssignment& b : data.memory.buffers) {
+    need += (b.bytes + plan::kArenaAlignment - 1) / plan::kArenaAlignment * plan::kArenaAlignment;
+  }
+  for (TensorId t : data.graph.inputs()) need += plan::storage_bytes(data.graph.tensor(t));
+  for (TensorId t : data.graph.outputs()) need += plan::storage_bytes(data.graph.tensor(t));
+  size_t free = 0, total = 0;
+  SINTER_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  if (free >= need) return "";
+  return "timing them needs " + std::to_string(need >> 20) + " MiB of GPU memory; " + std::to_string(free >> 20) +
+         " MiB are free";
+}
+
+// Every megakernel segment of the plan timed both ways; per source, the mean over its segments.
 std::map<std::string, Times> measure(const plan::Plan& data, const Plan& handle, const CompileOptions& o) {
   RunnerOptions ro;
   ro.mode = ExecMode::mega;
   ro.device = o.device;
+  ro.on_log = o.on_log;
   ro.mega.kernel_cache_dir = o.kernel_cache_dir;
   ro.mega.segments = MegaSegments::all_megakernels;
   Runner runner(handle, ro);
   const Graph& g = data.graph;
-  const tune::TensorBuffers io(g, g.inputs(), g.outputs(), 0);
+  const tune::TensorBuffers io(g, g.inputs(), g.outputs(), 0, tune::TensorBuffers::Fill::pattern);
   const Binding b = io.binding(0, nullptr);
   for (size_t i = 0; i < g.inputs().size(); ++i) runner.set_tensor_address(g.tensor(g.inputs()[i]).name, b.inputs[i]);
   for (size_t i = 0; i < g.outputs().size(); ++i) runner.set_tensor_address(g.tensor(g.outputs()[i]).name, b.outputs[i]);
   const cuda::Stream stream;
   std::map<std::string, Times> out;
+  std::map<std::string, int> segments;
   for (const MegaSegmentTiming& t : runner.time_mega_segments(stream, std::max(o.timing_repeats, 1))) {
     Times& s = out[t.source_sha256];
     s.megakernel_ms += t.megakernel_ms;
     s.steps_ms += t.steps_ms;
+    ++segments[t.source_sha256];
+  }
+  for (auto& [source, t] : out) {
+    t.megakernel_ms /= segments[source];
+    t.steps_ms /= segments[source];
   }
   return out;
 }
@@ -102,8 +130,19 @@ void time_megakernels(Plan::State& state, const Plan& handle, CompileContext& cc
     }
   }
   if (missing) {
-    for (const auto& [source, t] : measure(data, handle, o)) {
-      if (times.emplace(source, t).second && cache) cache->put(cache_key(source, cc.device_key()), cache_entry(source, t));
+    // Timing is an optimization: whatever stops it leaves the plan as it is (every segment its
+    // megakernel), and the compile goes on.
+    try {
+      if (const std::string why = too_little_memory(data); !why.empty()) {
+        log(LogSeverity::warning, "megakernels not timed (every segment runs as its megakernel): " + why);
+        return;
+      }
+      for (const auto& [source, t] : measure(data, handle, o)) {
+        if (times.emplace(source, t).second && cache) cache->put(cache_key(source, cc.device_key()), cache_entry(source, t));
+      }
+    } catch (const Error& e) {
+      log(LogSeverity::warning, "megakernels not timed (every segment runs as its megakernel): " + e.message());
+      return;
     }
   }
   for (plan::MegakernelRecord& r : data.megakernels) {
@@ -112,7 +151,7 @@ void time_megakernels(Plan::State& state, const Plan& handle, CompileContext& cc
     r.megakernel_ms = it->second.megakernel_ms;
     r.steps_ms = it->second.steps_ms;
     char line[200];
-    std::snprintf(line, sizeof line, "megakernel %.12s: %.4f ms as the megakernel, %.4f ms as its steps: %s",
+    std::snprintf(line, sizeof line, "megakernel %.12s: a segment %.4f ms as the megakernel, %.4f ms as its steps: %s",
                   r.source_sha256.c_str(), r.megakernel_ms, r.steps_ms,
                   r.steps_faster() ? "a mega-mode runner launches its steps" : "it runs as the megakernel");
     log(LogSeverity::info, line);

@@ -53,7 +53,7 @@ MegaRuntime::MegaRuntime(const plan::Plan& data, const fuse::Partition& partitio
     as_steps_.push_back(options.segments == MegaSegments::as_planned && record && record->steps_faster());
     if (as_steps_.back()) {
       char times[160];
-      std::snprintf(times, sizeof times, "%.4f ms against %.4f ms as its megakernel", record->steps_ms,
+      std::snprintf(times, sizeof times, "%.4f ms a segment against %.4f ms as its megakernel", record->steps_ms,
                     record->megakernel_ms);
       const std::string why = "its segment (steps " + std::to_string(pieces_[p].steps.front()) + ".." +
                               std::to_string(pieces_[p].steps.back()) +

@@ -69,9 +69,9 @@ struct WorkspaceLayout {
 
 // A megakernel's cubin (CompileOptions::megakernels): a mega-mode runner regenerates each
 // segment's source from the steps and loads the cubin stored under that source's digest.
-// Compiled with a timing tune mode, the plan also holds what the megakernel's segments took
-// (together, where several share the source) as megakernels and as their steps launched one by
-// one; a mega-mode runner launches the steps of a megakernel whose steps were faster
+// Compiled with a timing tune mode, the plan also holds what a segment of the megakernel took (the
+// mean, where several share the source) as the megakernel and as its steps launched one by one;
+// a mega-mode runner launches the steps of a megakernel whose steps were faster
 // (MegaOptions::segments).
 struct MegakernelRecord {
   std::string source_sha256;  // lower-case hex SHA-256 of the generated source

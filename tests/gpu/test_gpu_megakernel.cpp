@@ -377,6 +377,16 @@ TEST_F(GpuMegakernel, TunedPlanChoosesMegakernelOrStepsPerSegment) {
     EXPECT_GT(r.steps_ms, 0);
   }
   EXPECT_EQ(Plan::from_bytes(built.to_bytes(), "tuned_mega.plan").state().data.megakernels, data.megakernels);
+  {  // the plan as measured: the steps outside for speed are those of the megakernels measured slower
+    TestPlan measured(built, test_runner_options(ExecMode::mega));
+    size_t slower = 0;
+    for (const plan::MegakernelRecord& r : data.megakernels) slower += r.steps_faster();
+    std::set<int> outside_for_speed;
+    for (const MegaDescription::Outside& x : measured.runner().mega_description().outside) {
+      if (contains(x.why, "ran faster as separate launches")) outside_for_speed.insert(x.step);
+    }
+    EXPECT_EQ(outside_for_speed.empty(), slower == 0);
+  }
 
   // the first megakernel's steps made the faster, every other megakernel the faster
   auto state = std::make_shared<Plan::State>();
@@ -389,8 +399,10 @@ TEST_F(GpuMegakernel, TunedPlanChoosesMegakernelOrStepsPerSegment) {
   const Plan edited(state);
   MegaOptions all;
   all.segments = MegaSegments::all_megakernels;
+  MegaOptions traced;
+  traced.trace = true;
   TestPlan every(edited, test_runner_options(ExecMode::mega, all));
-  TestPlan planned(edited, test_runner_options(ExecMode::mega));
+  TestPlan planned(edited, test_runner_options(ExecMode::mega, traced));
   const MegaDescription de = every.runner().mega_description();
   const MegaDescription dp = planned.runner().mega_description();
   const TensorMap timing_inputs = random_inputs(g, fresh_seed());  // valid values (indices among them)
@@ -434,6 +446,10 @@ TEST_F(GpuMegakernel, TunedPlanChoosesMegakernelOrStepsPerSegment) {
           << g.tensor(id).name << (ex == &every ? " (all megakernels)" : " (as planned)");
     }
   }
+  // the steps launched on their own ran no task of a megakernel
+  const std::vector<MegaTaskEvent> events = planned.runner().mega_trace();
+  EXPECT_FALSE(events.empty());
+  for (const MegaTaskEvent& e : events) EXPECT_EQ(steps_of_as_steps.count(e.step), 0u) << "step " << e.step;
 }
 
 }  // namespace
