@@ -149,10 +149,10 @@ std::string mega_trace_summary_text(const std::vector<MegaSegmentTime>& segments
   for (const MegaSegmentTime& s : segments) {
     out += printf_string("segment %d: span %.1f us on %d CTAs, %d tasks, busy %.1f%% (busy %.1f us, waited %.1f us)\n",
                          s.segment, s.span_us, s.ctas, s.tasks, s.busy_percent, s.busy_us, s.waited_us);
-    out += "   step   tasks      busy us    waited us   busy %\n";
+    out += "   step   tasks      busy us    waited us   busy %   window us (first start - last end)\n";
     for (const MegaStepTime& t : s.steps) {
-      out += printf_string("   %-6d %-10d %-10.1f %-11.1f %.1f\n", t.step, t.tasks, t.busy_us, t.waited_us,
-                           t.busy_percent);
+      out += printf_string("   %-6d %-10d %-10.1f %-11.1f %-8.1f %.1f - %.1f\n", t.step, t.tasks, t.busy_us, t.waited_us,
+                           t.busy_percent, t.first_start_us, t.last_end_us);
     }
   }
   return out;
@@ -164,7 +164,8 @@ nlohmann::ordered_json mega_trace_summary_json(const std::vector<MegaSegmentTime
     nlohmann::ordered_json steps = nlohmann::ordered_json::array();
     for (const MegaStepTime& t : s.steps) {
       steps.push_back({{"step", t.step}, {"tasks", t.tasks}, {"busy_us", t.busy_us}, {"waited_us", t.waited_us},
-                       {"busy_percent", t.busy_percent}});
+                       {"busy_percent", t.busy_percent}, {"first_start_us", t.first_start_us},
+                       {"last_end_us", t.last_end_us}});
     }
     out.push_back({{"segment", s.segment}, {"ctas", s.ctas}, {"tasks", s.tasks}, {"span_us", s.span_us},
                    {"busy_us", s.busy_us}, {"waited_us", s.waited_us}, {"busy_percent", s.busy_percent},
