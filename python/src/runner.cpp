@@ -24,13 +24,20 @@ ExecMode exec_mode(const nb::object& mode) {
   throw Error(ErrorCode::invalid_argument, "Runner: mode='" + s + "' is not one of 'stream', 'graph', 'mega'");
 }
 
+MegaSegments mega_segments(const std::string& s) {
+  if (s == "as_planned") return MegaSegments::as_planned;
+  if (s == "all_megakernels") return MegaSegments::all_megakernels;
+  throw Error(ErrorCode::invalid_argument, "Runner: segments='" + s + "' is not one of 'as_planned', 'all_megakernels'");
+}
+
 cudaStream_t to_stream(uintptr_t stream) { return reinterpret_cast<cudaStream_t>(stream); }
 
 Runner make_runner(const Plan& plan, const nb::object& mode, int device, uintptr_t workspace,
                    size_t workspace_bytes, double watchdog_ms, bool trace, std::string kernel_cache_dir,
-                   nb::object on_log) {
+                   const std::string& segments, nb::object on_log) {
   RunnerOptions o;
   o.mode = exec_mode(mode);
+  o.mega.segments = mega_segments(segments);
   o.device = device;
   o.workspace = reinterpret_cast<void*>(workspace);
   o.workspace_bytes = workspace_bytes;
@@ -59,11 +66,13 @@ void bind_runner(nb::module_& m) {
       .def(nb::new_(&make_runner), nb::arg("plan"), nb::kw_only(), nb::arg("mode") = "stream",
            nb::arg("device") = 0, nb::arg("workspace") = 0, nb::arg("workspace_bytes") = 0,
            nb::arg("watchdog_ms") = 5000.0, nb::arg("trace") = false, nb::arg("kernel_cache_dir") = "",
-           nb::arg("on_log") = nb::none(),
+           nb::arg("segments") = "as_planned", nb::arg("on_log") = nb::none(),
            "Loads every step and, without a workspace (a device address of at least "
            "plan.describe()['memory']['device_bytes'] bytes), allocates the plan's memory. mode: "
            "'stream', 'graph' (a CUDA graph, replayed) or 'mega' (persistent megakernels); "
-           "watchdog_ms and trace are mega mode's. Raises CudaError when there is no usable GPU.")
+           "watchdog_ms, trace and segments are mega mode's (segments: 'as_planned' launches a "
+           "segment's steps where the plan measured them faster than its megakernel, "
+           "'all_megakernels' every megakernel). Raises CudaError when there is no usable GPU.")
       .def_prop_ro("plan", [](const Runner& r) { return r.plan(); })
       .def("set_tensor_address", [](Runner& r, const std::string& name, uintptr_t address) {
              r.set_tensor_address(name, reinterpret_cast<const void*>(address));
@@ -83,7 +92,24 @@ void bind_runner(nb::module_& m) {
       .def("poison_intermediates", [](Runner& r, uintptr_t stream) { r.poison_intermediates(to_stream(stream)); },
            nb::arg("stream") = 0, "Fills every intermediate with 0xFF bytes (NaN), a test's guard")
       .def("time_steps", [](Runner& r, uintptr_t stream, int iters) { return r.time_steps(to_stream(stream), iters); },
-           nb::arg("stream") = 0, nb::arg("iters") = 20, "Median milliseconds of each step launched alone");
+           nb::arg("stream") = 0, nb::arg("iters") = 20, "Median milliseconds of each step launched alone")
+      .def("time_mega_segments",
+           [](Runner& r, uintptr_t stream, int iters) {
+             nb::list out;
+             for (const MegaSegmentTiming& t : r.time_mega_segments(to_stream(stream), iters)) {
+               nb::dict d;
+               d["steps"] = t.steps;
+               d["source_sha256"] = t.source_sha256;
+               d["megakernel_ms"] = t.megakernel_ms;
+               d["steps_ms"] = t.steps_ms;
+               d["launched_as_steps"] = t.launched_as_steps;
+               out.append(d);
+             }
+             return out;
+           },
+           nb::arg("stream") = 0, nb::arg("iters") = 20,
+           "Mega mode: each megakernel segment timed as its megakernel and as its steps launched one by one "
+           "(medians); a list of dicts {steps, source_sha256, megakernel_ms, steps_ms, launched_as_steps}");
 }
 
 }  // namespace sinter::python

@@ -96,6 +96,12 @@ def test_a_runner_checks_its_mode(bundle):
     assert info.value.message == "Runner: mode='turbo' is not one of 'stream', 'graph', 'mega'"
 
 
+def test_a_runner_checks_its_segments_choice(bundle):
+    with pytest.raises(sinter.InvalidArgumentError) as info:
+        sinter.Runner(sinter.Plan.load(bundle), mode="mega", segments="fastest")
+    assert info.value.message == "Runner: segments='fastest' is not one of 'as_planned', 'all_megakernels'"
+
+
 def test_explain_and_engines_need_no_gpu():
     d = sinter.explain(small_graph())
     assert d["graph"] == "mlp"
