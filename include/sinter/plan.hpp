@@ -93,6 +93,15 @@ struct CompileReport {
   std::string kernel_cache;   // "kernel cache: 3 memory hits, 1 disk hit, 2 compiles (812.4 ms), ..."
 };
 
+// A megakernel the plan carries (CompileOptions::megakernels) and what compile measured of it.
+struct MegakernelDescription {
+  std::string source_sha256;  // the digest of its generated source
+  uint64_t cubin_bytes = 0;
+  double megakernel_ms = -1;  // a segment of it as the megakernel (< 0: not timed)
+  double steps_ms = -1;       // the same segment as its steps launched one by one
+  bool steps_faster = false;  // a mega-mode runner launches its segments' steps (MegaOptions::segments)
+};
+
 struct PlanDescription {
   std::string graph;  // its name
   size_t nodes = 0;
@@ -103,6 +112,7 @@ struct PlanDescription {
   std::vector<TensorDescription> inputs, outputs;  // what a Runner binds, in graph order
   MemoryDescription memory;
   std::vector<StepDescription> steps;
+  std::vector<MegakernelDescription> megakernels;
   size_t blobs = 0;
   uint64_t blob_bytes = 0;
   std::optional<CompileReport> compile;

@@ -114,6 +114,11 @@ PlanDescription Plan::describe() const {
     }
     d.steps.push_back(std::move(sd));
   }
+  for (const plan::MegakernelRecord& r : p.megakernels) {
+    MegakernelDescription md{r.source_sha256, 0, r.megakernel_ms, r.steps_ms, r.steps_faster()};
+    if (auto it = p.blobs.find(r.cubin); it != p.blobs.end()) md.cubin_bytes = it->second.bytes.size();
+    d.megakernels.push_back(std::move(md));
+  }
   d.blobs = p.blobs.size();
   for (const auto& [key, b] : p.blobs) d.blob_bytes += b.bytes.size();
   d.compile = s.compile;
@@ -171,6 +176,19 @@ std::string to_text(const PlanDescription& d) {
       out += "      " + printable(k.description) + "\n      cubin " + printable(k.cubin) + " (" +
              bytes_text(double(k.cubin_bytes)) + "), cache key " +
              (k.cache_key.empty() ? "(unknown)" : printable(k.cache_key)) + "\n";
+    }
+  }
+  if (!d.megakernels.empty()) out += "megakernels (mode mega loads them with no compilation):\n";
+  for (const MegakernelDescription& m : d.megakernels) {
+    std::snprintf(buf, sizeof buf, "   source %.16s..., cubin %s", printable(m.source_sha256).c_str(),
+                  bytes_text(double(m.cubin_bytes)).c_str());
+    out += buf;
+    if (m.megakernel_ms >= 0 && m.steps_ms >= 0) {
+      std::snprintf(buf, sizeof buf, "; a segment %.4f ms as the megakernel, %.4f ms as its steps: %s\n",
+                    m.megakernel_ms, m.steps_ms, m.steps_faster ? "runs as its steps" : "runs as the megakernel");
+      out += buf;
+    } else {
+      out += "; not timed: runs as the megakernel\n";
     }
   }
   std::snprintf(buf, sizeof buf, "blobs: %zu (%s)\n", d.blobs, bytes_text(double(d.blob_bytes)).c_str());
@@ -238,6 +256,12 @@ std::string to_json(const PlanDescription& d) {
                                   {"median_ms", t.median_ms}, {"skipped", t.skipped}});
     }
     j["steps"].push_back(std::move(sj));
+  }
+  j["megakernels"] = OJson::array();
+  for (const MegakernelDescription& m : d.megakernels) {
+    j["megakernels"].push_back(OJson{{"source_sha256", m.source_sha256}, {"cubin_bytes", m.cubin_bytes},
+                                     {"megakernel_ms", m.megakernel_ms}, {"steps_ms", m.steps_ms},
+                                     {"steps_faster", m.steps_faster}});
   }
   j["blobs"] = d.blobs;
   j["blob_bytes"] = d.blob_bytes;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/bundle_format.hpp"
+#include "plan/plan_state.hpp"
 #include "engines/jit/saved_kernels.hpp"
 #include "plan_fixture.hpp"
 #include "sinter/json.hpp"
@@ -380,4 +381,27 @@ TEST(PlanBundle, MegakernelRecordsCarryTheirTimes) {
     const std::string m = rejection(edited(bytes, edit));
     EXPECT_TRUE(contains(m, expect)) << "expected \"" << expect << "\" in: " << m;
   }
+}
+
+// Plan::describe (sinter inspect) shows each megakernel the plan carries and what compile measured.
+TEST(PlanBundle, DescriptionShowsTheMegakernelsAndTheirTimes) {
+  auto state = std::make_shared<sinter::Plan::State>();
+  state->data = test::make_fixture_plan();
+  plan::Plan& p = state->data;
+  const std::string timed_cubin = plan::add_blob(p, BlobKind::cubin, std::string("\x7f" "ELF fake megakernel 1"));
+  const std::string untimed_cubin = plan::add_blob(p, BlobKind::cubin, std::string("\x7f" "ELF fake megakernel 2"));
+  p.megakernels = {{std::string(64, 'd'), timed_cubin, 0.25, 0.125}, {std::string(64, 'e'), untimed_cubin}};
+  const PlanDescription d = sinter::Plan(state).describe();
+  ASSERT_EQ(d.megakernels.size(), 2u);
+  EXPECT_TRUE(d.megakernels[0].steps_faster);
+  EXPECT_EQ(d.megakernels[0].cubin_bytes, 22u);
+  EXPECT_FALSE(d.megakernels[1].steps_faster);
+  EXPECT_LT(d.megakernels[1].megakernel_ms, 0);
+  const std::string text = to_text(d);
+  EXPECT_TRUE(contains(text, "a segment 0.2500 ms as the megakernel, 0.1250 ms as its steps: runs as its steps")) << text;
+  EXPECT_TRUE(contains(text, "not timed: runs as the megakernel")) << text;
+  const auto j = nlohmann::json::parse(to_json(d));
+  ASSERT_EQ(j["megakernels"].size(), 2u);
+  EXPECT_EQ(j["megakernels"][0]["steps_faster"], true);
+  EXPECT_EQ(j["megakernels"][1]["source_sha256"], std::string(64, 'e'));
 }
