@@ -13,7 +13,9 @@
 //      first enqueue of a fresh graph-mode runner (capture, cudaGraphInstantiate, launch).
 //   4. the Llama-style decode stack (16 layers, d 2048, ffn 8192, GQA 32/8, cache 1024, batch 1,
 //      ~1.98 GB of bf16 weights and cache): compile, save, load, run, checked against the CPU
-//      reference; one decode step through stream- and graph-mode runners. bench/torch_decode_stack.py
+//      reference; one decode step through stream- and graph-mode runners, and in mega mode (the
+//      plan; compiled on our kernels only; the same with nn.Linear's [N, K] weights).
+//      bench/torch_decode_stack.py
 //      times the same model in PyTorch (eager and CUDA graph) for the same run. Every time is also
 //      given as a fraction of the read-once floor of the same bytes (read_floor.hpp), measured here.
 //   5. (--models) whole-model decode steps: Llama-3.2-1B and Llama-3-8B's shape, graph executor and
@@ -637,6 +639,27 @@ int main(int argc, char** argv) {
                     mega_summary(*jm).c_str());
         trace_report(jx.plan(), jx.io(), jx.stream(), kernels.str(), "decode_stack", trace_dir);
         step_breakdown(jx, "the plan on our kernels only", 16);
+        // The same stack with nn.Linear's weight layout ([N, K], k-contiguous), where the decode
+        // tiles that stream k-contiguous weights (the TMA tile) may take the projections. The same
+        // logical inputs, so the same reference.
+        examples::LlamaConfig nk;
+        nk.weights_nk = true;
+        nk.name = "llama_decode_stack_nk";
+        const Graph stack_nk = examples::llama_decode_stack(nk);
+        BenchPlan nx(compile(stack_nk, jo));
+        const bool nk_ok = matches_want(stack_nk, stack_want, nx.run(in), "jit nk");
+        const std::unique_ptr<Runner> ng = graph_runner(nx.plan(), nx.io());
+        const std::unique_ptr<Runner> nm = mega_runner(nx.plan(), nx.io(), kernels.str());
+        const bool nm_ok = mega_matches(stack_nk, in, *nm, nx.io(), nx.stream(), "jit nk mega", &stack_want);
+        ok &= nk_ok && nm_ok;
+        const double ng_ms = batch_ms(nx.stream(), 1, runs, [&] { ng->enqueue(nx.stream()); });
+        const double nm_ms = batch_ms(nx.stream(), 1, runs, [&] { nm->enqueue(nx.stream()); });
+        std::printf("4m. the same, weights stored [N, K] (nn.Linear's layout): graph executor %.3f ms (%.0f%% of the "
+                    "floor's speed), megakernel %.3f ms (%.0f%%), outputs %s; %s\n",
+                    ng_ms, 100 * floor.ms / ng_ms, nm_ms, 100 * floor.ms / nm_ms, nk_ok && nm_ok ? "correct" : "WRONG",
+                    mega_summary(*nm).c_str());
+        trace_report(nx.plan(), nx.io(), nx.stream(), kernels.str(), "decode_stack_nk", trace_dir);
+        step_breakdown(nx, "the plan on our kernels only, weights [N, K]", 16);
       }
       step_breakdown(sx, "the default plan", 16);
       std::filesystem::remove(sfile);

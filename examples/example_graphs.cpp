@@ -95,15 +95,18 @@ Tensor add_llama_layer(Graph& g, Tensor x, const LlamaConfig& c, const std::stri
                        Tensor cos, Tensor sin) {
   const int64_t b = c.batch, d = c.d_model, heads = c.heads, kv_heads = c.kv_heads, dh = c.head_dim, ff = c.ffn;
   auto in = [&](const std::string& name, DType t, Dims dims) { return g.input(prefix + name, t, std::move(dims)); };
+  auto weight = [&](const std::string& name, int64_t k, int64_t n) {  // [K, N]: see LlamaConfig::weights_nk
+    return c.weights_nk ? g.input(prefix + name, c.dtype, {k, n}, {1, k}) : g.input(prefix + name, c.dtype, {k, n});
+  };
   auto attn_norm = in("attn_norm_w", c.dtype, {d});
-  auto wq = in("wq", c.dtype, {d, heads * dh});
-  auto wk = in("wk", c.dtype, {d, kv_heads * dh});
-  auto wv = in("wv", c.dtype, {d, kv_heads * dh});
-  auto wo = in("wo", c.dtype, {heads * dh, d});
+  auto wq = weight("wq", d, heads * dh);
+  auto wk = weight("wk", d, kv_heads * dh);
+  auto wv = weight("wv", d, kv_heads * dh);
+  auto wo = weight("wo", heads * dh, d);
   auto ffn_norm = in("ffn_norm_w", c.dtype, {d});
-  auto w_gate = in("w_gate", c.dtype, {d, ff});
-  auto w_up = in("w_up", c.dtype, {d, ff});
-  auto w_down = in("w_down", c.dtype, {ff, d});
+  auto w_gate = weight("w_gate", d, ff);
+  auto w_up = weight("w_up", d, ff);
+  auto w_down = weight("w_down", ff, d);
   auto k_cache = in("k_cache", c.dtype, {b, kv_heads, c.past, dh});
   auto v_cache = in("v_cache", c.dtype, {b, kv_heads, c.past, dh});
 
@@ -171,7 +174,8 @@ Graph llama_decode_stack(const LlamaConfig& c) {
     g.output(reshaped(g, y, {b, 1, c.d_model}), "y");
     return g;
   }
-  auto lm_head_w = g.input("lm_head_w", c.dtype, {c.d_model, c.vocab});
+  auto lm_head_w = c.weights_nk ? g.input("lm_head_w", c.dtype, {c.d_model, c.vocab}, {1, c.d_model})
+                                : g.input("lm_head_w", c.dtype, {c.d_model, c.vocab});
   auto logits = g.matmul(y, lm_head_w);  // [1, B, vocab]: the LM head read once for all B
   // [1, B] -> [B, 1] i64: greedy decoding, a token per sequence
   g.output(reshaped(g, g.argmax(logits, -1), {b, 1}), "next_token");

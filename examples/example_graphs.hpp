@@ -44,6 +44,9 @@ struct LlamaConfig {
   // Start from token ids ("tokens", i64 [batch, 1]) looked up in an embedding table ("embed_w",
   // [vocab, d_model]; a gather) instead of the embedded token ("x").
   bool from_token_ids = false;
+  // The projection weights (and the LM head) stored as PyTorch's nn.Linear stores them, [N, K]
+  // row-major (k-contiguous), declared [K, N] with strides {1, K}; otherwise [K, N] row-major.
+  bool weights_nk = false;
 };
 Graph llama_decode_stack(const LlamaConfig& config = {});
 
