@@ -406,6 +406,13 @@ def parse_bench_plan(text):
                     "outputs": m.group(3)})
         out.append({"case": "llama_decode_stack", "engine": "sinter-mega-jit", "ms": float(m.group(2)),
                     "outputs": m.group(3)})
+    m = re.search(r"^4m\. the same, weights stored \[N, K\] .*?graph executor ([0-9.]+) ms .*?megakernel ([0-9.]+) ms "
+                  r".*?outputs (\w+)", text, re.M)
+    if m:
+        out.append({"case": "llama_decode_stack", "engine": "sinter-graph-jit-nk", "ms": float(m.group(1)),
+                    "outputs": m.group(3)})
+        out.append({"case": "llama_decode_stack", "engine": "sinter-mega-jit-nk", "ms": float(m.group(2)),
+                    "outputs": m.group(3)})
     m = re.search(r"^4b\. the stack tuned .*?outputs (\w+); graph executor ([0-9.]+) ms", text, re.M)
     if m:
         out.append({"case": "llama_decode_stack", "engine": "sinter-graph-tuned", "ms": float(m.group(2)),

@@ -294,10 +294,12 @@ def extract_copy(records):
 
 
 BLOCK_ENGINES = {"sinter-stream": "stream_ms", "sinter-graph": "graph_ms", "sinter-mega": "mega_ms",
-                 "sinter-mega-jit": "mega_jit_ms", "sinter-graph-jit": "graph_jit_ms", "torch-eager": "eager_ms",
+                 "sinter-mega-jit": "mega_jit_ms", "sinter-graph-jit": "graph_jit_ms",
+                 "sinter-graph-jit-nk": "graph_nk_ms", "sinter-mega-jit-nk": "mega_nk_ms", "torch-eager": "eager_ms",
                  "torch-compile": "compile_ms", "torch-cuda-graph": "cuda_graph_ms", "read-once-floor": "floor_ms"}
 BLOCK_NAMES = {"stream_ms": "stream", "graph_ms": "graph", "mega_ms": "mega", "mega_jit_ms": "mega, our kernels",
-               "graph_jit_ms": "graph, our kernels", "eager_ms": "eager", "compile_ms": "torch.compile",
+               "graph_jit_ms": "graph, our kernels", "graph_nk_ms": "graph, our kernels, [N, K] weights",
+               "mega_nk_ms": "mega, our kernels, [N, K] weights", "eager_ms": "eager", "compile_ms": "torch.compile",
                "cuda_graph_ms": "CUDA graph", "floor_ms": "read-once floor", "autotune_ms": "max-autotune"}
 
 
@@ -313,7 +315,8 @@ def extract_blocks(records, cases, sources):
 
 
 def derive_blocks(case, cells):
-    ours = [(cells[k]["v"], BLOCK_NAMES[k], cells[k]["run"]) for k in ("stream_ms", "graph_ms", "mega_ms", "mega_jit_ms")
+    ours = [(cells[k]["v"], BLOCK_NAMES[k], cells[k]["run"])
+            for k in ("stream_ms", "graph_ms", "mega_ms", "mega_jit_ms", "graph_nk_ms", "mega_nk_ms")
             if isinstance(cells.get(k, {}).get("v"), (int, float))]
     if not ours:
         return {}
@@ -327,7 +330,8 @@ def derive_decode(case, cells):
     """derive_blocks, and the best Sinter time as a fraction of the same run's read-once floor."""
     out = derive_blocks(case, cells)
     floor = cells.get("floor_ms", {})
-    ours = [(cells[k]["v"], cells[k]["run"]) for k in ("graph_ms", "mega_ms", "graph_jit_ms", "mega_jit_ms")
+    ours = [(cells[k]["v"], cells[k]["run"])
+            for k in ("graph_ms", "mega_ms", "graph_jit_ms", "mega_jit_ms", "graph_nk_ms", "mega_nk_ms")
             if isinstance(cells.get(k, {}).get("v"), (int, float)) and cells[k].get("run") == floor.get("run")]
     if ours and isinstance(floor.get("v"), (int, float)):
         best = min(ours)
@@ -557,10 +561,13 @@ SECTIONS = [
               "through Sinter's stream, graph and mega executors (`sinter_bench_plan` parts 4 and 4m, "
               "outputs checked against the CPU reference; mega on the default plan runs a megakernel per "
               "run of our steps between the vendor steps; \"our kernels only\" is the plan compiled on the "
-              "jit and alias engines, one megakernel) and the same model in PyTorch (`bench/torch_decode_stack.py`: "
+              "jit and alias engines, one megakernel; \"[N, K] weights\" the same with the weights stored as "
+              "nn.Linear stores them, k-contiguous) and the same model in PyTorch (`bench/torch_decode_stack.py`: "
               "eager, CUDA graph, torch.compile).",
          columns=[("stream_ms", "Sinter stream ms"), ("graph_ms", "Sinter graph ms"), ("mega_ms", "Sinter mega ms"),
                   ("graph_jit_ms", "graph, our kernels only, ms"), ("mega_jit_ms", "mega, our kernels only, ms"),
+                  ("graph_nk_ms", "graph, our kernels, [N, K] weights, ms"),
+                  ("mega_nk_ms", "mega, our kernels, [N, K] weights, ms"),
                   ("floor_ms", "read-once floor ms"), ("of_floor", "best Sinter, % of floor speed"),
                   ("eager_ms", "torch eager ms"), ("compile_ms", "torch.compile ms"),
                   ("cuda_graph_ms", "torch CUDA graph ms"), ("vs_torch", "best Sinter / best PyTorch")],
