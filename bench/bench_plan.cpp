@@ -377,6 +377,36 @@ void usage(std::FILE* to) {
                "  --trace-dir D  write the megakernel traces (Chrome trace JSON) into folder D\n");
 }
 
+// The decode stack's inputs, reference and what its lines are measured against (part 4).
+struct StackRun {
+  const TensorMap& in;
+  const TensorMap& want;
+  int runs;
+  std::string kernels, trace_dir;
+  double floor_ms, gb;
+};
+
+// Part 4m on one plan compiled with `o` (our kernels): the graph executor and the megakernel,
+// both checked against the reference, on a line that starts `head`; then the megakernel's trace
+// and the steps' breakdown. False when an output is wrong.
+bool bench_our_kernels(const Graph& g, const CompileOptions& o, const StackRun& r, const char* head, const char* label,
+                       const char* trace_label, const char* breakdown_label) {
+  BenchPlan x(compile(g, o));
+  const bool graph_ok = matches_want(g, r.want, x.run(r.in), label);
+  const std::unique_ptr<Runner> gr = graph_runner(x.plan(), x.io());
+  const std::unique_ptr<Runner> mr = mega_runner(x.plan(), x.io(), r.kernels);
+  const std::string mega_label = std::string(label) + " mega";
+  const bool mega_ok = mega_matches(g, r.in, *mr, x.io(), x.stream(), mega_label.c_str(), &r.want);
+  const double graph_ms = batch_ms(x.stream(), 1, r.runs, [&] { gr->enqueue(x.stream()); });
+  const double mega_ms = batch_ms(x.stream(), 1, r.runs, [&] { mr->enqueue(x.stream()); });
+  std::printf("%s: graph executor %.3f ms, megakernel %.3f ms (%.2f TB/s, %.0f%% of the floor's speed), outputs %s; %s\n",
+              head, graph_ms, mega_ms, r.gb / mega_ms, 100 * r.floor_ms / mega_ms,
+              graph_ok && mega_ok ? "correct" : "WRONG", mega_summary(*mr).c_str());
+  trace_report(x.plan(), x.io(), x.stream(), r.kernels, trace_label, r.trace_dir);
+  step_breakdown(x, breakdown_label, 16);
+  return graph_ok && mega_ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -625,41 +655,18 @@ int main(int argc, char** argv) {
         CompileOptions jo;
         jo.kernel_cache_dir = kernels.str();
         jo.engines = {"jit", "alias"};
-        BenchPlan jx(compile(stack, jo));
-        const bool jit_ok = matches_want(stack, stack_want, jx.run(in), "jit");
-        const std::unique_ptr<Runner> jg = graph_runner(jx.plan(), jx.io());
-        const std::unique_ptr<Runner> jm = mega_runner(jx.plan(), jx.io(), kernels.str());
-        const bool jm_ok = mega_matches(stack, in, *jm, jx.io(), jx.stream(), "jit mega", &stack_want);
-        ok &= jit_ok && jm_ok;
-        const double jg_ms = batch_ms(jx.stream(), 1, runs, [&] { jg->enqueue(jx.stream()); });
-        const double jm_ms = batch_ms(jx.stream(), 1, runs, [&] { jm->enqueue(jx.stream()); });
-        std::printf("4m. compiled on our kernels only (jit + alias): graph executor %.3f ms, megakernel %.3f ms "
-                    "(%.2f TB/s, %.0f%% of the floor's speed), outputs %s; %s\n",
-                    jg_ms, jm_ms, gb / jm_ms, 100 * floor.ms / jm_ms, jit_ok && jm_ok ? "correct" : "WRONG",
-                    mega_summary(*jm).c_str());
-        trace_report(jx.plan(), jx.io(), jx.stream(), kernels.str(), "decode_stack", trace_dir);
-        step_breakdown(jx, "the plan on our kernels only", 16);
+        const StackRun run{in, stack_want, runs, kernels.str(), trace_dir, floor.ms, gb};
+        ok &= bench_our_kernels(stack, jo, run, "4m. compiled on our kernels only (jit + alias)", "jit", "decode_stack",
+                                "the plan on our kernels only");
         // The same stack with nn.Linear's weight layout ([N, K], k-contiguous), where the decode
         // tiles that stream k-contiguous weights (the TMA tile) may take the projections. The same
         // logical inputs, so the same reference.
         examples::LlamaConfig nk;
         nk.weights_nk = true;
         nk.name = "llama_decode_stack_nk";
-        const Graph stack_nk = examples::llama_decode_stack(nk);
-        BenchPlan nx(compile(stack_nk, jo));
-        const bool nk_ok = matches_want(stack_nk, stack_want, nx.run(in), "jit nk");
-        const std::unique_ptr<Runner> ng = graph_runner(nx.plan(), nx.io());
-        const std::unique_ptr<Runner> nm = mega_runner(nx.plan(), nx.io(), kernels.str());
-        const bool nm_ok = mega_matches(stack_nk, in, *nm, nx.io(), nx.stream(), "jit nk mega", &stack_want);
-        ok &= nk_ok && nm_ok;
-        const double ng_ms = batch_ms(nx.stream(), 1, runs, [&] { ng->enqueue(nx.stream()); });
-        const double nm_ms = batch_ms(nx.stream(), 1, runs, [&] { nm->enqueue(nx.stream()); });
-        std::printf("4m. the same, weights stored [N, K] (nn.Linear's layout): graph executor %.3f ms (%.0f%% of the "
-                    "floor's speed), megakernel %.3f ms (%.0f%%), outputs %s; %s\n",
-                    ng_ms, 100 * floor.ms / ng_ms, nm_ms, 100 * floor.ms / nm_ms, nk_ok && nm_ok ? "correct" : "WRONG",
-                    mega_summary(*nm).c_str());
-        trace_report(nx.plan(), nx.io(), nx.stream(), kernels.str(), "decode_stack_nk", trace_dir);
-        step_breakdown(nx, "the plan on our kernels only, weights [N, K]", 16);
+        ok &= bench_our_kernels(examples::llama_decode_stack(nk), jo, run,
+                                "4m. the same, weights stored [N, K] (nn.Linear's layout)", "jit nk", "decode_stack_nk",
+                                "the plan on our kernels only, weights [N, K]");
       }
       step_breakdown(sx, "the default plan", 16);
       std::filesystem::remove(sfile);

@@ -399,20 +399,13 @@ def parse_bench_plan(text):
     if m:
         out.append({"case": "llama_decode_stack", "engine": "sinter-mega", "ms": float(m.group(1)), "outputs": m.group(2),
                     "segments": int(m.group(3))})
-    m = re.search(r"^4m\. compiled on our kernels only .*?graph executor ([0-9.]+) ms, megakernel ([0-9.]+) ms .*?"
-                  r"outputs (\w+)", text, re.M)
-    if m:
-        out.append({"case": "llama_decode_stack", "engine": "sinter-graph-jit", "ms": float(m.group(1)),
-                    "outputs": m.group(3)})
-        out.append({"case": "llama_decode_stack", "engine": "sinter-mega-jit", "ms": float(m.group(2)),
-                    "outputs": m.group(3)})
-    m = re.search(r"^4m\. the same, weights stored \[N, K\] .*?graph executor ([0-9.]+) ms .*?megakernel ([0-9.]+) ms "
-                  r".*?outputs (\w+)", text, re.M)
-    if m:
-        out.append({"case": "llama_decode_stack", "engine": "sinter-graph-jit-nk", "ms": float(m.group(1)),
-                    "outputs": m.group(3)})
-        out.append({"case": "llama_decode_stack", "engine": "sinter-mega-jit-nk", "ms": float(m.group(2)),
-                    "outputs": m.group(3)})
+    # our kernels only: the stack as built, and with nn.Linear's [N, K] weights
+    for head, suffix in ((r"compiled on our kernels only", "jit"), (r"the same, weights stored \[N, K\]", "jit-nk")):
+        m = re.search(r"^4m\. " + head + r" .*?graph executor ([0-9.]+) ms, megakernel ([0-9.]+) ms .*?outputs (\w+)",
+                      text, re.M)
+        if m:
+            for engine, ms in (("sinter-graph-" + suffix, m.group(1)), ("sinter-mega-" + suffix, m.group(2))):
+                out.append({"case": "llama_decode_stack", "engine": engine, "ms": float(ms), "outputs": m.group(3)})
     m = re.search(r"^4b\. the stack tuned .*?outputs (\w+); graph executor ([0-9.]+) ms", text, re.M)
     if m:
         out.append({"case": "llama_decode_stack", "engine": "sinter-graph-tuned", "ms": float(m.group(2)),

@@ -82,12 +82,15 @@ MegaRuntime::MegaRuntime(const plan::Plan& data, const fuse::Partition& partitio
 
 MegaRuntime::~MegaRuntime() = default;
 
+void MegaRuntime::bind_segment(size_t piece, const std::vector<Binding>& bindings, cudaStream_t stream) {
+  std::vector<const Binding*> b;
+  for (const mega::SegmentStep& s : segments_[piece]->graph().steps) b.push_back(&bindings.at(s.step));
+  segments_[piece]->bind(b, stream);
+}
+
 void MegaRuntime::bind(const std::vector<Binding>& bindings, cudaStream_t stream) {
   for (size_t p = 0; p < pieces_.size(); ++p) {
-    if (!segments_[p]) continue;
-    std::vector<const Binding*> b;
-    for (const mega::SegmentStep& s : segments_[p]->graph().steps) b.push_back(&bindings.at(s.step));
-    segments_[p]->bind(b, stream);
+    if (launched(p)) bind_segment(p, bindings, stream);  // the others only when time_segments launches them
   }
 }
 
@@ -197,6 +200,7 @@ std::vector<MegaSegmentTiming> MegaRuntime::time_segments(const std::vector<std:
   std::vector<MegaSegmentTiming> out;
   for (size_t p = 0; p < pieces_.size(); ++p) {
     if (!segments_[p]) continue;
+    if (!launched(p)) bind_segment(p, bindings, stream);
     MegaSegmentTiming t;
     for (size_t i : pieces_[p].steps) t.steps.push_back(static_cast<int>(i));
     t.source_sha256 = source_keys_[p];

@@ -33,7 +33,8 @@ class MegaRuntime {
               std::vector<std::string>& notes);
   ~MegaRuntime();
 
-  // Binds every segment's task arguments (after the stream's queued work).
+  // Binds the task arguments of every segment launched as a megakernel (after the stream's queued
+  // work).
   void bind(const std::vector<Binding>& bindings, cudaStream_t stream);
   // The segments and the steps outside them, in plan order.
   void enqueue(const std::vector<std::unique_ptr<PreparedStep>>& steps, const std::vector<Binding>& bindings,
@@ -56,6 +57,7 @@ class MegaRuntime {
   std::vector<bool> as_steps_;                            // by piece: a segment launched as its steps
   // A megakernel segment is launched as a megakernel.
   bool launched(size_t piece) const { return segments_[piece] && !as_steps_[piece]; }
+  void bind_segment(size_t piece, const std::vector<Binding>& bindings, cudaStream_t stream);
   std::vector<MegaDescription::Outside> outside_;
   int sm_count_ = 0;
 };

@@ -57,11 +57,7 @@ TEST_F(GpuRegions, GraphModeRebindsByUpdate) {
     // New memory for every input and output: rebind, replay.
     DeviceTensors other(plan);
     const TensorMap second = random_inputs(g, fresh_seed());
-    other.upload(second, run.stream());
-    other.poison_outputs(run.stream());
-    other.bind(run.runner());
-    run.runner().enqueue(run.stream());
-    expect_matches_reference(g, second, other.download(run.stream()));
+    expect_matches_reference(g, second, run.run_rebound(other, second));
     const RunnerStats st = run.runner().stats();
     EXPECT_EQ(st.instantiations, 1) << "rebinding must update the graph, not instantiate it again";
     EXPECT_EQ(st.updates, 1);

@@ -77,6 +77,18 @@ class TestPlan {
     return out;
   }
 
+  // The runner rebound to `other`'s memory (every input and output) and run there once, outputs
+  // poisoned first. The runner stays bound to `other`.
+  TensorMap run_rebound(DeviceTensors& other, const TensorMap& inputs) {
+    other.upload(inputs, stream_);
+    other.poison_outputs(stream_);
+    other.bind(runner_);
+    runner_.enqueue(stream_);
+    TensorMap out = other.download(stream_);
+    runner_.check();
+    return out;
+  }
+
  private:
   Plan plan_;
   PlanDescription description_;
