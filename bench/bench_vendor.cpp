@@ -154,9 +154,11 @@ int main(int argc, char** argv) {
         {"sdpa_d64", 4, 32, 32, 4096, 4096, 64, CausalMask::none},
         {"sdpa_d64_causal", 4, 32, 32, 4096, 4096, 64, CausalMask::top_left},
         {"sdpa_decode_gqa", 32, 32, 8, 1, 4096, 128, CausalMask::none},
-        // one layer of the Llama decode stack (examples/example_graphs.cpp): batch 1, KV cache 1024
-        // + the new token; bottom-right causal at Sq = 1 sees every key
+        // batch 1, KV cache 1024 + the new token; bottom-right causal at Sq = 1 sees every key: at
+        // head dim 128 (Llama-3-8B's heads) and at 64 (one layer of the examples' decode stack,
+        // Llama-3.2-1B's heads)
         {"sdpa_decode_b1_skv1025", 1, 32, 8, 1, 1025, 128, CausalMask::bottom_right},
+        {"sdpa_decode_b1_skv1025_d64", 1, 32, 8, 1, 1025, 64, CausalMask::bottom_right},
     };
     for (const SdpaCase& c : sdpa_cases) {
       if (!wanted(c.name)) continue;

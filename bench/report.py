@@ -452,7 +452,8 @@ def derive_multi_gpu(case, cells):
 
 GEMM_CASES = ("gemm_4096", "gemm_8192", "gemm_bias_gelu_amax_4096", "gemm_bias_gelu_amax_8192", "gemm_fp8_e4m3_4096")
 DECODE_CASES = ("decode_m1", "decode_m8", "decode_m16")
-SDPA_CASES = ("sdpa_d128", "sdpa_d128_causal", "sdpa_d64", "sdpa_d64_causal", "sdpa_decode_gqa", "sdpa_decode_b1_skv1025")
+SDPA_CASES = ("sdpa_d128", "sdpa_d128_causal", "sdpa_d64", "sdpa_d64_causal", "sdpa_decode_gqa", "sdpa_decode_b1_skv1025",
+              "sdpa_decode_b1_skv1025_d64")
 NORM_CASES = ("add_layernorm", "add_rmsnorm", "softmax", "pointwise_chain10")
 BLOCK_CASES = ("mlp_layer", "conv_block", "transformer_block", "llama_decode_layer")
 # the whole-model decode steps: case MODEL at batch 1, MODEL_bB at batch B (bench/device.py model_case)
@@ -508,7 +509,8 @@ SECTIONS = [
          rows=[("sdpa_d128", "D128", ">= 95% of torch cuDNN"), ("sdpa_d128_causal", "D128 causal", ">= 95% of torch cuDNN"),
                ("sdpa_d64", "D64", ""), ("sdpa_d64_causal", "D64 causal", ""),
                ("sdpa_decode_gqa", "decode B32 Skv4096 D128", ""),
-               ("sdpa_decode_b1_skv1025", "decode B1 Skv1025 D128 (one Llama layer)", "")],
+               ("sdpa_decode_b1_skv1025", "decode B1 Skv1025 D128 (one Llama-3-8B-shaped layer)", ""),
+               ("sdpa_decode_b1_skv1025_d64", "decode B1 Skv1025 D64 (one layer of the decode stack)", "")],
          extract=lambda rec: extract_vendor(rec, SDPA_CASES), derive=derive_sdpa,
          bar=bar_ratio("sinter_ms", "torch_cudnn_ms", "torch cuDNN")),
     dict(id="conv", title="Convolution",

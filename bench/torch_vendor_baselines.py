@@ -104,6 +104,7 @@ def main():
     sdpa_case("sdpa_d64_causal", 4, 32, 32, 4096, 4096, 64, True)
     sdpa_case("sdpa_decode_gqa", 32, 32, 8, 1, 4096, 128, False)
     sdpa_case("sdpa_decode_b1_skv1025", 1, 32, 8, 1, 1025, 128, False)  # Sq 1: every key visible
+    sdpa_case("sdpa_decode_b1_skv1025_d64", 1, 32, 8, 1, 1025, 64, False)
     conv_case()
     matmul_bias_gelu_case()
 
