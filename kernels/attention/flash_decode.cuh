@@ -1,25 +1,27 @@
 // Decode attention (small Sq), flash-decoding style: the keys of one kv head are split across
-// warps all over the GPU, and a second kernel merges the partial softmaxes. At decode sizes
-// (B * H_kv of 8..256, Sq of 1..16) one CTA per head leaves most SMs idle and walks thousands of
-// keys serially; here every key range is a separate work item, so the kernel streams K and V once
-// at close to memory bandwidth.
+// warps all over the GPU, and the last CTA of each head to finish merges the partial softmaxes.
+// At decode sizes (B * H_kv of 8..256, Sq of 1..16) one CTA per head leaves most SMs idle and
+// walks thousands of keys serially; here every key range is a separate work item, so the kernel
+// streams K and V once at close to memory bandwidth, in one launch.
 //
-// Split kernel (decode_split_warp): a warp owns one kv head (b, hkv), kR query rows of that head's
-// GQA group (row rho = g * Sq + i, query head hkv * group + g), and one range of keys. K and V
-// rows are read straight into registers with 16-byte loads (kLk = kD / 8 lanes per K row, so a
-// load instruction covers 32 / kLk keys), all loads of a tile issued before any math. Scores are
-// dot products reduced over the kLk lanes of a key with shuffles; the tile's p values go through
-// a small per-warp shared buffer because V rows map to lanes differently when Dv != D. Each
-// warp writes its (row max, row sum, unnormalized o) per row to the workspace.
-// Combine kernel (decode_combine_row): one warp per output row rescales and sums the partials.
-// Masked scores are -inf; a partial that saw no visible key has m = -inf, l = 0, o = 0, and a
-// row with no visible key at all gets o = 0 and stats -inf (never exp(-inf - -inf)).
+// Split (decode_split_warp): a warp owns one kv head (b, hkv), kR query rows of that head's GQA
+// group (row rho = g * Sq + i, query head hkv * group + g), and one range of keys. K and V rows
+// are read straight into registers with 16-byte loads (kLk = kD / 8 lanes per K row, so a load
+// instruction covers 32 / kLk keys), all loads of a tile issued before any math. Scores are dot
+// products reduced over the kLk lanes of a key with shuffles; the tile's p values go through a
+// small per-warp shared buffer because V rows map to lanes differently when Dv != D. Each warp
+// writes its (row max, row sum, unnormalized o) per row to the workspace.
+// Merge (decode_merge_row): the CTA that finishes a unit's splits last (elected by a counter per
+// unit in the workspace, which it resets for the next launch) merges the unit's rows, one warp a
+// row, reading every split's partial from L2 in batches of independent loads, in split order:
+// the result is the same whichever CTA is last. Masked scores are -inf; a partial that saw no
+// visible key has m = -inf, l = 0, o = 0, and a row with no visible key at all gets o = 0 and
+// stats -inf (never exp(-inf - -inf)).
 //
-// The kernels are flash_decode_split_kernel<Cfg>(args) and flash_decode_combine_kernel<Cfg,
-// Epilogue>(args), Cfg a struct of static constexpr fields (named at each), Epilogue the
-// region's row functor (engines/jit/epilogue_functor.hpp). Their tile functions:
-// flash_decode_split_tile (one warp's key split of one unit) and flash_decode_combine_tile (one
-// output row).
+// The kernel is flash_decode_kernel<Cfg, Epilogue>(args), Cfg a struct of static constexpr fields
+// (named at it), Epilogue the region's row functor (engines/jit/epilogue_functor.hpp). Its tile
+// function, flash_decode_tile, runs one CTA: its four warps' splits of one unit, then the merge
+// if it is the unit's last.
 #pragma once
 
 #include "attention/sdpa_abi.h"
@@ -226,10 +228,7 @@ __device__ __forceinline__ void decode_split_warp(const SinterSdpaShape& s, cons
     }
     if (qi[r] < 0) continue;
     const i64 idx = ((b * s.heads + qh[r]) * s.sq + qi[r]) * nsplit + split;
-    if (lane == 0) {
-      part_ml[2 * idx] = m[r];
-      part_ml[2 * idx + 1] = lsum;
-    }
+    if (lane == 0) reinterpret_cast<float2*>(part_ml)[idx] = make_float2(m[r], lsum);
     if (vslot == 0) {
       float4* dst = reinterpret_cast<float4*>(part_o + idx * kDV + 8 * vl);
       dst[0] = make_float4(o[r][0], o[r][1], o[r][2], o[r][3]);
@@ -238,91 +237,131 @@ __device__ __forceinline__ void decode_split_warp(const SinterSdpaShape& s, cons
   }
 }
 
-// The merged, normalized output row `grow` (= (b * H + h) * Sq + i): lane holds columns
-// lane + 32 c. Writes stats[grow] when stats is not null. Every lane of the warp calls it.
+// The merged, normalized output row `grow` (= (b * H + h) * Sq + i) from its nsplit partials,
+// which other SMs wrote in this launch (read from L2): lane holds columns lane + 32 c. Writes
+// stats[grow] when stats is not null. Every lane of the warp calls it. The row max first (the m
+// of up to 128 splits a batch of loads), then the splits 32 at a time: split base + lane's
+// (m, l) on that lane, their o rows in batches of kB splits whose loads are all issued before the
+// first is used (up to 128 floats a lane in flight), summed in split order.
 template <int kDV>
-__device__ __forceinline__ void decode_combine_row(const float* part_ml, const float* part_o, int nsplit, i64 grow,
-                                                   float* stats, float (&o)[kDV / 32]) {
+__device__ __forceinline__ void decode_merge_row(const float* part_ml, const float* part_o, int nsplit, i64 grow,
+                                                 float* stats, float (&o)[kDV / 32]) {
+  constexpr int kC = kDV / 32;
+  constexpr int kB = 128 / kC < 32 ? 128 / kC : 32;  // splits a batch: 32 up to Dv 128, 16 at 256
   const int lane = threadIdx.x & 31;
-  const float* ml = part_ml + 2 * grow * nsplit;
+  const float2* ml = reinterpret_cast<const float2*>(part_ml) + grow * nsplit;
   float mx = dattn_neg_inf();
-  for (int sp = lane; sp < nsplit; sp += 32) mx = fmaxf(mx, ml[2 * sp]);
+  for (int base = 0; base < nsplit; base += 128) {
+    float mv[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int sp = base + 32 * i + lane;
+      mv[i] = sp < nsplit ? __ldcg(&ml[sp].x) : dattn_neg_inf();
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) mx = fmaxf(mx, mv[i]);
+  }
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
   const bool none = mx == dattn_neg_inf();
 #pragma unroll
-  for (int c = 0; c < kDV / 32; ++c) o[c] = 0.0f;
-  float lsum = 0.0f;
+  for (int c = 0; c < kC; ++c) o[c] = 0.0f;
+  float lw = 0.0f;  // this lane's splits' share of the row sum
   if (!none) {
-    const float* po = part_o + grow * nsplit * kDV;
-    for (int sp = 0; sp < nsplit; ++sp) {
-      const float ms = ml[2 * sp];
-      const float w = ms == dattn_neg_inf() ? 0.0f : expf(ms - mx);
-      lsum = fmaf(w, ml[2 * sp + 1], lsum);
+    const float* po = part_o + grow * nsplit * kDV + lane;
+    for (int base = 0; base < nsplit; base += 32) {
+      const int count = nsplit - base < 32 ? nsplit - base : 32;
+      const float2 x = lane < count ? __ldcg(&ml[base + lane]) : make_float2(dattn_neg_inf(), 0.0f);
+      float w = 0.0f;
+      for (int j0 = 0; j0 < count; j0 += kB) {
+        float v[kB][kC];
 #pragma unroll
-      for (int c = 0; c < kDV / 32; ++c) o[c] = fmaf(w, po[sp * kDV + lane + 32 * c], o[c]);
+        for (int j = 0; j < kB; ++j) {
+#pragma unroll
+          for (int c = 0; c < kC; ++c) {
+            v[j][c] = j0 + j < count ? __ldcg(po + static_cast<i64>(base + j0 + j) * kDV + 32 * c) : 0.0f;
+          }
+        }
+        if (j0 == 0) {  // after the first batch's loads are issued
+          w = x.x == dattn_neg_inf() ? 0.0f : expf(x.x - mx);
+          lw = fmaf(w, x.y, lw);
+        }
+#pragma unroll
+        for (int j = 0; j < kB; ++j) {
+          const float wj = __shfl_sync(0xffffffffu, w, (j0 + j) & 31);
+#pragma unroll
+          for (int c = 0; c < kC; ++c) o[c] = fmaf(wj, v[j][c], o[c]);
+        }
+      }
     }
   }
+  float lsum = lw;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) lsum += __shfl_xor_sync(0xffffffffu, lsum, off);
   const float inv = none ? 0.0f : 1.0f / lsum;
 #pragma unroll
-  for (int c = 0; c < kDV / 32; ++c) o[c] *= inv;
+  for (int c = 0; c < kC; ++c) o[c] *= inv;
   if (stats != nullptr && lane == 0) stats[grow] = none ? dattn_neg_inf() : mx + logf(lsum);
 }
 
-// The split kernel's config (the generated Cfg): T, BiasT (the storage types of q, k, v and of
-// the bias), kBias, kCausal (as decode_split_warp's), kR (query rows per warp), kD, kDV (D and
-// Dv rounded up to powers of two >= 32), kTK (keys per tile), kVecQ, kVecK, kVecV (16-byte loads).
+// The kernel's config (the generated Cfg): T, BiasT (the storage types of q, k, v and of the
+// bias), kBias, kCausal (as decode_split_warp's), kR (query rows per warp), kD, kDV (D and Dv
+// rounded up to powers of two >= 32), kTK (keys per tile), kVecQ, kVecK, kVecV (16-byte loads),
+// kStats (the row statistics are stored).
 // Args: the generated argument struct, with shape, chunk (keys per split), row_blocks,
-// cta_splits (CTAs per unit), nsplit (splits per unit), q, k, v, bias (with kBias), and the
-// workspace's part_ml and part_o.
+// cta_splits (CTAs per unit), nsplit (splits per unit = cta_splits * kDecodeAttnWarps), q, k, v,
+// bias (with kBias), stats (with kStats), the workspace's part_ml, part_o and count (one counter
+// per unit, zero between launches), and the epilogue's fields.
 
-// The tile function: split `split` (keys [split x chunk, + chunk)) of `unit` on the calling warp;
-// ps: the warp's kR x kTK floats of shared memory.
-template <class Cfg, class Args>
-__device__ __forceinline__ void flash_decode_split_tile(const Args& a, i64 unit, int split, float* ps) {
+// The tile function: CTA `cta` of the grid (unit cta / cta_splits, its splits (cta % cta_splits)
+// x kDecodeAttnWarps + warp), then, on the unit's last CTA to finish, the unit's rows merged and
+// handed to `epi`. ps: kDecodeAttnWarps x kR x kTK floats of shared memory; last: an int of
+// shared memory. Every thread of the CTA calls it.
+template <class Cfg, class Epi, class Args>
+__device__ __forceinline__ void flash_decode_tile(const Args& a, Epi& epi, i64 cta, float* ps, int* last) {
+  const SinterSdpaShape& s = a.shape;
+  const int warp = threadIdx.x >> 5;
+  const i64 unit = cta / a.cta_splits;
+  const int split = static_cast<int>(cta - unit * a.cta_splits) * kDecodeAttnWarps + warp;
   const i64 lo = split * a.chunk;
   const typename Cfg::BiasT* bias = nullptr;
   if constexpr (Cfg::kBias != 0) bias = a.bias;
   decode_split_warp<typename Cfg::T, typename Cfg::BiasT, Cfg::kBias, Cfg::kCausal, Cfg::kR, Cfg::kD, Cfg::kDV,
-                    Cfg::kTK, Cfg::kVecQ, Cfg::kVecK, Cfg::kVecV>(a.shape, a.q, a.k, a.v, bias, unit, a.row_blocks, lo,
-                                                                  lo + a.chunk, split, a.nsplit, a.part_ml, a.part_o, ps);
-}
-
-// The split kernel: CTA = (unit, kDecodeAttnWarps consecutive splits), a warp each.
-// out: partials [B*H*Sq, nsplit] of (m, l) and o[kDV]
-template <class Cfg, class Args>
-__device__ __forceinline__ void flash_decode_split_kernel(const Args& a) {
-  sinter_kernel_begin();
-  __shared__ float ps_[kDecodeAttnWarps][Cfg::kR * Cfg::kTK];  // each warp's p values of one tile
-  const int warp = threadIdx.x >> 5;
-  const i64 unit = blockIdx.x / a.cta_splits;
-  const int split = static_cast<int>(blockIdx.x - unit * a.cta_splits) * kDecodeAttnWarps + warp;
-  flash_decode_split_tile<Cfg>(a, unit, split, ps_[warp]);
-}
-
-// The combine kernel's config: kDV (as the split kernel's) and kStats (the stats are stored).
-// Args: shape, nsplit, the workspace's part_ml and part_o, stats (with kStats), and the
-// epilogue's fields.
-
-// The tile function: output row `grow` (= (b * H + h) * Sq + i) on the calling warp, merged and
-// handed to `epi`.
-template <class Cfg, class Epi, class Args>
-__device__ __forceinline__ void flash_decode_combine_tile(const Args& a, Epi& epi, i64 grow) {
+                    Cfg::kTK, Cfg::kVecQ, Cfg::kVecK, Cfg::kVecV>(s, a.q, a.k, a.v, bias, unit, a.row_blocks, lo,
+                                                                  lo + a.chunk, split, a.nsplit, a.part_ml, a.part_o,
+                                                                  ps + warp * Cfg::kR * Cfg::kTK);
+  // this CTA's partials are stored; the unit's last CTA merges them all
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) *last = atomicAdd(a.count + unit, 1u) == static_cast<unsigned>(a.cta_splits - 1);
+  __syncthreads();
+  if (*last == 0) return;
+  __threadfence();
+  if (threadIdx.x == 0) a.count[unit] = 0u;  // every CTA of the unit has arrived: ready for the next launch
   float* stats = nullptr;
   if constexpr (Cfg::kStats) stats = a.stats;
-  float o[Cfg::kDV / 32];
-  decode_combine_row<Cfg::kDV>(a.part_ml, a.part_o, a.nsplit, grow, stats, o);
-  epi.row(grow, o, a.shape.dv);
+  const int sq = static_cast<int>(s.sq), group = static_cast<int>(s.group);
+  const i64 bhkv = unit / a.row_blocks;
+  const int rb = static_cast<int>(unit - bhkv * a.row_blocks);
+  const i64 b = bhkv / s.kv_heads, hkv = bhkv - b * s.kv_heads;
+  for (int r = warp; r < Cfg::kR; r += kDecodeAttnWarps) {
+    const int rho = rb * Cfg::kR + r;
+    if (rho >= group * sq) break;  // a whole warp
+    const int g = rho / sq, qi = rho - g * sq;
+    const i64 grow = (b * s.heads + hkv * group + g) * s.sq + qi;
+    float o[Cfg::kDV / 32];
+    decode_merge_row<Cfg::kDV>(a.part_ml, a.part_o, a.nsplit, grow, stats, o);
+    epi.row(grow, o, s.dv);
+  }
 }
 
-// The combine kernel: one warp per output row.
-// o: [B, H, Sq, Dv] = [B*H*Sq, Dv] through the epilogue
+// The kernel: CTA = (unit, kDecodeAttnWarps consecutive splits), a warp each.
+// workspace: partials [B*H*Sq, nsplit] of (m, l) and o[kDV]; o: [B, H, Sq, Dv] through the epilogue
 template <class Cfg, class Epi, class Args>
-__device__ __forceinline__ void flash_decode_combine_kernel(const Args& a) {
+__device__ __forceinline__ void flash_decode_kernel(const Args& a) {
   sinter_kernel_begin();
-  const SinterSdpaShape& s = a.shape;
-  const i64 grow = static_cast<i64>(blockIdx.x) * kDecodeAttnWarps + (threadIdx.x >> 5);
-  if (grow >= s.batch * s.heads * s.sq) return;  // a whole warp
+  __shared__ float ps_[kDecodeAttnWarps * Cfg::kR * Cfg::kTK];  // each warp's p values of one tile
+  __shared__ int last_;
   Epi epi(a);
-  flash_decode_combine_tile<Cfg>(a, epi, grow);
+  flash_decode_tile<Cfg>(a, epi, blockIdx.x, ps_, &last_);
 }

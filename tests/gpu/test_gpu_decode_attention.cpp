@@ -1,4 +1,4 @@
-// The flash-decoding sdpa kernels (kernels/attention/flash_decode.cuh), the jit engine's sdpa
+// The flash-decoding sdpa kernel (kernels/attention/flash_decode.cuh), the jit engine's sdpa
 // candidate 0 for Sq <= 16, against the CPU reference: Sq 1..16, Skv 1 .. 5000 (one key, fewer
 // keys than one tile, splits with a short last chunk), GQA 32/8, 8/2, 4/4 and MQA, D 64/128/256
 // and Dv != D (also not powers of two), both causal alignments (rows with no visible key: o = 0,
@@ -65,7 +65,7 @@ class GpuDecodeAttention : public GpuRegions {
       if (s.kind != "sdpa") continue;
       found = true;
       std::printf("  %s: %s\n", name.c_str(), s.description.c_str());
-      EXPECT_NE(s.description.find("flash-decode split"), std::string::npos) << s.description;
+      EXPECT_NE(s.description.find("sdpa flash-decode r"), std::string::npos) << s.description;
     }
     EXPECT_TRUE(found) << "no sdpa step in " << name;
   }

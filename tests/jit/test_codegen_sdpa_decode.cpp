@@ -1,7 +1,7 @@
-// The flash-decoding sdpa variant (codegen_sdpa_decode.cpp): offered first for Sq <= 16, with
+// The flash-decoding sdpa variant (codegen_flash_decode.cpp): offered first for Sq <= 16, with
 // flash-simple as the other candidate; declines with a reason that the flash-simple description
 // then carries; plans the key split and its workspace; picks vector or element loads from the
-// strides; and every class of its generated split and combine sources compiles for sm_90a with no
+// strides; and every class of its generated kernel sources compiles for sm_90a with no
 // register spills (ptxas's report through NVRTC). Numerics are checked on the GPU (tests/gpu,
 // GpuDecodeAttention). With SINTER_DUMP_CUBIN_DIR set, the cubins and sources are written there.
 #include <gtest/gtest.h>
@@ -75,9 +75,8 @@ TEST(JitSdpaDecode, OfferedFirstForUpToSixteenRows) {
   const Built b = build_both(sdpa_graph({1, 32, 8, 1, 1025, 128, 128}));
   EXPECT_EQ(b.why_not, "");
   ASSERT_EQ(b.variants, 2);
-  ASSERT_EQ(b.first.kernels.size(), 2u);
-  EXPECT_NE(b.first.kernels[0].description.find("flash-decode split"), std::string::npos) << b.first.kernels[0].description;
-  EXPECT_NE(b.first.kernels[1].description.find("flash-decode combine"), std::string::npos);
+  ASSERT_EQ(b.first.kernels.size(), 1u);  // splits and merge in one launch
+  EXPECT_NE(b.first.kernels[0].description.find("sdpa flash-decode r4"), std::string::npos) << b.first.kernels[0].description;
   EXPECT_NE(b.second.kernels.at(0).description.find("flash-simple"), std::string::npos);
   const Built sixteen = build_both(sdpa_graph({3, 8, 2, 16, 70, 64, 64}));
   EXPECT_EQ(sixteen.variants, 2);
@@ -104,14 +103,23 @@ TEST(JitSdpaDecode, DeclinesWithAReason) {
 }
 
 TEST(JitSdpaDecode, SplitWorkspaceAndLoads) {
-  // the decode stack: 8 kv heads x one row block of 4 rows; two 16-key tiles per warp at least
-  // gives 33 warp splits, rounded up to whole CTAs of four warps: 9 CTAs x 32 keys
+  // Llama-3-8B's heads at 1025 keys: 8 kv heads x one row block of 4 rows; one 16-key tile per
+  // warp at least gives 65 warp splits, rounded up to whole CTAs of four warps: 17 CTAs x 16 keys
   Built b = build_both(sdpa_graph({1, 32, 8, 1, 1025, 128, 128}));
-  const KernelSpec& split = b.first.kernels.at(0);
-  EXPECT_NE(split.description.find("r4 d128 dv128 splits36x32 kv:vec8"), std::string::npos) << split.description;
-  EXPECT_EQ(split.launch.grid.x, 8u * 9u);
-  EXPECT_EQ(b.first.kernels.at(1).launch.grid.x, 32u / 4u);  // one warp per output row
-  EXPECT_GE(b.first.workspace_bytes, size_t{32} * 36 * (2 + 128) * 4);
+  const KernelSpec& k = b.first.kernels.at(0);
+  EXPECT_NE(k.description.find("r4 d128 dv128 splits68x16 kv:vec8"), std::string::npos) << k.description;
+  EXPECT_EQ(k.launch.grid.x, 8u * 17u);
+  // the partials, then a counter per unit
+  EXPECT_GE(b.first.workspace_bytes, size_t{32} * 68 * (2 + 128) * 4 + 8 * 4);
+  // the decode stack's heads of 64: a 32-key tile a warp, 33 splits with keys in 9 CTAs
+  b = build_both(sdpa_graph({1, 32, 8, 1, 1025, 64, 64}));
+  EXPECT_NE(b.first.kernels.at(0).description.find("r4 d64 dv64 splits36x32"), std::string::npos)
+      << b.first.kernels.at(0).description;
+  // a split rounded up to whole tiles leaves later CTAs without keys, and they go: 64 units want
+  // 33 splits (36 in whole CTAs) of 33 keys, 64 in 32-key tiles, which 19 splits cover
+  b = build_both(sdpa_graph({8, 32, 8, 1, 1188, 64, 64}));
+  EXPECT_NE(b.first.kernels.at(0).description.find("splits20x64"), std::string::npos) << b.first.kernels.at(0).description;
+  EXPECT_EQ(b.first.kernels.at(0).launch.grid.x, 64u * 5u);
   // batch 32 at 4096 keys: 256 units fill the GPU with few splits
   b = build_both(sdpa_graph({32, 32, 8, 1, 4096, 128, 128}));
   EXPECT_NE(b.first.kernels.at(0).description.find("splits12x352"), std::string::npos)
@@ -158,7 +166,7 @@ TEST(JitSdpaDecode, CompilesWithoutSpills) {
       EXPECT_NE(res.log.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << res.log;
       if (const char* dir = std::getenv("SINTER_DUMP_CUBIN_DIR")) {
         const std::string name = "dattn_d" + std::to_string(c.d) + "_dv" + std::to_string(c.dv) + "_sq" +
-                                 std::to_string(c.sq) + (i == 0 ? "_split" : "_combine") + ".cubin";
+                                 std::to_string(c.sq) + ".cubin";
         std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
             .write(res.cubin.data(), static_cast<std::streamsize>(res.cubin.size()));
         std::ofstream(std::filesystem::path(dir) / (name + ".cu")) << k.source;

@@ -145,14 +145,14 @@ struct Args {
                   "{ flash_simple_kernel<Cfg, Epilogue>(a); }");
 }
 
-TEST(JitKernelTemplates, FlashDecodeSplitAndCombine) {
-  expect_compiles("flash_decode_split", kCommon + "#include \"attention/flash_decode.cuh\"\n",
+TEST(JitKernelTemplates, FlashDecode) {
+  expect_compiles("flash_decode", kCommon + "#include \"attention/flash_decode.cuh\"\n",
                   R"(
 struct Cfg {
   typedef bf16 T;
   typedef bool BiasT;
   static constexpr int kBias = 2, kCausal = 2, kR = 4, kD = 128, kDV = 128, kTK = 16;
-  static constexpr bool kVecQ = true, kVecK = true, kVecV = true;
+  static constexpr bool kVecQ = true, kVecK = true, kVecV = true, kStats = true;
 };
 struct Args {
   SinterSdpaShape shape;
@@ -162,29 +162,15 @@ struct Args {
   const bf16* k;
   const bf16* v;
   const bool* bias;
+  float* stats;
   float* part_ml;
   float* part_o;
-};
-)",
-                  "__launch_bounds__(kDecodeAttnThreads) k(const __grid_constant__ Args a) "
-                  "{ flash_decode_split_kernel<Cfg>(a); }");
-  expect_compiles("flash_decode_combine", kCommon + "#include \"attention/flash_decode.cuh\"\n",
-                  R"(
-struct Cfg {
-  static constexpr int kDV = 128;
-  static constexpr bool kStats = true;
-};
-struct Args {
-  SinterSdpaShape shape;
-  int nsplit;
-  const float* part_ml;
-  const float* part_o;
-  float* stats;
+  unsigned int* count;
   float* y;
 };
 )" + std::string(kRowEpilogue),
                   "__launch_bounds__(kDecodeAttnThreads) k(const __grid_constant__ Args a) "
-                  "{ flash_decode_combine_kernel<Cfg, Epilogue>(a); }");
+                  "{ flash_decode_kernel<Cfg, Epilogue>(a); }");
 }
 
 TEST(JitKernelTemplates, ConvImplicitGemm) {

@@ -34,12 +34,12 @@ RegionKernels build_matmul_generic(const Graph& g, const fuse::Region& r, const 
 RegionKernels build_conv(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 // The flash-simple tile that runs any sdpa region (codegen_flash_simple.cpp).
 RegionKernels build_sdpa_simple(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-// The flash-decoding sdpa kernels (codegen_flash_decode.cpp) for Sq <= 16: the jit engine's sdpa
-// candidate 0 where they apply, flash-simple (build_sdpa) the other. Why they cannot run a
-// region ("" when they can), and the split + combine kernels themselves.
+// The flash-decoding sdpa kernel (codegen_flash_decode.cpp) for Sq <= 16: the jit engine's sdpa
+// candidate 0 where it applies, flash-simple (build_sdpa) the other. Why it cannot run a region
+// ("" when it can), and the kernel itself (splits, then the merge and the epilogue, one launch).
 std::string sdpa_decode_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_sdpa_decode(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
-// Sdpa configs: the decode kernels where they apply, then flash-simple.
+// Sdpa configs: the decode kernel where it applies, then flash-simple.
 std::vector<SdpaConfig> sdpa_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
 RegionKernels build_sdpa(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
                          const SdpaConfig& config);

@@ -1,15 +1,15 @@
 // Sdpa regions with few query rows (Sq <= 16: decode, speculative decode) on the flash-decoding
-// kernels of kernels/attention/flash_decode.cuh: a split kernel where each warp owns one kv head,
-// up to four query rows of its GQA group and one range of keys, writing partial softmaxes to the
-// workspace, then a combine kernel (one warp per output row) that merges them and runs the
-// region's pointwise epilogue on o, seen as the matrix [B*H*Sq, Dv], and stores the stats.
+// kernel of kernels/attention/flash_decode.cuh, one launch: each warp owns one kv head, up to four
+// query rows of its GQA group and one range of keys, writing partial softmaxes to the workspace;
+// the last CTA of each kv head (and row block) to finish merges them (one warp per output row),
+// runs the region's pointwise epilogue on o, seen as the matrix [B*H*Sq, Dv], and stores the stats.
 //
-// The generated sources are each kernel's Cfg, the combine's epilogue functor
-// (epilogue_functor.hpp) and the instantiations of flash_decode_split_kernel and
-// flash_decode_combine_kernel. Compile-time: dtypes, causal mode, bias kind, D and Dv rounded up to powers of two (they decide
-// the lanes per K / V row), rows per warp, and whether q, k, v allow 16-byte vectors. Run-time:
-// every size and stride, the scale, and the split of the keys (chunk, splits), so one binary
-// serves every decode step of a model as its KV cache grows.
+// The generated source is the kernel's Cfg, the epilogue functor (epilogue_functor.hpp) and the
+// instantiation of flash_decode_kernel. Compile-time: dtypes, causal mode, bias kind, D and Dv
+// rounded up to powers of two (they decide the lanes per K / V row), rows per warp, whether q, k, v
+// allow 16-byte vectors, and whether the stats are stored. Run-time: every size and stride, the
+// scale, and the split of the keys (chunk, splits), so one binary serves every decode step of a
+// model as its KV cache grows.
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -83,33 +83,36 @@ DecodePlan plan_decode(const Graph& g, const fuse::Region& r, const cuda::Device
   p.row_blocks = (rows + p.rows_per_warp - 1) / p.rows_per_warp;
   p.units = s.batch * s.kv_heads * p.row_blocks;
   // The split: about four CTAs of four warps per SM in all (K and V stream through registers,
-  // so occupancy is what keeps loads in flight), each warp at least two tiles of keys (q loads
-  // and the partial's round trip cost about as much as a tile).
+  // so occupancy is what keeps loads in flight), each warp at least one tile of keys: at the
+  // decode stack's 1025 keys a warp loads its one tile at once, and the merge reads the partials
+  // in a few batches of loads (decode_merge_row).
   const int64_t sms = dev.sm_count > 0 ? dev.sm_count : 132;
   const int64_t want_warps = 4 * sms * kWarps;
   const int64_t skv = std::max<int64_t>(s.skv, 1);
-  const int64_t min_chunk = 2 * p.tile_keys;
+  const int64_t min_chunk = p.tile_keys;
   const int64_t max_splits = std::max<int64_t>(1, (skv + min_chunk - 1) / min_chunk);
   const int64_t splits = std::clamp<int64_t>((want_warps + p.units - 1) / p.units, 1, max_splits);
-  p.cta_splits = (splits + kWarps - 1) / kWarps;
-  p.nsplit = p.cta_splits * kWarps;
-  const int64_t per = (skv + p.nsplit - 1) / p.nsplit;
+  const int64_t warp_splits = (splits + kWarps - 1) / kWarps * kWarps;  // whole CTAs
+  const int64_t per = (skv + warp_splits - 1) / warp_splits;
   p.chunk = (per + p.tile_keys - 1) / p.tile_keys * p.tile_keys;
+  // whole tiles a warp can leave the last splits without keys: the CTAs that would have none go
+  p.cta_splits = ((skv + p.chunk - 1) / p.chunk + kWarps - 1) / kWarps;
+  p.nsplit = p.cta_splits * kWarps;
   p.vec_q = vectorizable(tq);
   p.vec_k = vectorizable(tk);
   p.vec_v = vectorizable(tv);
   return p;
 }
 
-// The split kernel's Cfg (kernels/attention/flash_decode.cuh).
-std::string split_config(const DecodePlan& p, const std::string& st, const std::string& sbias, int bias_mode,
-                         int causal) {
+// The kernel's Cfg (kernels/attention/flash_decode.cuh).
+std::string decode_kernel_config(const DecodePlan& p, const std::string& st, const std::string& sbias, int bias_mode,
+                          int causal, bool stats) {
   auto b = [](bool v) { return v ? "true" : "false"; };
   return "struct Cfg {\n  typedef " + st + " T;\n  typedef " + sbias + " BiasT;\n  static constexpr int kBias = " +
          std::to_string(bias_mode) + ", kCausal = " + std::to_string(causal) + ", kR = " +
          std::to_string(p.rows_per_warp) + ", kD = " + std::to_string(p.kd) + ", kDV = " + std::to_string(p.kdv) +
          ", kTK = " + std::to_string(p.tile_keys) + ";\n  static constexpr bool kVecQ = " + b(p.vec_q) +
-         ", kVecK = " + b(p.vec_k) + ", kVecV = " + b(p.vec_v) + ";\n};\n";
+         ", kVecK = " + b(p.vec_k) + ", kVecV = " + b(p.vec_v) + ", kStats = " + b(stats) + ";\n};\n";
 }
 
 std::string dims_text(int64_t d, int64_t dv) { return "D = " + std::to_string(d) + ", Dv = " + std::to_string(dv); }
@@ -162,79 +165,56 @@ RegionKernels build_sdpa_decode(const Graph& g, const fuse::Region& r, const cud
   const std::string st = storage_type(tq.dtype), sbias = storage_type(bias_dtype);
 
   // workspace: the epilogue's own (none today: sdpa regions have no exits), then per output row
-  // and split the (m, l) pair and kDV floats of unnormalized o
+  // and split the (m, l) pair and kDV floats of unnormalized o, then a counter per unit
   AnchorEpilogue epi(g, r, sd.outputs[0]);
   if (epi.has_exits()) throw Error(ErrorCode::internal, "build_sdpa_decode: exit reductions in an sdpa region");
   auto align256 = [](size_t v) { return (v + 255) / 256 * 256; };
   const size_t partials = static_cast<size_t>(s.batch * s.heads * s.sq * p.nsplit);
   const size_t ml_offset = align256(epi.workspace_bytes());
   const size_t o_offset = align256(ml_offset + partials * 2 * 4);
-  const size_t workspace = o_offset + partials * static_cast<size_t>(p.kdv) * 4;
+  const size_t count_offset = align256(o_offset + partials * static_cast<size_t>(p.kdv) * 4);
+  const size_t workspace = count_offset + static_cast<size_t>(p.units) * 4;
 
   RegionKernels rk;
-  {
-    KernelSpec spec;
-    ArgsWriter w(spec);
-    w.field("SinterSdpaShape", "shape", s);
-    w.field("long long", "chunk", static_cast<long long>(p.chunk));
-    w.field("int", "row_blocks", static_cast<int>(p.row_blocks));
-    w.field("int", "cta_splits", static_cast<int>(p.cta_splits));
-    w.field("int", "nsplit", static_cast<int>(p.nsplit));
-    w.pointer("const " + st + "*", "q", Src::input, region_input_index(r, sd.inputs[0]), p.vec_q ? 16 : 2);
-    w.pointer("const " + st + "*", "k", Src::input, region_input_index(r, sd.inputs[1]), p.vec_k ? 16 : 2);
-    w.pointer("const " + st + "*", "v", Src::input, region_input_index(r, sd.inputs[2]), p.vec_v ? 16 : 2);
-    if (at.has_bias) {
-      w.pointer("const " + sbias + "*", "bias", Src::input, region_input_index(r, sd.inputs[3]),
-                static_cast<int>(dtype_size(bias_dtype)));
-    }
-    w.workspace_pointer("float*", "part_ml", ml_offset, 16);
-    w.workspace_pointer("float*", "part_o", o_offset, 16);
-    std::ostringstream src;
-    src << "// sdpa region " << r.id << " of graph '" << g.name() << "': flash-decode split kernel\n"
-        << kernel_includes({"attention/sdpa_abi.h", "attention/flash_decode.cuh"}) << split_config(p, st, sbias, bias_mode, causal)
-        << "static_assert(kDecodeAttnWarps == " << kWarps << ", \"the host's decode attention constants are stale\");\n\n"
-        << w.finish() << "\n"
-        << "extern \"C\" __global__ void __launch_bounds__(kDecodeAttnThreads) sinter_region(const __grid_constant__ Args a) {\n"
-        << "  flash_decode_split_kernel<Cfg>(a);\n"
-        << "}\n";
-    spec.source = src.str();
-    spec.description = "sdpa flash-decode split r" + std::to_string(p.rows_per_warp) + " d" + std::to_string(p.kd) +
-                       " dv" + std::to_string(p.kdv) + " splits" + std::to_string(p.nsplit) + "x" +
-                       std::to_string(p.chunk) + (p.vec_k && p.vec_v ? " kv:vec8" : " kv:scalar") +
-                       (p.vec_q ? "" : " q:scalar") + (causal == 1 ? " causal-tl" : causal == 2 ? " causal-br" : "") +
-                       (bias_mode == 1 ? " bias" : bias_mode == 2 ? " mask" : "");
-    spec.launch.grid = dim3(static_cast<unsigned>(p.units * p.cta_splits));
-    spec.launch.block = dim3(kWarps * 32);
-    rk.kernels.push_back(std::move(spec));
+  KernelSpec spec;
+  ArgsWriter w(spec);
+  w.field("SinterSdpaShape", "shape", s);
+  w.field("long long", "chunk", static_cast<long long>(p.chunk));
+  w.field("int", "row_blocks", static_cast<int>(p.row_blocks));
+  w.field("int", "cta_splits", static_cast<int>(p.cta_splits));
+  w.field("int", "nsplit", static_cast<int>(p.nsplit));
+  w.pointer("const " + st + "*", "q", Src::input, region_input_index(r, sd.inputs[0]), p.vec_q ? 16 : 2);
+  w.pointer("const " + st + "*", "k", Src::input, region_input_index(r, sd.inputs[1]), p.vec_k ? 16 : 2);
+  w.pointer("const " + st + "*", "v", Src::input, region_input_index(r, sd.inputs[2]), p.vec_v ? 16 : 2);
+  if (at.has_bias) {
+    w.pointer("const " + sbias + "*", "bias", Src::input, region_input_index(r, sd.inputs[3]),
+              static_cast<int>(dtype_size(bias_dtype)));
   }
-  {
-    KernelSpec spec;
-    ArgsWriter w(spec);
-    w.field("SinterSdpaShape", "shape", s);
-    w.field("int", "nsplit", static_cast<int>(p.nsplit));
-    w.workspace_pointer("const float*", "part_ml", ml_offset, 16);
-    w.workspace_pointer("const float*", "part_o", o_offset, 16);
-    if (stats_stored) w.pointer("float*", "stats", Src::output, region_output_index(r, sd.outputs[1]), 4);
-    epi.declare(w);
-    std::ostringstream src;
-    src << "// sdpa region " << r.id << " of graph '" << g.name() << "': flash-decode combine + epilogue\n"
-        << kernel_includes({"attention/sdpa_abi.h", "attention/flash_decode.cuh"}) << "struct Cfg {\n"
-        << "  static constexpr int kDV = " << p.kdv << ";\n"
-        << "  static constexpr bool kStats = " << (stats_stored ? "true" : "false") << ";\n"
-        << "};\n\n"
-        << w.finish() << "\n"
-        << row_epilogue(epi) << "\n"
-        << "extern \"C\" __global__ void __launch_bounds__(kDecodeAttnThreads) sinter_region(const __grid_constant__ Args a) {\n"
-        << "  flash_decode_combine_kernel<Cfg, Epilogue>(a);\n"
-        << "}\n";
-    spec.source = src.str();
-    spec.description = std::string("sdpa flash-decode combine") + (stats_stored ? " stats" : "") +
-                       (epi.index64() ? " idx64" : "") + epi.describe();
-    const int64_t rows = s.batch * s.heads * s.sq;
-    spec.launch.grid = dim3(static_cast<unsigned>((rows + kWarps - 1) / kWarps));
-    spec.launch.block = dim3(kWarps * 32);
-    rk.kernels.push_back(std::move(spec));
-  }
+  if (stats_stored) w.pointer("float*", "stats", Src::output, region_output_index(r, sd.outputs[1]), 4);
+  w.workspace_pointer("float*", "part_ml", ml_offset, 16);
+  w.workspace_pointer("float*", "part_o", o_offset, 16);
+  w.workspace_pointer("unsigned int*", "count", count_offset, 4);
+  epi.declare(w);
+  std::ostringstream src;
+  src << "// sdpa region " << r.id << " of graph '" << g.name() << "': flash-decode (splits, then the merge + epilogue)\n"
+      << kernel_includes({"attention/sdpa_abi.h", "attention/flash_decode.cuh"})
+      << decode_kernel_config(p, st, sbias, bias_mode, causal, stats_stored)
+      << "static_assert(kDecodeAttnWarps == " << kWarps << ", \"the host's decode attention constants are stale\");\n\n"
+      << w.finish() << "\n"
+      << row_epilogue(epi) << "\n"
+      << "extern \"C\" __global__ void __launch_bounds__(kDecodeAttnThreads) sinter_region(const __grid_constant__ Args a) {\n"
+      << "  flash_decode_kernel<Cfg, Epilogue>(a);\n"
+      << "}\n";
+  spec.source = src.str();
+  spec.description = "sdpa flash-decode r" + std::to_string(p.rows_per_warp) + " d" + std::to_string(p.kd) + " dv" +
+                     std::to_string(p.kdv) + " splits" + std::to_string(p.nsplit) + "x" + std::to_string(p.chunk) +
+                     (p.vec_k && p.vec_v ? " kv:vec8" : " kv:scalar") + (p.vec_q ? "" : " q:scalar") +
+                     (causal == 1 ? " causal-tl" : causal == 2 ? " causal-br" : "") +
+                     (bias_mode == 1 ? " bias" : bias_mode == 2 ? " mask" : "") + (stats_stored ? " stats" : "") +
+                     (epi.index64() ? " idx64" : "") + epi.describe();
+  spec.launch.grid = dim3(static_cast<unsigned>(p.units * p.cta_splits));
+  spec.launch.block = dim3(kWarps * 32);
+  rk.kernels.push_back(std::move(spec));
   rk.workspace_bytes = workspace;
   return rk;
 }

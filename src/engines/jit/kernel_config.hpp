@@ -96,7 +96,7 @@ struct MatmulConfig {
   bool operator==(const MatmulConfig&) const = default;
 };
 
-// Attention (codegen_flash_decode.cpp, codegen_flash_simple.cpp): the flash-decoding split + combine kernels (Sq <= 16), or the
+// Attention (codegen_flash_decode.cpp, codegen_flash_simple.cpp): the flash-decoding kernel (Sq <= 16), or the
 // flash-simple tile.
 enum class SdpaKernel { decode, simple };
 struct SdpaConfig {
