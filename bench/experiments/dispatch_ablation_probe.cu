@@ -54,7 +54,7 @@ const char* const kLoopNames[] = {"real", "global_args", "preloaded", "preloaded
 extern "C" __global__ void __launch_bounds__(256, 2) probe_real(const __grid_constant__ SinterMegaParams p,
                                                                 long long* cycles) {
   const long long t0 = probe_clock();
-  sinter_mega_main(p, Dispatch{});
+  sinter_mega_main(p, Dispatch{}, SinterMegaNoPrologue{});
   if (threadIdx.x == 0) cycles[0] = probe_clock() - t0;
 }
 

@@ -12,7 +12,7 @@
 #include "mega_chain_tasks.cuh"
 
 extern "C" __global__ void __launch_bounds__(256, 2) mega_chain(const __grid_constant__ SinterMegaParams p) {
-  sinter_mega_main(p, Dispatch{});
+  sinter_mega_main(p, Dispatch{}, SinterMegaNoPrologue{});
 }
 
 #undef blockIdx

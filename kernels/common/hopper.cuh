@@ -26,6 +26,11 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(u64* bar, u32 bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
                : "memory");
 }
+// Raises the current phase's expected transaction bytes without arriving: the loads that bring
+// them may be issued before the arrival that ends the phase.
+__device__ __forceinline__ void mbarrier_expect_tx(u64* bar, u32 bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
 // Arrives on the mbarrier at shared::cta address `local` (smem_addr of it).
 __device__ __forceinline__ void mbarrier_arrive_at(u32 local) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(local) : "memory");

@@ -266,6 +266,29 @@ __device__ __forceinline__ const SinterTensorMap* decode_tma_map(const Args& a, 
 #endif
 }
 
+// The ring's barriers: full (thread 0's arrive + the boxes' bytes) and empty (one arrive per warp
+// done reading the stage) per stage.
+template <class L>
+__device__ __forceinline__ void decode_tma_init_barriers(u64* full, u64* empty) {
+  for (int i = 0; i < L::kStages; ++i) {
+    mbarrier_init(&full[i], 1);
+    mbarrier_init(&empty[i], kDecodeTmaWarps);
+  }
+  fence_barrier_init();
+}
+
+// One step's W boxes (k from k0, tile rows from n0, batch bi) into `stage`, completing on `bar`.
+template <class L>
+__device__ __forceinline__ void decode_tma_load_w(char* stage, const SinterTensorMap* map_w, u64* bar, int k0, int n0,
+                                                  int bi) {
+  if constexpr (L::kChunked) {
+    tma_load_3d(stage, map_w, bar, 0, n0, k0 / 64);
+  } else {
+#pragma unroll
+    for (int b = 0; b < L::kStepBoxes; ++b) tma_load_3d(stage + b * L::kWBoxBytes, map_w, bar, k0 + 64 * b, n0, bi);
+  }
+}
+
 // Runs CTA `unit`'s steps (L: a DecodeTmaLayout). At the end of each tile's part of them, the
 // C tile (f32, [16][L::kBN], rows < kMTile; rows past M are zero) is in `ctile` and
 // tile_done(tile, contributors, ordinal, ctile) runs: contributors is the number of CTAs that
@@ -274,9 +297,12 @@ __device__ __forceinline__ const SinterTensorMap* decode_tma_map(const Args& a, 
 // warp returns from here before the others. The caller must not touch ctile after tile_done
 // returns until the next call (a barrier follows it here).
 // steps_per_tile and tiles_n are below 2^31 (the host checks).
+// pre: the task's prologue (decode_tma_prologue) ran: the ring's barriers are set up and the W
+// boxes of the first min(steps, kStages) steps are on their way, so those steps issue only x.
 template <class L, class TileDone>
 __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap* map_x, const SinterTensorMap* map_w,
-                                               const DecodeTmaWork& wk, i64 tiles_n, i64 unit, TileDone&& tile_done) {
+                                               const DecodeTmaWork& wk, i64 tiles_n, i64 unit, bool pre,
+                                               TileDone&& tile_done) {
   constexpr int kStages = L::kStages, kBN = L::kBN, kMTile = L::kMTile;
   constexpr bool kBf16 = L::kBf16;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -289,7 +315,7 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
   const int spt = static_cast<int>(wk.steps_per_tile), tn = static_cast<int>(tiles_n);
   // a step's bytes: kStepBoxes W boxes of tile_rows rows (L::kWBytes with stream-K; a box partly
   // past N or K still lands whole, zero-filled) and as many x boxes
-  const u32 stage_tx = static_cast<u32>(L::kStepBoxes * (wk.tile_rows * 128 + L::kXBoxBytes));
+  const u32 w_tx = static_cast<u32>(L::kStepBoxes * wk.tile_rows * 128), x_tx = static_cast<u32>(L::kStepBoxes * L::kXBoxBytes);
   // With whole tiles every CTA reads k steps 0, 1, 2, ... in about the same lockstep, so all ask
   // L2 for the same x box at once; starting each CTA elsewhere in k was slower, not faster.
   // rows past tile_rows (whole tiles lower than the box) hold stale bytes: their warps skip the math
@@ -297,19 +323,19 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
 
   // thread 0's load cursor: the next step to issue, into stage `ist`
   DecodeTmaCursor load{};
-  int ist = 0;
+  int ist = 0, issued = 0;
   auto issue = [&]() {
     char* stage = smem + ist * L::kStageBytes;
-    mbarrier_arrive_expect_tx(&full[ist], stage_tx);
     const int k0 = load.ks * L::kStepK, n0 = load.nt * wk.tile_rows, bi = static_cast<int>(load.bi);
+    if (pre && issued < kStages) {
+      mbarrier_arrive_expect_tx(&full[ist], x_tx);  // the prologue expects the W bytes
+    } else {
+      mbarrier_arrive_expect_tx(&full[ist], w_tx + x_tx);
+      decode_tma_load_w<L>(stage, map_w, &full[ist], k0, n0, bi);
+    }
     if constexpr (L::kChunked) {
-      tma_load_3d(stage, map_w, &full[ist], 0, n0, k0 / 64);
       tma_load_3d(stage + L::kWBytes, map_x, &full[ist], 0, 0, k0 / 64);
     } else {
-#pragma unroll
-      for (int b = 0; b < L::kStepBoxes; ++b) {
-        tma_load_3d(stage + b * L::kWBoxBytes, map_w, &full[ist], k0 + 64 * b, n0, bi);
-      }
 #pragma unroll
       for (int b = 0; b < L::kStepBoxes; ++b) {
         tma_load_3d(stage + L::kWBytes + b * L::kXBoxBytes, map_x, &full[ist], k0 + 64 * b, 0, bi);
@@ -317,16 +343,15 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
     }
     load.advance(spt, tn);
     ist = ist + 1 == kStages ? 0 : ist + 1;
+    ++issued;
   };
   if (threadIdx.x == 0) {
     decode_tma_proxy_fence(map_x, map_w);
-    tma_prefetch_descriptor(map_w);
-    tma_prefetch_descriptor(map_x);
-    for (int i = 0; i < kStages; ++i) {
-      mbarrier_init(&full[i], 1);                 // thread 0's arrive + the boxes' bytes
-      mbarrier_init(&empty[i], kDecodeTmaWarps);  // one arrive per warp done reading the stage
+    if (!pre) {
+      tma_prefetch_descriptor(map_w);
+      tma_prefetch_descriptor(map_x);
+      decode_tma_init_barriers<L>(full, empty);
     }
-    fence_barrier_init();
     if constexpr (!L::kProducerWarp) {
       load.start(begin, wk.steps_per_tile, tiles_n);
       for (int i = 0; i < steps && i < kStages; ++i) issue();
@@ -419,12 +444,12 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
 // (tiles per batch), and for stream-K max_contributors, part and counts (the partials and a
 // counter per tile in the workspace: decode_splitk_combine_group).
 template <class Cfg, class Epi, class Args>
-__device__ __forceinline__ void decode_tma_unit(char* smem, const Args& a, Epi& epi, i64 unit) {
+__device__ __forceinline__ void decode_tma_unit(char* smem, const Args& a, Epi& epi, i64 unit, bool pre = false) {
   typedef DecodeTmaLayout<Cfg> L;
   const SinterGemmShape& s = a.shape;
   const DecodeTmaWork wk{a.total, a.steps_per_tile, a.ctas, a.whole_tiles, a.tile_rows};
   [[maybe_unused]] const int rows = static_cast<int>(min(s.m, i64{L::kMTile}));
-  decode_tma_run<L>(smem, decode_tma_map(a, a.tma_x), decode_tma_map(a, a.tma_w), wk, a.tiles_n, unit,
+  decode_tma_run<L>(smem, decode_tma_map(a, a.tma_x), decode_tma_map(a, a.tma_w), wk, a.tiles_n, unit, pre,
                     [&](i64 tile, [[maybe_unused]] int contributors, [[maybe_unused]] int ordinal, float* ctile) {
     if constexpr (!L::kWholeTiles) {
       // on the consumer warps (named barrier 1) beside a producer warp, or on the whole CTA (barrier 0)
@@ -450,15 +475,64 @@ __device__ __forceinline__ void decode_tma_unit(char* smem, const Args& a, Epi& 
 #endif
 }
 
+// The ring at the start of dynamic shared memory, aligned up to the swizzle period.
+__device__ __forceinline__ char* decode_tma_smem_base() {
+  extern __shared__ __align__(1024) char decode_tma_smem[];
+  return reinterpret_cast<char*>((reinterpret_cast<u64>(decode_tma_smem) + 1023) & ~u64{1023});
+}
+
+// The task prologue (inside a megakernel): thread 0 of the task's CTA runs it before it waits for
+// the task's producers, where W is a graph input (no task of the launch writes it): it sets up
+// the ring's barriers and issues the W boxes of the unit's first min(steps, kStages) steps, each
+// stage's full barrier expecting their bytes (no arrival: the task's own issue of the step's x
+// boxes arrives), so the weights stream into shared memory while the CTA would otherwise wait.
+// drain: the launch is aborting and the task will not run: thread 0 arrives on those stages and
+// waits until the W boxes have landed, so that no load is in flight when the CTA leaves.
+template <class Cfg, class Args>
+__device__ __forceinline__ void decode_tma_prologue(const Args& a, i64 unit, bool drain) {
+  typedef DecodeTmaLayout<Cfg> L;
+  char* smem = decode_tma_smem_base();
+  u64* full = reinterpret_cast<u64*>(smem + L::kBarOffset);
+  u64* empty = full + L::kStages;
+  const DecodeTmaWork wk{a.total, a.steps_per_tile, a.ctas, a.whole_tiles, a.tile_rows};
+  const i64 steps = wk.begin(unit + 1) - wk.begin(unit);
+  const int first = static_cast<int>(steps < L::kStages ? steps : L::kStages);
+  if (drain) {
+    for (int i = 0; i < first; ++i) {
+      mbarrier_arrive(&full[i]);
+      mbarrier_wait(&full[i], 0u);
+    }
+    for (int i = 0; i < 2 * L::kStages; ++i) mbarrier_inval(&full[i]);
+    return;
+  }
+  const SinterTensorMap* map_w = decode_tma_map(a, a.tma_w);
+  decode_tma_proxy_fence(decode_tma_map(a, a.tma_x), map_w);
+  tma_prefetch_descriptor(map_w);
+  decode_tma_init_barriers<L>(full, empty);
+  const u32 w_tx = static_cast<u32>(L::kStepBoxes * wk.tile_rows * 128);
+  DecodeTmaCursor load{};
+  load.start(wk.begin(unit), wk.steps_per_tile, a.tiles_n);
+  for (int i = 0; i < first; ++i) {
+    mbarrier_expect_tx(&full[i], w_tx);
+    decode_tma_load_w<L>(smem + i * L::kStageBytes, map_w, &full[i], load.ks * L::kStepK,
+                         load.nt * wk.tile_rows, static_cast<int>(load.bi));
+    load.advance(static_cast<int>(wk.steps_per_tile), static_cast<int>(a.tiles_n));
+  }
+}
+
 // The kernel: one CTA per unit (the grid is a.ctas CTAs of DecodeTmaLayout<Cfg>::kThreads
-// threads, DecodeTmaLayout<Cfg>::kBytes of dynamic shared memory).
+// threads, DecodeTmaLayout<Cfg>::kBytes of dynamic shared memory). Inside a megakernel, the
+// dispatcher may have run the task's prologue (sinter_mega_prologue_ran).
 // out: y [batches, M, N] through the epilogue; x [batches, M, K]; W [batches, N, K]
 template <class Cfg, class Epi, class Args>
 __device__ __forceinline__ void decode_tma_kernel(const Args& a) {
   sinter_kernel_begin();
-  extern __shared__ __align__(1024) char decode_tma_smem[];
-  char* smem = reinterpret_cast<char*>((reinterpret_cast<u64>(decode_tma_smem) + 1023) & ~u64{1023});
   Epi epi(a);
-  decode_tma_unit<Cfg>(smem, a, epi, blockIdx.x);
+#ifdef SINTER_MEGAKERNEL
+  const bool pre = sinter_mega_prologue_ran();
+#else
+  const bool pre = false;
+#endif
+  decode_tma_unit<Cfg>(decode_tma_smem_base(), a, epi, blockIdx.x, pre);
   epi.finish();
 }

@@ -53,7 +53,7 @@ struct SinterMegaTask {
   unsigned int args_offset;   /* byte offset of its kernel's argument struct in its chunk (64-aligned) */
   unsigned int args_bytes;    /* its size, rounded up to 16 (the host's record; the device reads offsets) */
   unsigned int publish_ranks; /* SINTER_MEGA_PUBLISH_RANKS or 0 */
-  unsigned int reserved;
+  unsigned int prologue;      /* 1: thread 0 runs its function's prologue before its waits */
 };
 
 /* A chunk of a CTA's queue starts with this header (16 bytes); the chunk after it follows it in

@@ -47,6 +47,10 @@ __device__ __forceinline__ u64 sinter_mega_launch_epoch() { return sinter_mega_e
 // code reads the copy in shared memory): TMA reads a tensor map in it from there, since it
 // cannot read one from shared memory.
 __shared__ const char* sinter_mega_args_global_s;
+// Whether the dispatcher ran the running task's prologue before its waits (the task's kernel
+// then skips what the prologue did).
+__shared__ u32 sinter_mega_prologue_ran_s;
+__device__ __forceinline__ bool sinter_mega_prologue_ran() { return sinter_mega_prologue_ran_s != 0; }
 // Where `field`, a member of the running task's argument struct `args` (the shared copy), lies in
 // the global copy.
 __device__ __forceinline__ const void* sinter_mega_global_copy(const void* args, const void* field) {
@@ -145,15 +149,24 @@ __device__ __forceinline__ void sinter_mega_fetch_chunk(char* to, const char* fr
   bulk_copy_g2s(to, from, bytes, full);
 }
 
-// The persistent loop: `dispatch(function, args)` runs one task's code on the task's threads.
+// The persistent loop: `dispatch(function, args)` runs one task's code on the task's threads;
+// `prologue(function, args, drain)` runs, on thread 0 before a task's waits, the prologue of a
+// task whose record asks for it (loads that do not depend on the producers), and with drain set,
+// when the launch aborts in those waits, lets what the prologue started land.
 // The CTA's queue arrives chunk by chunk (mega_abi.h): two chunk buffers in shared memory, the
 // next chunk copied into one by a single bulk copy (thread 0) while the tasks of the other run,
 // so a task's record, waits and arguments are read from shared memory. Per task: thread 0 waits
 // for the task's counters and writes its view, a barrier, the task, a barrier, thread 0 publishes.
 // Every chunk holds at least one task: its barriers keep thread 0 from refilling a buffer that a
 // slower thread has yet to leave.
-template <class Dispatch>
-__device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, const Dispatch& dispatch) {
+// The prologue switch of a megakernel none of whose tasks has a prologue.
+struct SinterMegaNoPrologue {
+  __device__ __forceinline__ void operator()(u32, const char*, bool) const {}
+};
+
+template <class Dispatch, class Prologue>
+__device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, const Dispatch& dispatch,
+                                                 const Prologue& prologue) {
   // the two chunk buffers: in dynamic shared memory past the tasks' own (SinterMegaParams)
   extern __shared__ __align__(128) char sinter_mega_dynamic_s[];
   char* const chunks = sinter_mega_dynamic_s + p.chunk_at;  // buffer b at chunks + b * p.chunk_bytes
@@ -207,6 +220,14 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
       const u32 i = h.first_task + k;
       if (threadIdx.x == 0) {
         const u64 t_wait = p.trace != nullptr ? sinter_mega_now() : 0;
+        // the task's view first: its prologue reads it
+        sinter_mega_block_idx = make_uint3(t.block_x, t.block_yz & 0xffffu, t.block_yz >> 16);
+        sinter_mega_grid_dim = make_uint3(t.grid_x, t.grid_y, t.grid_z);
+        sinter_mega_block_dim = make_uint3(t.threads, 1, 1);
+        sinter_mega_threads = t.threads;
+        sinter_mega_args_global_s = chunk_global + t.args_offset;
+        sinter_mega_prologue_ran_s = t.prologue;
+        if (t.prologue != 0) prologue(t.function, chunk + t.args_offset, false);
         if (t.wait_count != 0) {
           int ok = 1;
           const SinterMegaWait* waits = reinterpret_cast<const SinterMegaWait*>(chunk + t.first_wait);
@@ -216,12 +237,8 @@ __device__ __forceinline__ void sinter_mega_main(const SinterMegaParams& p, cons
                                   (wt.tasks & SINTER_MEGA_WAIT_RANKS) != 0, n, t.kernel, epoch);
           }
           go_s = ok;
+          if (!ok && t.prologue != 0) prologue(t.function, chunk + t.args_offset, true);
         }
-        sinter_mega_block_idx = make_uint3(t.block_x, t.block_yz & 0xffffu, t.block_yz >> 16);
-        sinter_mega_grid_dim = make_uint3(t.grid_x, t.grid_y, t.grid_z);
-        sinter_mega_block_dim = make_uint3(t.threads, 1, 1);
-        sinter_mega_threads = t.threads;
-        sinter_mega_args_global_s = chunk_global + t.args_offset;
         if (p.trace != nullptr) {
           u32 sm;
           asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));

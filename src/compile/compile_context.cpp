@@ -65,7 +65,8 @@ CompileContext::CompileContext(const CompileOptions& o) : options_(o) {
   const cuda::DeviceProperties dev = cuda::device_properties(o.device);
   cache_ = std::make_unique<cuda::KernelCache>(o.kernel_cache_dir.empty() ? cuda::KernelCache::default_directory()
                                                                           : std::filesystem::path(o.kernel_cache_dir));
-  ctx_ = std::make_unique<EngineContext>(EngineContext{*cache_, dev, o.engines, o.max_vendor_candidates, o.on_log});
+  ctx_ = std::make_unique<EngineContext>(EngineContext{*cache_, dev, o.engines, o.max_vendor_candidates, o.on_log,
+                                                       o.megakernels});
   engines_ = allowed_engines(o.engines);
   tune_.mode = o.tuning;
   tune_.top_k = o.top_k;

@@ -86,6 +86,9 @@ struct MegaTaskKernel {
   // (task_box.hpp); a tensor without a box is read or written whole by every task.
   std::vector<TaskBox> boxes;
   MegaRankArrivals arrivals;
+  // The step input its source's task prologue (sinter_task_prologue) reads before the task's
+  // waits, e.g. the weight a TMA decode tile starts streaming; -1: it has none.
+  int prologue_slot = -1;
 };
 
 class MegaStep {
@@ -109,6 +112,9 @@ struct EngineContext {
   std::vector<std::string> named_engines;
   int max_vendor_candidates = 4;  // per vendor engine (cuBLASLt, cuDNN) and region
   LogCallback log;                // where an engine reports; may be empty
+  // The plan is compiled for megakernels (CompileOptions::megakernels): an engine ranks first the
+  // candidates that run well as megakernel tasks.
+  bool for_megakernels = false;
 
   bool named(std::string_view engine) const;
   void say(LogSeverity s, std::string_view message) const {

@@ -180,6 +180,8 @@ Segment::Segment(TaskGraph graph, std::string source, std::vector<MegaStep*> ste
           waited_for[w] = 1;
         }
       }
+      // the prologue's loads overlap the waits; a task that does not wait starts its body at once
+      t.prologue = tk.prologue && !q.waits.empty() ? 1u : 0u;
       counter_waits_ += q.waits.size();
       waitless_tasks_ += q.waits.empty();
       queues[c].push_back(std::move(q));

@@ -80,10 +80,19 @@ std::string megakernel_source(const TaskGraph& g) {
       << i << "::SinterTaskArgs*>(args)); return;\n";
   }
   s << "      default: return;\n    }\n  }\n};\n\n"
+    << "struct SinterMegaPrologue {\n"
+    << "  __device__ __forceinline__ void operator()(u32 function, const char* args, bool drain) const {\n"
+    << "    switch (function) {\n";
+  for (size_t i = 0; i < functions.size(); ++i) {
+    if (!g.functions[i].prologue) continue;
+    s << "      case " << i << ": sinter_task" << i << "::sinter_task_prologue(*reinterpret_cast<const sinter_task" << i
+      << "::SinterTaskArgs*>(args), drain); return;\n";
+  }
+  s << "      default: (void)args; (void)drain; return;\n    }\n  }\n};\n\n"
     << "extern \"C\" __global__ void __launch_bounds__(" << g.max_threads << ", " << megakernel_min_blocks(g) << ") "
     << kMegakernelEntry
     << "(const __grid_constant__ SinterMegaParams p) {\n"
-    << "  sinter_mega_main(p, SinterMegaDispatch{});\n}\n";
+    << "  sinter_mega_main(p, SinterMegaDispatch{}, SinterMegaPrologue{});\n}\n";
   return s.str();
 }
 

@@ -60,6 +60,9 @@ struct TaskKernel {
   // its range counters (one per block); 0 for every other kernel.
   unsigned rank_arrivals = 0;
   double task_cost_us = 0;      // the cost model's estimate of one task
+  // Its tasks run their function's prologue before their waits: the function has one and no
+  // earlier step of the segment writes the input it reads.
+  bool prologue = false;
   unsigned tasks() const { return grid[0] * grid[1] * grid[2]; }
   // The range counter block b adds to, or -1 when the kernel has none.
   long group_counter(unsigned block) const;
@@ -69,6 +72,7 @@ struct TaskKernel {
 struct TaskFunction {
   std::string source;
   std::string entry;
+  bool prologue = false;  // the source defines sinter_task_prologue (MegaTaskKernel::prologue_slot)
 };
 
 struct TaskGraph {

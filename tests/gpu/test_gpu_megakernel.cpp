@@ -283,13 +283,9 @@ TEST_F(GpuMegakernelRandom, RepeatedInputsOfOneGraph) {
 }
 
 // A planted fault: the launch must end in the watchdog's error, not hang.
-void expect_watchdog(MegaFault fault) {
-  Graph g("watchdog");
-  Tensor x = g.input("x", DType::f32, {4096});
-  g.output(g.neg(g.tanh(g.sigmoid(x))), "y");
-  CompileOptions o;
-  o.fusion = no_fusion();
-  const Plan plan = compile(g, with_test_cache(o));
+// `plan` (of g) in mega mode with `fault` planted: the launch ends in the watchdog's error within
+// its time, and so does the next launch (the runner reset the counters and meets the fault again).
+void expect_watchdog(const Graph& g, const Plan& plan, MegaFault fault) {
   MegaOptions mo;
   mo.watchdog_ms = 300;
   mo.inject = fault;
@@ -316,8 +312,40 @@ void expect_watchdog(MegaFault fault) {
   EXPECT_THROW(ex.runner().check(), Error);
 }
 
+void expect_watchdog(MegaFault fault) {
+  Graph g("watchdog");
+  Tensor x = g.input("x", DType::f32, {4096});
+  g.output(g.neg(g.tanh(g.sigmoid(x))), "y");
+  CompileOptions o;
+  o.fusion = no_fusion();
+  expect_watchdog(g, compile(g, with_test_cache(o)), fault);
+}
+
 TEST_F(GpuMegakernel, WatchdogMissingProducer) { expect_watchdog(MegaFault::missing_producer); }
 TEST_F(GpuMegakernel, WatchdogWrongCount) { expect_watchdog(MegaFault::wrong_count); }
+
+// The TMA decode GEMV's tasks run their prologue (W's first boxes into shared memory) before they
+// wait for the norm; with that producer missing the launch aborts in those waits, and each CTA
+// lets its prologue's loads land before it leaves: the watchdog's error, no hang and no fault, on
+// both cuts and with the producer warp.
+TEST_F(GpuMegakernel, WatchdogWhileATaskPrologueStreams) {
+  Graph g("rmsnorm_tma_gemv_fault");
+  const int64_t k = 2048, n = 8448;
+  auto h = g.rmsnorm(g.input("x", DType::bf16, {1, k}), g.input("norm_w", DType::bf16, {k}));
+  g.output(g.matmul(h, g.input("w", DType::bf16, {k, n}, {1, k})), "y");
+  g.validate();
+  for (jit::MatmulTile cut : {jit::MatmulTile::decode_tma_rows, jit::MatmulTile::decode_tma}) {
+    for (bool producer : {false, true}) {
+      std::optional<jit::MatmulConfig> c = tma_config(g, cut);
+      ASSERT_TRUE(c.has_value());
+      c->tma.producer_warp = producer;
+      CompileOptions o = our_kernels_only();
+      o.candidate_config = jit::config_text(*c);
+      SCOPED_TRACE("config " + o.candidate_config);
+      expect_watchdog(g, compile(g, with_test_cache(o)), MegaFault::missing_producer);
+    }
+  }
+}
 
 }  // namespace
 }  // namespace sinter::testing

@@ -42,6 +42,7 @@ struct Built {
   size_t arrival_counters = 0, arrival_waits = 0;  // collectives' counters, and the waits on them
   // a collective's push tasks' waits for their producer: on part of it (tile level) or all of it
   size_t push_part_waits = 0, push_whole_waits = 0;
+  size_t prologue_kernels = 0;  // task kernels whose tasks run a prologue before their waits
 };
 
 // Every region of g on its default jit config for `device` (the default, a device without the
@@ -124,6 +125,7 @@ Built build_megakernels(const Graph& g, bool compile = true,
     }
     const std::string source = mega::megakernel_source(tg);
     b.functions += tg.functions.size();
+    for (const mega::TaskKernel& k : tg.kernels) b.prologue_kernels += k.prologue;
     if (!compile) {
       b.tasks += tg.tasks;
       ++b.segments;
@@ -330,6 +332,7 @@ TEST(MegakernelSource, TmaDecodeGemvIsATask) {
       const Built b = build_megakernels(g, true, cuda::assumed_h200(), cut, producer);
       EXPECT_EQ(b.segments, 1);
       EXPECT_EQ(b.steps_outside, 0);
+      EXPECT_EQ(b.prologue_kernels, 1u);  // w is a graph input: its first boxes before the wait for the norm
     }
   }
 }

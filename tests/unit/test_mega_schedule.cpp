@@ -274,6 +274,38 @@ TEST(MegaTaskGraph, CollectiveArrivalsAreCountedPerBlockFromEveryRank) {
 
 // The megakernel's CTAs an SM: as many as leave every thread 128 registers, or the registers the
 // hungriest task's standalone kernel has where that is more.
+TEST(MegaTaskGraph, APrologueRunsOnlyWhereNoEarlierStepWritesWhatItReads) {
+  // steps 1 and 2 run the same function, whose prologue reads slot 1 (a weight): a graph input in
+  // step 1 (t9), a tensor step 0 writes in step 2 (t1); step 0's function has no prologue
+  auto entry = [](const std::string& body) {
+    return "struct Args {};\n" + body + "\nextern \"C\" __global__ void __launch_bounds__(256) sinter_region(const "
+           "__grid_constant__ Args a) {}\n";
+  };
+  auto with_prologue = [&](unsigned tasks) {
+    MegaTaskKernel k = kernel(tasks, entry("__device__ void sinter_task_prologue(const Args&, bool) {}"));
+    k.prologue_slot = 1;
+    return k;
+  };
+  std::vector<SegmentStep> s;
+  s.push_back(step(0, {0}, {1}, {kernel(4, entry(""))}));
+  s.push_back(step(1, {1, 9}, {2}, {with_prologue(8)}));
+  s.push_back(step(2, {2, 1}, {3}, {with_prologue(8)}));
+  const TaskGraph g = build_task_graph(std::move(s));
+  ASSERT_EQ(g.kernels.size(), 3u);
+  EXPECT_FALSE(g.kernels[0].prologue);
+  EXPECT_TRUE(g.kernels[1].prologue);
+  EXPECT_FALSE(g.kernels[2].prologue);
+  ASSERT_EQ(g.functions.size(), 2u);
+  EXPECT_FALSE(g.functions[g.kernels[0].function].prologue);
+  EXPECT_TRUE(g.functions[g.kernels[1].function].prologue);
+  // the prologue switch calls the one function that has a prologue
+  const std::string src = megakernel_source(g);
+  const std::string call = "sinter_task" + std::to_string(g.kernels[1].function) + "::sinter_task_prologue(";
+  EXPECT_NE(src.find(call), std::string::npos) << src;
+  EXPECT_EQ(src.find("sinter_task" + std::to_string(g.kernels[0].function) + "::sinter_task_prologue("),
+            std::string::npos);
+}
+
 TEST(MegaSource, MinBlocksFollowTheTasksRegisters) {
   TaskGraph g;
   g.max_threads = 256;

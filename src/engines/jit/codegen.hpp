@@ -87,9 +87,11 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
 std::vector<DecodeTmaConfig> decode_tma_configs(const Graph& g, const fuse::Region& r,
                                                 const cuda::DeviceProperties& dev, bool whole_tiles);
 // The decode tiles' matmul configs for a region (M <= 16), best expected first: the TMA tile's
-// cuts first for weights of 64 MiB and more, else after the mma and ffma GEMV tiles
-// (codegen_decode_tma.cpp says why).
-std::vector<MatmulConfig> decode_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// cuts first for weights of 64 MiB and more, and in plans for megakernels (its task prologue
+// streams W while the task waits), else after the mma and ffma GEMV tiles (codegen_decode_tma.cpp
+// says why).
+std::vector<MatmulConfig> decode_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                                         bool for_megakernels = false);
 // The bytes of the weight (B) one call of the region's matmul reads: batches x N x K elements.
 int64_t decode_weight_bytes(const Graph& g, const fuse::Region& r);
 
@@ -100,7 +102,8 @@ int64_t decode_weight_bytes(const Graph& g, const fuse::Region& r);
 //     tiles first below), then the C-tile kernel, which was slower at every size measured;
 //   - generic: the mma.sync tile; where the Hopper kernels do not apply its description says why
 //     (the fallback is reported, never silent).
-std::vector<MatmulConfig> matmul_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+std::vector<MatmulConfig> matmul_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                                         bool for_megakernels = false);
 // The first config of `tile` for this region, or -1 where that tile does not apply.
 int matmul_config_index(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev, MatmulTile tile);
 RegionKernels build_matmul(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
@@ -109,8 +112,10 @@ RegionKernels build_matmul(const Graph& g, const fuse::Region& r, const cuda::De
 // The generator that runs a region: "pointwise", "rowwise" (a pointwise region ending in row
 // reductions runs on the row-wise kernels too), "reduction", "layout", "matmul", "conv", "sdpa".
 std::string_view region_generator(const fuse::Region& r);
-// Every config of the region's generator, best expected first (some may give the same kernels).
-std::vector<KernelConfig> region_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev);
+// Every config of the region's generator, best expected first (some may give the same kernels);
+// for_megakernels: best expected as megakernel tasks first (EngineContext::for_megakernels).
+std::vector<KernelConfig> region_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                                         bool for_megakernels = false);
 // Dispatches on the config's kind; throws Error(invalid_argument) when it is not the region's
 // generator's.
 RegionKernels build_region(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
@@ -120,6 +125,7 @@ RegionKernels build_region(const Graph& g, const fuse::Region& r, const cuda::De
 // The configs that give distinct kernels (a field that does not apply to a region gives the same
 // kernels as an earlier config: the first is kept), each with its kernels, built once.
 std::vector<std::pair<KernelConfig, RegionKernels>> distinct_configs(const Graph& g, const fuse::Region& r,
-                                                                     const cuda::DeviceProperties& dev);
+                                                                     const cuda::DeviceProperties& dev,
+                                                                     bool for_megakernels = false);
 
 }  // namespace sinter::jit

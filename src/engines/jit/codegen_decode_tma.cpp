@@ -192,6 +192,10 @@ std::string tma_source(const Graph& g, const fuse::Region& r, const TmaPlan& p, 
       << ", \"the host's TMA decode constants are stale\");\n\n"
       << args << "\n"
       << gemm_tile_epilogue(*p.epi, scope) << "\n"
+      << "// inside a megakernel: W's first boxes issued before the task waits for x (KernelSpec::prologue_slot)\n"
+      << "__device__ __forceinline__ void sinter_task_prologue(const Args& a, bool drain) {\n"
+      << "  decode_tma_prologue<Cfg>(a, blockIdx.x, drain);\n"
+      << "}\n\n"
       << "extern \"C\" __global__ void __launch_bounds__(DecodeTmaLayout<Cfg>::kThreads, 1)\n"
       << "sinter_region(const __grid_constant__ Args a) {\n"
       << "  decode_tma_kernel<Cfg, Epilogue>(a);\n"
@@ -289,19 +293,24 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   spec.launch.grid = dim3(static_cast<unsigned>(work.ctas));
   spec.launch.block = dim3(static_cast<unsigned>(t.threads()));
   spec.launch.dynamic_shared_memory = static_cast<size_t>(t.smem_bytes());
+  spec.prologue_slot = region_input_index(r, o.mm->inputs[1]);  // W
   rk.workspace_bytes = ws.bytes;
   rk.kernels.push_back(std::move(spec));
   return rk;
 }
 
-std::vector<MatmulConfig> decode_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+std::vector<MatmulConfig> decode_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                                         bool for_megakernels) {
   // The TMA tile goes first for weights of 64 MiB and more, its whole-tile cut before its
   // stream-K one (no split tile to combine): faster there than the register tiles (117 MB at M =
   // 1 / 8 / 16: 3.67-3.70 TB/s, the mma tile 2.5-2.9). On 2-32 MB weights (the Llama decode
   // stack's) it was slower than both register tiles, so below 64 MiB they go first and the TMA
   // tile after them. Of the register tiles the mma one goes first (117 MB, M = 1: 0.0430 ms
-  // against the ffma tile's 0.0453), the ffma one (M <= 4) after it. docs/benchmarks.md.
-  const bool tma_first = decode_tma_unsupported(g, r, dev).empty() && decode_weight_bytes(g, r) >= (int64_t{64} << 20);
+  // against the ffma tile's 0.0453), the ffma one (M <= 4) after it. docs/benchmarks.md. In a
+  // plan for megakernels the TMA tile goes first at every size: as a task, its prologue streams
+  // the first stages of W into shared memory while the task waits for x.
+  const bool tma_first = decode_tma_unsupported(g, r, dev).empty() &&
+                         (for_megakernels || decode_weight_bytes(g, r) >= (int64_t{64} << 20));
   std::vector<MatmulConfig> out;
   auto add_tma = [&](MatmulTile cut) {
     for (const DecodeTmaConfig& c : decode_tma_configs(g, r, dev, cut == MatmulTile::decode_tma_rows)) {

@@ -49,8 +49,9 @@ std::vector<Sm90DirectConfig> sm90_direct_configs(const Graph& g, const fuse::Re
 
 }  // namespace
 
-std::vector<MatmulConfig> matmul_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
-  std::vector<MatmulConfig> tiles = decode_configs(g, r, dev);  // M <= 16 (codegen_decode_tma.cpp)
+std::vector<MatmulConfig> matmul_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                                         bool for_megakernels) {
+  std::vector<MatmulConfig> tiles = decode_configs(g, r, dev, for_megakernels);  // M <= 16 (codegen_decode_tma.cpp)
   if (sm90_gemm_unsupported(g, r, dev, true).empty()) {
     // The direct-epilogue configs, then the C-tile kernel, which ran slower at every size
     // measured (H200, 4096^3: 0.2226 ms against 0.1965 for the 128x256 pair; H100, 2048^3: 1.23x

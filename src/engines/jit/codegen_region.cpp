@@ -35,11 +35,12 @@ std::string_view region_generator(const fuse::Region& r) {
   throw Error(ErrorCode::internal, "region_generator: unknown region kind");
 }
 
-std::vector<KernelConfig> region_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev) {
+std::vector<KernelConfig> region_configs(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev,
+                                         bool for_megakernels) {
   const std::string_view gen = region_generator(r);
   if (gen == "pointwise") return as_kernel_configs(pointwise_configs(g, r, dev));
   if (gen == "rowwise") return as_kernel_configs(rowwise_configs(g, r, dev));
-  if (gen == "matmul") return as_kernel_configs(matmul_configs(g, r, dev));
+  if (gen == "matmul") return as_kernel_configs(matmul_configs(g, r, dev, for_megakernels));
   if (gen == "sdpa") return as_kernel_configs(sdpa_configs(g, r, dev));
   if (gen == "reduction") return {ReductionConfig{}};
   if (gen == "layout") return {LayoutConfig{}};
@@ -73,10 +74,11 @@ RegionKernels build_region(const Graph& g, const fuse::Region& r, const cuda::De
 }
 
 std::vector<std::pair<KernelConfig, RegionKernels>> distinct_configs(const Graph& g, const fuse::Region& r,
-                                                                     const cuda::DeviceProperties& dev) {
+                                                                     const cuda::DeviceProperties& dev,
+                                                                     bool for_megakernels) {
   std::vector<std::pair<KernelConfig, RegionKernels>> out;
   std::vector<std::string> seen;
-  for (const KernelConfig& c : region_configs(g, r, dev)) {
+  for (const KernelConfig& c : region_configs(g, r, dev, for_megakernels)) {
     RegionKernels rk = build_region(g, r, dev, c);
     std::string key;
     for (const KernelSpec& k : rk.kernels) key += k.source + "\n" + k.description;

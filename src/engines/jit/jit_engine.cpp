@@ -167,7 +167,7 @@ std::vector<Candidate> JitEngine::candidates(const Graph& g, const fuse::Region&
                                              const EngineContext& ctx) const {
   if (!supports(g, r, ctx).ok) return {};
   std::vector<Candidate> out;
-  for (const auto& [config, rk] : distinct_configs(g, r, ctx.device)) {
+  for (const auto& [config, rk] : distinct_configs(g, r, ctx.device, ctx.for_megakernels)) {
     std::string desc;
     for (const KernelSpec& k : rk.kernels) desc += (desc.empty() ? "" : "; ") + k.description;
     out.push_back(Candidate{std::string(name()), static_cast<int>(out.size()), config_text(config), desc});

@@ -60,6 +60,7 @@ MegaTaskKernel mega_task_kernel(const KernelSpec& spec, std::string source) {
   k.dynamic_shared_memory = spec.launch.dynamic_shared_memory;
   k.arg_bytes = spec.args.size();
   k.boxes = spec.task_boxes;
+  k.prologue_slot = spec.prologue_slot;
   return k;
 }
 
@@ -70,9 +71,11 @@ std::unique_ptr<MegaStep> JitEngine::mega_step(const Graph& g, const fuse::Regio
   if (!jit) throw Error(ErrorCode::internal, "jit engine: mega_step of another engine's step");
   std::vector<std::string> sources;
   std::vector<std::vector<TaskBox>> boxes;  // the prepared specs' own, or regenerated with the source
+  std::vector<int> prologue_slots;          // likewise
   for (const JitStep::Loaded& k : jit->kernels()) {
     sources.push_back(k.spec.source);
     boxes.push_back(k.spec.task_boxes);
+    prologue_slots.push_back(k.spec.prologue_slot);
   }
   if (!sources.empty() && sources.front().empty()) {
     // loaded from a plan: the same generator, config and region give the same source
@@ -94,6 +97,7 @@ std::unique_ptr<MegaStep> JitEngine::mega_step(const Graph& g, const fuse::Regio
                         "by another version of Sinter; rebuild it to run it as a megakernel");
       }
       sources[i] = std::move(rk.kernels[i].source);
+      prologue_slots[i] = rk.kernels[i].prologue_slot;
       if (task_boxes_hold(rk.kernels[i], jit->kernels()[i].spec.launch.grid.x)) boxes[i] = rk.kernels[i].task_boxes;
     }
   }
@@ -107,6 +111,7 @@ std::unique_ptr<MegaStep> JitEngine::mega_step(const Graph& g, const fuse::Regio
     }
     MegaTaskKernel k = mega_task_kernel(spec, sources[i]);
     k.boxes = std::move(boxes[i]);
+    k.prologue_slot = prologue_slots[i];
     if (jit->kernels()[i].kernel.get() != nullptr) {
       k.registers = static_cast<unsigned>(jit->kernels()[i].kernel.attributes().numRegs);
     }

@@ -65,6 +65,10 @@ struct KernelSpec {
   // (the megakernel's tile-level dependencies; not saved in plans: a loaded step regenerates
   // them). They hold for one work item a CTA: see task_boxes_hold.
   std::vector<TaskBox> task_boxes;
+  // The region input a task prologue reads (the source defines sinter_task_prologue(const Args&,
+  // bool drain)): inside a megakernel, thread 0 runs it before the task's waits where no earlier
+  // step of the segment writes that input. -1: the kernel has none. Not saved (regenerated).
+  int prologue_slot = -1;
 };
 
 // Whether `spec`'s task boxes hold on a grid of `grid_x` CTAs: a persistent kernel sized below its
