@@ -508,6 +508,7 @@ __device__ __forceinline__ void decode_tma_prologue(const Args& a, i64 unit, boo
   const SinterTensorMap* map_w = decode_tma_map(a, a.tma_w);
   decode_tma_proxy_fence(decode_tma_map(a, a.tma_x), map_w);
   tma_prefetch_descriptor(map_w);
+  tma_prefetch_descriptor(decode_tma_map(a, a.tma_x));
   decode_tma_init_barriers<L>(full, empty);
   const u32 w_tx = static_cast<u32>(L::kStepBoxes * wk.tile_rows * 128);
   DecodeTmaCursor load{};

@@ -90,7 +90,8 @@ TaskGraph build_task_graph(std::vector<SegmentStep> steps) {
       auto [f, added] = function_of.emplace(source, static_cast<unsigned>(g.functions.size()));
       if (added) g.functions.push_back({std::move(source), mk.entry, mk.prologue_slot >= 0});
       k.function = f->second;
-      k.prologue = mk.prologue_slot >= 0 && static_cast<size_t>(mk.prologue_slot) < step.reads.size() &&
+      k.prologue = g.functions[k.function].prologue && mk.prologue_slot >= 0 &&
+                   static_cast<size_t>(mk.prologue_slot) < step.reads.size() &&
                    writer.find(step.reads[static_cast<size_t>(mk.prologue_slot)]) == writer.end();
       std::copy(std::begin(mk.grid), std::end(mk.grid), k.grid);
       k.threads = mk.threads;

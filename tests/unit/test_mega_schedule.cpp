@@ -272,8 +272,6 @@ TEST(MegaTaskGraph, CollectiveArrivalsAreCountedPerBlockFromEveryRank) {
   }
 }
 
-// The megakernel's CTAs an SM: as many as leave every thread 128 registers, or the registers the
-// hungriest task's standalone kernel has where that is more.
 TEST(MegaTaskGraph, APrologueRunsOnlyWhereNoEarlierStepWritesWhatItReads) {
   // steps 1 and 2 run the same function, whose prologue reads slot 1 (a weight): a graph input in
   // step 1 (t9), a tensor step 0 writes in step 2 (t1); step 0's function has no prologue
@@ -306,6 +304,8 @@ TEST(MegaTaskGraph, APrologueRunsOnlyWhereNoEarlierStepWritesWhatItReads) {
             std::string::npos);
 }
 
+// The megakernel's CTAs an SM: as many as leave every thread 128 registers, or the registers the
+// hungriest task's standalone kernel has where that is more.
 TEST(MegaSource, MinBlocksFollowTheTasksRegisters) {
   TaskGraph g;
   g.max_threads = 256;
