@@ -37,6 +37,19 @@
 #include "probe_check.cuh"
 
 
+// The tile's layout from the probe's settings (bf16; kWholeTiles off: the probe cuts the work
+// itself through DecodeTmaWork and calls decode_tma_run directly).
+template <int kBN_, int kMTile_, int kStages_, bool kChunked_ = false, int kAccChains_ = 1, bool kProducerWarp_ = false,
+          int kWarpBoxes_ = 1>
+struct ProbeCfg {
+  static constexpr bool kBf16 = true, kChunked = kChunked_, kProducerWarp = kProducerWarp_, kWholeTiles = false;
+  static constexpr int kBN = kBN_, kMTile = kMTile_, kStages = kStages_, kWarpBoxes = kWarpBoxes_,
+                       kAccChains = kAccChains_;
+};
+template <int kBN, int kMTile, int kStages, bool kChunked = false, int kAccChains = 1, bool kProducerWarp = false,
+          int kWarpBoxes = 1>
+using DecodeTmaSmem = DecodeTmaLayout<ProbeCfg<kBN, kMTile, kStages, kChunked, kAccChains, kProducerWarp, kWarpBoxes>>;
+
 constexpr int kStep = 16384;
 constexpr long long kN = 14336, kK = 4096;
 
@@ -137,9 +150,9 @@ __global__ void __launch_bounds__(S::kThreads, 1) tile_loop(const __grid_constan
   // a producer warp takes no part in the consumers' barriers: named barrier 1, batched
   static_assert(!S::kProducerWarp || kBatched, "with a producer warp the consumers combine batched");
   constexpr int kBar = S::kProducerWarp ? 1 : 0;
-  decode_tma_run<S, true>(
+  decode_tma_run<S>(
       smem, reinterpret_cast<const SinterTensorMap*>(&map_x), reinterpret_cast<const SinterTensorMap*>(&map_w), wk,
-      tiles_n, [&](i64 tile, int contributors, int ordinal, float* ctile) {
+      tiles_n, blockIdx.x, false, [&](i64 tile, int contributors, int ordinal, float* ctile) {
         if (!kCombine) return;
         const int tid = static_cast<int>(threadIdx.x);
         float* slot_part = part + tile * max_contributors * (S::kMTile * S::kBN);
@@ -344,13 +357,11 @@ int main() {
   TILE("tile rows m 1 whole, producer warp", P8, true, true, 1, rows);
   TILE("tile rows m 1 whole, chains + producer", CP8, true, true, 1, rows);
   TILE("tile rows m 16 whole, chains + producer", CP16, true, true, 16, rows);
-  // session 13: 2 or 4 boxes of 64 k per warp a step (DecodeTmaSmem::kWarpBoxes), whole tiles:
-  // does a step's fixed SM-side cost bound the tile (half or a quarter as many steps)?
+  // session 13: 2 boxes of 64 k per warp a step (kWarpBoxes), whole tiles: does a step's fixed
+  // SM-side cost bound the tile (half as many steps)?
   using W2 = DecodeTmaSmem<128, 8, 4, false, 1, false, 2>;
   using W2s3 = DecodeTmaSmem<128, 8, 3, false, 1, false, 2>;
   using W2s5 = DecodeTmaSmem<128, 8, 5, false, 1, false, 2>;
-  using W4 = DecodeTmaSmem<128, 8, 2, false, 1, false, 4>;
-  using W4s3 = DecodeTmaSmem<128, 8, 3, false, 1, false, 4>;
   using W2c16 = DecodeTmaSmem<128, 16, 4, false, 2, false, 2>;
   using W2cp16 = DecodeTmaSmem<128, 16, 4, false, 2, true, 2>;
   using W2p8 = DecodeTmaSmem<128, 8, 4, false, 1, true, 2>;
@@ -358,8 +369,6 @@ int main() {
   TILE("tile rows m 1 whole, 2 boxes, 4 st, no end", W2, false, false, 1, rows);
   TILE("tile rows m 1 whole, 2 boxes a warp, 3 st", W2s3, true, false, 1, rows);
   TILE("tile rows m 1 whole, 2 boxes a warp, 5 st", W2s5, true, false, 1, rows);
-  TILE("tile rows m 1 whole, 4 boxes a warp, 2 st", W4, true, false, 1, rows);
-  TILE("tile rows m 1 whole, 4 boxes a warp, 3 st", W4s3, true, false, 1, rows);
   TILE("tile rows m 8 whole, 2 boxes a warp, 4 st", W2, true, false, 8, rows);
   TILE("tile rows m 1 whole, 2 boxes + producer", W2p8, true, true, 1, rows);
   TILE("tile rows m 16 whole, 2 boxes, 2 chains", W2c16, true, false, 16, rows);
