@@ -135,6 +135,35 @@ TEST(JitSdpaDecode, SplitWorkspaceAndLoads) {
   EXPECT_NE(b.first.kernels.at(0).description.find("kv:vec8"), std::string::npos);
 }
 
+// Over batches, kv heads, key counts and head dims: the splits cover every key (nsplit x chunk >=
+// Skv), the chunk is whole tiles, every CTA of a unit has keys (its first split starts below Skv),
+// and the grid is units x CTAs a unit.
+TEST(JitSdpaDecode, SplitsCoverTheKeysAndNoCtaIsEmpty) {
+  for (int64_t b : {1, 3, 32}) {
+    for (int64_t hkv : {1, 8}) {
+      for (int64_t skv : {1, 31, 32, 33, 100, 1025, 1188, 4096, 5000}) {
+        for (int64_t d : {64, 128}) {
+          SCOPED_TRACE("b " + std::to_string(b) + " hkv " + std::to_string(hkv) + " skv " + std::to_string(skv) +
+                       " d " + std::to_string(d));
+          const Built built = build_both(sdpa_graph({b, 4 * hkv, hkv, 1, skv, d, d}));
+          ASSERT_EQ(built.first.kernels.size(), 1u);
+          const KernelSpec& k = built.first.kernels[0];
+          const size_t at = k.description.find(" splits");
+          ASSERT_NE(at, std::string::npos) << k.description;
+          const int64_t nsplit = std::stoll(k.description.substr(at + 7));
+          const int64_t chunk = std::stoll(k.description.substr(k.description.find('x', at) + 1));
+          const int64_t tile = 8 * (256 / d);  // kTK: eight loads of 256 / D keys
+          EXPECT_EQ(chunk % tile, 0) << k.description;
+          EXPECT_EQ(nsplit % 4, 0) << k.description;  // whole CTAs of four warps
+          EXPECT_GE(nsplit * chunk, skv) << k.description;
+          EXPECT_LT((nsplit - 4) * chunk, skv) << k.description;  // the last CTA's first split has keys
+          EXPECT_EQ(int64_t{k.launch.grid.x}, b * hkv * (nsplit / 4)) << k.description;  // one row block of 4 rows
+        }
+      }
+    }
+  }
+}
+
 TEST(JitSdpaDecode, CompilesWithoutSpills) {
   std::vector<Shape> cases = {
       {1, 32, 8, 1, 1025, 128, 128},
