@@ -93,6 +93,9 @@ struct DecodeTmaLayout : Cfg {
   static constexpr int kRowGroups = kBN / 16;          // warps per k box: 16 rows each
   static constexpr int kWBoxBytes = kBN * 128, kXBoxBytes = kMTile * 128;
   static constexpr int kWBytes = kStepBoxes * kWBoxBytes;  // 16 KiB x kWarpBoxes
+  // The W bytes a step's boxes bring when a box is tile_rows high (every box lands whole, rows
+  // past N or K zero-filled): what a stage's full barrier expects of them.
+  __device__ __forceinline__ static u32 w_step_bytes(int tile_rows) { return static_cast<u32>(kStepBoxes * tile_rows * 128); }
   static constexpr int kStageBytes = kWBytes + kStepBoxes * kXBoxBytes;
   static constexpr int kCOffset = kStages * kStageBytes;
   // the C tile, then the k boxes' partial C tiles (with more than one group of warps a step)
@@ -131,6 +134,13 @@ struct DecodeTmaWork {
   __device__ __forceinline__ i64 first_cta(i64 tile) const { return cta_of(tile * steps_per_tile); }
   __device__ __forceinline__ i64 last_cta(i64 tile) const { return cta_of((tile + 1) * steps_per_tile - 1); }
 };
+
+// The cut of the generated argument struct `a` (its fields total, steps_per_tile, ctas,
+// whole_tiles, tile_rows).
+template <class Args>
+__device__ __forceinline__ DecodeTmaWork decode_tma_work(const Args& a) {
+  return DecodeTmaWork{a.total, a.steps_per_tile, a.ctas, a.whole_tiles, a.tile_rows};
+}
 
 __device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
@@ -315,7 +325,7 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
   const int spt = static_cast<int>(wk.steps_per_tile), tn = static_cast<int>(tiles_n);
   // a step's bytes: kStepBoxes W boxes of tile_rows rows (L::kWBytes with stream-K; a box partly
   // past N or K still lands whole, zero-filled) and as many x boxes
-  const u32 w_tx = static_cast<u32>(L::kStepBoxes * wk.tile_rows * 128), x_tx = static_cast<u32>(L::kStepBoxes * L::kXBoxBytes);
+  const u32 w_tx = L::w_step_bytes(wk.tile_rows), x_tx = static_cast<u32>(L::kStepBoxes * L::kXBoxBytes);
   // With whole tiles every CTA reads k steps 0, 1, 2, ... in about the same lockstep, so all ask
   // L2 for the same x box at once; starting each CTA elsewhere in k was slower, not faster.
   // rows past tile_rows (whole tiles lower than the box) hold stale bytes: their warps skip the math
@@ -447,7 +457,7 @@ template <class Cfg, class Epi, class Args>
 __device__ __forceinline__ void decode_tma_unit(char* smem, const Args& a, Epi& epi, i64 unit, bool pre = false) {
   typedef DecodeTmaLayout<Cfg> L;
   const SinterGemmShape& s = a.shape;
-  const DecodeTmaWork wk{a.total, a.steps_per_tile, a.ctas, a.whole_tiles, a.tile_rows};
+  const DecodeTmaWork wk = decode_tma_work(a);
   [[maybe_unused]] const int rows = static_cast<int>(min(s.m, i64{L::kMTile}));
   decode_tma_run<L>(smem, decode_tma_map(a, a.tma_x), decode_tma_map(a, a.tma_w), wk, a.tiles_n, unit, pre,
                     [&](i64 tile, [[maybe_unused]] int contributors, [[maybe_unused]] int ordinal, float* ctile) {
@@ -494,7 +504,7 @@ __device__ __forceinline__ void decode_tma_prologue(const Args& a, i64 unit, boo
   char* smem = decode_tma_smem_base();
   u64* full = reinterpret_cast<u64*>(smem + L::kBarOffset);
   u64* empty = full + L::kStages;
-  const DecodeTmaWork wk{a.total, a.steps_per_tile, a.ctas, a.whole_tiles, a.tile_rows};
+  const DecodeTmaWork wk = decode_tma_work(a);
   const i64 steps = wk.begin(unit + 1) - wk.begin(unit);
   const int first = static_cast<int>(steps < L::kStages ? steps : L::kStages);
   if (drain) {
@@ -510,7 +520,7 @@ __device__ __forceinline__ void decode_tma_prologue(const Args& a, i64 unit, boo
   tma_prefetch_descriptor(map_w);
   tma_prefetch_descriptor(decode_tma_map(a, a.tma_x));
   decode_tma_init_barriers<L>(full, empty);
-  const u32 w_tx = static_cast<u32>(L::kStepBoxes * wk.tile_rows * 128);
+  const u32 w_tx = L::w_step_bytes(wk.tile_rows);
   DecodeTmaCursor load{};
   load.start(wk.begin(unit), wk.steps_per_tile, a.tiles_n);
   for (int i = 0; i < first; ++i) {

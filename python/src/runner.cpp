@@ -59,6 +59,16 @@ nb::dict stats_dict(const RunnerStats& s) {
   return d;
 }
 
+nb::dict segment_timing_dict(const MegaSegmentTiming& t) {
+  nb::dict d;
+  d["steps"] = t.steps;
+  d["source_sha256"] = t.source_sha256;
+  d["megakernel_ms"] = t.megakernel_ms;
+  d["steps_ms"] = t.steps_ms;
+  d["launched_as_steps"] = t.launched_as_steps;
+  return d;
+}
+
 }  // namespace
 
 void bind_runner(nb::module_& m) {
@@ -97,13 +107,7 @@ void bind_runner(nb::module_& m) {
            [](Runner& r, uintptr_t stream, int iters) {
              nb::list out;
              for (const MegaSegmentTiming& t : r.time_mega_segments(to_stream(stream), iters)) {
-               nb::dict d;
-               d["steps"] = t.steps;
-               d["source_sha256"] = t.source_sha256;
-               d["megakernel_ms"] = t.megakernel_ms;
-               d["steps_ms"] = t.steps_ms;
-               d["launched_as_steps"] = t.launched_as_steps;
-               out.append(d);
+               out.append(segment_timing_dict(t));
              }
              return out;
            },
