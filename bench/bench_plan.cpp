@@ -115,9 +115,13 @@ double batch_ms(cudaStream_t s, int batch, int runs, const std::function<void()>
   return median(t);
 }
 
-// A graph-mode runner of `plan` on `io`'s buffers.
-std::unique_ptr<Runner> graph_runner(const Plan& plan, const DeviceTensors& io) {
-  auto r = std::make_unique<Runner>(plan, RunnerOptions{ExecMode::graph, nullptr, 0, 0, {}});
+// A graph-mode runner of `plan` on `io`'s buffers, its steps captured on at most `streams` streams
+// (independent steps on branches of their own; 1: one chain in step order).
+std::unique_ptr<Runner> graph_runner(const Plan& plan, const DeviceTensors& io, int streams = RunnerOptions{}.graph_streams) {
+  RunnerOptions o;
+  o.mode = ExecMode::graph;
+  o.graph_streams = streams;
+  auto r = std::make_unique<Runner>(plan, o);
   io.bind(*r);
   return r;
 }
@@ -133,7 +137,7 @@ std::unique_ptr<Runner> mega_runner(const Plan& plan, const DeviceTensors& io, c
 }
 
 // Runs `r` once on `io`'s inputs with every output and intermediate poisoned, and checks it.
-bool mega_matches(const Graph& g, const TensorMap& inputs, Runner& r, DeviceTensors& io, cudaStream_t s,
+bool runner_matches(const Graph& g, const TensorMap& inputs, Runner& r, DeviceTensors& io, cudaStream_t s,
                   const char* label, const TensorMap* want = nullptr) {
   io.upload(inputs, s);
   io.poison_outputs(s);
@@ -290,7 +294,7 @@ bool bench_model(const std::string& which, int64_t batch, int runs, const std::s
     const std::string label = which + (batch > 1 ? "b" + std::to_string(batch) : "");
     ok &= matches_want(sg, want, x.run(in), (label + " graph").c_str());
     const std::unique_ptr<Runner> m = mega_runner(x.plan(), x.io(), kernels);
-    ok &= mega_matches(sg, in, *m, x.io(), x.stream(), (label + " mega").c_str(), &want);
+    ok &= runner_matches(sg, in, *m, x.io(), x.stream(), (label + " mega").c_str(), &want);
     std::printf("5. %s decode step, %d layers, batch %lld: outputs (graph, megakernel) against the CPU reference: %s\n",
                 c.name.c_str(), small.layers, b, ok ? "correct" : "WRONG");
   }
@@ -396,7 +400,7 @@ bool bench_our_kernels(const Graph& g, const CompileOptions& o, const StackRun& 
   const std::unique_ptr<Runner> gr = graph_runner(x.plan(), x.io());
   const std::unique_ptr<Runner> mr = mega_runner(x.plan(), x.io(), r.kernels);
   const std::string mega_label = std::string(label) + " mega";
-  const bool mega_ok = mega_matches(g, r.in, *mr, x.io(), x.stream(), mega_label.c_str(), &r.want);
+  const bool mega_ok = runner_matches(g, r.in, *mr, x.io(), x.stream(), mega_label.c_str(), &r.want);
   const double graph_ms = batch_ms(x.stream(), 1, r.runs, [&] { gr->enqueue(x.stream()); });
   const double mega_ms = batch_ms(x.stream(), 1, r.runs, [&] { mr->enqueue(x.stream()); });
   std::printf("%s: graph executor %.3f ms, megakernel %.3f ms (%.2f TB/s, %.0f%% of the floor's speed), outputs %s; %s\n",
@@ -490,7 +494,7 @@ int main(int argc, char** argv) {
     const double stream_ms = batch_ms(chain_ex.stream(), batch, runs, [&] { chain_ex.enqueue(); });
     const double graph_ms = batch_ms(chain_ex.stream(), batch, runs, [&] { chain_graph->enqueue(chain_ex.stream()); });
     const std::unique_ptr<Runner> chain_mega = mega_runner(chain_plan, chain_ex.io(), kernels.str());
-    ok &= mega_matches(chain, chain_in, *chain_mega, chain_ex.io(), chain_ex.stream(), "mega");
+    ok &= runner_matches(chain, chain_in, *chain_mega, chain_ex.io(), chain_ex.stream(), "mega");
     const double mega_ms = batch_ms(chain_ex.stream(), batch, runs, [&] { chain_mega->enqueue(chain_ex.stream()); });
     std::printf("1. %d dependent pointwise ops x 1024 f32, unfused (%zu graph nodes), %d back-to-back runs, median of %d:\n",
                 ops, chain_nodes, batch, runs);
@@ -626,8 +630,12 @@ int main(int argc, char** argv) {
       const bool stack_ok = matches_want(stack, stack_want, out, "stack");
       ok &= stack_ok;
       const std::unique_ptr<Runner> sg = graph_runner(sx.plan(), sx.io());
+      const bool graph_ok = runner_matches(stack, in, *sg, sx.io(), sx.stream(), "graph", &stack_want);
+      ok &= graph_ok;
+      const std::unique_ptr<Runner> chain_g = graph_runner(sx.plan(), sx.io(), 1);
       const double stream_ms = batch_ms(sx.stream(), 1, runs, [&] { sx.enqueue(); });
       const double graph_ms = batch_ms(sx.stream(), 1, runs, [&] { sg->enqueue(sx.stream()); });
+      const double chain_ms = batch_ms(sx.stream(), 1, runs, [&] { chain_g->enqueue(sx.stream()); });
       const size_t nodes = bench::captured_graph_nodes(sx.plan(), sx.io(), sx.stream());
       const double gb = graph_cost(stack).min_bytes / 1e9;
       std::printf("4. llama decode stack (16 layers, d2048, ff8192, GQA 32/8, cache 1024; %.2f GB read per step, "
@@ -636,6 +644,9 @@ int main(int argc, char** argv) {
                   gb, sx.steps().size(), nodes, build_ms,
                   static_cast<uintmax_t>(std::filesystem::file_size(sfile)), stack_ok ? "correct" : "WRONG",
                   stream_ms, graph_ms, gb / graph_ms, runs);
+      std::printf("4g. graph executor: independent steps on branches (%d capture streams, outputs %s) %.3f ms; the "
+                  "steps captured as one chain %.3f ms (%.3fx)\n",
+                  sg->stats().capture_streams, graph_ok ? "correct" : "WRONG", graph_ms, chain_ms, chain_ms / graph_ms);
       // The floor: the same bytes read once, in this process, on this GPU.
       const bench::ReadFloor floor = bench::read_once_floor(static_cast<size_t>(graph_cost(stack).min_bytes),
                                                             sx.stream(), runs);
@@ -647,7 +658,7 @@ int main(int argc, char** argv) {
       // on our kernels only (one megakernel), beside that plan's graph executor.
       {
         const std::unique_ptr<Runner> sm = mega_runner(sx.plan(), sx.io(), kernels.str());
-        const bool mega_ok = mega_matches(stack, in, *sm, sx.io(), sx.stream(), "mega", &stack_want);
+        const bool mega_ok = runner_matches(stack, in, *sm, sx.io(), sx.stream(), "mega", &stack_want);
         ok &= mega_ok;
         const double mega_ms = batch_ms(sx.stream(), 1, runs, [&] { sm->enqueue(sx.stream()); });
         std::printf("4m. the same plan in mega mode: %.3f ms (%.2f TB/s, %.0f%% of the floor's speed), outputs %s; %s\n",
@@ -705,7 +716,7 @@ int main(int argc, char** argv) {
         // Mega mode of the tuned plan: each segment as the megakernel or as its steps, whichever
         // the compile measured faster.
         const std::unique_ptr<Runner> tm = mega_runner(tx.plan(), tx.io(), kernels.str());
-        const bool tm_ok = mega_matches(stack, in, *tm, tx.io(), tx.stream(), "tuned mega", &stack_want);
+        const bool tm_ok = runner_matches(stack, in, *tm, tx.io(), tx.stream(), "tuned mega", &stack_want);
         ok &= tm_ok;
         const double tm_ms = batch_ms(tx.stream(), 1, runs, [&] { tm->enqueue(tx.stream()); });
         int as_steps = 0;

@@ -133,6 +133,10 @@ struct RunnerOptions {
   int device = 0;
   LogCallback on_log;  // what loading did (rebuilt vendor configs, another SM count)
   MegaOptions mega;    // ExecMode::mega
+  // ExecMode::graph: the most streams the graph's steps are captured on. Steps with no data
+  // dependency between them (neither writes memory the other reads or writes) sit on separate
+  // branches of the graph and may run at the same time; 1 captures one chain in step order.
+  int graph_streams = 4;
   // The communicator of each group the plan's collectives name (sinter/communicator.hpp): group
   // -> communicator, each on `device` with the world the graph gives that group. Groups whose
   // collectives all have world 1 need none. Not part of the plan: bound here, per runner.
@@ -145,6 +149,7 @@ struct RunnerStats {
   int instantiations = 0;    // graph mode: cudaGraphInstantiate calls
   int updates = 0;           // graph mode: address changes applied by cudaGraphExecUpdate
   int refused_updates = 0;   // updates the driver refused (the graph was instantiated again)
+  int capture_streams = 0;   // graph mode: the streams the last capture used (its branches)
   double load_ms = 0;        // wall time of the constructor
 };
 

@@ -13,9 +13,11 @@
 #include "cuda/buffer.hpp"
 #include "cuda/check.hpp"
 #include "cuda/device.hpp"
+#include "cuda/event.hpp"
 #include "cuda/stream.hpp"
 #include "cuda/timing.hpp"
 #include "engines/registry.hpp"
+#include "exec/graph_branches.hpp"
 #include "exec/mega_runtime.hpp"
 #include "plan/memory_plan.hpp"
 #include "plan/plan_state.hpp"
@@ -170,6 +172,12 @@ struct Runner::State {
   std::string refusal;                // why enqueue refuses ("" it launches): virtual_ranks_refusal
   bool mega_bound = false;            // the megakernels hold the current bindings' arguments
   cuda::Stream capture_stream{cudaStreamNonBlocking};
+  // graph mode: the steps' branches (from the bindings, so recomputed with them), the extra
+  // capture streams and an event per step that another branch waits for
+  int graph_streams = 1;
+  exec::GraphBranches branches;
+  std::vector<cuda::Stream> side_streams;
+  std::vector<cuda::Event> step_events;
   cudaGraphExec_t exec = nullptr;
   bool graph_stale = true;
   RunnerStats stats;
@@ -180,6 +188,7 @@ struct Runner::State {
   }
   void load_steps();
   void resolve();
+  void place_branches();
   cudaGraph_t capture();
   void launch_graph(cudaStream_t stream);
   const char* workspace() const { return memory + workspace_base; }
@@ -188,6 +197,11 @@ struct Runner::State {
 Runner::State::State(const Plan& p, const RunnerOptions& o)
     : handle(p), data(p.state().data), device(o.device), mode(o.mode), communicators(o.communicators) {
   const auto start = std::chrono::steady_clock::now();
+  if (o.graph_streams < 1 || o.graph_streams > 64) {
+    throw Error(ErrorCode::invalid_argument, "runner: RunnerOptions::graph_streams is " + std::to_string(o.graph_streams) +
+                                                 "; it must be 1 (one chain) to 64");
+  }
+  graph_streams = o.graph_streams;
   check_communicator_groups(data.graph, communicators, mode);
   cuda::DeviceGuard guard(device);
   const cuda::DeviceProperties dev = cuda::device_properties(device);
@@ -320,25 +334,66 @@ void Runner::State::resolve() {
     for (TensorId t : r.outputs) b.outputs.push_back(const_cast<void*>(pointer_of[t]));
     b.workspace = memory + workspace_base + data.steps[i].workspace_offset;
   }
+  if (mode == ExecMode::graph) place_branches();
   stale = false;
   mega_bound = false;
   graph_stale = true;
+}
+
+// The bytes each step reads and writes at the current bindings, then the branches.
+void Runner::State::place_branches() {
+  std::vector<exec::StepAccess> access;
+  for (size_t i = 0; i < data.steps.size(); ++i) {
+    access.push_back(exec::step_access(data.graph, partition.regions[data.steps[i].region], bindings[i],
+                                       data.steps[i].workspace_bytes,
+                                       find_engine(data.steps[i].engine)->output_shares_input(), alias_of));
+  }
+  branches = exec::place_branches(exec::step_dependencies(access), graph_streams);
+  while (static_cast<int>(side_streams.size()) + 1 < branches.streams) side_streams.emplace_back(cudaStreamNonBlocking);
+  if (step_events.size() < steps.size() + side_streams.size() + 1) {
+    step_events.clear();
+    for (size_t i = 0; i < steps.size() + side_streams.size() + 1; ++i) step_events.emplace_back(cudaEventDisableTiming);
+  }
 }
 
 cudaGraph_t Runner::State::capture() {
   // Thread-local mode: other threads' CUDA calls are not forbidden while this one captures.
   SINTER_CUDA_CHECK(cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeThreadLocal));
   try {
-    for (size_t i = 0; i < steps.size(); ++i) steps[i]->launch(bindings[i], capture_stream);
+    // Branches: every side stream joins the capture from its start (an event of the capture
+    // stream), each step waits for the events of its dependencies on other streams, and the
+    // capture stream waits for every side stream's end. step_events: one per step, then one for
+    // the start and one per side stream's end.
+    const int n = static_cast<int>(steps.size());
+    auto stream_of = [&](int s) -> cudaStream_t { return s == 0 ? capture_stream.get() : side_streams[s - 1].get(); };
+    const int used = branches.streams;
+    if (used > 1) {
+      step_events[n].record(capture_stream);
+      for (int s = 1; s < used; ++s) step_events[n].wait_on(stream_of(s));
+    }
+    for (int i = 0; i < n; ++i) {
+      const cudaStream_t st = used > 1 ? stream_of(branches.stream_of[i]) : capture_stream.get();
+      if (used > 1) {
+        for (int p : branches.waits[i]) step_events[p].wait_on(st);
+      }
+      steps[i]->launch(bindings[i], st);
+      if (used > 1 && branches.record[i]) step_events[i].record(st);
+    }
+    for (int s = 1; s < used; ++s) {
+      step_events[n + s].record(stream_of(s));
+      step_events[n + s].wait_on(capture_stream);
+    }
   } catch (...) {
     cudaGraph_t broken = nullptr;
-    cudaStreamEndCapture(capture_stream, &broken);  // leaves the stream usable
+    cudaStreamEndCapture(capture_stream, &broken);  // leaves the streams usable
     if (broken) cudaGraphDestroy(broken);
+    (void)cudaGetLastError();
     throw;
   }
   cudaGraph_t g = nullptr;
   SINTER_CUDA_CHECK(cudaStreamEndCapture(capture_stream, &g));
   ++stats.captures;
+  stats.capture_streams = branches.streams;
   return g;
 }
 

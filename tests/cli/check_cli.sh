@@ -92,6 +92,8 @@ expect 2 -- "$sinter" inspect "$bundle" --dot "$work/x.dot"
 expect 2 -- "$sinter" explain "$g" --mega --kernels "$work/kernels"
 expect 1 -- "$sinter" run "$work/scale.json" --on cpu --watchdog-ms 10; err_has "--watchdog-ms applies to the mega executor"
 expect 1 -- "$sinter" bench "$work/scale.json" --trace "$work/trace.json"; err_has "--trace applies to the mega executor"
+expect 2 -- "$sinter" run "$g" --executor graph --graph-streams 0
+expect 1 -- "$sinter" run "$work/scale.json" --on cpu --graph-streams 2; err_has "--graph-streams applies to the graph executor"
 "$sinter" run --help | grep -q "stream,graph,mega" && "$sinter" bench --help | grep -q -- "--trace" &&
   "$sinter" --help | grep -q "4 internal error (a bug: please report it) or a megakernel watchdog timeout" &&
   echo "ok: help names the mega executor, --trace and the watchdog's exit code" ||

@@ -36,6 +36,7 @@ int cmd_check(const Common& c, const CheckOptions& o);
 struct ExecutorOptions {
   std::string executor;    // stream | graph | mega
   double watchdog_ms = 0;  // --watchdog-ms (mega only); 0: the runner's default
+  int graph_streams = 0;   // --graph-streams (graph only); 0: the runner's default
 };
 
 struct RunOptions {

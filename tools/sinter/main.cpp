@@ -33,7 +33,8 @@ const char* kFooter =
     "needed); 2 the command line does not parse; 3 results disagree with the CPU reference; 4 internal error "
     "(a bug: please report it) or a megakernel watchdog timeout (a task waited past --watchdog-ms).";
 
-// --executor and the mega executor's --watchdog-ms, as run and bench take them.
+// --executor, the mega executor's --watchdog-ms and the graph executor's --graph-streams, as run
+// and bench take them.
 void add_executor_options(CLI::App* app, sinter::cli::ExecutorOptions& e) {
   app->add_option("--executor", e.executor,
                   "stream (step by step), graph (replayed as a CUDA graph) or mega (our kernels' steps as tasks of "
@@ -46,6 +47,11 @@ void add_executor_options(CLI::App* app, sinter::cli::ExecutorOptions& e) {
                   "mega: the longest a task may wait for its producers before the megakernel stops with an error "
                   "(exit code 4; default " + std::string(limit) + ")")
       ->check(kPositiveMs);
+  app->add_option("--graph-streams", e.graph_streams,
+                  "graph: the most streams the steps are captured on; independent steps run side by side on "
+                  "branches of the graph (1: one chain in step order; default " +
+                      std::to_string(sinter::RunnerOptions{}.graph_streams) + ")")
+      ->check(CLI::Range(1, 64));
 }
 
 }  // namespace

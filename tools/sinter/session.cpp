@@ -111,6 +111,11 @@ RunnerOptions runner_options(const Common& c, const ExecutorOptions& e, bool tra
                                                  " applies to the mega executor; add --executor mega (found --executor " +
                                                  e.executor + ")");
   }
+  if (o.mode != ExecMode::graph && e.graph_streams > 0) {
+    throw Error(ErrorCode::invalid_argument,
+                "--graph-streams applies to the graph executor; add --executor graph (found --executor " + e.executor + ")");
+  }
+  if (e.graph_streams > 0) o.graph_streams = e.graph_streams;
   if (e.watchdog_ms > 0) o.mega.watchdog_ms = e.watchdog_ms;
   o.mega.trace = trace;
   return o;

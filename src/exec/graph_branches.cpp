@@ -1,0 +1,148 @@
+#include "exec/graph_branches.hpp"
+
+#include <algorithm>
+#include <cstddef>
+
+#include "plan/memory_plan.hpp"
+
+namespace sinter::exec {
+namespace {
+
+bool overlap(const ByteRange& a, const ByteRange& b) { return a.begin < b.end && b.begin < a.end; }
+
+bool any_overlap(const std::vector<ByteRange>& a, const std::vector<ByteRange>& b) {
+  for (const ByteRange& x : a) {
+    if (x.begin == x.end) continue;
+    for (const ByteRange& y : b) {
+      if (y.begin != y.end && overlap(x, y)) return true;
+    }
+  }
+  return false;
+}
+
+bool conflict(const StepAccess& earlier, const StepAccess& later) {
+  return any_overlap(earlier.writes, later.reads) || any_overlap(earlier.writes, later.writes) ||
+         any_overlap(earlier.reads, later.writes);
+}
+
+// A set of step indices as bits.
+struct StepSet {
+  std::vector<uint64_t> words;
+  explicit StepSet(size_t n = 0) : words((n + 63) / 64, 0) {}
+  bool has(int i) const { return (words[static_cast<size_t>(i) / 64] >> (i % 64)) & 1u; }
+  void add(int i) { words[static_cast<size_t>(i) / 64] |= uint64_t{1} << (i % 64); }
+  void add_all(const StepSet& o) {
+    for (size_t w = 0; w < words.size(); ++w) words[w] |= o.words[w];
+  }
+};
+
+// The ancestors of every step under `deps` (each list of earlier steps).
+std::vector<StepSet> ancestors_of(const std::vector<std::vector<int>>& deps) {
+  std::vector<StepSet> anc(deps.size(), StepSet(deps.size()));
+  for (size_t j = 0; j < deps.size(); ++j) {
+    for (int d : deps[j]) {
+      anc[j].add(d);
+      anc[j].add_all(anc[static_cast<size_t>(d)]);
+    }
+  }
+  return anc;
+}
+
+}  // namespace
+
+StepAccess step_access(const Graph& g, const fuse::Region& r, const Binding& b, uint64_t workspace_bytes,
+                       bool launches_nothing, const std::vector<TensorId>& alias_of) {
+  auto range = [&](TensorId t, const void* p) {
+    TensorId root = t;
+    while (alias_of[static_cast<size_t>(root)] >= 0) root = alias_of[static_cast<size_t>(root)];
+    const size_t bytes = std::max(plan::storage_bytes(g.tensor(t)), plan::storage_bytes(g.tensor(root)));
+    const auto begin = reinterpret_cast<uintptr_t>(p);
+    return ByteRange{begin, begin + bytes};
+  };
+  StepAccess a;
+  for (size_t k = 0; k < r.inputs.size(); ++k) a.reads.push_back(range(r.inputs[k], b.inputs[k]));
+  if (launches_nothing) return a;
+  for (size_t k = 0; k < r.outputs.size(); ++k) a.writes.push_back(range(r.outputs[k], b.outputs[k]));
+  if (workspace_bytes > 0) {
+    const auto w = reinterpret_cast<uintptr_t>(b.workspace);
+    a.writes.push_back({w, w + workspace_bytes});
+  }
+  a.barrier = r.kind == fuse::RegionKind::collective;
+  return a;
+}
+
+std::vector<std::vector<int>> step_dependencies(const std::vector<StepAccess>& steps) {
+  const size_t n = steps.size();
+  std::vector<std::vector<int>> deps(n);
+  std::vector<StepSet> anc(n, StepSet(n));
+  int last_barrier = -1;
+  for (size_t j = 0; j < n; ++j) {
+    // the steps it conflicts with, latest first
+    std::vector<int> direct;
+    for (size_t i = j; i-- > 0;) {
+      const bool before_barrier = static_cast<int>(i) < last_barrier;
+      if (steps[j].barrier || static_cast<int>(i) == last_barrier ||
+          (!before_barrier && conflict(steps[i], steps[j]))) {
+        direct.push_back(static_cast<int>(i));
+      }
+      // everything before the last barrier is its ancestor: nothing there is needed directly
+      if (!steps[j].barrier && before_barrier) break;
+    }
+    StepSet covered(n);
+    for (int d : direct) {
+      if (covered.has(d)) continue;  // already an ancestor of a later dependency
+      deps[j].push_back(d);
+      covered.add(d);
+      covered.add_all(anc[static_cast<size_t>(d)]);
+    }
+    anc[j] = covered;
+    std::sort(deps[j].begin(), deps[j].end());
+    if (steps[j].barrier) last_barrier = static_cast<int>(j);
+  }
+  return deps;
+}
+
+GraphBranches place_branches(const std::vector<std::vector<int>>& deps, int max_streams) {
+  const size_t n = deps.size();
+  GraphBranches out;
+  out.stream_of.assign(n, 0);
+  out.waits.assign(n, {});
+  out.record.assign(n, 0);
+  max_streams = std::max(max_streams, 1);
+  const std::vector<StepSet> anc = ancestors_of(deps);
+  std::vector<int> tail{-1};  // by stream: its last step (-1: none yet)
+  for (size_t j = 0; j < n; ++j) {
+    const std::vector<int>& d = deps[j];
+    auto follows = [&](int step) { return step < 0 || anc[j].has(step); };
+    int s = -1;
+    // the stream of its latest dependency that is still that stream's last step
+    for (auto it = d.rbegin(); it != d.rend() && s < 0; ++it) {
+      const int ds = out.stream_of[static_cast<size_t>(*it)];
+      if (tail[static_cast<size_t>(ds)] == *it) s = ds;
+    }
+    // a stream whose last step it follows anyway
+    for (size_t c = 0; c < tail.size() && s < 0; ++c) {
+      if (follows(tail[c])) s = static_cast<int>(c);
+    }
+    if (s < 0 && static_cast<int>(tail.size()) < max_streams) {
+      s = static_cast<int>(tail.size());
+      tail.push_back(-1);
+    }
+    if (s < 0) {  // every stream is busy with unrelated work: the one idle longest
+      s = static_cast<int>(std::min_element(tail.begin(), tail.end()) - tail.begin());
+    }
+    const int before = tail[static_cast<size_t>(s)];
+    for (int p : d) {
+      if (out.stream_of[static_cast<size_t>(p)] == s) continue;  // stream order holds it
+      if (before >= 0 && (before == p || anc[static_cast<size_t>(before)].has(p))) continue;
+      out.waits[j].push_back(p);
+      out.record[static_cast<size_t>(p)] = 1;
+    }
+    out.stream_of[j] = s;
+    tail[static_cast<size_t>(s)] = static_cast<int>(j);
+  }
+  out.streams = static_cast<int>(tail.size());
+  return out;
+}
+
+}  // namespace sinter::exec

@@ -1,0 +1,61 @@
+// Graph mode's concurrent branches: which steps of a plan must wait for which, from the bytes each
+// step reads and writes, and on which of a few capture streams each step is recorded, so that
+// the CUDA graph holds the steps' true dependencies instead of one chain. Steps with no path
+// between them (a layer's q, k and v projections; the rope of q beside the cache copy of v) then
+// run at the same time, which matters where each is too small to fill the GPU.
+//
+// Two steps conflict where one writes bytes the other reads or writes (graph inputs and outputs
+// at their bound addresses, intermediates at their arena offsets, which the memory plan may give
+// to several tensors in turn, and each step's workspace); a later step depends on every earlier
+// step it conflicts with. A barrier step (a collective: every rank must issue its collectives in
+// one order) depends on every earlier step, and every later step on it.
+//
+// Pure functions of plain data; the runner (src/exec/runner.cpp) fills the accesses from its
+// bindings and records the launches, events and waits this returns.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engines/engine.hpp"
+#include "fuse/region.hpp"
+
+namespace sinter::exec {
+
+// Bytes [begin, end) of device memory.
+struct ByteRange {
+  uintptr_t begin = 0, end = 0;
+};
+
+struct StepAccess {
+  std::vector<ByteRange> reads, writes;
+  bool barrier = false;
+};
+
+// What the step of region `r` touches at binding `b`: its inputs (read), its outputs and its
+// workspace of `workspace_bytes` (written), each tensor over its storage bytes (an alias over its
+// root's, where that is more). A step that launches nothing (an alias: its output is its input's
+// memory) only reads, so that its readers follow its input's producer. `alias_of`: by tensor, the
+// tensor whose memory it shares, or -1.
+StepAccess step_access(const Graph& g, const fuse::Region& r, const Binding& b, uint64_t workspace_bytes,
+                       bool launches_nothing, const std::vector<TensorId>& alias_of);
+
+// For each step, the earlier steps it must follow, transitively reduced (no step listed is
+// already an ancestor of another one listed), in increasing order.
+std::vector<std::vector<int>> step_dependencies(const std::vector<StepAccess>& steps);
+
+struct GraphBranches {
+  int streams = 1;              // capture streams used (stream 0: the one the capture began on)
+  std::vector<int> stream_of;   // by step
+  // by step: the steps on other streams whose events it waits for before its launch
+  std::vector<std::vector<int>> waits;
+  std::vector<char> record;     // by step: record an event after its launch (some step waits for it)
+};
+
+// Puts each step on a stream: a step continues the stream of its latest dependency when that
+// stream's last step is that dependency, else takes a stream whose last step it already follows,
+// else opens a new stream while fewer than max_streams are open, else takes the stream that
+// went idle earliest (an extra order, never a missing one). max_streams 1: one chain in step order.
+GraphBranches place_branches(const std::vector<std::vector<int>>& deps, int max_streams);
+
+}  // namespace sinter::exec
