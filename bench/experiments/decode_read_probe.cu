@@ -42,7 +42,8 @@
 template <int kBN_, int kMTile_, int kStages_, bool kChunked_ = false, int kAccChains_ = 1, bool kProducerWarp_ = false,
           int kWarpBoxes_ = 1>
 struct ProbeCfg {
-  static constexpr bool kBf16 = true, kChunked = kChunked_, kProducerWarp = kProducerWarp_, kWholeTiles = false;
+  static constexpr bool kBf16 = true, kChunked = kChunked_, kProducerWarp = kProducerWarp_, kWholeTiles = false,
+                        kKnWeight = false;
   static constexpr int kBN = kBN_, kMTile = kMTile_, kStages = kStages_, kWarpBoxes = kWarpBoxes_,
                        kAccChains = kAccChains_;
 };

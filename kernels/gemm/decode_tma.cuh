@@ -1,7 +1,8 @@
-// The TMA decode tile: y[M, N] = x[M, K] @ W for M <= 16 with an [N, K] weight (k contiguous),
-// on sm_90a. Decode GEMMs are bound by reading W once, so what matters is keeping enough bytes in
-// flight per SM (Little's law: ~4.3 TB/s x ~1.5 us of loaded DRAM latency is ~50 KB per SM) for
-// the whole kernel, on every SM, with no tail and no pause:
+// The TMA decode tile: y[M, N] = x[M, K] @ W for M <= 16 with an [N, K] weight (k contiguous) or
+// a row-major [K, N] one (n contiguous, kKnWeight), on sm_90a. Decode GEMMs are bound by reading W
+// once, so what matters is keeping enough bytes in flight per SM (Little's law: ~4.3 TB/s x ~1.5
+// us of loaded DRAM latency is ~50 KB per SM) for the whole kernel, on every SM, with no tail and
+// no pause:
 //  - One CTA per SM, persistent. The work is a flat list of k steps over tiles of W rows
 //    (tile-major), cut into contiguous ranges, one per CTA (DecodeTmaWork), so that every SM
 //    streams about the same bytes: either equal ranges of kBN-row tiles ("stream-K"), or whole
@@ -22,7 +23,8 @@
 //    col-major B, both read with ldmatrix from the swizzled boxes (conflict-free: 8 rows x 16
 //    bytes land on 8 different 16-byte bank groups). Warp w owns 16 W rows of kWarpBoxes
 //    consecutive k boxes; the warps of the same rows meet in shared memory at the end of a
-//    tile, in a fixed order.
+//    tile, in a fixed order. A [K, N] weight's 64-k box is kBN / 64 TMA boxes of 64 k rows x 64
+//    n (128 bytes, the same swizzle), and ldmatrix.trans reads the same B fragments from them.
 //  - A tile whose steps span several CTAs (stream-K only) meets through the workspace
 //    (decode_splitk_combine_group: the last CTA to arrive sums the partials in CTA order,
 //    deterministically, and runs the epilogue); a tile inside one CTA goes straight to the
@@ -71,6 +73,10 @@ constexpr int kDecodeTmaStepBytes = 16384;  // W bytes per step
 //     so a step is kWarpBoxes x 16 KiB of W and a CTA waits on, releases and refills a stage
 //     kWarpBoxes times less often for the same bytes.
 //   kWholeTiles: the whole-tile cut (no tile is split, so none is combined), else stream-K.
+//   kKnWeight: W is a row-major [K, N] (n contiguous): its tensor map is {N, K, batches} with a
+//     box of {64 n, 64 k}, a step's 64-k box is kBN / 64 of them side by side (n-box j at
+//     j x 8 KiB), and only the n-boxes a tile's rows reach are loaded (whole tiles of 64 rows:
+//     one). Needs kBN 64 or 128 and no chunked view.
 // A step's SM-side path (the warps' mbarrier wait, ldmatrix and mma chain, the stage refill)
 // bounds the tile at these sizes, not DRAM: the tile's speed follows the SM clock. kAccChains,
 // kProducerWarp and kWarpBoxes each shorten that path.
@@ -87,15 +93,21 @@ struct DecodeTmaLayout : Cfg {
   static_assert(kBN == 32 || kBN == 64 || kBN == 128, "16 KiB of W per warp box: 128 / kBN boxes of kBN rows");
   static_assert(kMTile == 8 || kMTile == 16, "x is one m16 mma tile, the upper 8 rows zero for M <= 8");
   static_assert(!Cfg::kWholeTiles || (kBN == 128 && !Cfg::kChunked), "whole tiles: one box of up to 128 rows");
+  static_assert(!Cfg::kKnWeight || (kBN >= 64 && !Cfg::kChunked), "[K, N] weights: boxes of 64 n, not chunked");
+  static constexpr int kNBoxBytes = 64 * 128;  // a [K, N] weight's TMA box: 64 k rows x 64 n
   static constexpr int kKBoxes = 128 / kBN;           // groups of warps a step, each on its own k boxes
   static constexpr int kStepBoxes = kKBoxes * kWarpBoxes;  // 64-k boxes per step
   static constexpr int kStepK = 64 * kStepBoxes;
   static constexpr int kRowGroups = kBN / 16;          // warps per k box: 16 rows each
   static constexpr int kWBoxBytes = kBN * 128, kXBoxBytes = kMTile * 128;
   static constexpr int kWBytes = kStepBoxes * kWBoxBytes;  // 16 KiB x kWarpBoxes
-  // The W bytes a step's boxes bring when a box is tile_rows high (every box lands whole, rows
-  // past N or K zero-filled): what a stage's full barrier expects of them.
-  __device__ __forceinline__ static u32 w_step_bytes(int tile_rows) { return static_cast<u32>(kStepBoxes * tile_rows * 128); }
+  // The W bytes a step's boxes bring when a tile is tile_rows high (every box lands whole, rows
+  // past N or K zero-filled): what a stage's full barrier expects of them. An [N, K] box is
+  // tile_rows high; a [K, N] step loads the 64-n boxes the tile's rows reach.
+  __device__ __forceinline__ static int n_boxes(int tile_rows) { return (tile_rows + 63) / 64; }
+  __device__ __forceinline__ static u32 w_step_bytes(int tile_rows) {
+    return static_cast<u32>(Cfg::kKnWeight ? kStepBoxes * n_boxes(tile_rows) * kNBoxBytes : kStepBoxes * tile_rows * 128);
+  }
   static constexpr int kStageBytes = kWBytes + kStepBoxes * kXBoxBytes;
   static constexpr int kCOffset = kStages * kStageBytes;
   // the C tile, then the k boxes' partial C tiles (with more than one group of warps a step)
@@ -147,6 +159,11 @@ __device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 addr) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
 }
+__device__ __forceinline__ void ldmatrix_x4_trans(u32 (&r)[4], u32 addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
 __device__ __forceinline__ void ldmatrix_x2(u32& r0, u32& r1, u32 addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(addr));
 }
@@ -155,16 +172,30 @@ __device__ __forceinline__ void ldmatrix_x2(u32& r0, u32& r1, u32 addr) {
 // ldmatrix: lane l addresses row l % 8 of matrix l / 8 and receives, of each matrix, row l / 4,
 // elements 2 (l % 4), +1 -- for a [row][k] box that is the A and col-major B fragment of
 // m16n8k16 (PTX ISA 9.7.14.5.8). A box row of 128 bytes holds 16-byte chunk j at j ^ (row % 8).
+// kKn: the box is [K, N] ([k][n] rows of 64 n, n-box h / 4 of it): ldmatrix.trans gives lane l,
+// of each 8 x 8 matrix, rows 2 (l % 4), +1 at column l / 4 -- W[k 2t, 2t+1][n g], the same B
+// fragment.
 // acc[c]: accumulator chain c, which the box's 16-k slices q with q % kChains == c add to.
-template <int kMTile, bool kBf16, int kChains>
+template <int kMTile, bool kBf16, int kChains, bool kKn>
 __device__ __forceinline__ void decode_tma_step(u32 w_box, u32 x_box, int h, int lane, float (&acc)[kChains][2][4]) {
   const int mi = lane >> 3, r = lane & 7;
-  const u32 w_row = w_box + static_cast<u32>(16 * h + 8 * (mi >> 1) + r) * 128u;
+  // [N, K]: lane's row of W rows 16 h + 8 (mi / 2) ..; [K, N]: the n-box of columns 16 h.., whose
+  // 16-byte chunk 2 (h % 4) + mi / 2 holds the lane's 8 columns
+  const u32 w_row = kKn ? w_box + static_cast<u32>(h >> 2) * (64u * 128u)
+                        : w_box + static_cast<u32>(16 * h + 8 * (mi >> 1) + r) * 128u;
+  const int n_chunk = 2 * (h & 3) + (mi >> 1);
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
     // B: matrices (rows 0-7, k 16q..+8), (rows 0-7, k 16q+8..), (rows 8-15, ...), (rows 8-15, ...)
     u32 b[4];
-    ldmatrix_x4(b, w_row + (static_cast<u32>((2 * q + (mi & 1)) ^ r) << 4));
+    if constexpr (kKn) {
+      // matrix mi: k rows 16q + 8 (mi % 2) .. +8 (row r of it: k row 16q + 8 (mi % 2) + r, whose
+      // swizzle phase is r), n columns 8 (mi / 2) ..
+      const int k_row = 16 * q + 8 * (mi & 1) + r;
+      ldmatrix_x4_trans(b, w_row + static_cast<u32>(k_row) * 128u + (static_cast<u32>(n_chunk ^ r) << 4));
+    } else {
+      ldmatrix_x4(b, w_row + (static_cast<u32>((2 * q + (mi & 1)) ^ r) << 4));
+    }
     // A: matrices (x rows 0-7, k 16q..), (rows 8-15, k 16q..), (rows 0-7, k 16q+8..), (rows 8-15, k 16q+8..)
     u32 a[4];
     if (kMTile == 16) {
@@ -287,11 +318,21 @@ __device__ __forceinline__ void decode_tma_init_barriers(u64* full, u64* empty) 
   fence_barrier_init();
 }
 
-// One step's W boxes (k from k0, tile rows from n0, batch bi) into `stage`, completing on `bar`.
+// One step's W boxes (k from k0, tile rows from n0, batch bi; a tile tile_rows high) into
+// `stage`, completing on `bar`.
 template <class L>
 __device__ __forceinline__ void decode_tma_load_w(char* stage, const SinterTensorMap* map_w, u64* bar, int k0, int n0,
-                                                  int bi) {
-  if constexpr (L::kChunked) {
+                                                  int bi, int tile_rows) {
+  if constexpr (L::kKnWeight) {
+    const int nb = L::n_boxes(tile_rows);
+#pragma unroll
+    for (int b = 0; b < L::kStepBoxes; ++b) {
+#pragma unroll
+      for (int j = 0; j < L::kBN / 64; ++j) {
+        if (j < nb) tma_load_3d(stage + b * L::kWBoxBytes + j * L::kNBoxBytes, map_w, bar, n0 + 64 * j, k0 + 64 * b, bi);
+      }
+    }
+  } else if constexpr (L::kChunked) {
     tma_load_3d(stage, map_w, bar, 0, n0, k0 / 64);
   } else {
 #pragma unroll
@@ -341,7 +382,7 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
       mbarrier_arrive_expect_tx(&full[ist], x_tx);  // the prologue expects the W bytes
     } else {
       mbarrier_arrive_expect_tx(&full[ist], w_tx + x_tx);
-      decode_tma_load_w<L>(stage, map_w, &full[ist], k0, n0, bi);
+      decode_tma_load_w<L>(stage, map_w, &full[ist], k0, n0, bi, wk.tile_rows);
     }
     if constexpr (L::kChunked) {
       tma_load_3d(stage + L::kWBytes, map_x, &full[ist], 0, 0, k0 / 64);
@@ -408,8 +449,8 @@ __device__ __forceinline__ void decode_tma_run(char* smem, const SinterTensorMap
 #pragma unroll
       for (int j = 0; j < L::kWarpBoxes; ++j) {
         const int b = kb * L::kWarpBoxes + j;
-        decode_tma_step<kMTile, kBf16, L::kAccChains>(stage + b * L::kWBoxBytes, stage + L::kWBytes + b * L::kXBoxBytes,
-                                                      h, lane, acc);
+        decode_tma_step<kMTile, kBf16, L::kAccChains, L::kKnWeight>(stage + b * L::kWBoxBytes,
+                                                                    stage + L::kWBytes + b * L::kXBoxBytes, h, lane, acc);
       }
     }
     __syncwarp();
@@ -526,7 +567,7 @@ __device__ __forceinline__ void decode_tma_prologue(const Args& a, i64 unit, boo
   for (int i = 0; i < first; ++i) {
     mbarrier_expect_tx(&full[i], w_tx);
     decode_tma_load_w<L>(smem + i * L::kStageBytes, map_w, &full[i], load.ks * L::kStepK,
-                         load.nt * wk.tile_rows, static_cast<int>(load.bi));
+                         load.nt * wk.tile_rows, static_cast<int>(load.bi), wk.tile_rows);
     load.advance(static_cast<int>(wk.steps_per_tile), static_cast<int>(a.tiles_n));
   }
 }
@@ -534,7 +575,8 @@ __device__ __forceinline__ void decode_tma_prologue(const Args& a, i64 unit, boo
 // The kernel: one CTA per unit (the grid is a.ctas CTAs of DecodeTmaLayout<Cfg>::kThreads
 // threads, DecodeTmaLayout<Cfg>::kBytes of dynamic shared memory). Inside a megakernel, the
 // dispatcher may have run the task's prologue (sinter_mega_prologue_ran).
-// out: y [batches, M, N] through the epilogue; x [batches, M, K]; W [batches, N, K]
+// out: y [batches, M, N] through the epilogue; x [batches, M, K]; W [batches, N, K] (or [batches,
+// K, N] with kKnWeight)
 template <class Cfg, class Epi, class Args>
 __device__ __forceinline__ void decode_tma_kernel(const Args& a) {
   sinter_kernel_begin();

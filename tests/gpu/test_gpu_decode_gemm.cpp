@@ -1,5 +1,5 @@
 // The decode GEMV tiles (kernels/gemm/decode_tma.cuh: TMA, whole tiles or stream-K, M <= 16,
-// [N, K] weights on sm_90a; decode_gemv.cuh: mma, M <= 16; decode_gemv_ffma.cuh: ffma, M <= 4),
+// [N, K] or [K, N] weights on sm_90a; decode_gemv.cuh: mma, M <= 16; decode_gemv_ffma.cuh: ffma, M <= 4),
 // each forced as the jit engine's matmul config, against the CPU reference: M in
 // {1, 3, 8, 16}, both weight layouts ([N, K] and [K, N]), N and K odd and no tile multiples
 // (element loads) or multiples of 8 only (16-byte loads with tails),
@@ -301,6 +301,40 @@ TEST_F(GpuDecodeGemm, TmaAccChainsAndProducerWarp) {
 
 TEST_F(GpuDecodeGemm, TmaWarpBoxesAndNarrowTiles) {
   check_tma_step_modes({{4, false, 2}, {1, true, 2, 64}, {1, false, 2, 64}, {2, true, 2, 32}, {1, false, 1, 32}});
+}
+
+// The TMA tile's [K, N] form (row-major, n-contiguous weights: boxes of 64 k x 64 n read with
+// ldmatrix.trans): stream-K tiles of 128 and 64 columns with each per-step setting, N a multiple
+// of 8 but not of 64 (the last box past N), K past the last box (1000) or inside one (72), M 1, 5
+// and 16, f16 and bf16, a folded batch; whole tiles of 64 and 128 columns (8448 and 14336
+// columns), several per CTA (40000), all through bias + GELU + amax.
+TEST_F(GpuDecodeGemm, TmaKnWeightsBothCuts) {
+  struct Case {
+    DType t;
+    int64_t m, n, k;
+  };
+  for (const TmaStepMode& mode : {TmaStepMode{1, false, 1, 128}, TmaStepMode{2, true, 2, 128}, TmaStepMode{1, false, 1, 64},
+                                  TmaStepMode{4, true, 2, 64}}) {
+    jit::DecodeTmaConfig c;
+    c.bn = mode.bn;
+    c.warp_boxes = mode.warp_boxes;
+    c.acc_chains = mode.chains;
+    c.producer_warp = mode.producer;
+    SCOPED_TRACE("bn " + std::to_string(mode.bn) + " warp_boxes " + std::to_string(mode.warp_boxes));
+    for (Case s : {Case{DType::bf16, 1, 1000, 1064}, Case{DType::bf16, 5, 3000, 1000}, Case{DType::f16, 16, 136, 72},
+                   Case{DType::bf16, 1, 2048, 2048}}) {
+      check_tma_cut(decode_graph("decode_tma_kn", s.t, s.m, s.n, s.k, false, true), jit::MatmulTile::decode_tma,
+                    {"w:[K,N]"}, c);
+    }
+  }
+  for (Case s : {Case{DType::bf16, 1, 8448, 512}, Case{DType::bf16, 16, 14336, 1000}, Case{DType::f16, 5, 40000, 264}}) {
+    check_tma_cut(decode_graph("decode_tma_kn_rows", s.t, s.m, s.n, s.k, false, true), jit::MatmulTile::decode_tma_rows,
+                  {"w:[K,N] whole tiles"});
+  }
+  Graph b("decode_tma_kn_batched");
+  auto y = b.matmul(b.input("a", DType::bf16, {3, 4, 136}), b.input("w", DType::bf16, {3, 136, 3000}));
+  b.output(b.add(y, b.input("res", DType::bf16, {3, 4, 3000})), "y");
+  check_tma_cut(b, jit::MatmulTile::decode_tma, {"w:[K,N]"});
 }
 
 TEST_F(GpuDecodeGemm, BatchedBroadcastWeightRowAndColumnSums) {

@@ -120,12 +120,14 @@ TEST_F(GpuMegakernel, EmbeddingLookupInTheMegakernel) {
 // thread 0 or a producer warp issuing the loads), one megakernel, against the CPU reference, the
 // same runner twice (the stream-K combine counters must have been reset).
 TEST_F(GpuMegakernel, TmaDecodeGemvIsATask) {
-  for (int64_t m : {1, 5}) {
-    Graph g("rmsnorm_tma_gemv_m" + std::to_string(m));
+  for (const auto& [m, kn] : {std::pair<int64_t, bool>{1, false}, {5, false}, {1, true}, {5, true}}) {
+    // kn: the weight row-major [K, N] (the TMA tile's n-contiguous form), else nn.Linear's [N, K]
+    Graph g(std::string("rmsnorm_tma_gemv_") + (kn ? "kn" : "nk") + "_m" + std::to_string(m));
     const int64_t k = 2048, n = 8448;  // 64 weight rows a CTA on 132 SMs: the whole-tile cut is offered
     auto x = g.input("x", DType::bf16, {m, k});
     auto h = g.rmsnorm(x, g.input("norm_w", DType::bf16, {k}));
-    auto y = g.gelu(g.add(g.matmul(h, g.input("w", DType::bf16, {k, n}, {1, k})), g.input("bias", DType::bf16, {n})));
+    auto w = kn ? g.input("w", DType::bf16, {k, n}) : g.input("w", DType::bf16, {k, n}, {1, k});
+    auto y = g.gelu(g.add(g.matmul(h, w), g.input("bias", DType::bf16, {n})));
     g.output(g.add(y, g.input("residual", DType::bf16, {m, n})), "out");
     g.validate();
     const fuse::Partition p = fuse::partition_graph(g);
@@ -191,6 +193,33 @@ TEST_F(GpuMegakernel, DecodeStackTwoLayersIsOneMegakernel) {
   examples::LlamaConfig c;
   c.layers = 2;
   check_mega(examples::llama_decode_stack(c), our_kernels_only(), 3, 1.0, 1);
+}
+
+// Compiled for megakernels (CompileOptions::megakernels), the stack's GEMVs take the TMA decode
+// tile first, in both weight layouts ([K, N] as the examples store it, [N, K] as nn.Linear does),
+// each a task whose prologue streams its first W stages before it waits: one megakernel, right,
+// and every matmul step on the TMA tile.
+TEST_F(GpuMegakernel, DecodeStackForMegakernelsStreamsWeightsByTma) {
+  for (bool nk : {false, true}) {
+    examples::LlamaConfig c;
+    c.layers = 2;
+    c.weights_nk = nk;
+    c.name = nk ? "llama_decode_stack_nk" : "llama_decode_stack";
+    CompileOptions o = our_kernels_only();
+    o.megakernels = true;
+    SCOPED_TRACE(c.name);
+    const Graph g = examples::llama_decode_stack(c);
+    check_mega(g, o, 2, 1.0, 1);
+    const Plan plan = compile(g, with_test_cache(o));
+    int matmuls = 0;
+    for (const StepDescription& st : plan.describe().steps) {
+      if (st.kind != "matmul") continue;
+      ++matmuls;
+      EXPECT_NE(st.description.find("decode tma"), std::string::npos) << st.description;
+      EXPECT_NE(st.description.find(nk ? "w:[N,K]" : "w:[K,N]"), std::string::npos) << st.description;
+    }
+    EXPECT_GE(matmuls, 2 * 6);
+  }
 }
 
 TEST_F(GpuMegakernel, DecodeStackSixteenLayers) {

@@ -117,14 +117,27 @@ TEST(JitMatmulDecode, OfferedFirstForUpToSixteenRows) {
   EXPECT_EQ(b.variants, 12);
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode tma"), std::string::npos) << b.rk.kernels.at(0).description;
   EXPECT_NE(b.rk.kernels.at(0).description.find("whole tiles"), std::string::npos) << b.rk.kernels.at(0).description;
-  // an n-major (row-major [K, N]) weight: the register decode tiles first, then the Hopper GEMM
-  // reading B transposed (C-tile kernel, 5 direct-epilogue configs), generic
+  // an n-major (row-major [K, N]) weight: the register decode tiles first (mma, and ffma for
+  // M <= 4), the TMA tile's [K, N] form after them (2 stream-K configs, whole tiles: not timed on
+  // its own yet), then the Hopper GEMM reading B transposed (5 direct-epilogue configs, the
+  // C-tile kernel), generic
   b = build_first(decode(DType::bf16, 1, 14336, 4096, false, false));
-  EXPECT_EQ(b.variants, 3 + 6);
+  EXPECT_EQ(b.variants, 2 + 3 + 5 + 1 + 1);
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv mma"), std::string::npos);
   b = build_first(decode(DType::bf16, 5, 14336, 4096, false, false));
-  EXPECT_EQ(b.variants, 2 + 6);
+  EXPECT_EQ(b.variants, 1 + 3 + 5 + 1 + 1);
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv mma"), std::string::npos);
+  {
+    // in a plan for megakernels the TMA tile goes first for [K, N] weights too (its task
+    // prologue streams W while the task waits)
+    const Graph kn = decode(DType::bf16, 1, 2048, 2048, false, false);
+    const fuse::Partition p = fuse::partition_graph(kn);
+    const fuse::Region& r = matmul_region(kn, p);
+    const std::vector<MatmulConfig> mega = decode_configs(kn, r, h200(), true);
+    ASSERT_FALSE(mega.empty());
+    EXPECT_EQ(mega.front().tile, MatmulTile::decode_tma);
+    EXPECT_EQ(decode_configs(kn, r, h200(), false).front().tile, MatmulTile::decode_gemv);
+  }
   // M <= 4 with an [N, K] weight: tma rows, 3 tma stream-K, mma, ffma, the Hopper GEMMs, generic
   b = build_first(decode(DType::bf16, 4, 14336, 4096, true, false));
   EXPECT_EQ(b.variants, 13);
@@ -213,11 +226,63 @@ TEST(JitMatmulDecode, TmaStreamKSplit) {
   rk = build_tile(decode(DType::f16, 16, 300, 64, true, true), MatmulTile::decode_tma);
   EXPECT_EQ(rk.kernels.at(0).launch.grid.x, 3u) << rk.kernels.at(0).description;
   EXPECT_NE(rk.kernels.at(0).description.find("m16x128"), std::string::npos);
-  // a weight read [K, N] (n contiguous) is declined with the reason
+  // a weight read [K, N] (n contiguous): its tensor map is {N, K, batches} with boxes of 64 n x
+  // 64 k; tiles of 32 columns are declined with the reason (a box is 64 n wide)
   const Graph kn = decode(DType::bf16, 1, 512, 512, false, false);
   const fuse::Partition p = fuse::partition_graph(kn);
-  EXPECT_NE(decode_tma_unsupported(kn, matmul_region(kn, p), h200()).find("n-contiguous"), std::string::npos);
-  EXPECT_THROW(build_matmul_decode_tma(kn, matmul_region(kn, p), h200()), Error);
+  EXPECT_EQ(decode_tma_unsupported(kn, matmul_region(kn, p), h200()), "");
+  rk = build_tile(kn, MatmulTile::decode_tma);
+  const KernelSpec& kk = rk.kernels.at(0);
+  EXPECT_NE(kk.description.find("m8x128 k64 stages6 w:[K,N] streamk32x1 steps"), std::string::npos) << kk.description;
+  EXPECT_NE(kk.source.find("kKnWeight = true"), std::string::npos);
+  const TensorMapSlot& w = kk.tensor_maps.at(1);
+  EXPECT_EQ(w.dims[0], 512u);  // n
+  EXPECT_EQ(w.dims[1], 512u);  // k
+  EXPECT_EQ(w.strides[0], 1024u);
+  EXPECT_EQ(w.box[0], 64u);
+  EXPECT_EQ(w.box[1], 64u);
+  const std::string why = decode_tma_unsupported(kn, matmul_region(kn, p), h200(), false, tma(32, 1, 1, false));
+  EXPECT_NE(why.find("bn = 32 with an n-contiguous [K, N] weight"), std::string::npos) << why;
+}
+
+// The TMA tile's [K, N] form (n-contiguous weights, kKnWeight): stream-K tiles of 64 and 128
+// columns with every per-step setting, and whole tiles rounded up to 64-column boxes (14336
+// columns on 132 SMs: 112 tiles of 128; 40000: 3 tiles of 128 per CTA... as many as fit), never
+// chunked; each compiles for sm_90a without spills.
+TEST(JitMatmulDecode, TmaKnWeights) {
+  for (int bn : {64, 128}) {
+    for (int wb : {1, 2}) {
+      SCOPED_TRACE("bn " + std::to_string(bn) + " warp_boxes " + std::to_string(wb));
+      const Graph g = decode(DType::bf16, wb == 1 ? 1 : 16, 2048, 4096, false, true);
+      const fuse::Partition p = fuse::partition_graph(g);
+      const RegionKernels rk = build_matmul_decode_tma(g, matmul_region(g, p), h200(), false, tma(bn, wb, wb, wb == 2));
+      const KernelSpec& ks = rk.kernels.at(0);
+      EXPECT_EQ(ks.description.find(" chunked"), std::string::npos) << ks.description;
+      EXPECT_NE(ks.description.find("w:[K,N] streamk"), std::string::npos) << ks.description;
+      EXPECT_NE(ks.source.find("kKnWeight = true"), std::string::npos);
+      EXPECT_NE(ks.source.find("kChunked = false"), std::string::npos);
+      expect_compiles_without_spills(ks);
+    }
+  }
+  struct Case {
+    int64_t m, n, k;
+    uint32_t ctas;
+    const char* words;
+  };
+  for (Case c : {Case{1, 14336, 4096, 112, "w:[K,N] whole tiles 1x128 rows"},
+                 Case{16, 40000, 264, 132, "w:[K,N] whole tiles 3x128 rows"},
+                 Case{1, 8448, 512, 132, "w:[K,N] whole tiles 1x64 rows"}}) {
+    const Graph g = decode(DType::bf16, c.m, c.n, c.k, false, true);
+    const fuse::Partition p = fuse::partition_graph(g);
+    const fuse::Region& r = matmul_region(g, p);
+    EXPECT_EQ(decode_tma_unsupported(g, r, h200(), true), "") << g.name();
+    const RegionKernels rk = build_matmul_decode_tma(g, r, h200(), true);
+    const KernelSpec& ks = rk.kernels.at(0);
+    EXPECT_NE(ks.description.find(c.words), std::string::npos) << ks.description;
+    EXPECT_EQ(ks.launch.grid.x, c.ctas) << ks.description;
+    EXPECT_NE(ks.source.find("kKnWeight = true"), std::string::npos);
+    expect_compiles_without_spills(ks);
+  }
 }
 
 // The TMA tile's narrower stream-K tiles (bn 32, 64) read a step as ONE chunked box {64 k, bn

@@ -78,14 +78,16 @@ struct Args {
   i64 ldy;
 };
 )";
-  for (const bool whole : {true, false}) {
+  // whole tiles; stream-K with chunked boxes of 32 rows; stream-K over a [K, N] weight
+  for (const int form : {0, 1, 2}) {
+    const bool whole = form == 0, kn = form == 2;
     const std::string cfg = std::string("struct Cfg {\n  static constexpr bool kBf16 = true, kChunked = ") +
-                            (whole ? "false" : "true") + ", kProducerWarp = " + (whole ? "true" : "false") +
-                            ", kWholeTiles = " + (whole ? "true" : "false") +
-                            ";\n  static constexpr int kBN = " + (whole ? "128" : "32") +
+                            (form == 1 ? "true" : "false") + ", kProducerWarp = " + (whole ? "true" : "false") +
+                            ", kWholeTiles = " + (whole ? "true" : "false") + ", kKnWeight = " + (kn ? "true" : "false") +
+                            ";\n  static constexpr int kBN = " + (form == 1 ? "32" : "128") +
                             ", kMTile = 16, kStages = 3, kWarpBoxes = 2, kAccChains = 2;\n};\n";
-    expect_compiles(whole ? "decode_tma_whole" : "decode_tma_streamk", kCommon + "#include \"gemm/decode_tma.cuh\"\n",
-                    cfg + args + kTileEpilogue,
+    expect_compiles(whole ? "decode_tma_whole" : kn ? "decode_tma_kn" : "decode_tma_streamk",
+                    kCommon + "#include \"gemm/decode_tma.cuh\"\n", cfg + args + kTileEpilogue,
                     "__launch_bounds__(DecodeTmaLayout<Cfg>::kThreads, 1) k(const __grid_constant__ Args a) "
                     "{ decode_tma_kernel<Cfg, Epilogue>(a); }");
   }

@@ -320,19 +320,23 @@ TEST(MegakernelSource, LayersShareKernelCacheEntries) {
 // the task's shared memory): both cuts, with thread 0 or a producer warp issuing the loads, join
 // the megakernel of an rmsnorm before them and compile.
 TEST(MegakernelSource, TmaDecodeGemvIsATask) {
-  Graph g("rmsnorm_tma_gemv");
-  auto h = g.rmsnorm(g.input("x", DType::bf16, {3, 2048}), g.input("norm_w", DType::bf16, {2048}));
-  // 8448 weight rows: 64 a CTA on 132 SMs, enough for the whole-tile cut
-  auto y = g.gelu(g.add(g.matmul(h, g.input("w", DType::bf16, {2048, 8448}, {1, 2048})), g.input("bias", DType::bf16, {8448})));
-  g.output(y, "y");
-  for (jit::MatmulTile cut : {jit::MatmulTile::decode_tma_rows, jit::MatmulTile::decode_tma}) {
-    for (bool producer : {false, true}) {
-      SCOPED_TRACE(std::string(cut == jit::MatmulTile::decode_tma_rows ? "whole tiles" : "stream-K") +
-                   (producer ? ", producer warp" : ""));
-      const Built b = build_megakernels(g, true, cuda::assumed_h200(), cut, producer);
-      EXPECT_EQ(b.segments, 1);
-      EXPECT_EQ(b.steps_outside, 0);
-      EXPECT_EQ(b.prologue_kernels, 1u);  // w is a graph input: its first boxes before the wait for the norm
+  for (bool kn : {false, true}) {  // the weight [N, K] (nn.Linear's), or row-major [K, N]
+    Graph g(kn ? "rmsnorm_tma_gemv_kn" : "rmsnorm_tma_gemv");
+    auto h = g.rmsnorm(g.input("x", DType::bf16, {3, 2048}), g.input("norm_w", DType::bf16, {2048}));
+    // 8448 weight rows: 64 a CTA on 132 SMs, enough for the whole-tile cut
+    auto w = kn ? g.input("w", DType::bf16, {2048, 8448}) : g.input("w", DType::bf16, {2048, 8448}, {1, 2048});
+    auto y = g.gelu(g.add(g.matmul(h, w), g.input("bias", DType::bf16, {8448})));
+    g.output(y, "y");
+    for (jit::MatmulTile cut : {jit::MatmulTile::decode_tma_rows, jit::MatmulTile::decode_tma}) {
+      for (bool producer : {false, true}) {
+        SCOPED_TRACE(std::string(kn ? "[K, N], " : "[N, K], ") +
+                     (cut == jit::MatmulTile::decode_tma_rows ? "whole tiles" : "stream-K") +
+                     (producer ? ", producer warp" : ""));
+        const Built b = build_megakernels(g, true, cuda::assumed_h200(), cut, producer);
+        EXPECT_EQ(b.segments, 1);
+        EXPECT_EQ(b.steps_outside, 0);
+        EXPECT_EQ(b.prologue_kernels, 1u);  // w is a graph input: its first boxes before the wait for the norm
+      }
     }
   }
 }

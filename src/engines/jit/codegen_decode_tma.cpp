@@ -1,4 +1,4 @@
-// Matmul regions with M <= 16 and an [N, K] weight on the TMA decode tile
+// Matmul regions with M <= 16 and an [N, K] or row-major [K, N] weight on the TMA decode tile
 // (kernels/gemm/decode_tma.cuh): one persistent CTA per SM, TMA into an mbarrier ring, mma.sync
 // from shared memory, then the region's epilogue over each C tile. Two cuts of the weight over
 // the SMs, so every SM streams about the same bytes: whole tiles of about N / SMs rows
@@ -37,6 +37,7 @@ struct TmaTile {
   bool bf16 = true;
   int m_tile = 8;            // x rows: 8 or 16
   bool chunked = false;      // a step's boxes are one chunked TMA box
+  bool kn = false;           // W is a row-major [K, N]: boxes of 64 k x 64 n, read with ldmatrix.trans
   // The ring's depth for the step size: 6 stages of 16 KiB steps, 3 of 32 KiB (4, 8 and 12 of
   // 16 KiB were slower, as were 4 and 5 of 32 KiB; docs/benchmarks.md).
   int stages() const { return c.warp_boxes == 1 ? 6 : 3; }
@@ -51,9 +52,10 @@ struct TmaTile {
   }
 };
 
-// Why the kernel has no form for `c` ("" when it has).
-std::string config_unsupported(const DecodeTmaConfig& c, bool whole_tiles) {
+// Why the kernel has no form for `c` ("" when it has); kn: an n-contiguous [K, N] weight.
+std::string config_unsupported(const DecodeTmaConfig& c, bool whole_tiles, bool kn) {
   if (c.bn != 32 && c.bn != 64 && c.bn != 128) return "bn = " + std::to_string(c.bn) + " (32, 64 or 128)";
+  if (kn && c.bn == 32) return "bn = 32 with an n-contiguous [K, N] weight (64 or 128: its boxes are 64 n wide)";
   if (whole_tiles && c.bn != 128) return "bn = " + std::to_string(c.bn) + " with whole tiles (128: the box's height)";
   if (c.warp_boxes != 1 && c.warp_boxes != 2) return "warp_boxes = " + std::to_string(c.warp_boxes) + " (1 or 2)";
   if (c.acc_chains != 1 && c.acc_chains != 2 && c.acc_chains != 4) {
@@ -80,6 +82,7 @@ struct Work {
   int64_t tiles = 0, steps_per_tile = 0, total = 0, ctas = 0;
   int64_t max_contributors = 1;  // the most CTAs that share one tile: the partials per tile
   int64_t tile_rows = 0, tiles_n = 0;  // W rows per tile, tiles per batch
+  int64_t rows_per_sm = 0;  // whole tiles: the rows a tile would have to spread them evenly
 };
 
 // Whole tiles: the rows of all batches spread over the SMs, R = ceil(batch x N / SMs) rows each,
@@ -94,7 +97,10 @@ int64_t whole_tile_rows(const Sm90Operands& o, const TmaTile& t, int64_t sms) {
 Work plan_work(const Sm90Operands& o, const TmaTile& t, const cuda::DeviceProperties& dev) {
   Work w;
   const int64_t sms = dev.sm_count > 0 ? dev.sm_count : 132;
-  w.tile_rows = t.whole_tiles ? whole_tile_rows(o, t, sms) : t.c.bn;
+  // A [K, N] weight's whole tiles are whole 64-n boxes (a box past the tile's rows would bring
+  // the next tile's columns for nothing): 14336 columns on 132 SMs are 112 tiles of 128.
+  w.rows_per_sm = t.whole_tiles ? whole_tile_rows(o, t, sms) : 0;
+  w.tile_rows = !t.whole_tiles ? t.c.bn : t.kn ? (w.rows_per_sm + 63) / 64 * 64 : w.rows_per_sm;
   w.tiles_n = (o.n + w.tile_rows - 1) / w.tile_rows;
   w.tiles = o.batch.numel * w.tiles_n;
   w.steps_per_tile = (o.k + t.step_k() - 1) / t.step_k();
@@ -126,16 +132,13 @@ TmaPlan plan_tma(const Graph& g, const fuse::Region& r, const cuda::DeviceProper
                  const DecodeTmaConfig& c) {
   TmaPlan p;
   p.why = sm90_gemm_unsupported(g, r, dev);
-  if (p.why.empty()) p.why = config_unsupported(c, whole_tiles);
   if (!p.why.empty()) return p;
   p.o = sm90_operands(g, r);
   const Sm90Operands& o = p.o;
+  p.why = config_unsupported(c, whole_tiles, o.b_mn_major);
+  if (!p.why.empty()) return p;
   if (o.m > kMaxM) {
     p.why = "M = " + std::to_string(o.m) + " is more than 16 rows";
-    return p;
-  }
-  if (o.b_mn_major) {
-    p.why = "the weight is n-contiguous ([K, N]); this tile streams k-contiguous [N, K] weights";
     return p;
   }
   TmaTile& t = p.t;
@@ -143,8 +146,10 @@ TmaPlan plan_tma(const Graph& g, const fuse::Region& r, const cuda::DeviceProper
   t.whole_tiles = whole_tiles;
   t.bf16 = o.dtype == DType::bf16;
   t.m_tile = o.m <= 8 ? 8 : 16;
-  // several k boxes a step, K a multiple of 64 and one batch: one chunked box a step
-  t.chunked = !whole_tiles && t.step_boxes() > 1 && o.k % 64 == 0 && o.batch.numel == 1;
+  t.kn = o.b_mn_major;
+  // several k boxes a step, K a multiple of 64 and one batch: one chunked box a step (the chunked
+  // view is of k-contiguous rows)
+  t.chunked = !whole_tiles && !t.kn && t.step_boxes() > 1 && o.k % 64 == 0 && o.batch.numel == 1;
   p.work = plan_work(o, t, dev);
   // the kernel counts a CTA's steps in int (and step x CTA count stays far inside i64)
   if (p.work.total >= (int64_t{1} << 31)) {
@@ -154,8 +159,8 @@ TmaPlan plan_tma(const Graph& g, const fuse::Region& r, const cuda::DeviceProper
   // whole tiles want rows enough per SM: a tile of a few rows moves a few KiB a step, too little
   // in flight to stream (below this the stream-K cut stays the only TMA tile)
   constexpr int64_t kMinWholeTileRows = 64;
-  if (whole_tiles && p.work.tile_rows < kMinWholeTileRows) {
-    p.why = "whole tiles of " + std::to_string(p.work.tile_rows) + " weight rows (fewer than " +
+  if (whole_tiles && p.work.rows_per_sm < kMinWholeTileRows) {
+    p.why = "whole tiles of " + std::to_string(p.work.rows_per_sm) + " weight rows (fewer than " +
             std::to_string(kMinWholeTileRows) + " per SM): too few bytes a step; the stream-K cut streams them";
     return p;
   }
@@ -180,10 +185,12 @@ std::string tma_source(const Graph& g, const fuse::Region& r, const TmaPlan& p, 
   scope.bn = "Cfg::kBN";
   scope.ldc = "Cfg::kBN";
   std::ostringstream src;
-  src << "// matmul region " << r.id << " of graph '" << g.name() << "' (decode tma, M <= 16, [N, K] weight)\n"
+  src << "// matmul region " << r.id << " of graph '" << g.name() << "' (decode tma, M <= 16, "
+      << (t.kn ? "[K, N]" : "[N, K]") << " weight)\n"
       << kernel_includes({"gemm/gemm_abi.h", "gemm/decode_tma.cuh"}) << "struct Cfg {\n"
       << "  static constexpr bool kBf16 = " << b(t.bf16) << ", kChunked = " << b(t.chunked)
-      << ", kProducerWarp = " << b(t.c.producer_warp) << ", kWholeTiles = " << b(t.whole_tiles) << ";\n"
+      << ", kProducerWarp = " << b(t.c.producer_warp) << ", kWholeTiles = " << b(t.whole_tiles)
+      << ", kKnWeight = " << b(t.kn) << ";\n"
       << "  static constexpr int kBN = " << t.c.bn << ", kMTile = " << t.m_tile << ", kStages = " << t.stages()
       << ", kWarpBoxes = " << t.c.warp_boxes << ", kAccChains = " << t.c.acc_chains << ";\n"
       << "};\n"
@@ -210,7 +217,7 @@ std::string tma_description(const TmaPlan& p) {
          std::to_string(t.c.bn) + " k" + std::to_string(t.step_k()) + " stages" + std::to_string(t.stages()) +
          (t.chunked ? " chunked" : "") + (t.c.acc_chains > 1 ? " chains" + std::to_string(t.c.acc_chains) : "") +
          (t.c.producer_warp ? " producer-warp" : "") +
-         (t.c.warp_boxes > 1 ? " warp-boxes" + std::to_string(t.c.warp_boxes) : "") + " w:[N,K] " +
+         (t.c.warp_boxes > 1 ? " warp-boxes" + std::to_string(t.c.warp_boxes) : "") + (t.kn ? " w:[K,N] " : " w:[N,K] ") +
          (t.whole_tiles ? "whole tiles " + std::to_string((work.tiles + work.ctas - 1) / work.ctas) + "x" +
                               std::to_string(work.tile_rows) + " rows"
                         : "streamk" + std::to_string(work.ctas) + "x" +
@@ -308,9 +315,11 @@ std::vector<MatmulConfig> decode_configs(const Graph& g, const fuse::Region& r, 
   // tile after them. Of the register tiles the mma one goes first (117 MB, M = 1: 0.0430 ms
   // against the ffma tile's 0.0453), the ffma one (M <= 4) after it. docs/benchmarks.md. In a
   // plan for megakernels the TMA tile goes first at every size: as a task, its prologue streams
-  // the first stages of W into shared memory while the task waits for x.
-  const bool tma_first = decode_tma_unsupported(g, r, dev).empty() &&
-                         (for_megakernels || decode_weight_bytes(g, r) >= (int64_t{64} << 20));
+  // the first stages of W into shared memory while the task waits for x. Its [K, N] form has not
+  // been timed on its own yet, so outside megakernel plans it stays after the register tiles.
+  const bool tma_ok = decode_tma_unsupported(g, r, dev).empty();
+  const bool tma_first = tma_ok && (for_megakernels || (!sm90_operands(g, r).b_mn_major &&
+                                                        decode_weight_bytes(g, r) >= (int64_t{64} << 20)));
   std::vector<MatmulConfig> out;
   auto add_tma = [&](MatmulTile cut) {
     for (const DecodeTmaConfig& c : decode_tma_configs(g, r, dev, cut == MatmulTile::decode_tma_rows)) {
