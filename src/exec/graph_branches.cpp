@@ -60,8 +60,11 @@ StepAccess step_access(const Graph& g, const fuse::Region& r, const Binding& b, 
     return ByteRange{begin, begin + bytes};
   };
   StepAccess a;
+  if (launches_nothing) {
+    a.launches = false;
+    return a;
+  }
   for (size_t k = 0; k < r.inputs.size(); ++k) a.reads.push_back(range(r.inputs[k], b.inputs[k]));
-  if (launches_nothing) return a;
   for (size_t k = 0; k < r.outputs.size(); ++k) a.writes.push_back(range(r.outputs[k], b.outputs[k]));
   if (workspace_bytes > 0) {
     const auto w = reinterpret_cast<uintptr_t>(b.workspace);
@@ -77,9 +80,11 @@ std::vector<std::vector<int>> step_dependencies(const std::vector<StepAccess>& s
   std::vector<StepSet> anc(n, StepSet(n));
   int last_barrier = -1;
   for (size_t j = 0; j < n; ++j) {
+    if (!steps[j].launches) continue;  // orders nothing and is ordered by nothing
     // the steps it conflicts with, latest first
     std::vector<int> direct;
     for (size_t i = j; i-- > 0;) {
+      if (!steps[i].launches) continue;
       const bool before_barrier = static_cast<int>(i) < last_barrier;
       if (steps[j].barrier || static_cast<int>(i) == last_barrier ||
           (!before_barrier && conflict(steps[i], steps[j]))) {
@@ -102,7 +107,8 @@ std::vector<std::vector<int>> step_dependencies(const std::vector<StepAccess>& s
   return deps;
 }
 
-GraphBranches place_branches(const std::vector<std::vector<int>>& deps, int max_streams) {
+GraphBranches place_branches(const std::vector<std::vector<int>>& deps, int max_streams,
+                             const std::vector<char>& launches) {
   const size_t n = deps.size();
   GraphBranches out;
   out.stream_of.assign(n, 0);
@@ -112,6 +118,7 @@ GraphBranches place_branches(const std::vector<std::vector<int>>& deps, int max_
   const std::vector<StepSet> anc = ancestors_of(deps);
   std::vector<int> tail{-1};  // by stream: its last step (-1: none yet)
   for (size_t j = 0; j < n; ++j) {
+    if (j < launches.size() && !launches[j]) continue;  // stream 0, no waits, no tail
     const std::vector<int>& d = deps[j];
     auto follows = [&](int step) { return step < 0 || anc[j].has(step); };
     int s = -1;

@@ -30,13 +30,14 @@ struct ByteRange {
 struct StepAccess {
   std::vector<ByteRange> reads, writes;
   bool barrier = false;
+  bool launches = true;  // false: the step enqueues nothing (an alias), touches nothing, orders nothing
 };
 
 // What the step of region `r` touches at binding `b`: its inputs (read), its outputs and its
 // workspace of `workspace_bytes` (written), each tensor over its storage bytes (an alias over its
 // root's, where that is more). A step that launches nothing (an alias: its output is its input's
-// memory) only reads, so that its readers follow its input's producer. `alias_of`: by tensor, the
-// tensor whose memory it shares, or -1.
+// memory) touches nothing: its readers read its input's bytes, so they follow that input's
+// producer directly. `alias_of`: by tensor, the tensor whose memory it shares, or -1.
 StepAccess step_access(const Graph& g, const fuse::Region& r, const Binding& b, uint64_t workspace_bytes,
                        bool launches_nothing, const std::vector<TensorId>& alias_of);
 
@@ -56,6 +57,8 @@ struct GraphBranches {
 // stream's last step is that dependency, else takes a stream whose last step it already follows,
 // else opens a new stream while fewer than max_streams are open, else takes the stream that
 // went idle earliest (an extra order, never a missing one). max_streams 1: one chain in step order.
-GraphBranches place_branches(const std::vector<std::vector<int>>& deps, int max_streams);
+// A step whose `launches` is 0 goes on stream 0 with no waits and leaves the streams as they were.
+GraphBranches place_branches(const std::vector<std::vector<int>>& deps, int max_streams,
+                             const std::vector<char>& launches = {});
 
 }  // namespace sinter::exec

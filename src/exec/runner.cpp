@@ -348,7 +348,9 @@ void Runner::State::place_branches() {
                                        data.steps[i].workspace_bytes,
                                        find_engine(data.steps[i].engine)->output_shares_input(), alias_of));
   }
-  branches = exec::place_branches(exec::step_dependencies(access), graph_streams);
+  std::vector<char> launches;
+  for (const exec::StepAccess& a : access) launches.push_back(a.launches);
+  branches = exec::place_branches(exec::step_dependencies(access), graph_streams, launches);
   while (static_cast<int>(side_streams.size()) + 1 < branches.streams) side_streams.emplace_back(cudaStreamNonBlocking);
   if (step_events.size() < steps.size() + side_streams.size() + 1) {
     step_events.clear();

@@ -17,6 +17,26 @@ namespace {
 size_t align(size_t v) { return (v + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
 }  // namespace
 
+namespace {
+
+// A set of steps as bits.
+struct StepBits {
+  std::vector<uint64_t> words;
+  explicit StepBits(size_t n = 0) : words((n + 63) / 64, 0) {}
+  void add(int i) { words[static_cast<size_t>(i) / 64] |= uint64_t{1} << (i % 64); }
+  void add_all(const StepBits& o) {
+    for (size_t w = 0; w < words.size(); ++w) words[w] |= o.words[w];
+  }
+  bool within(const StepBits& o) const {
+    for (size_t w = 0; w < words.size(); ++w) {
+      if (words[w] & ~o.words[w]) return false;
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
 MemoryPlan plan_memory(const Graph& g, const fuse::Partition& p, const std::vector<TensorId>& aliases) {
   const int steps = static_cast<int>(p.regions.size());
   const size_t nt = g.tensors().size();
@@ -25,15 +45,27 @@ MemoryPlan plan_memory(const Graph& g, const fuse::Partition& p, const std::vect
     return t;
   };
   std::vector<int> first(nt, -1), last(nt, -1);
+  // the steps each stored tensor's bytes are touched by (its writer, its readers), and each
+  // step's ancestors through the data it reads
+  std::vector<StepBits> touched_by(nt, StepBits(static_cast<size_t>(steps)));
+  std::vector<StepBits> ancestors(static_cast<size_t>(steps), StepBits(static_cast<size_t>(steps)));
+  std::vector<int> producer(nt, -1);
   for (const fuse::Region& r : p.regions) {
+    for (TensorId t : r.inputs) {
+      const TensorId b = root(t);
+      last[b] = std::max(last[b], r.id);
+      touched_by[b].add(r.id);
+      if (const int q = producer[t]; q >= 0) {
+        ancestors[r.id].add(q);
+        ancestors[r.id].add_all(ancestors[q]);
+      }
+    }
     for (TensorId t : r.outputs) {
       const TensorId b = root(t);
       if (first[b] < 0) first[b] = r.id;
       last[b] = std::max(last[b], r.id);
-    }
-    for (TensorId t : r.inputs) {
-      const TensorId b = root(t);
-      last[b] = std::max(last[b], r.id);
+      touched_by[b].add(r.id);
+      producer[t] = r.id;
     }
   }
   for (TensorId t : g.outputs()) last[root(t)] = steps;  // read after the last step
@@ -53,8 +85,17 @@ MemoryPlan plan_memory(const Graph& g, const fuse::Partition& p, const std::vect
     plan.naive_bytes += b.bytes;
     plan.buffers.push_back(b);
   }
+  // Two tensors may share bytes only when every step that touches one is an ancestor of the step
+  // that writes the other: then every order of the steps that keeps their data dependencies
+  // finishes with the first before it starts the second, so the graph executor may run steps
+  // with no data dependency side by side (runner.cpp) without the arena ordering them. Lifetimes
+  // that merely do not overlap in step order are not enough: two independent branches (a layer's
+  // k and v projections) would then be ordered by the bytes they share.
+  auto before = [&](const BufferAssignment& a, const BufferAssignment& b) {
+    return a.last_step < b.first_step && touched_by[a.tensor].within(ancestors[b.first_step]);
+  };
   // Greedy by size (largest first): each buffer takes the lowest offset where it fits beside the
-  // already placed buffers whose lifetimes overlap its own.
+  // already placed buffers that it may not share bytes with.
   std::vector<size_t> order(plan.buffers.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -66,9 +107,7 @@ MemoryPlan plan_memory(const Graph& g, const fuse::Partition& p, const std::vect
     std::vector<std::pair<size_t, size_t>> busy;  // [offset, end) of live neighbours
     for (size_t j : placed) {
       const BufferAssignment& o = plan.buffers[j];
-      if (o.first_step <= b.last_step && b.first_step <= o.last_step) {
-        busy.push_back({o.offset, o.offset + o.bytes});
-      }
+      if (!before(o, b) && !before(b, o)) busy.push_back({o.offset, o.offset + o.bytes});
     }
     std::sort(busy.begin(), busy.end());
     size_t at = 0;

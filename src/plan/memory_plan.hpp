@@ -1,7 +1,9 @@
 // The arena memory plan: every tensor stored between steps gets an offset in one arena, and two
-// tensors share bytes only when their lifetimes (from the step that writes them to the last step
-// that reads them) do not overlap. Graph inputs and outputs are not in the arena: callers bind
-// their memory.
+// tensors share bytes only when one's lifetime (from the step that writes it to the last step that
+// reads it) ends before the other's begins in every order of the steps that keeps their data
+// dependencies: every step touching the first is an ancestor of the step writing the second. So
+// the arena adds no order between steps that the data does not (graph mode runs independent
+// steps side by side). Graph inputs and outputs are not in the arena: callers bind their memory.
 #pragma once
 
 #include <cstdint>
