@@ -50,6 +50,23 @@ std::vector<StepSet> ancestors_of(const std::vector<std::vector<int>>& deps) {
 
 }  // namespace
 
+std::vector<std::pair<int, int>> overlapping_pairs(const std::vector<ByteRange>& ranges, const std::vector<int>& owner) {
+  std::vector<size_t> order(ranges.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranges[a].begin < ranges[b].begin; });
+  std::vector<std::pair<int, int>> out;
+  std::vector<size_t> open;  // ranges begun and not yet ended, as the sweep passes each begin
+  for (size_t i : order) {
+    const ByteRange& r = ranges[i];
+    if (r.begin == r.end) continue;
+    std::erase_if(open, [&](size_t o) { return ranges[o].end <= r.begin; });
+    for (size_t o : open) out.emplace_back(std::min(owner[o], owner[i]), std::max(owner[o], owner[i]));
+    open.push_back(i);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 StepAccess step_access(const Graph& g, const fuse::Region& r, const Binding& b, uint64_t workspace_bytes,
                        bool launches_nothing, const std::vector<TensorId>& alias_of) {
   auto range = [&](TensorId t, const void* p) {

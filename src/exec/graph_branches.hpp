@@ -12,6 +12,12 @@
 //
 // Pure functions of plain data; the runner (src/exec/runner.cpp) fills the accesses from its
 // bindings and records the launches, events and waits this returns.
+//
+// Programmatic dependent launch: our kernels launch with programmatic stream serialization and
+// each waits for its prerequisite grids (griddepcontrol.wait) before anything else and before it
+// lets its dependents launch, so a kernel is done only after all its ancestors are, whether the
+// capture makes an edge from another stream programmatic or full. Vendor kernels, memsets and
+// cooperative launches carry no programmatic edge. Branches rely on that.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +46,10 @@ struct StepAccess {
 // producer directly. `alias_of`: by tensor, the tensor whose memory it shares, or -1.
 StepAccess step_access(const Graph& g, const fuse::Region& r, const Binding& b, uint64_t workspace_bytes,
                        bool launches_nothing, const std::vector<TensorId>& alias_of);
+
+// The pairs (owner[a], owner[b]), a < b by owner then index order, of ranges whose bytes meet,
+// sorted: what decides the dependencies among bound tensors.
+std::vector<std::pair<int, int>> overlapping_pairs(const std::vector<ByteRange>& ranges, const std::vector<int>& owner);
 
 // For each step, the earlier steps it must follow, transitively reduced (no step listed is
 // already an ancestor of another one listed), in increasing order.

@@ -176,6 +176,11 @@ struct Runner::State {
   // capture streams and an event per step that another branch waits for
   int graph_streams = 1;
   exec::GraphBranches branches;
+  // the bindings' overlaps the branches were placed for: the pairs of bound tensors whose bytes
+  // meet, -1 standing for the runner's own memory (nothing else about an address moves them)
+  std::vector<std::pair<TensorId, TensorId>> branches_key;
+  bool branches_placed = false;
+  uint64_t memory_bytes = 0;  // the runner's memory at `memory`: arena, then step workspaces
   std::vector<cuda::Stream> side_streams;
   std::vector<cuda::Event> step_events;
   cudaGraphExec_t exec = nullptr;
@@ -234,6 +239,7 @@ Runner::State::State(const Plan& p, const RunnerOptions& o)
     owned = cuda::DeviceBuffer(need);
     memory = static_cast<char*>(owned.data());
   }
+  memory_bytes = need;
   const Graph& g = data.graph;
   for (TensorId t : g.inputs()) bindable.emplace(g.tensor(t).name, t);
   for (TensorId t : g.outputs()) bindable.emplace(g.tensor(t).name, t);
@@ -340,8 +346,23 @@ void Runner::State::resolve() {
   graph_stale = true;
 }
 
-// The bytes each step reads and writes at the current bindings, then the branches.
+// The bytes each step reads and writes at the current bindings, then the branches; kept as they
+// are when a rebinding leaves the same bound tensors overlapping (the usual case: none), since
+// only overlaps decide the dependencies.
 void Runner::State::place_branches() {
+  std::vector<exec::ByteRange> ranges{{reinterpret_cast<uintptr_t>(memory), reinterpret_cast<uintptr_t>(memory) + memory_bytes}};
+  std::vector<TensorId> owner{-1};
+  for (const auto& [name, t] : bindable) {
+    const auto begin = reinterpret_cast<uintptr_t>(bound[t]);
+    ranges.push_back({begin, begin + plan::storage_bytes(data.graph.tensor(t))});
+    owner.push_back(t);
+  }
+  std::vector<std::pair<TensorId, TensorId>> key = exec::overlapping_pairs(ranges, owner);
+  // a bound tensor inside the runner's memory meets intermediates at its own offset: place again
+  const bool in_memory = !key.empty() && key.front().first == -1;
+  if (branches_placed && !in_memory && key == branches_key) return;
+  branches_key = std::move(key);
+  branches_placed = true;
   std::vector<exec::StepAccess> access;
   for (size_t i = 0; i < data.steps.size(); ++i) {
     access.push_back(exec::step_access(data.graph, partition.regions[data.steps[i].region], bindings[i],

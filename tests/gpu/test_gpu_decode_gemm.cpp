@@ -306,8 +306,8 @@ TEST_F(GpuDecodeGemm, TmaWarpBoxesAndNarrowTiles) {
 // The TMA tile's [K, N] form (row-major, n-contiguous weights: boxes of 64 k x 64 n read with
 // ldmatrix.trans): stream-K tiles of 128 and 64 columns with each per-step setting, N a multiple
 // of 8 but not of 64 (the last box past N), K past the last box (1000) or inside one (72), M 1, 5
-// and 16, f16 and bf16, a folded batch; whole tiles of 64 and 128 columns (8448 and 14336
-// columns), several per CTA (40000), all through bias + GELU + amax.
+// and 16, f16 and bf16, a folded batch; whole tiles of 64 and 128 columns (8448 and 16896
+// columns), several per CTA (40000: five of 64), all through bias + GELU + amax.
 TEST_F(GpuDecodeGemm, TmaKnWeightsBothCuts) {
   struct Case {
     DType t;
@@ -327,7 +327,7 @@ TEST_F(GpuDecodeGemm, TmaKnWeightsBothCuts) {
                     {"w:[K,N]"}, c);
     }
   }
-  for (Case s : {Case{DType::bf16, 1, 8448, 512}, Case{DType::bf16, 16, 14336, 1000}, Case{DType::f16, 5, 40000, 264}}) {
+  for (Case s : {Case{DType::bf16, 1, 8448, 512}, Case{DType::bf16, 16, 16896, 1000}, Case{DType::f16, 5, 40000, 264}}) {
     check_tma_cut(decode_graph("decode_tma_kn_rows", s.t, s.m, s.n, s.k, false, true), jit::MatmulTile::decode_tma_rows,
                   {"w:[K,N] whole tiles"});
   }

@@ -118,14 +118,14 @@ TEST(JitMatmulDecode, OfferedFirstForUpToSixteenRows) {
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode tma"), std::string::npos) << b.rk.kernels.at(0).description;
   EXPECT_NE(b.rk.kernels.at(0).description.find("whole tiles"), std::string::npos) << b.rk.kernels.at(0).description;
   // an n-major (row-major [K, N]) weight: the register decode tiles first (mma, and ffma for
-  // M <= 4), the TMA tile's [K, N] form after them (2 stream-K configs, whole tiles: not timed on
-  // its own yet), then the Hopper GEMM reading B transposed (5 direct-epilogue configs, the
-  // C-tile kernel), generic
+  // M <= 4), the TMA tile's [K, N] form after them (2 stream-K configs: not timed on its own yet;
+  // its whole tiles would leave some SMs 128 columns against an even 109), then the Hopper GEMM
+  // reading B transposed (5 direct-epilogue configs, the C-tile kernel), generic
   b = build_first(decode(DType::bf16, 1, 14336, 4096, false, false));
-  EXPECT_EQ(b.variants, 2 + 3 + 5 + 1 + 1);
+  EXPECT_EQ(b.variants, 2 + 2 + 5 + 1 + 1);
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv mma"), std::string::npos);
   b = build_first(decode(DType::bf16, 5, 14336, 4096, false, false));
-  EXPECT_EQ(b.variants, 1 + 3 + 5 + 1 + 1);
+  EXPECT_EQ(b.variants, 1 + 2 + 5 + 1 + 1);
   EXPECT_NE(b.rk.kernels.at(0).description.find("decode gemv mma"), std::string::npos);
   {
     // in a plan for megakernels the TMA tile goes first for [K, N] weights too (its task
@@ -246,8 +246,8 @@ TEST(JitMatmulDecode, TmaStreamKSplit) {
 }
 
 // The TMA tile's [K, N] form (n-contiguous weights, kKnWeight): stream-K tiles of 64 and 128
-// columns with every per-step setting, and whole tiles rounded up to 64-column boxes (14336
-// columns on 132 SMs: 112 tiles of 128; 40000: 3 tiles of 128 per CTA... as many as fit), never
+// columns with every per-step setting, and whole tiles of whole 64-column boxes (64 or 128
+// columns, whichever leaves the busiest SM fewer; declined past 10% over the even share), never
 // chunked; each compiles for sm_90a without spills.
 TEST(JitMatmulDecode, TmaKnWeights) {
   for (int bn : {64, 128}) {
@@ -269,9 +269,11 @@ TEST(JitMatmulDecode, TmaKnWeights) {
     uint32_t ctas;
     const char* words;
   };
-  for (Case c : {Case{1, 14336, 4096, 112, "w:[K,N] whole tiles 1x128 rows"},
-                 Case{16, 40000, 264, 132, "w:[K,N] whole tiles 3x128 rows"},
-                 Case{1, 8448, 512, 132, "w:[K,N] whole tiles 1x64 rows"}}) {
+  // 40000 columns: 625 tiles of 64, at most 5 a CTA (320 columns against an even 304); 8448: one
+  // tile of 64 a CTA; 16896: one of 128
+  for (Case c : {Case{16, 40000, 264, 132, "w:[K,N] whole tiles 5x64 rows"},
+                 Case{1, 8448, 512, 132, "w:[K,N] whole tiles 1x64 rows"},
+                 Case{5, 16896, 1000, 132, "w:[K,N] whole tiles 1x128 rows"}}) {
     const Graph g = decode(DType::bf16, c.m, c.n, c.k, false, true);
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
@@ -283,6 +285,14 @@ TEST(JitMatmulDecode, TmaKnWeights) {
     EXPECT_NE(ks.source.find("kKnWeight = true"), std::string::npos);
     expect_compiles_without_spills(ks);
   }
+  // 14336 columns: 112 tiles of 128 (or 224 of 64, two a CTA) give an SM 128 columns against an
+  // even 109: declined, stream-K takes it
+  const Graph g = decode(DType::bf16, 1, 14336, 4096, false, true);
+  const fuse::Partition p = fuse::partition_graph(g);
+  const std::string why = decode_tma_unsupported(g, matmul_region(g, p), h200(), true);
+  EXPECT_NE(why.find("give an SM up to 128 columns against an even share of 109"), std::string::npos) << why;
+  EXPECT_EQ(matmul_config_index(g, matmul_region(g, p), h200(), MatmulTile::decode_tma_rows), -1);
+  EXPECT_GE(matmul_config_index(g, matmul_region(g, p), h200(), MatmulTile::decode_tma), 0);
 }
 
 // The TMA tile's narrower stream-K tiles (bn 32, 64) read a step as ONE chunked box {64 k, bn

@@ -236,3 +236,13 @@ TEST(GraphBranches, TheArenaAddsNoOrder) {
   EXPECT_LT(longest_chain(steps), launches * 3 / 4) << "the stack's branches shorten its critical path";
   EXPECT_GE(branches_of(steps, 4).streams, 3);
 }
+
+// What decides the dependencies among bound tensors: the pairs of ranges whose bytes meet
+// (touching ends do not), by owner, sorted; empty ranges meet nothing.
+TEST(GraphBranches, OverlappingPairs) {
+  const std::vector<ByteRange> ranges = {at(0, 100), at(100, 50), at(120, 10), at(300, 10), at(50, 60), at(400, 0)};
+  const std::vector<int> owner = {-1, 7, 3, 9, 4, 5};
+  const std::vector<std::pair<int, int>> want = {{-1, 4}, {3, 7}, {4, 7}};
+  EXPECT_EQ(exec::overlapping_pairs(ranges, owner), want);
+  EXPECT_TRUE(exec::overlapping_pairs({at(0, 10), at(10, 10)}, {1, 2}).empty());
+}

@@ -83,30 +83,42 @@ struct Work {
   int64_t max_contributors = 1;  // the most CTAs that share one tile: the partials per tile
   int64_t tile_rows = 0, tiles_n = 0;  // W rows per tile, tiles per batch
   int64_t rows_per_sm = 0;  // whole tiles: the rows a tile would have to spread them evenly
+  int64_t even_rows = 0;    // whole tiles: ceil(batch x N / SMs), every SM's even share of rows
+  int64_t most_rows = 0;    // whole tiles: the most rows one CTA streams
 };
 
 // Whole tiles: the rows of all batches spread over the SMs, R = ceil(batch x N / SMs) rows each,
 // cut into j = ceil(R / bn) tiles of ceil(R / j) rows, so a CTA runs at most j whole tiles of
 // about R / j rows (14336 x 4096 on 132 SMs: 132 tiles of 109 rows, one per SM).
+int64_t even_rows(const Sm90Operands& o, int64_t sms) { return std::max<int64_t>((o.batch.numel * o.n + sms - 1) / sms, 1); }
+
 int64_t whole_tile_rows(const Sm90Operands& o, const TmaTile& t, int64_t sms) {
-  const int64_t per_sm = std::max<int64_t>((o.batch.numel * o.n + sms - 1) / sms, 1);
+  const int64_t per_sm = even_rows(o, sms);
   const int64_t j = (per_sm + t.c.bn - 1) / t.c.bn;
   return (per_sm + j - 1) / j;
+}
+
+// A [K, N] weight's whole tiles are whole 64-n boxes (a box past a tile's rows would bring the
+// next tile's columns for nothing): 64 or 128 columns, whichever leaves the busiest CTA fewer
+// rows (128 on a tie).
+int64_t kn_whole_tile_rows(const Sm90Operands& o, int64_t sms) {
+  auto most = [&](int64_t rows) { return (o.batch.numel * ((o.n + rows - 1) / rows) + sms - 1) / sms * rows; };
+  return most(64) < most(128) ? 64 : 128;
 }
 
 Work plan_work(const Sm90Operands& o, const TmaTile& t, const cuda::DeviceProperties& dev) {
   Work w;
   const int64_t sms = dev.sm_count > 0 ? dev.sm_count : 132;
-  // A [K, N] weight's whole tiles are whole 64-n boxes (a box past the tile's rows would bring
-  // the next tile's columns for nothing): 14336 columns on 132 SMs are 112 tiles of 128.
   w.rows_per_sm = t.whole_tiles ? whole_tile_rows(o, t, sms) : 0;
-  w.tile_rows = !t.whole_tiles ? t.c.bn : t.kn ? (w.rows_per_sm + 63) / 64 * 64 : w.rows_per_sm;
+  w.tile_rows = !t.whole_tiles ? t.c.bn : t.kn ? kn_whole_tile_rows(o, sms) : w.rows_per_sm;
   w.tiles_n = (o.n + w.tile_rows - 1) / w.tile_rows;
   w.tiles = o.batch.numel * w.tiles_n;
   w.steps_per_tile = (o.k + t.step_k() - 1) / t.step_k();
   w.total = w.tiles * w.steps_per_tile;
   if (t.whole_tiles) {
     w.ctas = std::clamp<int64_t>(sms, 1, std::max<int64_t>(w.tiles, 1));
+    w.even_rows = even_rows(o, sms);
+    w.most_rows = (w.tiles + w.ctas - 1) / w.ctas * w.tile_rows;
     return w;  // max_contributors 1: every tile is inside one CTA
   }
   w.ctas = std::clamp<int64_t>(sms, 1, std::max<int64_t>(w.total, 1));
@@ -162,6 +174,14 @@ TmaPlan plan_tma(const Graph& g, const fuse::Region& r, const cuda::DeviceProper
   if (whole_tiles && p.work.rows_per_sm < kMinWholeTileRows) {
     p.why = "whole tiles of " + std::to_string(p.work.rows_per_sm) + " weight rows (fewer than " +
             std::to_string(kMinWholeTileRows) + " per SM): too few bytes a step; the stream-K cut streams them";
+    return p;
+  }
+  // tiles of whole 64-column boxes may leave some SMs more rows than others: past 10% over the
+  // even share the slowest SM sets the time, and the stream-K cut (balanced to one step) wins
+  if (whole_tiles && p.work.most_rows * 10 > p.work.even_rows * 11) {
+    p.why = "whole tiles of " + std::to_string(p.work.tile_rows) + " columns (whole 64-column boxes of a [K, N] weight) give "
+            "an SM up to " + std::to_string(p.work.most_rows) + " columns against an even share of " +
+            std::to_string(p.work.even_rows) + ": the stream-K cut balances them";
     return p;
   }
   // + the static shared memory beside the ring: the epilogue's column-sum buffers (8 warps x bn
