@@ -644,9 +644,11 @@ int main(int argc, char** argv) {
                   gb, sx.steps().size(), nodes, build_ms,
                   static_cast<uintmax_t>(std::filesystem::file_size(sfile)), stack_ok ? "correct" : "WRONG",
                   stream_ms, graph_ms, gb / graph_ms, runs);
-      std::printf("4g. graph executor: independent steps on branches (%d capture streams, outputs %s) %.3f ms; the "
-                  "steps captured as one chain %.3f ms (%.3fx)\n",
-                  sg->stats().capture_streams, graph_ok ? "correct" : "WRONG", graph_ms, chain_ms, chain_ms / graph_ms);
+      const RunnerStats gs = sg->stats();
+      std::printf("4g. graph executor: independent steps on branches (%d capture streams; the longest chain of "
+                  "dependent launches %d of %d; outputs %s) %.3f ms; the steps captured as one chain %.3f ms (%.3fx)\n",
+                  gs.capture_streams, gs.capture_chain, gs.capture_launches, graph_ok ? "correct" : "WRONG", graph_ms,
+                  chain_ms, chain_ms / graph_ms);
       // The floor: the same bytes read once, in this process, on this GPU.
       const bench::ReadFloor floor = bench::read_once_floor(static_cast<size_t>(graph_cost(stack).min_bytes),
                                                             sx.stream(), runs);

@@ -150,6 +150,8 @@ struct RunnerStats {
   int updates = 0;           // graph mode: address changes applied by cudaGraphExecUpdate
   int refused_updates = 0;   // updates the driver refused (the graph was instantiated again)
   int capture_streams = 0;   // graph mode: the streams the last capture used (its branches)
+  int capture_launches = 0;  // graph mode: the steps the last capture launched (aliases launch nothing)
+  int capture_chain = 0;     // graph mode: of those, the most on one path of their dependencies
   double load_ms = 0;        // wall time of the constructor
 };
 

@@ -166,6 +166,14 @@ GraphBranches place_branches(const std::vector<std::vector<int>>& deps, int max_
     tail[static_cast<size_t>(s)] = static_cast<int>(j);
   }
   out.streams = static_cast<int>(tail.size());
+  std::vector<int> depth(n, 0);
+  for (size_t j = 0; j < n; ++j) {
+    if (j < launches.size() && !launches[j]) continue;
+    for (int p : deps[j]) depth[j] = std::max(depth[j], depth[static_cast<size_t>(p)]);
+    depth[j] += 1;
+    out.launches += 1;
+    out.chain = std::max(out.chain, depth[j]);
+  }
   return out;
 }
 

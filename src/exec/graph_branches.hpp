@@ -57,6 +57,8 @@ std::vector<std::vector<int>> step_dependencies(const std::vector<StepAccess>& s
 
 struct GraphBranches {
   int streams = 1;              // capture streams used (stream 0: the one the capture began on)
+  int launches = 0;             // steps that launch something
+  int chain = 0;                // the most launching steps on one path of the dependencies
   std::vector<int> stream_of;   // by step
   // by step: the steps on other streams whose events it waits for before its launch
   std::vector<std::vector<int>> waits;

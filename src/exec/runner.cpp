@@ -417,6 +417,8 @@ cudaGraph_t Runner::State::capture() {
   SINTER_CUDA_CHECK(cudaStreamEndCapture(capture_stream, &g));
   ++stats.captures;
   stats.capture_streams = branches.streams;
+  stats.capture_launches = branches.launches;
+  stats.capture_chain = branches.chain;
   return g;
 }
 

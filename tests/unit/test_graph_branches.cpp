@@ -234,7 +234,10 @@ TEST(GraphBranches, TheArenaAddsNoOrder) {
   int launches = 0;
   for (const StepAccess& a : steps) launches += a.launches ? 1 : 0;
   EXPECT_LT(longest_chain(steps), launches * 3 / 4) << "the stack's branches shorten its critical path";
-  EXPECT_GE(branches_of(steps, 4).streams, 3);
+  const exec::GraphBranches br = branches_of(steps, 4);
+  EXPECT_GE(br.streams, 3);
+  EXPECT_EQ(br.launches, launches);
+  EXPECT_EQ(br.chain, longest_chain(steps));
 }
 
 // What decides the dependencies among bound tensors: the pairs of ranges whose bytes meet

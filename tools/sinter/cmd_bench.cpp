@@ -47,6 +47,8 @@ int cmd_bench(const Common& c, const BenchOptions& o) {
   if (runner_opts.mode == ExecMode::mega) mega = mega_report(session, o.trace_file);
   const PlanDescription d = loaded.plan.describe();
   const std::string device = device_info(c.device).description;
+  const RunnerStats stats = session.runner().stats();
+  const bool graph = runner_opts.mode == ExecMode::graph;
   if (o.json) {
     nlohmann::ordered_json j;
     j["graph"] = g.name();
@@ -62,6 +64,11 @@ int cmd_bench(const Common& c, const BenchOptions& o) {
                     {"description", d.steps[i].description}, {"median_ms", steps[i]}});
     }
     j["steps"] = std::move(js);
+    if (graph) {
+      j["cuda_graph"] = {{"capture_streams", stats.capture_streams},
+                         {"launches", stats.capture_launches},
+                         {"longest_chain", stats.capture_chain}};
+    }
     if (mega) j["mega"] = mega_json(mega->description);
     if (mega && mega->trace) j["mega_trace"] = {{"file", o.trace_file}, {"segments", mega_trace_summary_json(*mega->trace)}};
     std::printf("%s\n", j.dump(2).c_str());
@@ -70,6 +77,10 @@ int cmd_bench(const Common& c, const BenchOptions& o) {
   std::printf("graph '%s' on %s, %s executor, plan %s\n", g.name().c_str(), device.c_str(), o.exec.executor.c_str(),
               loaded.from_bundle ? "from a bundle" : "compiled now");
   if (mega) std::printf("megakernel: %s\n", mega_overview(mega->description).c_str());
+  if (graph) {
+    std::printf("CUDA graph: %d launches on %d capture streams, the longest chain of dependent launches %d\n",
+                stats.capture_launches, stats.capture_streams, stats.capture_chain);
+  }
   std::printf("latency over %d runs (after %d warm-up%s): min %s, p50 %s, p90 %s, p99 %s, max %s, mean %s\n", o.iters,
               o.warmup, mega && mega->trace ? ", every task traced" : "", human_ms(p.min).c_str(),
               human_ms(p.p50).c_str(), human_ms(p.p90).c_str(), human_ms(p.p99).c_str(), human_ms(p.max).c_str(),
