@@ -395,6 +395,13 @@ def parse_bench_plan(text):
     if m:
         for engine, ms in (("sinter-stream", m.group(2)), ("sinter-graph", m.group(3))):
             out.append({"case": "llama_decode_stack", "engine": engine, "ms": float(ms), "outputs": m.group(1)})
+    m = re.search(r"^4g\. graph executor: independent steps on branches \((\d+) capture streams; the longest chain of "
+                  r"dependent launches (\d+) of (\d+); outputs (\w+)\) ([0-9.]+) ms; the steps captured as one chain "
+                  r"([0-9.]+) ms", text, re.M)
+    if m:
+        out.append({"case": "llama_decode_stack", "engine": "sinter-graph-one-chain", "ms": float(m.group(6)),
+                    "outputs": m.group(4), "capture_streams": int(m.group(1)), "chain": int(m.group(2)),
+                    "launches": int(m.group(3))})
     m = re.search(r"^4m\. the same plan in mega mode: ([0-9.]+) ms .*?outputs (\w+); (\d+) megakernel segment", text, re.M)
     if m:
         out.append({"case": "llama_decode_stack", "engine": "sinter-mega", "ms": float(m.group(1)), "outputs": m.group(2),
