@@ -34,9 +34,10 @@ cudaStream_t to_stream(uintptr_t stream) { return reinterpret_cast<cudaStream_t>
 
 Runner make_runner(const Plan& plan, const nb::object& mode, int device, uintptr_t workspace,
                    size_t workspace_bytes, double watchdog_ms, bool trace, std::string kernel_cache_dir,
-                   const std::string& segments, nb::object on_log) {
+                   const std::string& segments, int graph_streams, nb::object on_log) {
   RunnerOptions o;
   o.mode = exec_mode(mode);
+  o.graph_streams = graph_streams;
   o.mega.segments = mega_segments(segments);
   o.device = device;
   o.workspace = reinterpret_cast<void*>(workspace);
@@ -55,6 +56,9 @@ nb::dict stats_dict(const RunnerStats& s) {
   d["instantiations"] = s.instantiations;
   d["updates"] = s.updates;
   d["refused_updates"] = s.refused_updates;
+  d["capture_streams"] = s.capture_streams;
+  d["capture_launches"] = s.capture_launches;
+  d["capture_chain"] = s.capture_chain;
   d["load_ms"] = s.load_ms;
   return d;
 }
@@ -76,10 +80,13 @@ void bind_runner(nb::module_& m) {
       .def(nb::new_(&make_runner), nb::arg("plan"), nb::kw_only(), nb::arg("mode") = "stream",
            nb::arg("device") = 0, nb::arg("workspace") = 0, nb::arg("workspace_bytes") = 0,
            nb::arg("watchdog_ms") = 5000.0, nb::arg("trace") = false, nb::arg("kernel_cache_dir") = "",
-           nb::arg("segments") = "as_planned", nb::arg("on_log") = nb::none(),
+           nb::arg("segments") = "as_planned", nb::arg("graph_streams") = RunnerOptions{}.graph_streams,
+           nb::arg("on_log") = nb::none(),
            "Loads every step and, without a workspace (a device address of at least "
            "plan.describe()['memory']['device_bytes'] bytes), allocates the plan's memory. mode: "
            "'stream', 'graph' (a CUDA graph, replayed) or 'mega' (persistent megakernels); "
+           "graph_streams is graph mode's (the most streams the steps are captured on: independent steps "
+           "run side by side on branches of the graph; 1 captures one chain in step order); "
            "watchdog_ms, trace and segments are mega mode's (segments: 'as_planned' launches a "
            "segment's steps where the plan measured them faster than its megakernel, "
            "'all_megakernels' every megakernel). Raises CudaError when there is no usable GPU.")

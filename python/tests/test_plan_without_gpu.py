@@ -109,3 +109,9 @@ def test_explain_and_engines_need_no_gpu():
     unfused = sinter.explain(small_graph(), fusion={"fuse_epilogues": False})
     assert len(unfused["regions"]) == 2
     assert "jit" in sinter.engine_names()
+
+
+def test_a_runner_checks_its_graph_streams(bundle):
+    with pytest.raises(sinter.InvalidArgumentError) as info:
+        sinter.Runner(sinter.Plan.load(bundle), mode="graph", graph_streams=0)
+    assert "graph_streams is 0; it must be 1 (one chain) to 64" in info.value.message

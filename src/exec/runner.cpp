@@ -202,10 +202,6 @@ struct Runner::State {
 Runner::State::State(const Plan& p, const RunnerOptions& o)
     : handle(p), data(p.state().data), device(o.device), mode(o.mode), communicators(o.communicators) {
   const auto start = std::chrono::steady_clock::now();
-  if (o.graph_streams < 1 || o.graph_streams > 64) {
-    throw Error(ErrorCode::invalid_argument, "runner: RunnerOptions::graph_streams is " + std::to_string(o.graph_streams) +
-                                                 "; it must be 1 (one chain) to 64");
-  }
   graph_streams = o.graph_streams;
   check_communicator_groups(data.graph, communicators, mode);
   cuda::DeviceGuard guard(device);
@@ -448,7 +444,20 @@ void Runner::State::launch_graph(cudaStream_t stream) {
   SINTER_CUDA_CHECK(cudaGraphLaunch(exec, stream));
 }
 
-Runner::Runner(const Plan& plan, const RunnerOptions& options) : state_(std::make_unique<State>(plan, options)) {}
+namespace {
+// The options checked before the runner touches the GPU, so a wrong value is named even where
+// there is none.
+const RunnerOptions& checked(const RunnerOptions& o) {
+  if (o.graph_streams < 1 || o.graph_streams > 64) {
+    throw Error(ErrorCode::invalid_argument, "runner: RunnerOptions::graph_streams is " + std::to_string(o.graph_streams) +
+                                                 "; it must be 1 (one chain) to 64");
+  }
+  return o;
+}
+}  // namespace
+
+Runner::Runner(const Plan& plan, const RunnerOptions& options)
+    : state_(std::make_unique<State>(plan, checked(options))) {}
 Runner::~Runner() = default;
 Runner::Runner(Runner&&) noexcept = default;
 Runner& Runner::operator=(Runner&&) noexcept = default;
