@@ -134,15 +134,31 @@ GraphBranches place_branches(const std::vector<std::vector<int>>& deps, int max_
   max_streams = std::max(max_streams, 1);
   const std::vector<StepSet> anc = ancestors_of(deps);
   std::vector<int> tail{-1};  // by stream: its last step (-1: none yet)
+  std::vector<int> depth(n, 0);  // by step: the most launching steps on a path of dependencies ending there
   for (size_t j = 0; j < n; ++j) {
     if (j < launches.size() && !launches[j]) continue;  // stream 0, no waits, no tail
+    for (int p : deps[j]) depth[j] = std::max(depth[j], depth[static_cast<size_t>(p)]);
+    depth[j] += 1;
+    out.launches += 1;
+    out.chain = std::max(out.chain, depth[j]);
     const std::vector<int>& d = deps[j];
     auto follows = [&](int step) { return step < 0 || anc[j].has(step); };
     int s = -1;
-    // the stream of its latest dependency that is still that stream's last step
-    for (auto it = d.rbegin(); it != d.rend() && s < 0; ++it) {
-      const int ds = out.stream_of[static_cast<size_t>(*it)];
-      if (tail[static_cast<size_t>(ds)] == *it) s = ds;
+    // the stream of a dependency that is still that stream's last step: the one at the end of the
+    // longest chain (likely the last to finish), then the latest; in stream order the launch may
+    // overlap that dependency's end (programmatic launch), where a wait on another stream's event
+    // may not
+    std::vector<int> by_chain(d.begin(), d.end());
+    std::stable_sort(by_chain.begin(), by_chain.end(), [&](int a, int b) {
+      return depth[static_cast<size_t>(a)] != depth[static_cast<size_t>(b)] ? depth[static_cast<size_t>(a)] > depth[static_cast<size_t>(b)]
+                                                                            : a > b;
+    });
+    for (int p : by_chain) {
+      const int ds = out.stream_of[static_cast<size_t>(p)];
+      if (tail[static_cast<size_t>(ds)] == p) {
+        s = ds;
+        break;
+      }
     }
     // a stream whose last step it follows anyway
     for (size_t c = 0; c < tail.size() && s < 0; ++c) {
@@ -166,14 +182,6 @@ GraphBranches place_branches(const std::vector<std::vector<int>>& deps, int max_
     tail[static_cast<size_t>(s)] = static_cast<int>(j);
   }
   out.streams = static_cast<int>(tail.size());
-  std::vector<int> depth(n, 0);
-  for (size_t j = 0; j < n; ++j) {
-    if (j < launches.size() && !launches[j]) continue;
-    for (int p : deps[j]) depth[j] = std::max(depth[j], depth[static_cast<size_t>(p)]);
-    depth[j] += 1;
-    out.launches += 1;
-    out.chain = std::max(out.chain, depth[j]);
-  }
   return out;
 }
 

@@ -214,6 +214,17 @@ TEST(GraphBranches, TheLlamaDecodeLayersProjectionsRunSideBySide) {
             v = br.stream_of[static_cast<size_t>(matmuls[2])];
   EXPECT_TRUE(q != k && k != v && q != v) << q << " " << k << " " << v;
   EXPECT_GE(br.streams, 3);
+  // attention continues the stream of its longest input chain (norm, k, rope, k cache copy), so
+  // its launch may overlap that copy's end; it waits for the q rope and the v copy's events
+  int k_copy = -1, sdpa = -1;
+  for (const fuse::Region& r : p.regions) {
+    if (r.kind == fuse::RegionKind::layout && k_copy < 0) k_copy = r.id;
+    if (r.kind == fuse::RegionKind::sdpa) sdpa = r.id;
+  }
+  ASSERT_GE(k_copy, 0);
+  ASSERT_GE(sdpa, 0);
+  EXPECT_EQ(br.stream_of[static_cast<size_t>(sdpa)], br.stream_of[static_cast<size_t>(k_copy)]);
+  EXPECT_EQ(br.waits[static_cast<size_t>(sdpa)].size(), 2u);
 }
 
 // The arena (plan_memory) shares bytes only between tensors the data orders, so it adds no order
