@@ -16,6 +16,7 @@
 
 #include "cuda/nvrtc.hpp"
 #include "engines/jit/codegen.hpp"
+#include "engines/jit/codegen_common.hpp"
 #include "jit/config_helpers.hpp"
 #include "fuse/region.hpp"
 #include "sinter/error.hpp"
@@ -270,10 +271,12 @@ TEST(JitMatmulDecode, TmaKnWeights) {
     const char* words;
   };
   // 40000 columns: 625 tiles of 64, at most 5 a CTA (320 columns against an even 304); 8448: one
-  // tile of 64 a CTA; 16896: one of 128
+  // tile of 64 a CTA; 16896: one of 128; 8192 (the decode stack's gate and up): 128 tiles of 64 on
+  // 128 CTAs (64 columns against an even 63)
   for (Case c : {Case{16, 40000, 264, 132, "w:[K,N] whole tiles 5x64 rows"},
                  Case{1, 8448, 512, 132, "w:[K,N] whole tiles 1x64 rows"},
-                 Case{5, 16896, 1000, 132, "w:[K,N] whole tiles 1x128 rows"}}) {
+                 Case{5, 16896, 1000, 132, "w:[K,N] whole tiles 1x128 rows"},
+                 Case{1, 8192, 2048, 128, "w:[K,N] whole tiles 1x64 rows"}}) {
     const Graph g = decode(DType::bf16, c.m, c.n, c.k, false, true);
     const fuse::Partition p = fuse::partition_graph(g);
     const fuse::Region& r = matmul_region(g, p);
@@ -591,6 +594,59 @@ TEST(JitMatmulDecode, CompilesWithoutSpills) {
       std::ofstream(std::filesystem::path(dir) / (name + ".cu")) << "// " << k.description << "\n" << k.source;
     }
    }
+  }
+}
+
+// Task boxes (engines/task_box.hpp) of the decode tiles, for the megakernel's tile-level waits:
+// the TMA tile's whole-tile cut with one tile a CTA writes its tile's columns of the result and
+// reads those of an epilogue operand of the result's shape (here the other half of a SwiGLU), but
+// reads x whole (no box); its stream-K cut and several tiles a CTA declare none. The register
+// tile boxes its epilogue operand by column tile too.
+TEST(JitMatmulDecode, TaskBoxesOfTheResultAndItsEpilogueOperands) {
+  auto swiglu = [](bool kn, int64_t n) {
+    Graph g(std::string("decode_swiglu_") + (kn ? "kn" : "nk") + std::to_string(n));
+    const int64_t k = 2048;
+    auto x = g.input("x", DType::bf16, {1, k});
+    auto w = kn ? g.input("w", DType::bf16, {k, n}) : g.input("w", DType::bf16, {k, n}, {1, k});
+    auto up = g.input("up", DType::bf16, {1, n});
+    g.output(g.mul(g.silu(g.matmul(x, w)), up), "y");
+    return g;
+  };
+  {
+    const Graph g = swiglu(true, 8192);
+    const fuse::Partition p = fuse::partition_graph(g);
+    const fuse::Region& r = matmul_region(g, p);
+    const KernelSpec ks = build_matmul_decode_tma(g, r, h200(), true).kernels.at(0);
+    ASSERT_EQ(ks.launch.grid.x, 128u) << ks.description;
+    ASSERT_EQ(ks.task_boxes.size(), 2u);  // up (read), y (written); x and w none
+    for (const TaskBox& b : ks.task_boxes) {
+      EXPECT_EQ(b.rows, 1);
+      EXPECT_EQ(b.cols, 8192);
+      EXPECT_EQ(b.box_cols, 64);
+      ASSERT_EQ(b.digits.size(), 1u);
+      EXPECT_EQ(b.digits[0].radix, 128);
+      EXPECT_EQ(b.digits[0].cols, 64);
+      const PlacedBox at5 = place_box(b, 5);
+      EXPECT_EQ(at5.col, 320);
+      EXPECT_EQ(at5.cols, 64);
+    }
+    EXPECT_FALSE(ks.task_boxes[0].write);
+    EXPECT_EQ(ks.task_boxes[0].slot, region_input_index(r, g.inputs()[2]));
+    EXPECT_TRUE(ks.task_boxes[1].write);
+    // stream-K: none
+    EXPECT_TRUE(build_matmul_decode_tma(g, r, h200(), false).kernels.at(0).task_boxes.empty());
+    // the register tile: the operand's column tile per (tile, split)
+    bool up_boxed = false;
+    for (const TaskBox& b : build_matmul_decode(g, r, h200()).kernels.at(0).task_boxes) {
+      up_boxed = up_boxed || (!b.write && b.slot == region_input_index(r, g.inputs()[2]) && b.box_rows == 1);
+    }
+    EXPECT_TRUE(up_boxed);
+  }
+  {
+    // 40000 columns: five tiles a CTA, no boxes
+    const Graph g = swiglu(true, 40000);
+    const fuse::Partition p = fuse::partition_graph(g);
+    EXPECT_TRUE(build_matmul_decode_tma(g, matmul_region(g, p), h200(), true).kernels.at(0).task_boxes.empty());
   }
 }
 

@@ -116,6 +116,32 @@ std::vector<TaskBox> flat_task_boxes(const Graph& g, const fuse::Region& r, cons
   return boxes;
 }
 
+std::vector<TaskBox> result_tile_boxes(const Graph& g, const fuse::Region& r, int64_t m, int64_t n,
+                                       const std::vector<BoxDigit>& digits, int64_t box_cols,
+                                       const std::vector<TensorId>& operands) {
+  std::vector<TaskBox> boxes;
+  auto add = [&](TensorId t, bool write, int slot) {
+    const TensorInfo& info = g.tensor(t);
+    if (num_elements(info.dims) != m * n || info.dims.empty() || info.dims.back() != n ||
+        info.strides != contiguous_strides(info.dims)) {
+      return;
+    }
+    TaskBox b;
+    b.write = write;
+    b.slot = slot;
+    b.elem_bytes = static_cast<int>(dtype_size(info.dtype));
+    b.rows = m, b.cols = n, b.pitch = n;
+    b.digits = digits;
+    b.box_rows = m, b.box_cols = box_cols;
+    boxes.push_back(b);
+  };
+  for (size_t i = 0; i < r.inputs.size(); ++i) {
+    if (std::find(operands.begin(), operands.end(), r.inputs[i]) == operands.end()) add(r.inputs[i], false, static_cast<int>(i));
+  }
+  for (size_t o = 0; o < r.outputs.size(); ++o) add(r.outputs[o], true, static_cast<int>(o));
+  return boxes;
+}
+
 int region_output_index(const fuse::Region& r, TensorId t) {
   auto it = std::find(r.outputs.begin(), r.outputs.end(), t);
   if (it == r.outputs.end()) return -1;

@@ -80,6 +80,15 @@ bool set_work_grid(KernelSpec& spec, int64_t work, bool want_flat, const cuda::D
 std::vector<TaskBox> flat_task_boxes(const Graph& g, const fuse::Region& r, const Dims& shape, int64_t rows, int64_t cols,
                                      int64_t box_rows, int64_t box_cols, int64_t tasks);
 
+// The boxes of a GEMM kernel whose task covers all M rows and a tile of box_cols columns of the
+// [M, N] result, placed by `digits`: every region output stored as the result ([M, N] row-major,
+// leading 1s aside) is written over the tile, and every region input of that shape read over it (an
+// epilogue operand: a residual, the other half of a SwiGLU), except the tensors in `operands` (the
+// GEMM's own operands, read whole or by boxes of their own). Other tensors get none.
+std::vector<TaskBox> result_tile_boxes(const Graph& g, const fuse::Region& r, int64_t m, int64_t n,
+                                       const std::vector<BoxDigit>& digits, int64_t box_cols,
+                                       const std::vector<TensorId>& operands);
+
 int region_output_index(const fuse::Region& r, TensorId t);
 int region_input_index(const fuse::Region& r, TensorId t);
 

@@ -237,8 +237,9 @@ std::string decode_description(const Decode& d, const TileKind& tk, const Anchor
 }
 
 // What CTA `item` = (column tile, k chunk), chunk-minor, reads and writes: W's k chunk of its
-// column tile, x's k chunk, and the column tile of every output of the GEMM's shape (any chunk of
-// a tile may be the one that runs the epilogue). One batch only; W and x with a unit stride.
+// column tile, x's k chunk, and the column tile of every output and epilogue operand of the GEMM's
+// shape (any chunk of a tile may be the one that runs the epilogue). One batch only; W and x with
+// a unit stride.
 std::vector<TaskBox> decode_task_boxes(const Graph& g, const fuse::Region& r, const Decode& d, const TileKind& tk) {
   std::vector<TaskBox> boxes;
   if (d.batch.numel != 1) return boxes;
@@ -268,17 +269,9 @@ std::vector<TaskBox> decode_task_boxes(const Graph& g, const fuse::Region& r, co
     x.box_rows = d.m, x.box_cols = chunk;
     boxes.push_back(x);
   }
-  for (size_t o = 0; o < r.outputs.size(); ++o) {
-    const TensorInfo& t = g.tensor(r.outputs[o]);
-    if (num_elements(t.dims) != d.m * d.n || t.dims.empty() || t.dims.back() != d.n || t.strides != contiguous_strides(t.dims)) continue;
-    TaskBox y;
-    y.write = true;
-    y.slot = static_cast<int>(o);
-    y.elem_bytes = static_cast<int>(dtype_size(t.dtype));
-    y.rows = d.m, y.cols = d.n, y.pitch = d.n;
-    y.digits = {{splits, 0, 0}, {tiles, 0, tk.bn}};
-    y.box_rows = d.m, y.box_cols = tk.bn;
-    boxes.push_back(y);
+  for (TaskBox& b : result_tile_boxes(g, r, d.m, d.n, {{splits, 0, 0}, {tiles, 0, tk.bn}}, tk.bn,
+                                      {d.mm->inputs[0], d.mm->inputs[1]})) {
+    boxes.push_back(std::move(b));
   }
   return boxes;
 }

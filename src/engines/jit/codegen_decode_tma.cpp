@@ -171,8 +171,8 @@ TmaPlan plan_tma(const Graph& g, const fuse::Region& r, const cuda::DeviceProper
   // whole tiles want rows enough per SM: a tile of a few rows moves a few KiB a step, too little
   // in flight to stream (below this the stream-K cut stays the only TMA tile)
   constexpr int64_t kMinWholeTileRows = 64;
-  if (whole_tiles && p.work.rows_per_sm < kMinWholeTileRows) {
-    p.why = "whole tiles of " + std::to_string(p.work.rows_per_sm) + " weight rows (fewer than " +
+  if (whole_tiles && p.work.tile_rows < kMinWholeTileRows) {
+    p.why = "whole tiles of " + std::to_string(p.work.tile_rows) + " weight rows (fewer than " +
             std::to_string(kMinWholeTileRows) + " per SM): too few bytes a step; the stream-K cut streams them";
     return p;
   }
@@ -243,6 +243,16 @@ std::string tma_description(const TmaPlan& p) {
                         : "streamk" + std::to_string(work.ctas) + "x" +
                               std::to_string((work.total + work.ctas - 1) / work.ctas) + " steps") +
          (p.o.batch_folded ? " batch-folded" : "") + (p.epi->index64() ? " idx64" : "") + p.epi->describe();
+}
+
+// The whole-tile cut with one tile a CTA (as many CTAs as tiles) and one batch: task c writes
+// the result's columns [c x tile_rows, +tile_rows) and reads those of its epilogue operands (it
+// reads all of x, and W is a graph input). Otherwise none: consumers wait for the whole kernel.
+std::vector<TaskBox> tma_task_boxes(const Graph& g, const fuse::Region& r, const TmaPlan& p) {
+  const Work& w = p.work;
+  if (!p.t.whole_tiles || w.ctas != w.tiles || p.o.batch.numel != 1) return {};
+  return result_tile_boxes(g, r, p.o.m, p.o.n, {{w.ctas, 0, w.tile_rows}}, w.tile_rows,
+                           {p.o.mm->inputs[0], p.o.mm->inputs[1]});
 }
 
 }  // namespace
@@ -321,6 +331,7 @@ RegionKernels build_matmul_decode_tma(const Graph& g, const fuse::Region& r, con
   spec.launch.block = dim3(static_cast<unsigned>(t.threads()));
   spec.launch.dynamic_shared_memory = static_cast<size_t>(t.smem_bytes());
   spec.prologue_slot = region_input_index(r, o.mm->inputs[1]);  // W
+  spec.task_boxes = tma_task_boxes(g, r, plan);
   rk.workspace_bytes = ws.bytes;
   rk.kernels.push_back(std::move(spec));
   return rk;
