@@ -293,7 +293,7 @@ TEST(JitMatmulDecode, TmaKnWeights) {
   const Graph g = decode(DType::bf16, 1, 14336, 4096, false, true);
   const fuse::Partition p = fuse::partition_graph(g);
   const std::string why = decode_tma_unsupported(g, matmul_region(g, p), h200(), true);
-  EXPECT_NE(why.find("give an SM up to 128 columns against an even share of 109"), std::string::npos) << why;
+  EXPECT_NE(why.find("give an SM up to 128 rows against an even share of 109"), std::string::npos) << why;
   EXPECT_EQ(matmul_config_index(g, matmul_region(g, p), h200(), MatmulTile::decode_tma_rows), -1);
   EXPECT_GE(matmul_config_index(g, matmul_region(g, p), h200(), MatmulTile::decode_tma), 0);
 }

@@ -87,11 +87,12 @@ struct Work {
   int64_t most_rows = 0;    // whole tiles: the most rows one CTA streams
 };
 
-// Whole tiles: the rows of all batches spread over the SMs, R = ceil(batch x N / SMs) rows each,
-// cut into j = ceil(R / bn) tiles of ceil(R / j) rows, so a CTA runs at most j whole tiles of
-// about R / j rows (14336 x 4096 on 132 SMs: 132 tiles of 109 rows, one per SM).
+// Every SM's even share of the weight rows of all batches: R = ceil(batch x N / SMs).
 int64_t even_rows(const Sm90Operands& o, int64_t sms) { return std::max<int64_t>((o.batch.numel * o.n + sms - 1) / sms, 1); }
 
+// Whole tiles: the rows of all batches spread over the SMs, R rows each (even_rows), cut into
+// j = ceil(R / bn) tiles of ceil(R / j) rows, so a CTA runs at most j whole tiles of about R / j
+// rows (14336 x 4096 on 132 SMs: 132 tiles of 109 rows, one per SM).
 int64_t whole_tile_rows(const Sm90Operands& o, const TmaTile& t, int64_t sms) {
   const int64_t per_sm = even_rows(o, sms);
   const int64_t j = (per_sm + t.c.bn - 1) / t.c.bn;
@@ -176,12 +177,13 @@ TmaPlan plan_tma(const Graph& g, const fuse::Region& r, const cuda::DeviceProper
             std::to_string(kMinWholeTileRows) + " per SM): too few bytes a step; the stream-K cut streams them";
     return p;
   }
-  // tiles of whole 64-column boxes may leave some SMs more rows than others: past 10% over the
-  // even share the slowest SM sets the time, and the stream-K cut (balanced to one step) wins
+  // whole tiles may leave some SMs more rows than others (a [K, N] weight's tiles are whole
+  // 64-column boxes): past 10% over the even share the slowest SM sets the time, and the
+  // stream-K cut (balanced to one step) wins
   if (whole_tiles && p.work.most_rows * 10 > p.work.even_rows * 11) {
-    p.why = "whole tiles of " + std::to_string(p.work.tile_rows) + " columns (whole 64-column boxes of a [K, N] weight) give "
-            "an SM up to " + std::to_string(p.work.most_rows) + " columns against an even share of " +
-            std::to_string(p.work.even_rows) + ": the stream-K cut balances them";
+    p.why = "whole tiles of " + std::to_string(p.work.tile_rows) + " weight rows give an SM up to " +
+            std::to_string(p.work.most_rows) + " rows against an even share of " + std::to_string(p.work.even_rows) +
+            ": the stream-K cut balances them";
     return p;
   }
   // + the static shared memory beside the ring: the epilogue's column-sum buffers (8 warps x bn
