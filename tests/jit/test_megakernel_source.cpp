@@ -43,6 +43,7 @@ struct Built {
   // a collective's push tasks' waits for their producer: on part of it (tile level) or all of it
   size_t push_part_waits = 0, push_whole_waits = 0;
   size_t prologue_kernels = 0;  // task kernels whose tasks run a prologue before their waits
+  size_t layout_tasks = 0, layout_tasks_waitless = 0;  // tasks of layout copies, and those that wait for nothing
 };
 
 // Every region of g on its default jit config for `device` (the default, a device without the
@@ -125,7 +126,14 @@ Built build_megakernels(const Graph& g, bool compile = true,
     }
     const std::string source = mega::megakernel_source(tg);
     b.functions += tg.functions.size();
-    for (const mega::TaskKernel& k : tg.kernels) b.prologue_kernels += k.prologue;
+    for (const mega::TaskKernel& k : tg.kernels) {
+      b.prologue_kernels += k.prologue;
+      if (p.regions[tg.steps[k.segment_step].step].kind != fuse::RegionKind::layout) continue;
+      for (const auto& waits : k.task_waits) {
+        ++b.layout_tasks;
+        b.layout_tasks_waitless += waits.empty();
+      }
+    }
     if (!compile) {
       b.tasks += tg.tasks;
       ++b.segments;
@@ -339,6 +347,28 @@ TEST(MegakernelSource, TmaDecodeGemvIsATask) {
       }
     }
   }
+}
+
+// A KV-cache append (concat of the cache, a graph input, and the new rows a kernel of the segment
+// computes): the copy's tasks of the cache part wait for nothing, only the new rows' task waits
+// for their producer (a task box per input part of the copy); and where one input is copied by
+// two parts, every task waits for it.
+TEST(MegakernelSource, ACacheCopyWaitsOnlyForItsNewRows) {
+  Graph g("kv_append");
+  auto cache = g.input("cache", DType::bf16, {1, 8, 1024, 64});
+  auto fresh = g.mul(g.input("k", DType::bf16, {1, 8, 1, 64}), 0.5);
+  g.output(g.concat({cache, fresh}, 2), "cache_next");
+  Built b = build_megakernels(g);
+  EXPECT_EQ(b.segments, 1);
+  // 1024 x 64 x 8 bf16 = 65536 16-byte words: 64 tiles of 1024 words; the new rows 1 tile
+  EXPECT_EQ(b.layout_tasks, 65u);
+  EXPECT_EQ(b.layout_tasks_waitless, 64u);
+  Graph twice("kv_append_twice");
+  auto f2 = twice.mul(twice.input("k", DType::bf16, {1, 8, 512, 64}), 0.5);
+  twice.output(twice.concat({f2, f2}, 2), "y");
+  b = build_megakernels(twice);
+  EXPECT_GT(b.layout_tasks, 0u);
+  EXPECT_EQ(b.layout_tasks_waitless, 0u);
 }
 
 // An embedding lookup (a gather of token ids) is a task: it joins the megakernel of the layer it

@@ -182,6 +182,33 @@ TEST(MegaTaskGraph, BoxesGiveTileLevelWaits) {
   EXPECT_EQ(g.counters[w[1]].hi, 6u);
 }
 
+// A box whose origin starts before the matrix (TaskBox::row0 < 0) is empty for the first blocks
+// and clipped for the block that straddles the edge; a consumer task with an empty read box
+// waits for nothing of that producer.
+TEST(MegaTaskGraph, BoxesBeforeTheMatrixAreEmpty) {
+  TaskBox b = row_blocks(false, 0, 6, 2);  // 6 blocks of 2 rows
+  b.rows = 8;
+  b.row0 = -4;  // blocks 0 and 1 before the matrix, block 2 at rows [0, 2), block 5 at [6, 8)
+  EXPECT_TRUE(place_box(b, 0).empty());
+  EXPECT_TRUE(place_box(b, 1).empty());
+  EXPECT_EQ(place_box(b, 2).row, 0);
+  EXPECT_EQ(place_box(b, 2).rows, 2);
+  EXPECT_EQ(place_box(b, 5).row, 6);
+  b.row0 = -3;  // block 1 straddles the edge: rows [0, 1)
+  EXPECT_EQ(place_box(b, 1).row, 0);
+  EXPECT_EQ(place_box(b, 1).rows, 1);
+  std::vector<SegmentStep> s;
+  s.push_back(step(0, {0}, {1}, {rows_kernel(4, 2, {row_blocks(true, 0, 4, 2)})}));  // t1: 8 rows
+  TaskBox late = row_blocks(false, 0, 6, 2);
+  late.rows = 8;
+  late.row0 = -4;
+  s.push_back(step(1, {1}, {2}, {rows_kernel(6, 2, {late})}));
+  const TaskGraph g = build_task_graph(std::move(s));
+  EXPECT_TRUE(g.kernels[1].task_waits[0].empty());
+  EXPECT_TRUE(g.kernels[1].task_waits[1].empty());
+  for (unsigned t = 2; t < 6; ++t) EXPECT_FALSE(g.kernels[1].task_waits[t].empty()) << t;
+}
+
 // A chain of row-block kernels over 4 tasks each stays in 4 columns, one per CTA, and no task
 // waits on a counter: each reads only what the task before it on its CTA wrote.
 TEST(MegaSchedule, RowBlockChainsStayOnTheirCtas) {
@@ -258,7 +285,9 @@ TEST(MegaTaskGraph, CollectiveArrivalsAreCountedPerBlockFromEveryRank) {
     const Schedule s = schedule_tasks(g, ctas);
     check_schedule(g, s);
     for (const ScheduledTask& t : s.tasks) {
-      if (t.kernel == 2) EXPECT_FALSE(t.waits_met_locally) << "a combine task skipped its arrivals on " << ctas << " CTAs";
+      if (t.kernel == 2) {
+        EXPECT_FALSE(t.waits_met_locally) << "a combine task skipped its arrivals on " << ctas << " CTAs";
+      }
     }
   }
   // a schedule claiming the arrivals were met on the CTA is refused

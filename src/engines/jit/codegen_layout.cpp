@@ -52,7 +52,10 @@ int64_t copy_word_elements(const std::vector<CollapsedShape>& parts, const std::
   return 1;
 }
 
-// One kernel for all parts (a concat's inputs): tiles of the parts in order, grid-stride.
+// One kernel for all parts (a concat's inputs): tiles of the parts in order, grid-stride. With a
+// CTA a tile, the tasks of each part read only that part's input (a task box per input stored in
+// the part's order; the others read whole), so inside a megakernel a concat's copy of the cache it
+// extends waits for nothing while the copy of the new rows waits for their producer.
 KernelSpec copy_kernel(DType dtype, const std::vector<CopyPart>& raw, const std::string& what,
                        const cuda::DeviceProperties& dev) {
   using Src = PointerSlot::Source;
@@ -65,7 +68,9 @@ KernelSpec copy_kernel(DType dtype, const std::vector<CopyPart>& raw, const std:
                                                                                                : storage_type(dtype);
   int64_t total_tiles = 0;
   std::string part_types;
+  std::vector<int64_t> first_tile;  // by part
   for (CollapsedShape& c : parts) {
+    first_tile.push_back(total_tiles);
     c.sizes[0] /= n;
     c.numel /= n;
     for (Dims& st : c.strides) {
@@ -96,6 +101,26 @@ KernelSpec copy_kernel(DType dtype, const std::vector<CopyPart>& raw, const std:
   const int64_t sms = dev.sm_count > 0 ? dev.sm_count : 132;
   spec.launch.grid = dim3(static_cast<unsigned>(std::clamp<int64_t>(total_tiles, 1, sms * 16)));
   spec.launch.block = dim3(256);
+  if (total_tiles > 1 && static_cast<int64_t>(spec.launch.grid.x) == total_tiles) {
+    // task t copies tile t: part k's tiles [first_tile[k], ...) each read kCopyTile words of its
+    // input in the part's order, the input as a matrix of one row a tile
+    for (size_t k = 0; k < raw.size(); ++k) {
+      if (raw[k].in_offset != 0 || raw[k].in_strides != contiguous_strides(raw[k].shape)) continue;
+      // an input copied by two parts (concat(x, x)) is read by both parts' tasks: no box
+      const auto same_input = [&](const CopyPart& o) { return o.in_index == raw[k].in_index; };
+      if (std::count_if(raw.begin(), raw.end(), same_input) > 1) continue;
+      TaskBox b;
+      b.slot = raw[k].in_index;
+      b.elem_bytes = static_cast<int>(es);
+      b.cols = kCopyTile * n;
+      b.rows = (num_elements(raw[k].shape) + b.cols - 1) / b.cols;
+      b.pitch = b.cols;
+      b.digits = {{total_tiles, 1, 0}};
+      b.box_rows = 1, b.box_cols = b.cols;
+      b.row0 = -first_tile[k];
+      spec.task_boxes.push_back(b);
+    }
+  }
   return spec;
 }
 
