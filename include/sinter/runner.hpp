@@ -131,11 +131,13 @@ struct RunnerOptions {
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   int device = 0;
-  LogCallback on_log;  // what loading did (rebuilt vendor configs, another SM count)
+  LogCallback on_log;  // what loading did (rebuilt vendor configs, another SM count); graph mode's fallbacks
   MegaOptions mega;    // ExecMode::mega
   // ExecMode::graph: the most streams the graph's steps are captured on. Steps with no data
   // dependency between them (neither writes memory the other reads or writes) sit on separate
-  // branches of the graph and may run at the same time; 1 captures one chain in step order.
+  // branches of the graph and may run at the same time; 1 captures one chain in step order. Where
+  // the driver refuses a capture on several streams, the runner captures one chain and says so
+  // through on_log (RunnerStats::capture_streams is then 1).
   int graph_streams = 4;
   // The communicator of each group the plan's collectives name (sinter/communicator.hpp): group
   // -> communicator, each on `device` with the world the graph gives that group. Groups whose

@@ -175,6 +175,7 @@ struct Runner::State {
   // graph mode: the steps' branches (from the bindings, so recomputed with them), the extra
   // capture streams and an event per step that another branch waits for
   int graph_streams = 1;
+  LogCallback on_log;  // RunnerOptions::on_log: a capture on branches that fell back to one chain
   exec::GraphBranches branches;
   // the bindings' overlaps the branches were placed for: the pairs of bound tensors whose bytes
   // meet, -1 standing for the runner's own memory (nothing else about an address moves them)
@@ -203,6 +204,7 @@ Runner::State::State(const Plan& p, const RunnerOptions& o)
     : handle(p), data(p.state().data), device(o.device), mode(o.mode), communicators(o.communicators) {
   const auto start = std::chrono::steady_clock::now();
   graph_streams = o.graph_streams;
+  on_log = o.on_log;
   check_communicator_groups(data.graph, communicators, mode);
   cuda::DeviceGuard guard(device);
   const cuda::DeviceProperties dev = cuda::device_properties(device);
@@ -420,7 +422,22 @@ cudaGraph_t Runner::State::capture() {
 
 void Runner::State::launch_graph(cudaStream_t stream) {
   if (!exec || graph_stale) {
-    GraphHolder g{capture()};
+    GraphHolder g;
+    try {
+      g.g = capture();
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::cuda || branches.streams <= 1) throw;
+      // A driver that refuses the capture on several streams (a programmatic launch whose
+      // dependencies come from other streams, say) still runs the plan: as one chain, said once.
+      if (on_log) {
+        on_log(LogSeverity::warning, "runner: capturing the CUDA graph on " + std::to_string(branches.streams) +
+                                         " streams failed (" + e.message() + "); the steps are captured as one chain");
+      }
+      graph_streams = 1;
+      branches_placed = false;
+      place_branches();
+      g.g = capture();
+    }
     bool updated = false;
     if (exec) {
       cudaGraphExecUpdateResultInfo info{};
