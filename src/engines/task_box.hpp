@@ -26,9 +26,9 @@ struct TaskBox {
   int64_t rows = 1, cols = 1, pitch = 1;
   std::vector<BoxDigit> digits;
   int64_t box_rows = 1, box_cols = 1;  // the box's size; clipped to the matrix
-  // Where block 0's box starts; negative moves the first blocks' boxes before the matrix, where
-  // they are empty (a copy's tasks of an earlier part read nothing of this one).
-  int64_t row0 = 0, col0 = 0;
+  // The row where block 0's box starts; negative moves the first blocks' boxes before the
+  // matrix, where they are empty (a copy's tasks of an earlier part read nothing of this one).
+  int64_t row0 = 0;
 };
 
 // A box placed for one block, clipped: rows [row, row + rows), columns [col, col + cols).
@@ -40,7 +40,6 @@ struct PlacedBox {
 inline PlacedBox place_box(const TaskBox& b, uint64_t block) {
   PlacedBox p;
   p.row = b.row0;
-  p.col = b.col0;
   uint64_t rest = block;
   for (const BoxDigit& d : b.digits) {
     const uint64_t radix = static_cast<uint64_t>(std::max<int64_t>(d.radix, 1));
@@ -49,11 +48,10 @@ inline PlacedBox place_box(const TaskBox& b, uint64_t block) {
     p.row += digit * d.rows;
     p.col += digit * d.cols;
   }
-  const int64_t row = std::max<int64_t>(p.row, 0), col = std::max<int64_t>(p.col, 0);
+  const int64_t row = std::max<int64_t>(p.row, 0);
   p.rows = std::min(p.row + b.box_rows, b.rows) - row;
-  p.cols = std::min(p.col + b.box_cols, b.cols) - col;
   p.row = row;
-  p.col = col;
+  p.cols = std::min(b.box_cols, b.cols - p.col);
   return p;
 }
 

@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include "plan/memory_plan.hpp"
+#include "plan/step_set.hpp"
 
 namespace sinter::exec {
 namespace {
@@ -25,27 +26,43 @@ bool conflict(const StepAccess& earlier, const StepAccess& later) {
          any_overlap(earlier.reads, later.writes);
 }
 
-// A set of step indices as bits.
-struct StepSet {
-  std::vector<uint64_t> words;
-  explicit StepSet(size_t n = 0) : words((n + 63) / 64, 0) {}
-  bool has(int i) const { return (words[static_cast<size_t>(i) / 64] >> (i % 64)) & 1u; }
-  void add(int i) { words[static_cast<size_t>(i) / 64] |= uint64_t{1} << (i % 64); }
-  void add_all(const StepSet& o) {
-    for (size_t w = 0; w < words.size(); ++w) words[w] |= o.words[w];
-  }
+using plan::StepSet;
+
+// Each step's dependencies (transitively reduced, increasing) and its ancestors.
+struct Dependencies {
+  std::vector<std::vector<int>> deps;
+  std::vector<StepSet> ancestors;
 };
 
-// The ancestors of every step under `deps` (each list of earlier steps).
-std::vector<StepSet> ancestors_of(const std::vector<std::vector<int>>& deps) {
-  std::vector<StepSet> anc(deps.size(), StepSet(deps.size()));
-  for (size_t j = 0; j < deps.size(); ++j) {
-    for (int d : deps[j]) {
-      anc[j].add(d);
-      anc[j].add_all(anc[static_cast<size_t>(d)]);
+Dependencies dependencies(const std::vector<StepAccess>& steps) {
+  const size_t n = steps.size();
+  Dependencies out{std::vector<std::vector<int>>(n), std::vector<StepSet>(n, StepSet(n))};
+  int last_barrier = -1;
+  for (size_t j = 0; j < n; ++j) {
+    if (!steps[j].launches) continue;  // orders nothing and is ordered by nothing
+    // the steps it conflicts with, latest first
+    std::vector<int> direct;
+    for (size_t i = j; i-- > 0;) {
+      if (!steps[i].launches) continue;
+      const bool before_barrier = static_cast<int>(i) < last_barrier;
+      if (steps[j].barrier || static_cast<int>(i) == last_barrier ||
+          (!before_barrier && conflict(steps[i], steps[j]))) {
+        direct.push_back(static_cast<int>(i));
+      }
+      // everything before the last barrier is its ancestor: nothing there is needed directly
+      if (!steps[j].barrier && before_barrier) break;
     }
+    StepSet& covered = out.ancestors[j];
+    for (int d : direct) {
+      if (covered.has(d)) continue;  // already an ancestor of a later dependency
+      out.deps[j].push_back(d);
+      covered.add(d);
+      covered.add_all(out.ancestors[static_cast<size_t>(d)]);
+    }
+    std::sort(out.deps[j].begin(), out.deps[j].end());
+    if (steps[j].barrier) last_barrier = static_cast<int>(j);
   }
-  return anc;
+  return out;
 }
 
 }  // namespace
@@ -92,51 +109,21 @@ StepAccess step_access(const Graph& g, const fuse::Region& r, const Binding& b, 
 }
 
 std::vector<std::vector<int>> step_dependencies(const std::vector<StepAccess>& steps) {
-  const size_t n = steps.size();
-  std::vector<std::vector<int>> deps(n);
-  std::vector<StepSet> anc(n, StepSet(n));
-  int last_barrier = -1;
-  for (size_t j = 0; j < n; ++j) {
-    if (!steps[j].launches) continue;  // orders nothing and is ordered by nothing
-    // the steps it conflicts with, latest first
-    std::vector<int> direct;
-    for (size_t i = j; i-- > 0;) {
-      if (!steps[i].launches) continue;
-      const bool before_barrier = static_cast<int>(i) < last_barrier;
-      if (steps[j].barrier || static_cast<int>(i) == last_barrier ||
-          (!before_barrier && conflict(steps[i], steps[j]))) {
-        direct.push_back(static_cast<int>(i));
-      }
-      // everything before the last barrier is its ancestor: nothing there is needed directly
-      if (!steps[j].barrier && before_barrier) break;
-    }
-    StepSet covered(n);
-    for (int d : direct) {
-      if (covered.has(d)) continue;  // already an ancestor of a later dependency
-      deps[j].push_back(d);
-      covered.add(d);
-      covered.add_all(anc[static_cast<size_t>(d)]);
-    }
-    anc[j] = covered;
-    std::sort(deps[j].begin(), deps[j].end());
-    if (steps[j].barrier) last_barrier = static_cast<int>(j);
-  }
-  return deps;
+  return dependencies(steps).deps;
 }
 
-GraphBranches place_branches(const std::vector<std::vector<int>>& deps, int max_streams,
-                             const std::vector<char>& launches) {
-  const size_t n = deps.size();
+GraphBranches place_branches(const std::vector<StepAccess>& steps, int max_streams) {
+  const size_t n = steps.size();
+  const auto [deps, anc] = dependencies(steps);
   GraphBranches out;
   out.stream_of.assign(n, 0);
   out.waits.assign(n, {});
   out.record.assign(n, 0);
   max_streams = std::max(max_streams, 1);
-  const std::vector<StepSet> anc = ancestors_of(deps);
   std::vector<int> tail{-1};  // by stream: its last step (-1: none yet)
   std::vector<int> depth(n, 0);  // by step: the most launching steps on a path of dependencies ending there
   for (size_t j = 0; j < n; ++j) {
-    if (j < launches.size() && !launches[j]) continue;  // stream 0, no waits, no tail
+    if (!steps[j].launches) continue;  // stream 0, no waits, no tail
     for (int p : deps[j]) depth[j] = std::max(depth[j], depth[static_cast<size_t>(p)]);
     depth[j] += 1;
     out.launches += 1;

@@ -65,12 +65,12 @@ struct GraphBranches {
   std::vector<char> record;     // by step: record an event after its launch (some step waits for it)
 };
 
-// Puts each step on a stream: a step continues the stream of a dependency that is that stream's
-// last step (the dependency at the end of the longest chain first, then the latest), else takes a stream whose last step it already follows,
-// else opens a new stream while fewer than max_streams are open, else takes the stream that
-// went idle earliest (an extra order, never a missing one). max_streams 1: one chain in step order.
-// A step whose `launches` is 0 goes on stream 0 with no waits and leaves the streams as they were.
-GraphBranches place_branches(const std::vector<std::vector<int>>& deps, int max_streams,
-                             const std::vector<char>& launches = {});
+// Puts each step on a stream, after its step_dependencies: a step continues the stream of a
+// dependency that is that stream's last step (the dependency at the end of the longest chain
+// first, then the latest), else takes a stream whose last step it already follows, else opens a
+// new stream while fewer than max_streams are open, else takes the stream that went idle earliest
+// (an extra order, never a missing one). max_streams 1: one chain in step order. A step that
+// launches nothing goes on stream 0 with no waits and leaves the streams as they were.
+GraphBranches place_branches(const std::vector<StepAccess>& steps, int max_streams);
 
 }  // namespace sinter::exec

@@ -367,9 +367,7 @@ void Runner::State::place_branches() {
                                        data.steps[i].workspace_bytes,
                                        find_engine(data.steps[i].engine)->output_shares_input(), alias_of));
   }
-  std::vector<char> launches;
-  for (const exec::StepAccess& a : access) launches.push_back(a.launches);
-  branches = exec::place_branches(exec::step_dependencies(access), graph_streams, launches);
+  branches = exec::place_branches(access, graph_streams);
   while (static_cast<int>(side_streams.size()) + 1 < branches.streams) side_streams.emplace_back(cudaStreamNonBlocking);
   if (step_events.size() < steps.size() + side_streams.size() + 1) {
     step_events.clear();
@@ -385,20 +383,17 @@ cudaGraph_t Runner::State::capture() {
     // stream), each step waits for the events of its dependencies on other streams, and the
     // capture stream waits for every side stream's end. step_events: one per step, then one for
     // the start and one per side stream's end.
+    // With one stream no step waits or records.
     const int n = static_cast<int>(steps.size());
     auto stream_of = [&](int s) -> cudaStream_t { return s == 0 ? capture_stream.get() : side_streams[s - 1].get(); };
     const int used = branches.streams;
-    if (used > 1) {
-      step_events[n].record(capture_stream);
-      for (int s = 1; s < used; ++s) step_events[n].wait_on(stream_of(s));
-    }
+    if (used > 1) step_events[n].record(capture_stream);
+    for (int s = 1; s < used; ++s) step_events[n].wait_on(stream_of(s));
     for (int i = 0; i < n; ++i) {
-      const cudaStream_t st = used > 1 ? stream_of(branches.stream_of[i]) : capture_stream.get();
-      if (used > 1) {
-        for (int p : branches.waits[i]) step_events[p].wait_on(st);
-      }
+      const cudaStream_t st = stream_of(branches.stream_of[i]);
+      for (int p : branches.waits[i]) step_events[p].wait_on(st);
       steps[i]->launch(bindings[i], st);
-      if (used > 1 && branches.record[i]) step_events[i].record(st);
+      if (branches.record[i]) step_events[i].record(st);
     }
     for (int s = 1; s < used; ++s) {
       step_events[n + s].record(stream_of(s));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "plan/step_set.hpp"
 #include "sinter/error.hpp"
 
 namespace sinter::plan {
@@ -17,26 +18,6 @@ namespace {
 size_t align(size_t v) { return (v + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
 }  // namespace
 
-namespace {
-
-// A set of steps as bits.
-struct StepBits {
-  std::vector<uint64_t> words;
-  explicit StepBits(size_t n = 0) : words((n + 63) / 64, 0) {}
-  void add(int i) { words[static_cast<size_t>(i) / 64] |= uint64_t{1} << (i % 64); }
-  void add_all(const StepBits& o) {
-    for (size_t w = 0; w < words.size(); ++w) words[w] |= o.words[w];
-  }
-  bool within(const StepBits& o) const {
-    for (size_t w = 0; w < words.size(); ++w) {
-      if (words[w] & ~o.words[w]) return false;
-    }
-    return true;
-  }
-};
-
-}  // namespace
-
 MemoryPlan plan_memory(const Graph& g, const fuse::Partition& p, const std::vector<TensorId>& aliases) {
   const int steps = static_cast<int>(p.regions.size());
   const size_t nt = g.tensors().size();
@@ -47,8 +28,8 @@ MemoryPlan plan_memory(const Graph& g, const fuse::Partition& p, const std::vect
   std::vector<int> first(nt, -1), last(nt, -1);
   // the steps each stored tensor's bytes are touched by (its writer, its readers), and each
   // step's ancestors through the data it reads
-  std::vector<StepBits> touched_by(nt, StepBits(static_cast<size_t>(steps)));
-  std::vector<StepBits> ancestors(static_cast<size_t>(steps), StepBits(static_cast<size_t>(steps)));
+  std::vector<StepSet> touched_by(nt, StepSet(static_cast<size_t>(steps)));
+  std::vector<StepSet> ancestors(static_cast<size_t>(steps), StepSet(static_cast<size_t>(steps)));
   std::vector<int> producer(nt, -1);
   for (const fuse::Region& r : p.regions) {
     for (TensorId t : r.inputs) {

@@ -63,7 +63,7 @@ bool conflicts(const StepAccess& a, const StepAccess& b) {
 // Every conflicting pair is ordered, every wait names a step whose event is recorded, and no more
 // than max_streams streams are used.
 void expect_safe(const std::vector<StepAccess>& steps, int max_streams, const std::string& what) {
-  const exec::GraphBranches g = exec::place_branches(exec::step_dependencies(steps), max_streams);
+  const exec::GraphBranches g = exec::place_branches(steps, max_streams);
   ASSERT_EQ(g.stream_of.size(), steps.size()) << what;
   EXPECT_LE(g.streams, max_streams) << what;
   const auto hb = happens_before(g);
@@ -96,11 +96,11 @@ TEST(GraphBranches, DependenciesAreTheConflictsTransitivelyReduced) {
   EXPECT_EQ(deps[4], std::vector<int>{3});       // write after the reads of 1, 2 and 3: 3 follows 1 and 2
   EXPECT_EQ(deps[5], std::vector<int>{});
 
-  const exec::GraphBranches one = exec::place_branches(deps, 1);
+  const exec::GraphBranches one = exec::place_branches(steps, 1);
   EXPECT_EQ(one.streams, 1);
   for (const auto& w : one.waits) EXPECT_TRUE(w.empty());
 
-  const exec::GraphBranches four = exec::place_branches(deps, 4);
+  const exec::GraphBranches four = exec::place_branches(steps, 4);
   EXPECT_NE(four.stream_of[1], four.stream_of[2]);  // the two readers of X side by side
   EXPECT_EQ(four.stream_of[1], four.stream_of[0]);  // 1 continues 0's stream
   EXPECT_EQ(four.waits[3].size(), 1u);              // 3 continues one of 1, 2 and waits for the other
@@ -177,12 +177,6 @@ std::vector<StepAccess> region_steps(const Graph& g, const fuse::Partition& p, b
   return steps;
 }
 
-exec::GraphBranches branches_of(const std::vector<StepAccess>& steps, int max_streams) {
-  std::vector<char> launches;
-  for (const StepAccess& a : steps) launches.push_back(a.launches);
-  return exec::place_branches(exec::step_dependencies(steps), max_streams, launches);
-}
-
 // The most launching steps on one path of the dependencies.
 int longest_chain(const std::vector<StepAccess>& steps) {
   const auto deps = exec::step_dependencies(steps);
@@ -207,7 +201,7 @@ TEST(GraphBranches, TheLlamaDecodeLayersProjectionsRunSideBySide) {
     if (r.kind == fuse::RegionKind::matmul) matmuls.push_back(r.id);
   }
   expect_safe(steps, 4, "llama_decode_layer");
-  const exec::GraphBranches br = branches_of(steps, 4);
+  const exec::GraphBranches br = exec::place_branches(steps, 4);
   ASSERT_GE(matmuls.size(), 3u);
   // q, k and v (the first three matmuls) read the same normed x and nothing of each other
   const int q = br.stream_of[static_cast<size_t>(matmuls[0])], k = br.stream_of[static_cast<size_t>(matmuls[1])],
@@ -245,7 +239,7 @@ TEST(GraphBranches, TheArenaAddsNoOrder) {
   int launches = 0;
   for (const StepAccess& a : steps) launches += a.launches ? 1 : 0;
   EXPECT_LT(longest_chain(steps), launches * 3 / 4) << "the stack's branches shorten its critical path";
-  const exec::GraphBranches br = branches_of(steps, 4);
+  const exec::GraphBranches br = exec::place_branches(steps, 4);
   EXPECT_GE(br.streams, 3);
   EXPECT_EQ(br.launches, launches);
   EXPECT_EQ(br.chain, longest_chain(steps));
