@@ -14,7 +14,8 @@
 //   4. the Llama-style decode stack (16 layers, d 2048, ffn 8192, GQA 32/8, cache 1024, batch 1,
 //      ~1.98 GB of bf16 weights and cache): compile, save, load, run, checked against the CPU
 //      reference; one decode step through stream- and graph-mode runners, and in mega mode (the
-//      plan; compiled on our kernels only; the same with nn.Linear's [N, K] weights).
+//      plan; compiled on our kernels only; the same with nn.Linear's [N, K] weights), and the
+//      same plans with the rmsnorms left as steps of their own (4n: not folded into the GEMVs).
 //      bench/torch_decode_stack.py
 //      times the same model in PyTorch (eager and CUDA graph) for the same run. Every time is also
 //      given as a fraction of the read-once floor of the same bytes (read_floor.hpp), measured here.
@@ -411,6 +412,30 @@ bool bench_our_kernels(const Graph& g, const CompileOptions& o, const StackRun& 
   return graph_ok && mega_ok;
 }
 
+// Part 4n: the stack with its rmsnorms left as steps of their own (FusionOptions::
+// fold_norms_into_matmuls off), against the folded plans of parts 4 and 4m: the default plan's
+// graph executor, and the plan on our kernels for megakernels in mega mode (whose GEMVs after a
+// norm then take the TMA tile with its task prologue). False when an output is wrong.
+bool bench_unfolded_norms(const Graph& g, const CompileOptions& mega_options, const StackRun& r) {
+  CompileOptions o;
+  o.kernel_cache_dir = r.kernels;
+  o.fusion.fold_norms_into_matmuls = false;
+  BenchPlan x(compile(g, o));
+  const bool graph_ok = matches_want(g, r.want, x.run(r.in), "unfolded");
+  const std::unique_ptr<Runner> gr = graph_runner(x.plan(), x.io());
+  const double graph_ms = batch_ms(x.stream(), 1, r.runs, [&] { gr->enqueue(x.stream()); });
+  CompileOptions mo = mega_options;
+  mo.fusion.fold_norms_into_matmuls = false;
+  BenchPlan y(compile(g, mo));
+  const std::unique_ptr<Runner> mr = mega_runner(y.plan(), y.io(), r.kernels);
+  const bool mega_ok = runner_matches(g, r.in, *mr, y.io(), y.stream(), "unfolded mega", &r.want);
+  const double mega_ms = batch_ms(y.stream(), 1, r.runs, [&] { mr->enqueue(y.stream()); });
+  std::printf("4n. norms not folded into the GEMVs: default plan, %zu steps, graph executor %.3f ms; on our kernels "
+              "for megakernels, megakernel %.3f ms; outputs %s\n",
+              x.steps().size(), graph_ms, mega_ms, graph_ok && mega_ok ? "correct" : "WRONG");
+  return graph_ok && mega_ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -684,6 +709,7 @@ int main(int argc, char** argv) {
         ok &= bench_our_kernels(examples::llama_decode_stack(nk), jo, run,
                                 "4m. the same, weights stored [N, K] (nn.Linear's layout)", "jit nk", "decode_stack_nk",
                                 "the plan on our kernels only, weights [N, K]");
+        ok &= bench_unfolded_norms(stack, jo, run);
       }
       step_breakdown(sx, "the default plan", 16);
       std::filesystem::remove(sfile);

@@ -37,7 +37,10 @@ struct FusionOptions {
   bool fuse_reductions = true;     // exit reductions into their producer's region
   bool fuse_pointwise = true;      // pointwise chains into one region
   bool fuse_layout_chains = true;  // slice/reshape/permute chains into the copy that ends them
-  static FusionOptions none() { return {false, false, false, false, false}; }
+  // an rmsnorm read only as the A operand of matmuls of at most 16 rows (decode) is computed by
+  // each of those matmuls while it loads A, instead of by a kernel of its own
+  bool fold_norms_into_matmuls = true;
+  static FusionOptions none() { return {false, false, false, false, false, false}; }
   bool operator==(const FusionOptions&) const = default;
 };
 

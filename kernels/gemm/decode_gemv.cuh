@@ -160,14 +160,107 @@ __device__ __forceinline__ void decode_stage_x(const u16* x, const SinterGemmSha
   }
 }
 
+// The A operand's rmsnorm, when the region folds one (Cfg::kNorm): x is then the norm's input,
+// and the tile stages y[m][k] = x[m][k] * rstd[m] * w[k] (+ b[k]) rounded to the operand type,
+// as the norm's own kernel would have stored it, with rstd[m] = 1 / sqrt(mean over all of K of
+// x[m][k]^2 + eps). Every CTA computes the statistics of its rows itself from x (M x K elements,
+// in L2 after the first CTA), so no CTA waits for another's.
+struct DecodeANorm {
+  const u16* w = nullptr;
+  const u16* b = nullptr;  // null: no bias
+  i64 w_stride = 1, b_stride = 1;
+  float eps = 0.0f;
+};
+
+template <bool kBf16>
+__device__ __forceinline__ float decode_to_float(u32 bits16) {
+  if (kBf16) return __uint_as_float(bits16 << 16);
+  return to_float(f16{static_cast<u16>(bits16)});
+}
+
+// rstd[m] for m < kMTile (0 past M) into shared memory, through red[warps][kMTile] of shared
+// memory: each thread sums the squares of its 8-element runs of every row (runs t, t + 256, ..),
+// the warps reduce by shuffles and the 8 warp sums add in warp order (deterministic). Every
+// thread calls it; it ends with a barrier.
+template <int kMTile, int kVec, bool kBf16>
+__device__ __forceinline__ void decode_norm_rstd(const u16* x, const SinterGemmShape& s, float eps, float* red,
+                                                 float* rstd) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int runs = static_cast<int>((s.k + 7) / 8);
+  float sum[kMTile];
+#pragma unroll
+  for (int m = 0; m < kMTile; ++m) {
+    sum[m] = 0.0f;
+    if (m >= s.m) continue;
+    for (int i = threadIdx.x; i < runs; i += kDecodeThreads) {
+      const uint4 v = decode_load8<kVec, false>(x + m * s.a_stride_m + 8 * i * s.a_stride_k, s.a_stride_k,
+                                                static_cast<int>(s.k) - 8 * i);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float lo = decode_to_float<kBf16>(decode_word(v, j) & 0xffffu);
+        const float hi = decode_to_float<kBf16>(decode_word(v, j) >> 16);
+        sum[m] += lo * lo + hi * hi;
+      }
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < kMTile; ++m) {
+    for (int o = 16; o > 0; o >>= 1) sum[m] += __shfl_xor_sync(0xffffffffu, sum[m], o);
+    if (lane == 0) red[warp * kMTile + m] = sum[m];
+  }
+  __syncthreads();
+  if (threadIdx.x < kMTile) {
+    float total = 0.0f;
+    for (int q = 0; q < kDecodeThreads / 32; ++q) total += red[q * kMTile + threadIdx.x];
+    rstd[threadIdx.x] = threadIdx.x < s.m ? rsqrtf(total / static_cast<float>(s.k) + eps) : 0.0f;
+  }
+  __syncthreads();
+}
+
+// decode_stage_x with the norm applied (rows < M, k < K; zero elsewhere, bias included).
+template <int kMTile, int kVec, int kLd, bool kBf16, bool kBias>
+__device__ __forceinline__ void decode_stage_x_norm(const u16* x, const SinterGemmShape& s, int k_lo, int cols,
+                                                    u16* xs, const DecodeANorm& nrm, const float* rstd) {
+  const int vecs = cols / 8;
+  for (int i = threadIdx.x; i < kMTile * vecs; i += kDecodeThreads) {
+    const int m = i / vecs, c = (i - m * vecs) * 8, k = k_lo + c;
+    const int valid = m < s.m ? static_cast<int>(s.k) - k : 0;
+    uint4 v = decode_load8<kVec, false>(x + m * s.a_stride_m + k * s.a_stride_k, s.a_stride_k, valid);
+    if (valid > 0) {
+      const float r = rstd[m];
+      u32 out[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        float y[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int e = 2 * j + h;
+          const u32 bits = h ? decode_word(v, j) >> 16 : decode_word(v, j) & 0xffffu;
+          y[h] = 0.0f;
+          if (e < valid) {
+            y[h] = decode_to_float<kBf16>(bits) * r * decode_to_float<kBf16>(ld_ro(nrm.w + (k + e) * nrm.w_stride));
+            if (kBias) y[h] += decode_to_float<kBf16>(ld_ro(nrm.b + (k + e) * nrm.b_stride));
+          }
+        }
+        out[j] = kBf16 ? pack_bf16x2(y[0], y[1]) : pack_f16x2(y[0], y[1]);
+      }
+      v = make_uint4(out[0], out[1], out[2], out[3]);
+    }
+    *reinterpret_cast<uint4*>(xs + m * kLd + c) = v;
+  }
+}
+
 // Computes the C tile (f32, [16][kDecodeLdC] at `ctile`, rows < M valid) of output columns
 // n0 .. n0 + kDecodeBN over k in [k_lo, k_hi) into shared memory. With splits > 1, the partial
 // goes to part[(slot * splits + split)] and only the last CTA of `slot` gets the full sum (true);
 // the others return false. Every thread of the CTA calls it; it ends with a barrier.
-template <bool kKMajor, int kMTile, int kWVec, int kXVec, bool kBf16>
+// With kNorm, x is the input of the A operand's rmsnorm `nrm` (DecodeANorm); ctile serves as
+// scratch for its statistics before the C tile is written.
+template <bool kKMajor, int kMTile, int kWVec, int kXVec, bool kBf16, bool kNorm, bool kNormBias>
 __device__ __forceinline__ bool decode_gemv_tile(const u16* x, const u16* w, const SinterGemmShape& s, int n0,
                                                  int k_lo, int k_hi, i64 slot, int split, int splits,
-                                                 float* part, unsigned int* counts, char* smem, float* ctile) {
+                                                 float* part, unsigned int* counts, char* smem, float* ctile,
+                                                 const DecodeANorm& nrm) {
   typedef DecodeLayout<kKMajor> L;
   typedef DecodeSmem<kKMajor, kMTile> S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -181,7 +274,13 @@ __device__ __forceinline__ bool decode_gemv_tile(const u16* x, const u16* w, con
   const int kw = k_lo + wk * L::kWarpK;
   if (iters > 0) decode_load_step<kKMajor, kWVec>(v0, w, s, n_warp, kw, g, t);
   if (iters > 1) decode_load_step<kKMajor, kWVec>(v1, w, s, n_warp, kw + kDecodeKIter, g, t);
-  decode_stage_x<kMTile, kXVec, S::kXLd>(x, s, k_lo, iters * kDecodeKIter, xs);
+  if constexpr (kNorm) {
+    float* rstd = ctile;  // [kMTile], then the warps' partial sums
+    decode_norm_rstd<kMTile, kXVec, kBf16>(x, s, nrm.eps, ctile + kMTile, rstd);
+    decode_stage_x_norm<kMTile, kXVec, S::kXLd, kBf16, kNormBias>(x, s, k_lo, iters * kDecodeKIter, xs, nrm, rstd);
+  } else {
+    decode_stage_x<kMTile, kXVec, S::kXLd>(x, s, k_lo, iters * kDecodeKIter, xs);
+  }
   __syncthreads();
 
   float acc[L::kFrags][4];
@@ -230,28 +329,48 @@ __device__ __forceinline__ bool decode_gemv_tile(const u16* x, const u16* w, con
 
 // The config (the generated Cfg): kBf16 (bf16 operands, else f16), kKMajor (W is [N, K], else
 // [K, N]), kMTile (x rows: 8 or 16), kWVec and kXVec (8: W's and x's rows are read as 16-byte
-// vectors, 1: element by element; the host checked strides and alignment).
+// vectors, 1: element by element; the host checked strides and alignment), kNorm (x is the input
+// of an rmsnorm folded into A: DecodeANorm; the Args then hold norm_w, norm_w_stride, norm_eps
+// and, with kNormBias, norm_b and norm_b_stride).
 template <class Cfg>
 struct DecodeGemv {
   static constexpr int kThreads = kDecodeThreads, kBN = kDecodeBN, kLdC = kDecodeLdC;
+  static constexpr bool kNorm = Cfg::kNorm, kNormBias = Cfg::kNormBias;
   static constexpr int kXBytes = DecodeSmem<Cfg::kKMajor, Cfg::kMTile>::kXBytes;
   static constexpr int kBytes = DecodeSmem<Cfg::kKMajor, Cfg::kMTile>::kBytes;
   static_assert(Cfg::kWVec == 1 || Cfg::kWVec == 8, "W: elements or 16-byte vectors");
   static_assert(Cfg::kXVec == 1 || Cfg::kXVec == 8, "x: elements or 16-byte vectors");
   __device__ __forceinline__ static bool tile(const u16* x, const u16* w, const SinterGemmShape& s, int n0, int k_lo,
                                               int k_hi, i64 slot, int split, int splits, float* part,
-                                              unsigned int* counts, char* smem, float* ctile) {
-    return decode_gemv_tile<Cfg::kKMajor, Cfg::kMTile, Cfg::kWVec, Cfg::kXVec, Cfg::kBf16>(
-        x, w, s, n0, k_lo, k_hi, slot, split, splits, part, counts, smem, ctile);
+                                              unsigned int* counts, char* smem, float* ctile, const DecodeANorm& nrm) {
+    return decode_gemv_tile<Cfg::kKMajor, Cfg::kMTile, Cfg::kWVec, Cfg::kXVec, Cfg::kBf16, kNorm, kNormBias>(
+        x, w, s, n0, k_lo, k_hi, slot, split, splits, part, counts, smem, ctile, nrm);
   }
 };
+
+// The Args' norm fields as a DecodeANorm (empty when the tile folds no norm).
+template <class Tile, class Args>
+__device__ __forceinline__ DecodeANorm decode_a_norm(const Args& a) {
+  DecodeANorm n;
+  if constexpr (Tile::kNorm) {
+    n.w = a.norm_w;
+    n.w_stride = a.norm_w_stride;
+    n.eps = a.norm_eps;
+    if constexpr (Tile::kNormBias) {
+      n.b = a.norm_b;
+      n.b_stride = a.norm_b_stride;
+    }
+  }
+  return n;
+}
 
 // The tile function: work item `item` = (batch, column tile, k chunk), chunk-minor, of a
 // Tile::kBN-column tile; the full sum of a column tile (the last of its chunks to arrive, with
 // split-K) goes through `epi`. Every thread of the CTA calls it.
 // Args: the generated argument struct, with shape (the GEMM's sizes and strides), splits and chunk
 // (the k chunks of a column tile and their length), x, w (the operands), part and counts (the
-// split-K partials and a counter per column tile in the workspace: decode_splitk_combine).
+// split-K partials and a counter per column tile in the workspace: decode_splitk_combine), and
+// the norm's fields with Tile::kNorm (DecodeGemv).
 template <class Tile, class Epi, class Args>
 __device__ __forceinline__ void decode_gemv_item(char* smem, const Args& a, Epi& epi, i64 item) {
   const SinterGemmShape& s = a.shape;
@@ -264,7 +383,8 @@ __device__ __forceinline__ void decode_gemv_item(char* smem, const Args& a, Epi&
   const int k_hi = min(static_cast<int>(s.k), k_lo + a.chunk);
   float* ctile = reinterpret_cast<float*>(smem + Tile::kXBytes);
   const bool full = Tile::tile(a.x + offset_of<false>(s.batch, s.a_batch, bi), a.w + offset_of<false>(s.batch, s.b_batch, bi),
-                               s, n0, k_lo, k_hi, slot, split, a.splits, a.part, a.counts, smem, ctile);
+                               s, n0, k_lo, k_hi, slot, split, a.splits, a.part, a.counts, smem, ctile,
+                               decode_a_norm<Tile>(a));
   if (full) {
     epi.tile(reinterpret_cast<const char*>(ctile), bi * s.m, static_cast<int>(s.m), static_cast<i64>(n0),
              min(Tile::kBN, static_cast<int>(s.n - n0)));

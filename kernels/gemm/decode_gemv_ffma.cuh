@@ -276,9 +276,10 @@ struct DecodeFfma {
   static constexpr int kLdC = Cfg::kKMajor ? kFfmaLdC : kFfmaKnLdC;
   static constexpr int kXBytes = Cfg::kKMajor ? FfmaSmem<Cfg::kMTile>::kXBytes : FfmaKnSmem<Cfg::kMTile>::kXBytes;
   static constexpr int kBytes = Cfg::kKMajor ? FfmaSmem<Cfg::kMTile>::kBytes : FfmaKnSmem<Cfg::kMTile>::kBytes;
+  static constexpr bool kNorm = false, kNormBias = false;  // a folded norm runs on the mma tile
   __device__ __forceinline__ static bool tile(const u16* x, const u16* w, const SinterGemmShape& s, int n0, int k_lo,
                                               int k_hi, i64 slot, int split, int splits, float* part,
-                                              unsigned int* counts, char* smem, float* ctile) {
+                                              unsigned int* counts, char* smem, float* ctile, const DecodeANorm&) {
     if constexpr (Cfg::kKMajor) {
       return decode_ffma_tile<Cfg::kMTile, Cfg::kDepth, Cfg::kWVec, Cfg::kXVec, Cfg::kBf16>(
           x, w, s, n0, k_lo, k_hi, slot, split, splits, part, counts, smem, ctile);

@@ -38,7 +38,8 @@ FusionOptions fusion_options(const nb::dict& d) {
       {"fuse_prologues", &FusionOptions::fuse_prologues},
       {"fuse_reductions", &FusionOptions::fuse_reductions},
       {"fuse_pointwise", &FusionOptions::fuse_pointwise},
-      {"fuse_layout_chains", &FusionOptions::fuse_layout_chains}};
+      {"fuse_layout_chains", &FusionOptions::fuse_layout_chains},
+      {"fold_norms_into_matmuls", &FusionOptions::fold_norms_into_matmuls}};
   for (auto [key, value] : d) {
     const std::string name = nb::cast<std::string>(key);
     bool known = false;
@@ -51,7 +52,8 @@ FusionOptions fusion_options(const nb::dict& d) {
     if (!known) {
       throw Error(ErrorCode::invalid_argument,
                   "fusion: '" + name + "' is not one of fuse_epilogues, fuse_prologues, "
-                                       "fuse_reductions, fuse_pointwise, fuse_layout_chains");
+                                       "fuse_reductions, fuse_pointwise, fuse_layout_chains, "
+                                       "fold_norms_into_matmuls");
     }
   }
   return f;

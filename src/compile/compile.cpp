@@ -13,6 +13,7 @@
 //   assemble         -> plan::Plan                each engine saves its steps; the plan is checked
 //   time megakernels plan::Plan -> plan::Plan     (megakernels, timing tune modes) each megakernel's
 //                                                 segments timed as it and as their steps (time_megakernels.hpp)
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -221,13 +222,34 @@ Plan compile(const Graph& graph, const CompileOptions& options) {
   CompileContext cc(options);  // checks the options, finds the GPU, opens the caches
   PassTimer timer(options);
   const Graph g = timer.run("validate", [&] { return validate(graph); });
-  const fuse::Partition p = timer.run("partition", [&] { return fuse::partition_graph(g, options.fusion); });
+  CompileOptions effective = options;  // the fusion the plan records: a folded norm may be refused below
+  fuse::Partition p = timer.run("partition", [&] { return fuse::partition_graph(g, effective.fusion); });
   timer.run("verify partition", [&] { fuse::verify_partition(g, p); });
-  const std::vector<tune::RegionCandidates> candidates = timer.run("candidates", [&] {
-    std::vector<tune::RegionCandidates> c = tune::gather_candidates(g, p, cc.engines(), cc.engine_context(), cc.tune_options());
-    check_forced_config(c, options);
-    return c;
-  });
+  auto gather = [&] {
+    return timer.run("candidates", [&] {
+      std::vector<tune::RegionCandidates> c = tune::gather_candidates(g, p, cc.engines(), cc.engine_context(), cc.tune_options());
+      check_forced_config(c, options);
+      return c;
+    });
+  };
+  std::vector<tune::RegionCandidates> candidates;
+  try {
+    candidates = gather();
+  } catch (const Error& e) {
+    // A matmul with a folded norm runs on one jit tile; where no engine here takes it (the jit
+    // engine not named, a GPU without that tile), the graph is partitioned again without the fold.
+    const bool folded = std::any_of(p.regions.begin(), p.regions.end(), [](const fuse::Region& r) {
+      return r.kind == fuse::RegionKind::matmul && !r.prologue.empty();
+    });
+    if (e.code() != ErrorCode::unsupported || !folded) throw;
+    if (options.on_log) {
+      options.on_log(LogSeverity::info, "norms stay unfolded (no engine takes a matmul with a folded norm: " + e.message() + ")");
+    }
+    effective.fusion.fold_norms_into_matmuls = false;
+    p = fuse::partition_graph(g, effective.fusion);
+    fuse::verify_partition(g, p);
+    candidates = gather();
+  }
   const tune::TuneReport tuned = timer.run("tune", [&] {
     return tune::tune(g, p, candidates, cc.engine_context(), cc.timing_cache(), cc.device_key(), cc.tune_options());
   });
@@ -240,7 +262,7 @@ Plan compile(const Graph& graph, const CompileOptions& options) {
   }) : Megakernels{};
   auto state = std::make_shared<Plan::State>();
   state->data = timer.run("assemble", [&] {
-    return assemble(g, p, options, cc.device(), tuned, prepared, layout, megakernels);
+    return assemble(g, p, effective, cc.device(), tuned, prepared, layout, megakernels);
   });
   if (options.megakernels && options.tuning != TuneMode::heuristic) {
     timer.run("time megakernels", [&] { time_megakernels(*state, Plan(state), cc, options); });

@@ -425,14 +425,91 @@ class Partitioner {
     throw Error(ErrorCode::internal, "partition: no rule places node '" + nd.name + "' (" + op + ")");
   }
 
+  // Why the rmsnorm anchoring region `r` cannot fold into the matmuls that read it ("" when it
+  // can): docs/fusion.md, "Norms folded into decode matmuls". The rule admits exactly what the
+  // decode GEMV tile computes as an A prologue (engines/jit/codegen_decode_gemv.cpp).
+  std::string norm_fold_problem(const Region& r) const {
+    const Node& nm = node(r.anchor);
+    const TensorId y = nm.outputs[0];
+    if (std::find(g_.outputs().begin(), g_.outputs().end(), y) != g_.outputs().end()) {
+      return quote(t(y).name) + " is a graph output";
+    }
+    for (NodeId c : cons_[y]) {
+      const Node& mm = node(c);
+      if (mm.op != OpKind::matmul || mm.inputs[0] != y || mm.inputs[1] == y) {
+        return quote(mm.name) + " reads " + quote(t(y).name) + " and is not a matmul reading it as A";
+      }
+    }
+    if (!r.prologue.empty() || !r.epilogue.empty() || !r.reductions.empty()) {
+      return "the norm's region has a fused prologue, epilogue or reduction";
+    }
+    const DType dt = t(y).dtype;
+    if (dt != DType::bf16 && dt != DType::f16) return quote(t(y).name) + " is not bf16 or f16";
+    for (TensorId in : nm.inputs) {
+      if (t(in).dtype != dt) return quote(t(in).name) + " is " + std::string(to_string(t(in).dtype)) + ", not " + std::string(to_string(dt));
+    }
+    const Dims& dims = t(y).dims;
+    if (dims.size() < 2 || dims[dims.size() - 2] > 16) {
+      return "the matmuls read more than 16 rows of " + quote(t(y).name) + " (the fold is for decode)";
+    }
+    for (NodeId c : cons_[y]) {
+      const Node& mm = node(c);
+      if (t(mm.inputs[1]).dtype != dt) return quote(mm.name) + "'s B is not " + std::string(to_string(dt));
+    }
+    return "";
+  }
+
+  // Norms folded into decode matmuls (FusionOptions::fold_norms_into_matmuls): each matmul that
+  // reads the norm's output as A computes the norm again while it loads A (the node goes into its
+  // prologue, region_of_node -1, like an inlined constant), reading the norm's own inputs; the
+  // norm's region is gone. Where the fold is refused, the boundary says why.
+  void fold_norms() {
+    for (Region& r : p_.regions) {
+      if (r.kind != RegionKind::rowwise || node(r.anchor).op != OpKind::rmsnorm) continue;
+      const TensorId y = node(r.anchor).outputs[0];
+      if (cons_[y].empty()) continue;
+      std::string problem = opt_.fold_norms_into_matmuls ? norm_fold_problem(r) : "this fusion is turned off";
+      if (!problem.empty()) {
+        for (NodeId c : cons_[y]) {
+          if (node(c).op == OpKind::matmul) reasons_[{y, c}] = "the rmsnorm does not fold into the matmul's A loads: " + problem;
+        }
+        continue;
+      }
+      for (NodeId c : cons_[y]) {
+        const int q = p_.region_of_node[c];
+        p_.regions[q].prologue = {r.anchor};
+        deps_[q].erase(r.id);
+        deps_[q].insert(deps_[r.id].begin(), deps_[r.id].end());
+      }
+      p_.region_of_node[r.anchor] = -1;
+      folded_norm_of_[y] = r.anchor;
+      dead_.insert(r.id);
+    }
+  }
+
+  // A node's inputs as its region reads them: a folded norm's output stands for the norm's inputs.
+  std::vector<std::pair<TensorId, NodeId>> region_reads(NodeId n) const {
+    std::vector<std::pair<TensorId, NodeId>> out;
+    for (TensorId in : node(n).inputs) {
+      auto it = folded_norm_of_.find(in);
+      if (it == folded_norm_of_.end()) {
+        out.push_back({in, n});
+      } else {
+        for (TensorId x : node(it->second).inputs) out.push_back({x, it->second});
+      }
+    }
+    return out;
+  }
+
   // Inputs, outputs, constants and boundaries, once every node is placed.
   void finish() {
+    fold_norms();
     std::set<TensorId> graph_outputs(g_.outputs().begin(), g_.outputs().end());
     for (NodeId n : g_.topological_order()) {
       const int r = p_.region_of_node[n];
       if (r < 0) continue;
       Region& reg = p_.regions[r];
-      for (TensorId in : node(n).inputs) {
+      for (const auto& [in, reader] : region_reads(n)) {
         if (is_constant(in)) {
           const NodeId c = t(in).producer;
           if (std::find(reg.constants.begin(), reg.constants.end(), c) == reg.constants.end()) {
@@ -455,13 +532,13 @@ class Partitioner {
     for (NodeId n : g_.topological_order()) {
       const int r = p_.region_of_node[n];
       if (r < 0) continue;
-      for (TensorId in : node(n).inputs) {
+      for (const auto& [in, reader] : region_reads(n)) {
         const int q = region_of_tensor(in);
         if (is_constant(in) || q < 0 || q == r || !seen.insert({in, r}).second) continue;
-        auto it = reasons_.find({in, n});
+        auto it = reasons_.find({in, reader});
         p_.boundaries.push_back({in, q, r,
                                  it != reasons_.end() ? it->second
-                                                      : quote(node(n).name) +
+                                                      : quote(node(reader).name) +
                                                             " started a new region"});
       }
     }
@@ -484,9 +561,11 @@ class Partitioner {
       new_id[r] = static_cast<int>(order.size());
       order.push_back(r);
     };
-    for (size_t r = 0; r < nr; ++r) visit(static_cast<int>(r));
-    std::vector<Region> regions(nr);
-    for (size_t i = 0; i < nr; ++i) {
+    for (size_t r = 0; r < nr; ++r) {
+      if (!dead_.count(static_cast<int>(r))) visit(static_cast<int>(r));
+    }
+    std::vector<Region> regions(order.size());
+    for (size_t i = 0; i < order.size(); ++i) {
       regions[i] = std::move(p_.regions[order[i]]);
       regions[i].id = static_cast<int>(i);
     }
@@ -510,6 +589,8 @@ class Partitioner {
   std::set<NodeId> folded_;          // layout ops deferred into the copy at the end of their chain
   std::map<NodeId, std::vector<NodeId>> chain_of_;  // that copy -> the ops before it, in order
   std::map<std::pair<TensorId, NodeId>, std::string> reasons_;
+  std::map<TensorId, NodeId> folded_norm_of_;  // a folded norm's output -> the norm
+  std::set<int> dead_;                         // the regions of folded norms
 };
 
 }  // namespace

@@ -33,6 +33,7 @@ void verify_partition(const Graph& g, const Partition& p) {
       if (consumers[t].empty() || consumers[t].back() != id) consumers[t].push_back(id);
     }
   }
+  constexpr int kFolded = -2;  // placed[n] of a norm folded into matmul prologues
   for (const Region& r : p.regions) {
     for (NodeId n : r.nodes()) {
       const bool inlined = std::find(r.constants.begin(), r.constants.end(), n) != r.constants.end();
@@ -41,7 +42,13 @@ void verify_partition(const Graph& g, const Partition& p) {
                                                      " inlines a node that is not a constant");
         continue;
       }
-      if (placed[n] >= 0) broken("node '" + g.node(n).name + "' is in two regions");
+      if (r.kind == RegionKind::matmul && !r.prologue.empty() && n == r.prologue.front()) {
+        if (placed[n] >= 0) broken("node '" + g.node(n).name + "' is in a region and folded into a matmul");
+        placed[n] = kFolded;
+        if (p.region_of_node[n] != -1) broken("region_of_node of the folded norm '" + g.node(n).name + "' is not -1");
+        continue;
+      }
+      if (placed[n] >= 0 || placed[n] == kFolded) broken("node '" + g.node(n).name + "' is in two regions");
       placed[n] = r.id;
       if (p.region_of_node[n] != r.id) broken("region_of_node disagrees for '" + g.node(n).name + "'");
     }
@@ -84,9 +91,32 @@ void verify_partition(const Graph& g, const Partition& p) {
           broken(where + ": '" + g.tensor(mid).name + "' inside a layout chain is read outside it or stored");
         }
       }
+    } else if (r.kind == RegionKind::matmul && !r.prologue.empty()) {
+      // a folded norm: one rmsnorm whose output is the matmul's A, read by matmuls alone (as A),
+      // stored nowhere; the region reads the norm's inputs instead
+      const Node& nm = g.node(r.prologue.front());
+      const TensorId y = nm.outputs[0];
+      if (r.prologue.size() != 1 || nm.op != OpKind::rmsnorm || g.node(r.anchor).inputs[0] != y) {
+        broken(where + ": a matmul's prologue is one rmsnorm whose output is its A");
+      }
+      for (NodeId c : consumers[y]) {
+        if (g.node(c).op != OpKind::matmul || g.node(c).inputs[0] != y || g.node(c).inputs[1] == y) {
+          broken(where + ": the folded norm's output '" + g.tensor(y).name + "' is read by '" + g.node(c).name +
+                 "', not as a matmul's A");
+        }
+      }
+      if (std::find(r.inputs.begin(), r.inputs.end(), y) != r.inputs.end() ||
+          std::find(r.outputs.begin(), r.outputs.end(), y) != r.outputs.end()) {
+        broken(where + ": the folded norm's output '" + g.tensor(y).name + "' is read or stored");
+      }
+      for (TensorId in : nm.inputs) {
+        if (std::find(r.inputs.begin(), r.inputs.end(), in) == r.inputs.end()) {
+          broken(where + ": the folded norm's input '" + g.tensor(in).name + "' is not a region input");
+        }
+      }
     } else {
       for (NodeId n : r.prologue) {
-        if (r.kind != RegionKind::rowwise) broken(where + ": only row-wise and layout regions have a prologue");
+        if (r.kind != RegionKind::rowwise) broken(where + ": only row-wise, layout and matmul regions have a prologue");
         if (g.tensor(g.node(n).outputs[0]).dims != r.iteration_shape) {
           broken(where + ": prologue node '" + g.node(n).name + "' does not have the iteration shape");
         }
@@ -100,7 +130,7 @@ void verify_partition(const Graph& g, const Partition& p) {
   }
   for (size_t n = 0; n < nn; ++n) {
     const bool constant = g.node(static_cast<NodeId>(n)).op == OpKind::constant;
-    if (placed[n] < 0 && !constant) broken("node '" + g.node(static_cast<NodeId>(n)).name + "' is in no region");
+    if (placed[n] == -1 && !constant) broken("node '" + g.node(static_cast<NodeId>(n)).name + "' is in no region");
   }
   // Dependency order, and every tensor that crosses a region boundary is stored.
   std::set<TensorId> graph_outputs(g.outputs().begin(), g.outputs().end());
@@ -122,6 +152,7 @@ void verify_partition(const Graph& g, const Partition& p) {
   }
   for (TensorId out : g.outputs()) {
     const int q = placed[g.tensor(out).producer];
+    if (q == kFolded) broken("graph output '" + g.tensor(out).name + "' comes from a norm folded into matmuls");
     const auto& outs = p.regions[q].outputs;
     if (std::find(outs.begin(), outs.end(), out) == outs.end()) {
       broken("graph output '" + g.tensor(out).name + "' is not stored by its region");

@@ -137,7 +137,8 @@ std::string write_manifest(const Plan& plan, const std::map<std::string, uint64_
                       {"fuse_prologues", plan.fusion.fuse_prologues},
                       {"fuse_reductions", plan.fusion.fuse_reductions},
                       {"fuse_pointwise", plan.fusion.fuse_pointwise},
-                      {"fuse_layout_chains", plan.fusion.fuse_layout_chains}};
+                      {"fuse_layout_chains", plan.fusion.fuse_layout_chains},
+                      {"fold_norms_into_matmuls", plan.fusion.fold_norms_into_matmuls}};
   m["graph"] = save_graph_json(g);
   OJson buffers = OJson::array();
   for (const BufferAssignment& b : plan.memory.buffers) {

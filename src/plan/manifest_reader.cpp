@@ -169,7 +169,8 @@ class ManifestReader {
 
   fuse::FusionOptions read_fusion(const Cursor& c) const {
     c.expect_object("the fusion options");
-    c.check_keys({"fuse_epilogues", "fuse_prologues", "fuse_reductions", "fuse_pointwise", "fuse_layout_chains"},
+    c.check_keys({"fuse_epilogues", "fuse_prologues", "fuse_reductions", "fuse_pointwise", "fuse_layout_chains",
+                  "fold_norms_into_matmuls"},
                  "the fusion options");
     fuse::FusionOptions f;
     f.fuse_epilogues = c.at("fuse_epilogues").as_bool();
@@ -179,6 +180,9 @@ class ManifestReader {
     // bundles written before layout chains existed were partitioned without them
     const auto chains = c.find("fuse_layout_chains");
     f.fuse_layout_chains = chains && chains->as_bool();
+    // and those written before norms folded into matmuls without that
+    const auto norms = c.find("fold_norms_into_matmuls");
+    f.fold_norms_into_matmuls = norms && norms->as_bool();
     return f;
   }
 

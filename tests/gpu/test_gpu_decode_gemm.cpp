@@ -4,8 +4,9 @@
 // {1, 3, 8, 16}, both weight layouts ([N, K] and [K, N]), N and K odd and no tile multiples
 // (element loads) or multiples of 8 only (16-byte loads with tails),
 // split-K with a short last chunk and without split-K, bias + GELU + amax, row and column sums,
-// batches with a broadcast weight, and a second run of the same executor on fresh inputs (the
-// split-K counters and exit accumulators must have been reset). Every case checks that the step
+// batches with a broadcast weight, an rmsnorm folded into A (the mma tile), and a second run of
+// the same executor on fresh inputs (the split-K counters and exit accumulators must have been
+// reset). Every case checks that the step
 // really ran the forced decode tile, so a silent fallback fails.
 #include <cstdlib>
 #include <optional>
@@ -223,6 +224,35 @@ TEST_F(GpuDecodeGemm, DecodeStackShapesResidualAndManySplits) {
     if (c.residual) y = g.add(y, g.input("res", DType::bf16, {c.m, c.n}));
     g.output(y, "y");
     check_decode(g);
+  }
+}
+
+// An rmsnorm folded into A (fuse/partition.cpp): the mma tile, the only one offered, computes
+// each row's statistics over all of K and stages the normalized rows; M 1, 3, 5 and 16, both
+// weight layouts, with and without the norm's bias, K odd (element loads), a multiple of 8 with
+// split-K, and a column-major x (element loads); a residual in the epilogue.
+TEST_F(GpuDecodeGemm, AFoldedRmsnorm) {
+  struct Case {
+    int64_t m, n, k;
+    bool k_major, bias, strided;
+  };
+  for (Case c : {Case{1, 2048, 2048, false, false, false}, Case{1, 512, 2048, true, false, false},
+                 Case{5, 1001, 777, true, true, false}, Case{16, 300, 4104, false, true, false},
+                 Case{3, 129, 200, true, false, true}}) {
+    Graph g(std::string("decode_norm_") + (c.k_major ? "nk_" : "kn_") + std::to_string(c.m) + "x" + std::to_string(c.n) +
+            "x" + std::to_string(c.k) + (c.bias ? "_bias" : "") + (c.strided ? "_strided" : ""));
+    auto x = c.strided ? g.input("x", DType::bf16, {c.m, c.k}, {1, c.m}) : g.input("x", DType::bf16, {c.m, c.k});
+    std::optional<Tensor> bias;
+    if (c.bias) bias = g.input("norm_b", DType::bf16, {c.k});
+    auto h = g.rmsnorm(x, g.input("norm_w", DType::bf16, {c.k}), bias, 1e-5);
+    auto w = c.k_major ? g.input("w", DType::bf16, {c.k, c.n}, {1, c.k}) : g.input("w", DType::bf16, {c.k, c.n});
+    g.output(g.add(g.matmul(h, w), g.input("res", DType::bf16, {c.m, c.n})), "y");
+    g.validate();
+    const fuse::Partition p = fuse::partition_graph(g);
+    ASSERT_EQ(p.regions.size(), 1u) << g.name() << ": the norm did not fold";
+    const auto candidates = decode_candidates(g);
+    ASSERT_EQ(candidates.size(), 1u) << g.name();
+    check_candidate(g, candidates[0].first, candidates[0].second, 1.0, {"rmsnorm(x)"});
   }
 }
 

@@ -78,10 +78,18 @@ class GpuMegakernel : public GpuTest {
     return o;
   }
 
-  // The first config of the TMA decode tile's `cut` offered for g's matmul region (a failure when
-  // g has none or the cut is not offered).
+  // Our kernels with the rmsnorms left as steps of their own: a GEMV after a norm may then take
+  // the TMA decode tile (a folded norm runs on the mma tile alone).
+  static CompileOptions our_kernels_unfolded() {
+    CompileOptions o = our_kernels_only();
+    o.fusion.fold_norms_into_matmuls = false;
+    return o;
+  }
+
+  // The first config of the TMA decode tile's `cut` offered for g's matmul region, partitioned as
+  // our_kernels_unfolded() does (a failure when g has none or the cut is not offered).
   std::optional<jit::MatmulConfig> tma_config(const Graph& g, jit::MatmulTile cut) {
-    const fuse::Partition p = fuse::partition_graph(g);
+    const fuse::Partition p = fuse::partition_graph(g, our_kernels_unfolded().fusion);
     for (const fuse::Region& r : p.regions) {
       if (r.kind != fuse::RegionKind::matmul) continue;
       const int index = jit::matmul_config_index(g, r, properties_, cut);
@@ -143,7 +151,7 @@ TEST_F(GpuMegakernel, TmaDecodeGemvIsATask) {
         c->tma.producer_warp = producer;
         const bool whole = cut == jit::MatmulTile::decode_tma_rows;
         if (!jit::decode_tma_unsupported(g, *matmul, properties_, whole, c->tma).empty()) continue;
-        CompileOptions o = our_kernels_only();
+        CompileOptions o = our_kernels_unfolded();
         o.candidate_config = jit::config_text(*c);
         SCOPED_TRACE("config " + o.candidate_config);
         std::printf("  %s\n", o.candidate_config.c_str());
@@ -166,7 +174,7 @@ TEST_F(GpuMegakernel, RebindingMovesTheTmaGemvTensorMaps) {
   for (jit::MatmulTile cut : {jit::MatmulTile::decode_tma_rows, jit::MatmulTile::decode_tma}) {
     const std::optional<jit::MatmulConfig> c = tma_config(g, cut);
     ASSERT_TRUE(c.has_value());
-    CompileOptions o = our_kernels_only();
+    CompileOptions o = our_kernels_unfolded();
     o.candidate_config = jit::config_text(*c);
     SCOPED_TRACE("config " + o.candidate_config);
     const Plan plan = compile(g, with_test_cache(o));
@@ -195,17 +203,18 @@ TEST_F(GpuMegakernel, DecodeStackTwoLayersIsOneMegakernel) {
   check_mega(examples::llama_decode_stack(c), our_kernels_only(), 3, 1.0, 1);
 }
 
-// Compiled for megakernels (CompileOptions::megakernels), the stack's GEMVs take the TMA decode
-// tile first, in both weight layouts ([K, N] as the examples store it, [N, K] as nn.Linear does),
-// each a task whose prologue streams its first W stages before it waits: one megakernel, right,
-// and every matmul step on the TMA tile.
+// Compiled for megakernels (CompileOptions::megakernels) with the norms unfolded, the stack's
+// GEMVs take the TMA decode tile first, in both weight layouts ([K, N] as the examples store it,
+// [N, K] as nn.Linear does), each a task whose prologue streams its first W stages before it
+// waits: one megakernel, right, and every matmul step on the TMA tile. With the norms folded
+// (the default), the GEMVs after a norm run the mma tile: one megakernel, right.
 TEST_F(GpuMegakernel, DecodeStackForMegakernelsStreamsWeightsByTma) {
   for (bool nk : {false, true}) {
     examples::LlamaConfig c;
     c.layers = 2;
     c.weights_nk = nk;
     c.name = nk ? "llama_decode_stack_nk" : "llama_decode_stack";
-    CompileOptions o = our_kernels_only();
+    CompileOptions o = our_kernels_unfolded();
     o.megakernels = true;
     SCOPED_TRACE(c.name);
     const Graph g = examples::llama_decode_stack(c);
@@ -219,6 +228,9 @@ TEST_F(GpuMegakernel, DecodeStackForMegakernelsStreamsWeightsByTma) {
       EXPECT_NE(st.description.find(nk ? "w:[N,K]" : "w:[K,N]"), std::string::npos) << st.description;
     }
     EXPECT_GE(matmuls, 2 * 6);
+    CompileOptions folded = our_kernels_only();
+    folded.megakernels = true;
+    check_mega(g, folded, 1, 1.0, 1);
   }
 }
 
@@ -368,7 +380,7 @@ TEST_F(GpuMegakernel, WatchdogWhileATaskPrologueStreams) {
       std::optional<jit::MatmulConfig> c = tma_config(g, cut);
       ASSERT_TRUE(c.has_value());
       c->tma.producer_warp = producer;
-      CompileOptions o = our_kernels_only();
+      CompileOptions o = our_kernels_unfolded();
       o.candidate_config = jit::config_text(*c);
       SCOPED_TRACE("config " + o.candidate_config);
       expect_watchdog(g, compile(g, with_test_cache(o)), MegaFault::missing_producer);

@@ -650,5 +650,54 @@ TEST(JitMatmulDecode, TaskBoxesOfTheResultAndItsEpilogueOperands) {
   }
 }
 
+// An rmsnorm folded into A (fuse/partition.cpp, decode rows): only the mma tile takes the region
+// (the TMA and ffma tiles decline with a reason); it reads the norm's input and weight instead of
+// the normalized row, gives neither a box (its statistics read whole rows, and here K == N, so a
+// box of the result's shape would be wrong), and compiles without spills with and without a bias,
+// at 1 and 16 rows, both weight layouts, and a strided x (element loads).
+TEST(JitMatmulDecode, AFoldedNormRunsOnTheMmaTile) {
+  struct Case {
+    int64_t m;
+    bool k_major, bias, strided_x;
+  };
+  for (const Case& c : {Case{1, true, false, false}, Case{16, false, true, false}, Case{1, false, false, false},
+                        Case{5, true, true, true}}) {
+    const int64_t k = 2048, n = 2048;
+    Graph g("decode_norm");
+    auto x = c.strided_x ? g.input("x", DType::bf16, {c.m, k}, {1, c.m}) : g.input("x", DType::bf16, {c.m, k});
+    std::optional<Tensor> bias;
+    if (c.bias) bias = g.input("norm_b", DType::bf16, {k});
+    auto h = g.rmsnorm(x, g.input("norm_w", DType::bf16, {k}), bias, 1e-6);
+    auto w = c.k_major ? g.input("w", DType::bf16, {k, n}, {1, k}) : g.input("w", DType::bf16, {k, n});
+    g.output(g.add(g.matmul(h, w), g.input("res", DType::bf16, {c.m, n})), "y");
+    g.validate();
+    const fuse::Partition p = fuse::partition_graph(g);
+    ASSERT_EQ(p.regions.size(), 1u);
+    const fuse::Region& r = p.regions[0];
+    ASSERT_EQ(r.prologue.size(), 1u);
+    EXPECT_EQ(matmul_config_count(g, r, h200()), 1);
+    EXPECT_EQ(decode_gemv_unsupported(g, r, h200()), "");
+    EXPECT_NE(decode_ffma_unsupported(g, r, h200()).find("mma tile"), std::string::npos);
+    EXPECT_NE(decode_tma_unsupported(g, r, h200()).find("prologue"), std::string::npos);
+    const KernelSpec ks = build_matmul_nth(g, r, h200(), 0).kernels.at(0);
+    EXPECT_NE(ks.description.find("decode gemv mma"), std::string::npos) << ks.description;
+    EXPECT_NE(ks.description.find("rmsnorm(x)"), std::string::npos) << ks.description;
+    EXPECT_NE(ks.source.find("kNorm = true, kNormBias = " + std::string(c.bias ? "true" : "false")), std::string::npos);
+    EXPECT_NE(ks.source.find("norm_eps"), std::string::npos);
+    EXPECT_EQ(ks.source.find("norm_b;") != std::string::npos, c.bias);
+    const int x_slot = region_input_index(r, g.inputs()[0]);
+    const int w_slot = region_input_index(r, g.find_tensor("norm_w")->id);
+    ASSERT_GE(x_slot, 0);
+    ASSERT_GE(w_slot, 0);
+    bool res_boxed = false;
+    for (const TaskBox& b : ks.task_boxes) {
+      EXPECT_TRUE(b.write || (b.slot != x_slot && b.slot != w_slot)) << "slot " << b.slot;
+      res_boxed = res_boxed || (!b.write && b.slot == region_input_index(r, g.find_tensor("res")->id));
+    }
+    EXPECT_TRUE(res_boxed);  // the residual, of the result's shape, by column tile
+    expect_compiles_without_spills(ks);
+  }
+}
+
 }  // namespace
 }  // namespace sinter::jit

@@ -108,12 +108,20 @@ struct Args {
 )";
   for (const bool k_major : {true, false}) {
     const std::string km = k_major ? "true" : "false";
-    expect_compiles("decode_gemv_mma", kCommon + "#include \"gemm/decode_gemv.cuh\"\n",
-                    "struct Cfg {\n  static constexpr bool kBf16 = true, kKMajor = " + km +
-                        ";\n  static constexpr int kMTile = 16, kWVec = 8, kXVec = 8;\n};\nusing Tile = DecodeGemv<Cfg>;\n" +
-                        args + kTileEpilogue,
-                    "__launch_bounds__(Tile::kThreads) k(const __grid_constant__ Args a) "
-                    "{ decode_gemv_kernel<Tile, Epilogue>(a); }");
+    for (const bool norm : {false, true}) {  // with an rmsnorm folded into x (and its bias)
+      const std::string nb = norm ? "true" : "false";
+      std::string a = args;
+      if (norm) {
+        a.insert(a.rfind("};"), "  const u16* norm_w;\n  i64 norm_w_stride;\n  float norm_eps;\n  const u16* norm_b;\n"
+                                "  i64 norm_b_stride;\n");
+      }
+      expect_compiles("decode_gemv_mma", kCommon + "#include \"gemm/decode_gemv.cuh\"\n",
+                      "struct Cfg {\n  static constexpr bool kBf16 = true, kKMajor = " + km +
+                          ";\n  static constexpr int kMTile = 16, kWVec = 8, kXVec = 8;\n  static constexpr bool kNorm = " + nb +
+                          ", kNormBias = " + nb + ";\n};\nusing Tile = DecodeGemv<Cfg>;\n" + a + kTileEpilogue,
+                      "__launch_bounds__(Tile::kThreads) k(const __grid_constant__ Args a) "
+                      "{ decode_gemv_kernel<Tile, Epilogue>(a); }");
+    }
     expect_compiles("decode_gemv_ffma", kCommon + "#include \"gemm/decode_gemv_ffma.cuh\"\n",
                     "struct Cfg {\n  static constexpr bool kBf16 = false, kKMajor = " + km +
                         ";\n  static constexpr int kMTile = 2, kDepth = 4, kWVec = 1, kXVec = 8;\n};\n"

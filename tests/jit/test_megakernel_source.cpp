@@ -54,7 +54,17 @@ struct Built {
 Built build_megakernels(const Graph& g, bool compile = true,
                         const cuda::DeviceProperties& device = sinter::testing::fake_h200(),
                         std::optional<jit::MatmulTile> matmul_tile = std::nullopt, bool producer_warp = false) {
-  const fuse::Partition p = fuse::partition_graph(g);
+  // as compile partitions: without folded norms where the jit engine offers no tile for them
+  // (the default device has no opt-in shared memory for the mma decode tile)
+  fuse::Partition p = fuse::partition_graph(g);
+  for (const fuse::Region& r : p.regions) {
+    if (r.kind == fuse::RegionKind::matmul && !r.prologue.empty() && jit::region_configs(g, r, device).empty()) {
+      FusionOptions unfolded;
+      unfolded.fold_norms_into_matmuls = false;
+      p = fuse::partition_graph(g, unfolded);
+      break;
+    }
+  }
   std::vector<std::vector<MegaTaskKernel>> kernels(p.regions.size());
   std::vector<mega::StepView> views(p.regions.size());
   std::vector<std::string> why(p.regions.size());
@@ -310,7 +320,7 @@ TEST(MegakernelSource, LayersShareKernelCacheEntries) {
     std::set<std::string> out;
     for (const fuse::Region& r : p.regions) {
       int i = 0;
-      for (const jit::KernelSpec& k : jit::build_region(g, r, sinter::testing::fake_h200()).kernels) {
+      for (const jit::KernelSpec& k : jit::build_region(g, r, cuda::assumed_h200()).kernels) {
         cuda::KernelRequest req{g.name() + "_region" + std::to_string(r.id) + "_" + std::to_string(i++) + ".cu", k.source,
                                 {}};
         req.options.arch = "sm_90a";
@@ -331,6 +341,7 @@ TEST(MegakernelSource, TmaDecodeGemvIsATask) {
   for (bool kn : {false, true}) {  // the weight [N, K] (nn.Linear's), or row-major [K, N]
     Graph g(kn ? "rmsnorm_tma_gemv_kn" : "rmsnorm_tma_gemv");
     auto h = g.rmsnorm(g.input("x", DType::bf16, {3, 2048}), g.input("norm_w", DType::bf16, {2048}));
+    g.output(h, "h");  // stored, so the norm is a task of its own (not folded into the GEMV)
     // 8448 weight rows: 64 a CTA on 132 SMs, enough for the whole-tile cut
     auto w = kn ? g.input("w", DType::bf16, {2048, 8448}) : g.input("w", DType::bf16, {2048, 8448}, {1, 2048});
     auto y = g.gelu(g.add(g.matmul(h, w), g.input("bias", DType::bf16, {8448})));
@@ -347,6 +358,21 @@ TEST(MegakernelSource, TmaDecodeGemvIsATask) {
       }
     }
   }
+}
+
+// An rmsnorm folded into the GEMVs that read it (fuse/partition.cpp): each GEMV is a task of the
+// mma decode tile reading the norm's input whole (its statistics span the row), so it waits for
+// all of the producer of x; there is no norm task.
+TEST(MegakernelSource, AFoldedNormGemvIsATask) {
+  Graph g("folded_norm_gemvs");
+  auto x = g.relu(g.input("x0", DType::bf16, {1, 2048}));  // x computed inside the segment
+  auto h = g.rmsnorm(x, g.input("norm_w", DType::bf16, {2048}));
+  g.output(g.matmul(h, g.input("wq", DType::bf16, {2048, 2048})), "q");
+  g.output(g.matmul(h, g.input("wk", DType::bf16, {2048, 512})), "k");
+  const Built b = build_megakernels(g, true, cuda::assumed_h200());
+  EXPECT_EQ(b.segments, 1);
+  EXPECT_EQ(b.steps_inside, 3);  // relu, two GEMVs
+  EXPECT_EQ(b.steps_outside, 0);
 }
 
 // A KV-cache append (concat of the cache, a graph input, and the new rows a kernel of the segment

@@ -51,7 +51,7 @@ TEST(CompileApi, EnginesAndTuneModes) {
     EXPECT_EQ(parse_tune_mode(to_string(m)), m);
   }
   EXPECT_FALSE(parse_tune_mode("quick").has_value());
-  EXPECT_EQ(FusionOptions::none(), (FusionOptions{false, false, false, false, false}));
+  EXPECT_EQ(FusionOptions::none(), (FusionOptions{false, false, false, false, false, false}));
 }
 
 }  // namespace

@@ -75,6 +75,17 @@ TEST(CublasLtPattern, ReasonsForRefusal) {
   }
 }
 
+// An rmsnorm folded into a decode matmul's A (fuse/partition.cpp) is not lowered to cuBLASLt.
+TEST(CublasLtPattern, RefusesAFoldedNorm) {
+  Graph g;
+  auto x = g.input("x", DType::bf16, {1, 64});
+  auto h = g.rmsnorm(x, g.input("g", DType::bf16, {64}));
+  g.output(g.matmul(h, g.input("w", DType::bf16, {64, 32})), "y");
+  const auto m = match_first_matmul(g);
+  EXPECT_FALSE(m.pattern);
+  EXPECT_NE(m.reason.find("folded norm"), std::string::npos) << m.reason;
+}
+
 // A scalar constant on the chain is alpha; after a residual it scales C too (beta).
 TEST(CublasLtPattern, AlphaAndBetaFromScalarConstants) {
   {

@@ -65,6 +65,12 @@ TEST(CudnnMatmul, ReasonsForRefusal) {
     g.output(g.gelu_tanh(g.matmul(g.input("a", DType::bf16, {8, 8}), g.input("b", DType::bf16, {8, 8}))), "y");
     EXPECT_NE(match_first(g).reason.find("is not lowered"), std::string::npos);
   }
+  {  // an rmsnorm folded into A (a decode matmul)
+    Graph g;
+    auto h = g.rmsnorm(g.input("x", DType::bf16, {1, 64}), g.input("g", DType::bf16, {64}));
+    g.output(g.matmul(h, g.input("b", DType::bf16, {64, 32})), "y");
+    EXPECT_NE(match_first(g).reason.find("prologue"), std::string::npos) << match_first(g).reason;
+  }
   {
     if (!cudnn::library().loaded) GTEST_SKIP() << cudnn::library().reason;
     Graph g = batched_bias_relu();

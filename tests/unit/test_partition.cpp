@@ -183,8 +183,7 @@ TEST(Partition, GatherIsARegionOfItsOwn) {
 
 TEST(Partition, NoFusionGivesOneRegionPerNode) {
   const Graph g = examples::mlp_layer();
-  FusionOptions off{false, false, false, false, false};
-  const Partition p = partition_graph(g, off);
+  const Partition p = partition_graph(g, FusionOptions::none());
   verify_partition(g, p);
   EXPECT_EQ(p.regions.size(), g.nodes().size());
 }
@@ -204,7 +203,7 @@ TEST(Partition, ExamplesComputeTheSameWhenPartitioned) {
 using sinter::testing::RandomGraph;
 
 TEST(Partition, RandomGraphsComputeTheSameWhenPartitioned) {
-  int regions = 0, fused_nodes = 0;
+  int regions = 0, fused_nodes = 0, folded_norms = 0;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     const Graph g = RandomGraph(seed).build();
     SCOPED_TRACE("seed " + std::to_string(seed));
@@ -214,11 +213,91 @@ TEST(Partition, RandomGraphsComputeTheSameWhenPartitioned) {
     expect_same_outputs(g, run_reference(g, inputs), run_partitioned(g, p, inputs));
     if (HasFatalFailure()) return;
     regions += static_cast<int>(p.regions.size());
-    for (const Region& r : p.regions) fused_nodes += static_cast<int>(r.nodes().size()) > 1;
+    for (const Region& r : p.regions) {
+      fused_nodes += static_cast<int>(r.nodes().size()) > 1;
+      folded_norms += r.kind == RegionKind::matmul && !r.prologue.empty();
+    }
   }
+  std::printf("300 random graphs: %d regions, %d of them fused, %d matmuls with a folded norm\n", regions, fused_nodes,
+              folded_norms);
   // The generator must exercise fusion, or this test proves little.
   EXPECT_GT(fused_nodes, 150);
   EXPECT_GT(regions, 600);
+}
+
+// ---- norms folded into decode matmuls ---------------------------------------------------------
+
+// Llama's pre-attention pattern at decode: one rmsnorm read as A by three projections of one row.
+// The normalized row is "h"; `extra` adds a reader of it: "output" (h is a graph output too) or
+// "relu" (a pointwise op reads it).
+Graph norm_then_projections(DType dt, int64_t rows, bool bias = false, const std::string& extra = "") {
+  Graph g("norm_projections");
+  auto x = g.input("x", dt, {rows, 64});
+  auto nw = g.input("norm_w", dt, {64});
+  std::optional<Tensor> nb;
+  if (bias) nb = g.input("norm_b", dt, {64});
+  auto h = g.rmsnorm(x, nw, nb, 1e-5);
+  g.rename(h, "h");
+  for (const char* name : {"q", "k", "v"}) {
+    auto w = g.input(std::string("w") + name, dt, {64, name[0] == 'q' ? 64 : 32});
+    g.output(g.matmul(h, w), name);
+  }
+  if (extra == "output") g.output(h);
+  if (extra == "relu") g.output(g.relu(h), "relu_h");
+  g.validate();
+  return g;
+}
+
+const Boundary* boundary_into(const Graph& g, const Partition& p, const std::string& tensor, const std::string& reader) {
+  for (const Boundary& b : p.boundaries) {
+    if (g.tensor(b.tensor).name == tensor && p.regions[b.consumer_region].anchor == region_of(g, p, reader).anchor) return &b;
+  }
+  return nullptr;
+}
+
+TEST(Partition, RmsnormFoldsIntoTheDecodeMatmulsThatReadIt) {
+  for (bool bias : {false, true}) {
+    const Graph g = norm_then_projections(DType::bf16, 1, bias);
+    const Partition p = partition_graph(g);
+    verify_partition(g, p);
+    ASSERT_EQ(p.regions.size(), 3u);  // the norm's own region is gone
+    const NodeId norm = g.tensor(*g.find_tensor("h")).producer;
+    EXPECT_EQ(g.node(norm).op, OpKind::rmsnorm);
+    EXPECT_EQ(p.region_of_node[norm], -1);
+    for (const char* out : {"q", "k", "v"}) {
+      const Region& r = region_of(g, p, out);
+      EXPECT_EQ(r.kind, RegionKind::matmul);
+      EXPECT_EQ(r.prologue, std::vector<NodeId>{norm});
+      std::vector<std::string> reads;
+      for (TensorId t : r.inputs) reads.push_back(g.tensor(t).name);
+      std::vector<std::string> want{"x", "norm_w"};
+      if (bias) want.push_back("norm_b");
+      want.push_back(std::string("w") + out);
+      EXPECT_EQ(reads, want) << out;
+      EXPECT_EQ(r.outputs.size(), 1u);
+    }
+    const TensorMap inputs = random_inputs(g, 5);
+    expect_same_outputs(g, run_reference(g, inputs), run_partitioned(g, p, inputs));
+  }
+}
+
+// The norm stays a region of its own where the fold does not apply, and the boundary says why.
+TEST(Partition, RmsnormStaysWhereTheFoldDoesNotApply) {
+  auto reason = [](const Graph& g, const FusionOptions& o = {}) {
+    const Partition p = partition_graph(g, o);
+    verify_partition(g, p);
+    EXPECT_EQ(p.regions.size(), 4u);  // a relu of h joins the norm's region
+    const Boundary* b = boundary_into(g, p, "h", "q");
+    return b ? b->reason : std::string("(no boundary)");
+  };
+  EXPECT_NE(reason(norm_then_projections(DType::bf16, 17)).find("more than 16 rows"), std::string::npos);
+  EXPECT_NE(reason(norm_then_projections(DType::f32, 1)).find("not bf16 or f16"), std::string::npos);
+  FusionOptions off;
+  off.fold_norms_into_matmuls = false;
+  EXPECT_NE(reason(norm_then_projections(DType::bf16, 1), off).find("turned off"), std::string::npos);
+  EXPECT_NE(reason(norm_then_projections(DType::bf16, 1, false, "output")).find("graph output"), std::string::npos);
+  const std::string why = reason(norm_then_projections(DType::bf16, 1, false, "relu"));
+  EXPECT_NE(why.find("is not a matmul reading it as A"), std::string::npos) << why;
 }
 
 // argmax carries (value, index) pairs that no epilogue folds: it is a reduction region of its own

@@ -125,6 +125,7 @@ std::string epilogue_name(const MatmulPattern& p) {
 MatchResult match_matmul(const Graph& g, const fuse::Region& r) {
   auto no = [](std::string why) { return MatchResult{std::nullopt, std::move(why)}; };
   if (r.kind != fuse::RegionKind::matmul) return no("not a matmul region");
+  if (!r.prologue.empty()) return no("a prologue on A (a folded norm) is not offered");
   const Node& mm = g.node(r.anchor);
   const auto& at = std::get<MatmulAttrs>(mm.attrs);
   const TensorInfo& a = g.tensor(mm.inputs[0]);

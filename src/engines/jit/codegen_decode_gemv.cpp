@@ -8,6 +8,9 @@
 //    of one W row, 3 or 4 steps deep in a register ring; C tile (1, 2 or 4) x 32 for an [N, K]
 //    weight (a warp takes 4 rows of W), x 256 for a [K, N] one (lanes along n, warps split k).
 //
+// A region with an rmsnorm folded into A (fuse/partition.cpp) runs on the mma tile, which stages
+// the normalized x from the norm's input (DecodeANorm); the ffma tile declines it.
+//
 // The generated source is the tile's Cfg, the region's epilogue functor and the instantiation of
 // decode_gemv_kernel. Compile-time: dtype, W's layout (k-major [N, K] or n-major [K, N] weight),
 // whether W and x allow 16-byte vectors, the M tile and the epilogue. Run-time: every size and
@@ -48,6 +51,8 @@ int ffma_depth(int m_tile) { return m_tile >= 4 ? 3 : 4; }
 
 struct Decode {
   const Node* mm = nullptr;
+  const Node* norm = nullptr;  // the rmsnorm folded into A (the region's prologue), or null
+  TensorId x = -1;             // what the tile reads as x: A, or the folded norm's input
   DType dtype = DType::f32, dtype_b = DType::f32;
   int64_t m = 0, n = 0, k = 0;
   const TensorInfo* ta = nullptr;
@@ -60,7 +65,9 @@ struct Decode {
 Decode describe_operands(const Graph& g, const fuse::Region& r) {
   Decode d;
   d.mm = &g.node(r.anchor);
-  d.ta = &g.tensor(d.mm->inputs[0]);
+  if (!r.prologue.empty()) d.norm = &g.node(r.prologue.front());
+  d.x = d.norm ? d.norm->inputs[0] : d.mm->inputs[0];
+  d.ta = &g.tensor(d.x);  // the norm's input has A's dims (a folded norm is over A's rows)
   d.tb = &g.tensor(d.mm->inputs[1]);
   const TensorInfo& ty = g.tensor(d.mm->outputs[0]);
   const TensorInfo &ta = *d.ta, &tb = *d.tb;
@@ -167,7 +174,16 @@ TileKind tile_kind(const Decode& d, const cuda::DeviceProperties& dev, bool ffma
 
 std::string decode_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev, bool ffma) {
   if (dev.cc_major < 8) return "needs mma.sync with bf16 (sm_80 or newer)";
-  if (!r.prologue.empty()) return "the region has a prologue";
+  if (!r.prologue.empty()) {
+    const Node& nm = g.node(r.prologue.front());
+    if (r.prologue.size() != 1 || nm.op != OpKind::rmsnorm || g.node(r.anchor).inputs[0] != nm.outputs[0]) {
+      return "the region's prologue is not one rmsnorm of A";
+    }
+    if (ffma) return "a folded norm runs on the mma tile";
+    for (TensorId t : nm.inputs) {
+      if (g.tensor(t).dtype != g.tensor(nm.outputs[0]).dtype) return "the folded norm's inputs are not A's dtype";
+    }
+  }
   const Decode d = describe_operands(g, r);
   if (d.m > kDecodeMaxM) return "M = " + std::to_string(d.m) + " is more than 16 rows";
   if (ffma && d.m > kFfmaMaxM) return "M = " + std::to_string(d.m) + " is more than 4 rows (the ffma tile)";
@@ -204,6 +220,8 @@ std::string decode_source(const Graph& g, const fuse::Region& r, const Decode& d
       << "  static constexpr bool kBf16 = " << b(d.dtype == DType::bf16) << ", kKMajor = " << b(d.k_major) << ";\n"
       << "  static constexpr int kMTile = " << tk.m_tile << (tk.ffma ? ", kDepth = " + std::to_string(ffma_depth(tk.m_tile)) : "")
       << ", kWVec = " << d.w_vec << ", kXVec = " << d.x_vec << ";\n"
+      << (tk.ffma ? "" : std::string("  static constexpr bool kNorm = ") + b(d.norm != nullptr) +
+                             ", kNormBias = " + b(d.norm && std::get<NormAttrs>(d.norm->attrs).has_bias) + ";\n")
       << "};\n"
       << "using Tile = " << (tk.ffma ? "DecodeFfma<Cfg>" : "DecodeGemv<Cfg>") << ";\n";
   if (tk.ffma) {
@@ -232,7 +250,7 @@ std::string decode_description(const Decode& d, const TileKind& tk, const Anchor
          (tk.ffma ? "ffma." + dt + " m" + m_tile + "x" + std::to_string(tk.bn) + " ring" + std::to_string(ffma_depth(tk.m_tile))
                   : "mma." + dt + " m" + m_tile + "x128") +
          " w:" + (d.k_major ? "[N,K]" : "[K,N]") + (d.w_vec == 8 ? "-vec8" : "-scalar") +
-         " x:" + (d.x_vec == 8 ? "vec8" : "scalar") + " splitk" + std::to_string(tk.split.splits) + "x" +
+         " x:" + (d.x_vec == 8 ? "vec8" : "scalar") + (d.norm ? " rmsnorm(x)" : "") + " splitk" + std::to_string(tk.split.splits) + "x" +
          std::to_string(tk.split.chunk) + (epi.index64() ? " idx64" : "") + epi.describe();
 }
 
@@ -260,17 +278,19 @@ std::vector<TaskBox> decode_task_boxes(const Graph& g, const fuse::Region& r, co
     w.box_rows = chunk, w.box_cols = tk.bn;
   }
   if (!w.digits.empty() && w.slot >= 0) boxes.push_back(w);
-  if (ta.strides[ra - 1] == 1 && region_input_index(r, d.mm->inputs[0]) >= 0) {
+  // x by k chunk; a folded norm's statistics read whole rows of x, so then it gets no box (whole)
+  std::vector<TensorId> operands{d.x, d.mm->inputs[1]};
+  if (d.norm) operands.insert(operands.end(), d.norm->inputs.begin() + 1, d.norm->inputs.end());
+  if (!d.norm && ta.strides[ra - 1] == 1 && region_input_index(r, d.x) >= 0) {
     TaskBox x;
-    x.slot = region_input_index(r, d.mm->inputs[0]);
+    x.slot = region_input_index(r, d.x);
     x.elem_bytes = 2;
     x.rows = d.m, x.cols = d.k, x.pitch = ta.strides[ra - 2];
     x.digits = {{splits, 0, chunk}, {tiles, 0, 0}};
     x.box_rows = d.m, x.box_cols = chunk;
     boxes.push_back(x);
   }
-  for (TaskBox& b : result_tile_boxes(g, r, d.m, d.n, {{splits, 0, 0}, {tiles, 0, tk.bn}}, tk.bn,
-                                      {d.mm->inputs[0], d.mm->inputs[1]})) {
+  for (TaskBox& b : result_tile_boxes(g, r, d.m, d.n, {{splits, 0, 0}, {tiles, 0, tk.bn}}, tk.bn, operands)) {
     boxes.push_back(std::move(b));
   }
   return boxes;
@@ -313,8 +333,19 @@ RegionKernels build_decode(const Graph& g, const fuse::Region& r, const cuda::De
   w.field("SinterGemmShape", "shape", shape);
   w.field("int", "splits", static_cast<int>(split.splits));
   w.field("int", "chunk", static_cast<int>(split.chunk));
-  w.pointer("const u16*", "x", Src::input, region_input_index(r, d.mm->inputs[0]), d.x_vec * 2);
+  w.pointer("const u16*", "x", Src::input, region_input_index(r, d.x), d.x_vec * 2);
   w.pointer("const u16*", "w", Src::input, region_input_index(r, d.mm->inputs[1]), d.w_vec * 2);
+  if (d.norm) {  // DecodeANorm's fields (kernels/gemm/decode_gemv.cuh)
+    const auto& at = std::get<NormAttrs>(d.norm->attrs);
+    const TensorInfo& nw = g.tensor(d.norm->inputs[1]);
+    w.pointer("const u16*", "norm_w", Src::input, region_input_index(r, d.norm->inputs[1]), 2);
+    w.field("i64", "norm_w_stride", nw.strides.back());
+    w.field("float", "norm_eps", static_cast<float>(at.epsilon));
+    if (at.has_bias) {
+      w.pointer("const u16*", "norm_b", Src::input, region_input_index(r, d.norm->inputs[2]), 2);
+      w.field("i64", "norm_b_stride", g.tensor(d.norm->inputs[2]).strides.back());
+    }
+  }
   w.workspace_pointer("float*", "part", ws.part_offset, 4);
   w.workspace_pointer("unsigned int*", "counts", ws.count_offset, 4);
   epi.declare(w);

@@ -151,8 +151,14 @@ int64_t balanced_grid(int64_t work, int64_t resident) {
 }
 }  // namespace
 
-Support JitEngine::supports(const Graph& g, const fuse::Region& r, const EngineContext&) const {
+Support JitEngine::supports(const Graph& g, const fuse::Region& r, const EngineContext& ctx) const {
   if (r.kind == fuse::RegionKind::collective) return Support::no(std::string(fuse::kCollectiveOnNccl));
+  if (r.kind == fuse::RegionKind::matmul && !r.prologue.empty()) {
+    // a folded norm (fuse/partition.cpp) runs on the mma decode tile alone
+    if (std::string why = decode_gemv_unsupported(g, r, ctx.device); !why.empty()) {
+      return Support::no("a matmul with a folded norm runs on the decode GEMV tile, which declines: " + why);
+    }
+  }
   for (const fuse::ExitReduce& e : r.reductions) {
     const TensorInfo& out = g.tensor(g.node(e.node).outputs[0]);
     if (!is_float(out.dtype)) {
