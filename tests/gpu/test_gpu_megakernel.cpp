@@ -138,7 +138,7 @@ TEST_F(GpuMegakernel, TmaDecodeGemvIsATask) {
     auto y = g.gelu(g.add(g.matmul(h, w), g.input("bias", DType::bf16, {n})));
     g.output(g.add(y, g.input("residual", DType::bf16, {m, n})), "out");
     g.validate();
-    const fuse::Partition p = fuse::partition_graph(g);
+    const fuse::Partition p = fuse::partition_graph(g, our_kernels_unfolded().fusion);
     const fuse::Region* matmul = nullptr;
     for (const fuse::Region& r : p.regions) {
       if (r.kind == fuse::RegionKind::matmul) matmul = &r;
