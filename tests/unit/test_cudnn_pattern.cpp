@@ -256,3 +256,34 @@ TEST(CudnnRefusal, NamesModesOperationsAndTheLogCommand) {
   EXPECT_NE(why2.find("heuristic modes tried: none]"), std::string::npos) << why2;
   EXPECT_EQ(why2.find("operation graph given"), std::string::npos) << why2;
 }
+
+// Auto leaves a decode sdpa (one query row) of fewer (batch x kv heads) units than SMs to the jit
+// engine's flash-decode, with the reason; named, or with as many units as SMs, cuDNN takes it.
+TEST(CudnnSdpa, AutoLeavesSmallDecodeToFlashDecode) {
+  if (!cudnn::library().loaded) GTEST_SKIP() << cudnn::library().reason;
+  auto decode = [](int64_t batch) {
+    Graph g("decode_sdpa");
+    auto q = g.input("q", DType::bf16, {batch, 32, 1, 64});
+    auto k = g.input("k", DType::bf16, {batch, 8, 1025, 64});
+    auto v = g.input("v", DType::bf16, {batch, 8, 1025, 64});
+    g.output(g.sdpa(q, k, v, SdpaAttrs{}).o, "o");
+    g.validate();
+    return g;
+  };
+  cuda::KernelCache cache("");
+  const EngineContext unnamed{cache, cuda::assumed_h200()};
+  EngineContext named{cache, cuda::assumed_h200()};
+  named.named_engines = {"cudnn"};
+  const cudnn::CudnnEngine engine;
+  {
+    const Graph g = decode(1);
+    const fuse::Partition p = fuse::partition_graph(g);
+    const Support s = engine.supports(g, p.regions.at(0), unnamed);
+    EXPECT_FALSE(s.ok);
+    EXPECT_NE(s.reason.find("8 (batch x kv heads) units"), std::string::npos) << s.reason;
+    EXPECT_NE(s.reason.find("flash-decode"), std::string::npos) << s.reason;
+    EXPECT_TRUE(engine.supports(g, p.regions.at(0), named).ok);
+  }
+  const Graph wide = decode(17);  // 136 units
+  EXPECT_TRUE(engine.supports(wide, fuse::partition_graph(wide).regions.at(0), unnamed).ok);
+}

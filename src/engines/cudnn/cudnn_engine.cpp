@@ -14,6 +14,7 @@
 #include "engines/cudnn/sdpa_graph.hpp"
 #include "engines/cudnn/sdpa_pattern.hpp"
 #include "cuda/sha256.hpp"
+#include "engines/jit/codegen.hpp"  // sdpa_decode_unsupported: where auto leaves decode to flash-decode
 #include "sinter/error.hpp"
 
 namespace sinter::cudnn {
@@ -226,15 +227,35 @@ std::string cudnn_version() { return version_string(); }
 // the user named cuDNN.
 bool lower_secondary(const EngineContext& ctx) { return ctx.named("cudnn"); }
 
+// Why auto leaves a decode sdpa to the jit engine's flash-decode ("" when it does not): one query
+// row (Sq = 1) with fewer (batch x kv heads) units than the GPU has SMs, which the jit kernel
+// takes. cuDNN's kernel does not split the keys over CTAs there; flash-decode does, in one launch
+// (H100, batch 1, GQA 32/8, 1025 keys: 0.0130 ms against cuDNN's 0.0212 at head dim 64, 0.0154
+// against 0.0205 at 128; docs/benchmarks.md). Named, cuDNN takes it.
+std::string leaves_decode_to_flash_decode(const Graph& g, const fuse::Region& r, const EngineContext& ctx) {
+  if (r.kind != fuse::RegionKind::sdpa || lower_secondary(ctx)) return "";
+  const Node& sd = g.node(r.anchor);
+  const Dims& q = g.tensor(sd.inputs[0]).dims;
+  const Dims& k = g.tensor(sd.inputs[1]).dims;
+  if (q.size() != 4 || k.size() != 4 || q[2] != 1) return "";
+  const int64_t units = q[0] * k[1], sms = ctx.device.sm_count > 0 ? ctx.device.sm_count : 132;
+  if (units >= sms || !jit::sdpa_decode_unsupported(g, r, ctx.device).empty()) return "";
+  return "a decode sdpa of " + std::to_string(units) + " (batch x kv heads) units, fewer than the " +
+         std::to_string(sms) + " SMs, goes to cuDNN only when it is named (CompileOptions::engines, --engine cudnn); "
+         "auto leaves it to the jit engine's flash-decode, which splits the keys over CTAs";
+}
+
 Support CudnnEngine::supports(const Graph& g, const fuse::Region& r, const EngineContext& ctx) const {
   const Match m = match(g, r, lower_secondary(ctx));
-  return m.lowering ? Support::yes() : Support::no(m.reason);
+  if (!m.lowering) return Support::no(m.reason);
+  if (std::string why = leaves_decode_to_flash_decode(g, r, ctx); !why.empty()) return Support::no(why);
+  return Support::yes();
 }
 
 std::vector<Candidate> CudnnEngine::candidates(const Graph& g, const fuse::Region& r,
                                                const EngineContext& ctx) const {
   const Match m = match(g, r, lower_secondary(ctx));
-  if (!m.lowering) return {};
+  if (!m.lowering || !leaves_decode_to_flash_decode(g, r, ctx).empty()) return {};
   std::unique_ptr<OperationGraph> graph;
   ConfigList list;
   try {
