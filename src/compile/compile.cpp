@@ -222,40 +222,56 @@ Plan compile(const Graph& graph, const CompileOptions& options) {
   CompileContext cc(options);  // checks the options, finds the GPU, opens the caches
   PassTimer timer(options);
   const Graph g = timer.run("validate", [&] { return validate(graph); });
-  CompileOptions effective = options;  // the fusion the plan records: a folded norm may be refused below
-  fuse::Partition p = timer.run("partition", [&] { return fuse::partition_graph(g, effective.fusion); });
-  timer.run("verify partition", [&] { fuse::verify_partition(g, p); });
-  auto gather = [&] {
-    return timer.run("candidates", [&] {
-      std::vector<tune::RegionCandidates> c = tune::gather_candidates(g, p, cc.engines(), cc.engine_context(), cc.tune_options());
+  // The regions, their candidates, the tuner's choices and the prepared steps of one partition.
+  struct Steps {
+    fuse::Partition p;
+    std::vector<tune::RegionCandidates> candidates;
+    tune::TuneReport tuned;
+    PreparedSteps prepared;
+  };
+  auto plan_steps = [&](const FusionOptions& fusion) {
+    Steps s;
+    s.p = timer.run("partition", [&] { return fuse::partition_graph(g, fusion); });
+    timer.run("verify partition", [&] { fuse::verify_partition(g, s.p); });
+    s.candidates = timer.run("candidates", [&] {
+      std::vector<tune::RegionCandidates> c = tune::gather_candidates(g, s.p, cc.engines(), cc.engine_context(), cc.tune_options());
       check_forced_config(c, options);
       return c;
     });
+    s.tuned = timer.run("tune", [&] {
+      return tune::tune(g, s.p, s.candidates, cc.engine_context(), cc.timing_cache(), cc.device_key(), cc.tune_options());
+    });
+    s.prepared = timer.run("prepare", [&] { return prepare(g, s.p, s.tuned, s.candidates, cc.engine_context(), options); });
+    return s;
   };
-  std::vector<tune::RegionCandidates> candidates;
+  CompileOptions effective = options;  // the fusion the plan records
+  std::optional<Steps> planned;
   try {
-    candidates = gather();
+    planned.emplace(plan_steps(effective.fusion));
   } catch (const Error& e) {
-    // A matmul with a folded norm runs on one jit tile; where no engine here takes it (the jit
-    // engine not named, a GPU without that tile), the graph is partitioned again without the fold.
+    // A matmul with a folded norm runs on one jit tile alone. Where a region cannot be planned
+    // (no engine takes it: the jit engine not named, a GPU without that tile; or its candidates
+    // failed) and the graph has a folded norm, it is planned once more with the norms unfolded;
+    // if that fails too, the error says both.
+    const fuse::Partition p = fuse::partition_graph(g, effective.fusion);
     const bool folded = std::any_of(p.regions.begin(), p.regions.end(), [](const fuse::Region& r) {
       return r.kind == fuse::RegionKind::matmul && !r.prologue.empty();
     });
     if (e.code() != ErrorCode::unsupported || !folded) throw;
     if (options.on_log) {
-      options.on_log(LogSeverity::info, "norms stay unfolded (no engine takes a matmul with a folded norm: " + e.message() + ")");
+      options.on_log(LogSeverity::info, "planning with rmsnorms folded into matmuls failed (" + e.message() +
+                                            "); planning again with the norms unfolded");
     }
     effective.fusion.fold_norms_into_matmuls = false;
-    p = fuse::partition_graph(g, effective.fusion);
-    fuse::verify_partition(g, p);
-    candidates = gather();
+    try {
+      planned.emplace(plan_steps(effective.fusion));
+    } catch (const Error& again) {
+      throw Error(again.code(), again.message() + " (with the norms unfolded; with them folded: " + e.message() + ")");
+    }
   }
-  const tune::TuneReport tuned = timer.run("tune", [&] {
-    return tune::tune(g, p, candidates, cc.engine_context(), cc.timing_cache(), cc.device_key(), cc.tune_options());
-  });
-  const PreparedSteps prepared = timer.run("prepare", [&] {
-    return prepare(g, p, tuned, candidates, cc.engine_context(), options);
-  });
+  const fuse::Partition& p = planned->p;
+  const tune::TuneReport& tuned = planned->tuned;
+  const PreparedSteps& prepared = planned->prepared;
   const Layout layout = timer.run("plan memory", [&] { return plan_memory(g, p, tuned, prepared); });
   const Megakernels megakernels = options.megakernels ? timer.run("megakernels", [&] {
     return build_megakernels(g, p, tuned, prepared, layout, cc.engine_context());

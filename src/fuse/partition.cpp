@@ -452,6 +452,11 @@ class Partitioner {
     if (dims.size() < 2 || dims[dims.size() - 2] > 16) {
       return "the matmuls read more than 16 rows of " + quote(t(y).name) + " (the fold is for decode)";
     }
+    if (num_elements(dims) != dims[dims.size() - 2] * dims.back()) {
+      // the decode tile would stream the weight once per batch entry; unfolded, a vendor GEMM may
+      // take the rows together
+      return quote(t(y).name) + " " + dims_to_string(dims) + " has batch dims (the fold takes one [M, K] matrix)";
+    }
     for (NodeId c : cons_[y]) {
       const Node& mm = node(c);
       if (t(mm.inputs[1]).dtype != dt) return quote(mm.name) + "'s B is not " + std::string(to_string(dt));

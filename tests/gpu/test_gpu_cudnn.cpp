@@ -274,5 +274,27 @@ TEST_F(GpuCudnn, NormsOddShapes) {
   }
 }
 
+// An rmsnorm folded into a decode matmul that no named engine takes (cuDNN lowers the norm and
+// the matmul, not a matmul with a norm on its A): compile plans the graph again with the norms
+// unfolded and says so; two cuDNN steps, the reference's answer.
+TEST_F(GpuCudnn, AFoldedNormNoEngineTakesIsPlannedUnfolded) {
+  Graph g("cudnn_rmsnorm_then_matmul");
+  auto h = g.rmsnorm(g.input("x", DType::bf16, {1, 64}), g.input("w", DType::bf16, {64}));
+  g.output(g.matmul(h, g.input("b", DType::bf16, {64, 32})), "y");
+  g.validate();
+  CompileOptions opts;
+  opts.engines = {"cudnn"};
+  std::vector<std::string> said;
+  opts.on_log = [&](LogSeverity, std::string_view m) { said.emplace_back(m); };
+  const Plan plan = compile(g, with_test_cache(opts));
+  const std::vector<StepDescription> steps = plan.describe().steps;
+  ASSERT_EQ(steps.size(), 2u);
+  for (const StepDescription& s : steps) EXPECT_EQ(s.engine, "cudnn") << s.description;
+  EXPECT_TRUE(std::any_of(said.begin(), said.end(), [](const std::string& m) {
+    return m.find("planning again with the norms unfolded") != std::string::npos;
+  }));
+  check_on_cudnn(g);
+}
+
 }  // namespace
 }  // namespace sinter::testing

@@ -291,6 +291,19 @@ TEST(Partition, RmsnormStaysWhereTheFoldDoesNotApply) {
     return b ? b->reason : std::string("(no boundary)");
   };
   EXPECT_NE(reason(norm_then_projections(DType::bf16, 17)).find("more than 16 rows"), std::string::npos);
+  {  // a batch of single rows, [4, 1, 64]: each batch entry would stream the weight again
+    Graph g("batched_rows");
+    auto h = g.rmsnorm(g.input("x", DType::bf16, {4, 1, 64}), g.input("norm_w", DType::bf16, {64}));
+    g.rename(h, "h");
+    g.output(g.matmul(h, g.input("wq", DType::bf16, {64, 64})), "q");
+    g.validate();
+    const Partition p = partition_graph(g);
+    verify_partition(g, p);
+    ASSERT_EQ(p.regions.size(), 2u);
+    const Boundary* b = boundary_into(g, p, "h", "q");
+    ASSERT_NE(b, nullptr);
+    EXPECT_NE(b->reason.find("has batch dims"), std::string::npos) << b->reason;
+  }
   EXPECT_NE(reason(norm_then_projections(DType::f32, 1)).find("not bf16 or f16"), std::string::npos);
   FusionOptions off;
   off.fold_norms_into_matmuls = false;
