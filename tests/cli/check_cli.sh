@@ -26,6 +26,10 @@ err_has() {  # the last command's stderr holds TEXT
   if grep -qF -- "$1" "$work/err"; then echo "ok: stderr says '$1'"; else
     echo "FAIL: stderr lacks '$1':"; sed 's/^/   | /' "$work/err" | head -5; failures=$((failures + 1)); fi
 }
+out_has() {  # the last command's stdout holds TEXT
+  if grep -qF -- "$1" "$work/out"; then echo "ok: stdout says '$1'"; else
+    echo "FAIL: stdout lacks '$1':"; sed 's/^/   | /' "$work/out" | head -5; failures=$((failures + 1)); fi
+}
 err_one_line() {  # the last command's stderr is one line
   if [ "$(wc -l <"$work/err")" = 1 ]; then echo "ok: stderr is one line"; else
     echo "FAIL: stderr is not one line:"; sed 's/^/   | /' "$work/err" | head -5; failures=$((failures + 1)); fi
@@ -38,6 +42,9 @@ g="$src/examples/mlp_layer.json"
 expect 0 -- "$sinter" check "$g"
 expect 0 -- "$sinter" check "$g" --json; json_ok check --json
 expect 0 -- "$sinter" explain "$src/examples/transformer_block.json" --json; json_ok explain --json
+# the decode layer's rmsnorms fold into its matmuls, unless --unfolded-norms keeps them apart
+expect 0 -- "$sinter" explain "$src/examples/llama_decode_layer.json"; out_has "26 nodes in 20 regions"; out_has "prologue:   rmsnorm0:rmsnorm"
+expect 0 -- "$sinter" explain "$src/examples/llama_decode_layer.json" --unfolded-norms; out_has "26 nodes in 22 regions"
 expect 0 -- "$sinter" engines "$g" --json; json_ok engines --json
 expect 0 -- "$sinter" inspect "$src/tests/fuzz/plan_corpus/seed_bundle_chain3.plan"
 expect 0 -- "$sinter" inspect "$src/tests/fuzz/plan_corpus/seed_bundle_chain3.plan" --json; json_ok inspect --json

@@ -13,7 +13,7 @@ int cmd_build(const Common& c, const BuildOptions& o) {
   if (is_plan_bundle_file(o.file)) {
     throw Error(ErrorCode::invalid_argument, "'" + o.file + "' is already a plan bundle; build takes a graph file (.json)");
   }
-  const LoadedPlan built = plan_from_file(c, o.file, {o.tune, o.engine, o.no_fusion, o.megakernels});
+  const LoadedPlan built = plan_from_file(c, o.file, {o.tune, o.engine, o.no_fusion, o.megakernels, false, o.unfolded_norms});
   built.plan.save(o.output);
   const PlanDescription d = built.plan.describe();
   if (o.json) {

@@ -29,10 +29,11 @@ void write_kernels(const Graph& g, const FusionOptions& fusion, int device, cons
 
 int explain_plan_mega(const Common& c, const ExplainOptions& o) {
   require_gpu("explain --mega");
-  if (o.no_fusion && is_plan_bundle_file(o.file)) {
-    throw Error(ErrorCode::invalid_argument, "--no-fusion compiles a graph file; '" + o.file + "' is a plan bundle");
+  if ((o.no_fusion || o.unfolded_norms) && is_plan_bundle_file(o.file)) {
+    throw Error(ErrorCode::invalid_argument, std::string(o.no_fusion ? "--no-fusion" : "--unfolded-norms") +
+                                                 " compiles a graph file; '" + o.file + "' is a plan bundle");
   }
-  const LoadedPlan loaded = plan_from_file(c, o.file, {"heuristic", "auto", o.no_fusion});
+  const LoadedPlan loaded = plan_from_file(c, o.file, {"heuristic", "auto", o.no_fusion, false, false, o.unfolded_norms});
   return explain_mega(c, loaded.plan, {o.json, o.dot_file});
 }
 
@@ -41,7 +42,8 @@ int explain_plan_mega(const Common& c, const ExplainOptions& o) {
 int cmd_explain(const Common& c, const ExplainOptions& o) {
   if (o.mega) return explain_plan_mega(c, o);
   const Graph g = load_graph_file(o.file);
-  const FusionOptions fusion = o.no_fusion ? FusionOptions::none() : FusionOptions{};
+  FusionOptions fusion = o.no_fusion ? FusionOptions::none() : FusionOptions{};
+  if (o.unfolded_norms) fusion.fold_norms_into_matmuls = false;
   const PartitionDescription d = explain(g, fusion);
   std::printf("%s", (o.json ? to_json(d) + "\n" : to_text(d)).c_str());
   if (!o.kernels_dir.empty()) {

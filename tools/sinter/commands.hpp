@@ -58,6 +58,7 @@ struct BuildOptions {
   std::string tune = "heuristic";
   std::string engine = "auto";
   bool no_fusion = false;
+  bool unfolded_norms = false;
   bool megakernels = false;
   bool json = false;
 };
@@ -87,6 +88,7 @@ int cmd_bench(const Common& c, const BenchOptions& o);
 struct ExplainOptions {
   std::string file;
   bool no_fusion = false;  // one region per node, to see the unfused plan
+  bool unfolded_norms = false;  // FusionOptions::fold_norms_into_matmuls off
   // When set: the jit engine's generated CUDA source of every region is written there
   // (region<N>_v<candidate>_<k>.cu), for this GPU or an assumed H200.
   std::string kernels_dir;

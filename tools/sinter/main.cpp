@@ -106,6 +106,8 @@ int main(int argc, char** argv) {
                                "the megakernel segments of its plan (needs a GPU)");
   e->add_option("FILE", explain.file, "graph file (.json); with --mega also a plan bundle")->required();
   e->add_flag("--no-fusion", explain.no_fusion, "turn every fusion off");
+  e->add_flag("--unfolded-norms", explain.unfolded_norms,
+              "keep rmsnorms as regions of their own (no fold into the decode matmuls that read them)");
   auto* kernels_opt =
       e->add_option("--kernels", explain.kernels_dir, "write the generated CUDA source of every candidate into this folder");
   e->add_flag("--json", explain.json, "print one JSON object");
@@ -134,6 +136,8 @@ int main(int argc, char** argv) {
       ->default_val("auto")
       ->check(CLI::IsMember(engines));
   b->add_flag("--no-fusion", build.no_fusion, "turn every fusion off (one step per op)");
+  b->add_flag("--unfolded-norms", build.unfolded_norms,
+              "keep rmsnorms as steps of their own (no fold into the decode matmuls that read them)");
   b->add_flag("--megakernels", build.megakernels,
               "also compile the megakernels of --executor mega into the bundle (loaded with no compilation)");
   b->add_flag("--json", build.json, "print the plan's description as JSON");

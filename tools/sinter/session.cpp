@@ -46,6 +46,7 @@ CompileOptions compile_options(const Common& c, const BuildChoices& b) {
     o.engines = {"jit"};
   }
   if (b.no_fusion) o.fusion = FusionOptions::none();
+  if (b.unfolded_norms) o.fusion.fold_norms_into_matmuls = false;
   o.megakernels = b.megakernels;
   o.device = c.device;
   if (!c.no_timing_cache) o.timing_cache = c.timing_cache.empty() ? default_timing_cache_path() : c.timing_cache;

@@ -22,6 +22,7 @@ struct BuildChoices {
   std::string engine = "auto";
   bool no_fusion = false;
   bool megakernels = false;  // store the mega executor's megakernels in the plan
+  bool unfolded_norms = false;  // FusionOptions::fold_norms_into_matmuls off
   // With engine "auto": our kernels only (engine jit), as virtual ranks need (every step a task
   // of the megakernel).
   bool our_kernels = false;
