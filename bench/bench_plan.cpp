@@ -709,9 +709,10 @@ int main(int argc, char** argv) {
         // megakernels; the graph executor runs the same steps
         jo.megakernels = true;
         const StackRun run{in, stack_want, runs, kernels.str(), trace_dir, floor.ms, gb};
+        // before the traced lines below, so a call cut short still has it
+        ok &= bench_unfolded_norms(stack, jo, run);
         ok &= bench_our_kernels(stack, jo, run, "4m. compiled on our kernels only (jit + alias) for megakernels", "jit", "decode_stack",
                                 "the plan on our kernels only");
-        ok &= bench_unfolded_norms(stack, jo, run);
         // The same stack with nn.Linear's weight layout ([N, K], k-contiguous), where the decode
         // tiles that stream k-contiguous weights (the TMA tile) may take the projections. The same
         // logical inputs, so the same reference.

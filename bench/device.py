@@ -413,6 +413,11 @@ def parse_bench_plan(text):
         if m:
             for engine, ms in (("sinter-graph-" + suffix, m.group(1)), ("sinter-mega-" + suffix, m.group(2))):
                 out.append({"case": "llama_decode_stack", "engine": engine, "ms": float(ms), "outputs": m.group(3)})
+    m = re.search(r"^4n\. norms not folded into the GEMVs: default plan, \d+ steps, graph executor ([0-9.]+) ms; on our "
+                  r"kernels for megakernels, megakernel ([0-9.]+) ms; outputs (\w+)", text, re.M)
+    if m:
+        for engine, ms in (("sinter-graph-unfolded", m.group(1)), ("sinter-mega-jit-unfolded", m.group(2))):
+            out.append({"case": "llama_decode_stack", "engine": engine, "ms": float(ms), "outputs": m.group(3)})
     m = re.search(r"^4b\. the stack tuned .*?outputs (\w+); graph executor ([0-9.]+) ms", text, re.M)
     if m:
         out.append({"case": "llama_decode_stack", "engine": "sinter-graph-tuned", "ms": float(m.group(2)),

@@ -296,11 +296,14 @@ def extract_copy(records):
 BLOCK_ENGINES = {"sinter-stream": "stream_ms", "sinter-graph": "graph_ms", "sinter-graph-one-chain": "graph_chain_ms",
                  "sinter-mega": "mega_ms",
                  "sinter-mega-jit": "mega_jit_ms", "sinter-graph-jit": "graph_jit_ms",
-                 "sinter-graph-jit-nk": "graph_nk_ms", "sinter-mega-jit-nk": "mega_nk_ms", "torch-eager": "eager_ms",
+                 "sinter-graph-jit-nk": "graph_nk_ms", "sinter-mega-jit-nk": "mega_nk_ms",
+                 "sinter-graph-unfolded": "graph_unfolded_ms", "sinter-mega-jit-unfolded": "mega_unfolded_ms",
+                 "torch-eager": "eager_ms",
                  "torch-compile": "compile_ms", "torch-cuda-graph": "cuda_graph_ms", "read-once-floor": "floor_ms"}
 BLOCK_NAMES = {"stream_ms": "stream", "graph_ms": "graph", "graph_chain_ms": "graph, one chain", "mega_ms": "mega", "mega_jit_ms": "mega, our kernels",
                "graph_jit_ms": "graph, our kernels", "graph_nk_ms": "graph, our kernels, [N, K] weights",
-               "mega_nk_ms": "mega, our kernels, [N, K] weights", "eager_ms": "eager", "compile_ms": "torch.compile",
+               "mega_nk_ms": "mega, our kernels, [N, K] weights", "graph_unfolded_ms": "graph, norms unfolded",
+               "mega_unfolded_ms": "mega, our kernels, norms unfolded", "eager_ms": "eager", "compile_ms": "torch.compile",
                "cuda_graph_ms": "CUDA graph", "floor_ms": "read-once floor", "autotune_ms": "max-autotune"}
 
 
@@ -317,7 +320,8 @@ def extract_blocks(records, cases, sources):
 
 def derive_blocks(case, cells):
     ours = [(cells[k]["v"], BLOCK_NAMES[k], cells[k]["run"])
-            for k in ("stream_ms", "graph_ms", "mega_ms", "mega_jit_ms", "graph_nk_ms", "mega_nk_ms")
+            for k in ("stream_ms", "graph_ms", "mega_ms", "mega_jit_ms", "graph_nk_ms", "mega_nk_ms", "graph_unfolded_ms",
+                      "mega_unfolded_ms")
             if isinstance(cells.get(k, {}).get("v"), (int, float))]
     if not ours:
         return {}
@@ -332,7 +336,8 @@ def derive_decode(case, cells):
     out = derive_blocks(case, cells)
     floor = cells.get("floor_ms", {})
     ours = [(cells[k]["v"], cells[k]["run"])
-            for k in ("graph_ms", "graph_chain_ms", "mega_ms", "graph_jit_ms", "mega_jit_ms", "graph_nk_ms", "mega_nk_ms")
+            for k in ("graph_ms", "graph_chain_ms", "mega_ms", "graph_jit_ms", "mega_jit_ms", "graph_nk_ms", "mega_nk_ms",
+                      "graph_unfolded_ms", "mega_unfolded_ms")
             if isinstance(cells.get(k, {}).get("v"), (int, float)) and cells[k].get("run") == floor.get("run")]
     if ours and isinstance(floor.get("v"), (int, float)):
         best = min(ours)
@@ -567,13 +572,16 @@ SECTIONS = [
               "outputs checked against the CPU reference; mega on the default plan runs a megakernel per "
               "run of our steps between the vendor steps; \"our kernels only\" is the plan compiled on the "
               "jit and alias engines, one megakernel; \"[N, K] weights\" the same with the weights stored as "
-              "nn.Linear stores them, k-contiguous) and the same model in PyTorch (`bench/torch_decode_stack.py`: "
+              "nn.Linear stores them, k-contiguous; \"norms unfolded\" (part 4n) the default and our-kernels "
+              "plans with the rmsnorms as steps of their own instead of folded into the GEMVs) and the same model in PyTorch (`bench/torch_decode_stack.py`: "
               "eager, CUDA graph, torch.compile).",
          columns=[("stream_ms", "Sinter stream ms"), ("graph_ms", "Sinter graph ms"),
                   ("graph_chain_ms", "Sinter graph, one chain, ms"), ("mega_ms", "Sinter mega ms"),
                   ("graph_jit_ms", "graph, our kernels only, ms"), ("mega_jit_ms", "mega, our kernels only, ms"),
                   ("graph_nk_ms", "graph, our kernels, [N, K] weights, ms"),
                   ("mega_nk_ms", "mega, our kernels, [N, K] weights, ms"),
+                  ("graph_unfolded_ms", "Sinter graph, norms unfolded, ms"),
+                  ("mega_unfolded_ms", "mega, our kernels, norms unfolded, ms"),
                   ("floor_ms", "read-once floor ms"), ("of_floor", "best Sinter, % of floor speed"),
                   ("eager_ms", "torch eager ms"), ("compile_ms", "torch.compile ms"),
                   ("cuda_graph_ms", "torch CUDA graph ms"), ("vs_torch", "best Sinter / best PyTorch")],
