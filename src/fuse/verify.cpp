@@ -43,6 +43,9 @@ void verify_partition(const Graph& g, const Partition& p) {
         continue;
       }
       if (r.kind == RegionKind::matmul && !r.prologue.empty() && n == r.prologue.front()) {
+        if (g.node(n).op != OpKind::rmsnorm || g.node(r.anchor).inputs[0] != g.node(n).outputs[0]) {
+          broken("region " + std::to_string(r.id) + " (matmul): a matmul's prologue is one rmsnorm whose output is its A");
+        }
         if (placed[n] >= 0) broken("node '" + g.node(n).name + "' is in a region and folded into a matmul");
         placed[n] = kFolded;
         if (p.region_of_node[n] != -1) broken("region_of_node of the folded norm '" + g.node(n).name + "' is not -1");
@@ -139,6 +142,10 @@ void verify_partition(const Graph& g, const Partition& p) {
       const NodeId prod = g.tensor(in).producer;
       if (prod < 0) continue;
       const int q = placed[prod];
+      if (q == kFolded) {
+        broken("region " + std::to_string(r.id) + " reads '" + g.tensor(in).name +
+               "', the output of a norm folded into matmuls, which no region stores");
+      }
       if (q < 0 || q >= r.id) {
         broken("region " + std::to_string(r.id) + " reads '" + g.tensor(in).name +
                "' from region " + std::to_string(q) + ", which does not run before it");

@@ -9,6 +9,7 @@
 
 #include "example_graphs.hpp"
 #include "fuse/region.hpp"
+#include "sinter/error.hpp"
 #include "sinter/reference.hpp"
 
 using namespace sinter;
@@ -279,6 +280,31 @@ TEST(Partition, RmsnormFoldsIntoTheDecodeMatmulsThatReadIt) {
     const TensorMap inputs = random_inputs(g, 5);
     expect_same_outputs(g, run_reference(g, inputs), run_partitioned(g, p, inputs));
   }
+}
+
+// The verifier refuses a partition whose folded norm is read or stored anywhere, or whose
+// matmul prologue is not the rmsnorm of its A.
+TEST(Partition, VerifierChecksFoldedNorms) {
+  const Graph g = norm_then_projections(DType::bf16, 1);
+  const Partition good = partition_graph(g);
+  auto refused = [&](const Partition& p) {
+    try {
+      verify_partition(g, p);
+    } catch (const Error& e) {
+      return e.message();
+    }
+    return std::string("(accepted)");
+  };
+  const TensorId h = g.find_tensor("h")->id;
+  Partition reads = good;
+  reads.regions[1].inputs.push_back(h);
+  EXPECT_NE(refused(reads).find("is read or stored"), std::string::npos) << refused(reads);
+  Partition stored = good;
+  stored.regions[0].outputs.push_back(h);
+  EXPECT_NE(refused(stored).find("is read or stored"), std::string::npos) << refused(stored);
+  Partition other = good;
+  other.regions[0].prologue = {g.tensor(g.find_tensor("q")->id).producer};
+  EXPECT_NE(refused(other).find("prologue"), std::string::npos) << refused(other);
 }
 
 // The norm stays a region of its own where the fold does not apply, and the boundary says why.
