@@ -172,10 +172,22 @@ struct DecodeANorm {
   float eps = 0.0f;
 };
 
+// Two 16-bit values of one 32-bit word as floats (bf16: a shift and a mask, no conversion).
 template <bool kBf16>
-__device__ __forceinline__ float decode_to_float(u32 bits16) {
-  if (kBf16) return __uint_as_float(bits16 << 16);
-  return to_float(f16{static_cast<u16>(bits16)});
+__device__ __forceinline__ void decode_unpack2(u32 w, float& lo, float& hi) {
+  if (kBf16) {
+    lo = __uint_as_float(w << 16);
+    hi = __uint_as_float(w & 0xffff0000u);
+  } else {
+    lo = to_float(f16{static_cast<u16>(w & 0xffffu)});
+    hi = to_float(f16{static_cast<u16>(w >> 16)});
+  }
+}
+
+// One 16-bit value as a float.
+template <bool kBf16>
+__device__ __forceinline__ float decode_float(u16 bits) {
+  return kBf16 ? to_float(bf16{bits}) : to_float(f16{bits});
 }
 
 // rstd[m] for m < kMTile (0 past M) into shared memory, through red[warps][kMTile] of shared
@@ -197,8 +209,8 @@ __device__ __forceinline__ void decode_norm_rstd(const u16* x, const SinterGemmS
                                                 static_cast<int>(s.k) - 8 * i);
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const float lo = decode_to_float<kBf16>(decode_word(v, j) & 0xffffu);
-        const float hi = decode_to_float<kBf16>(decode_word(v, j) >> 16);
+        float lo, hi;
+        decode_unpack2<kBf16>(decode_word(v, j), lo, hi);
         sum[m] += lo * lo + hi * hi;
       }
     }
@@ -232,14 +244,15 @@ __device__ __forceinline__ void decode_stage_x_norm(const u16* x, const SinterGe
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         float y[2];
+        decode_unpack2<kBf16>(decode_word(v, j), y[0], y[1]);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int e = 2 * j + h;
-          const u32 bits = h ? decode_word(v, j) >> 16 : decode_word(v, j) & 0xffffu;
-          y[h] = 0.0f;
           if (e < valid) {
-            y[h] = decode_to_float<kBf16>(bits) * r * decode_to_float<kBf16>(ld_ro(nrm.w + (k + e) * nrm.w_stride));
-            if (kBias) y[h] += decode_to_float<kBf16>(ld_ro(nrm.b + (k + e) * nrm.b_stride));
+            y[h] = y[h] * r * decode_float<kBf16>(ld_ro(nrm.w + (k + e) * nrm.w_stride));
+            if (kBias) y[h] += decode_float<kBf16>(ld_ro(nrm.b + (k + e) * nrm.b_stride));
+          } else {
+            y[h] = 0.0f;
           }
         }
         out[j] = kBf16 ? pack_bf16x2(y[0], y[1]) : pack_f16x2(y[0], y[1]);

@@ -22,7 +22,7 @@
 
 #include "common/abi.h"
 #include "common/types.cuh"
-#include "gemm/decode_gemv.cuh"  // decode_load8, decode_stage_x, decode_word
+#include "gemm/decode_gemv.cuh"  // decode_load8, decode_stage_x, decode_word, decode_unpack2
 #include "gemm/decode_splitk.cuh"
 #include "gemm/gemm_abi.h"
 
@@ -43,18 +43,6 @@ struct FfmaSmem {
   static_assert(kMTile == 1 || kMTile == 2 || kMTile == 4, "M is padded to 1, 2 or 4 rows");
   static_assert(kChunk % kFfmaKIter == 0, "whole steps per chunk");
 };
-
-// Two 16-bit values of one 32-bit word as floats (bf16: a shift and a mask, no conversion).
-template <bool kBf16>
-__device__ __forceinline__ void decode_unpack2(u32 w, float& lo, float& hi) {
-  if (kBf16) {
-    lo = __uint_as_float(w << 16);
-    hi = __uint_as_float(w & 0xffff0000u);
-  } else {
-    lo = to_float(f16{static_cast<u16>(w & 0xffffu)});
-    hi = to_float(f16{static_cast<u16>(w >> 16)});
-  }
-}
 
 // The lane's vectors of one step: W rows n_w .. n_w + kFfmaRows - 1 at k .. k + 7 (zero past N, K).
 template <int kWVec>

@@ -222,54 +222,55 @@ Plan compile(const Graph& graph, const CompileOptions& options) {
   CompileContext cc(options);  // checks the options, finds the GPU, opens the caches
   PassTimer timer(options);
   const Graph g = timer.run("validate", [&] { return validate(graph); });
-  // The regions, their candidates, the tuner's choices and the prepared steps of one partition.
+  auto partition = [&](const FusionOptions& fusion) {
+    fuse::Partition part = timer.run("partition", [&] { return fuse::partition_graph(g, fusion); });
+    timer.run("verify partition", [&] { fuse::verify_partition(g, part); });
+    return part;
+  };
+  // The candidates, the tuner's choices and the prepared steps of a partition's regions.
   struct Steps {
-    fuse::Partition p;
     std::vector<tune::RegionCandidates> candidates;
     tune::TuneReport tuned;
     PreparedSteps prepared;
   };
-  auto plan_steps = [&](const FusionOptions& fusion) {
+  auto plan_steps = [&](const fuse::Partition& part) {
     Steps s;
-    s.p = timer.run("partition", [&] { return fuse::partition_graph(g, fusion); });
-    timer.run("verify partition", [&] { fuse::verify_partition(g, s.p); });
     s.candidates = timer.run("candidates", [&] {
-      std::vector<tune::RegionCandidates> c = tune::gather_candidates(g, s.p, cc.engines(), cc.engine_context(), cc.tune_options());
+      std::vector<tune::RegionCandidates> c = tune::gather_candidates(g, part, cc.engines(), cc.engine_context(), cc.tune_options());
       check_forced_config(c, options);
       return c;
     });
     s.tuned = timer.run("tune", [&] {
-      return tune::tune(g, s.p, s.candidates, cc.engine_context(), cc.timing_cache(), cc.device_key(), cc.tune_options());
+      return tune::tune(g, part, s.candidates, cc.engine_context(), cc.timing_cache(), cc.device_key(), cc.tune_options());
     });
-    s.prepared = timer.run("prepare", [&] { return prepare(g, s.p, s.tuned, s.candidates, cc.engine_context(), options); });
+    s.prepared = timer.run("prepare", [&] { return prepare(g, part, s.tuned, s.candidates, cc.engine_context(), options); });
     return s;
   };
   CompileOptions effective = options;  // the fusion the plan records
+  fuse::Partition p = partition(effective.fusion);
   std::optional<Steps> planned;
   try {
-    planned.emplace(plan_steps(effective.fusion));
+    planned.emplace(plan_steps(p));
   } catch (const Error& e) {
     // A matmul with a folded norm runs on one jit tile alone. Where a region cannot be planned
     // (no engine takes it: the jit engine not named, a GPU without that tile; or its candidates
     // failed) and the graph has a folded norm, it is planned once more with the norms unfolded;
     // if that fails too, the error says both.
-    const fuse::Partition p = fuse::partition_graph(g, effective.fusion);
-    const bool folded = std::any_of(p.regions.begin(), p.regions.end(), [](const fuse::Region& r) {
-      return r.kind == fuse::RegionKind::matmul && !r.prologue.empty();
-    });
+    const bool folded = std::any_of(p.regions.begin(), p.regions.end(),
+                                    [](const fuse::Region& r) { return r.folded_norm() >= 0; });
     if (e.code() != ErrorCode::unsupported || !folded) throw;
     if (options.on_log) {
       options.on_log(LogSeverity::info, "planning with rmsnorms folded into matmuls failed (" + e.message() +
                                             "); planning again with the norms unfolded");
     }
     effective.fusion.fold_norms_into_matmuls = false;
+    p = partition(effective.fusion);
     try {
-      planned.emplace(plan_steps(effective.fusion));
+      planned.emplace(plan_steps(p));
     } catch (const Error& again) {
       throw Error(again.code(), again.message() + " (with the norms unfolded; with them folded: " + e.message() + ")");
     }
   }
-  const fuse::Partition& p = planned->p;
   const tune::TuneReport& tuned = planned->tuned;
   const PreparedSteps& prepared = planned->prepared;
   const Layout layout = timer.run("plan memory", [&] { return plan_memory(g, p, tuned, prepared); });

@@ -434,16 +434,17 @@ class Partitioner {
     if (std::find(g_.outputs().begin(), g_.outputs().end(), y) != g_.outputs().end()) {
       return quote(t(y).name) + " is a graph output";
     }
+    const DType dt = t(y).dtype;
     for (NodeId c : cons_[y]) {
       const Node& mm = node(c);
       if (mm.op != OpKind::matmul || mm.inputs[0] != y || mm.inputs[1] == y) {
         return quote(mm.name) + " reads " + quote(t(y).name) + " and is not a matmul reading it as A";
       }
+      if (t(mm.inputs[1]).dtype != dt) return quote(mm.name) + "'s B is not " + std::string(to_string(dt));
     }
     if (!r.prologue.empty() || !r.epilogue.empty() || !r.reductions.empty()) {
       return "the norm's region has a fused prologue, epilogue or reduction";
     }
-    const DType dt = t(y).dtype;
     if (dt != DType::bf16 && dt != DType::f16) return quote(t(y).name) + " is not bf16 or f16";
     for (TensorId in : nm.inputs) {
       if (t(in).dtype != dt) return quote(t(in).name) + " is " + std::string(to_string(t(in).dtype)) + ", not " + std::string(to_string(dt));
@@ -456,10 +457,6 @@ class Partitioner {
       // the decode tile would stream the weight once per batch entry; unfolded, a vendor GEMM may
       // take the rows together
       return quote(t(y).name) + " " + dims_to_string(dims) + " has batch dims (the fold takes one [M, K] matrix)";
-    }
-    for (NodeId c : cons_[y]) {
-      const Node& mm = node(c);
-      if (t(mm.inputs[1]).dtype != dt) return quote(mm.name) + "'s B is not " + std::string(to_string(dt));
     }
     return "";
   }

@@ -63,6 +63,8 @@ struct Region {
 
   // Every node the region computes (constants included), in topological order.
   std::vector<NodeId> nodes() const;
+  // The rmsnorm folded into a matmul's A (its prologue; docs/fusion.md rule 10), or -1.
+  NodeId folded_norm() const { return kind == RegionKind::matmul && !prologue.empty() ? prologue.front() : -1; }
 };
 
 // Why two regions were not merged across a tensor.

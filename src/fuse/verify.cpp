@@ -42,8 +42,8 @@ void verify_partition(const Graph& g, const Partition& p) {
                                                      " inlines a node that is not a constant");
         continue;
       }
-      if (r.kind == RegionKind::matmul && !r.prologue.empty() && n == r.prologue.front()) {
-        if (g.node(n).op != OpKind::rmsnorm || g.node(r.anchor).inputs[0] != g.node(n).outputs[0]) {
+      if (r.kind == RegionKind::matmul && std::find(r.prologue.begin(), r.prologue.end(), n) != r.prologue.end()) {
+        if (r.prologue.size() != 1 || g.node(n).op != OpKind::rmsnorm || g.node(r.anchor).inputs[0] != g.node(n).outputs[0]) {
           broken("region " + std::to_string(r.id) + " (matmul): a matmul's prologue is one rmsnorm whose output is its A");
         }
         if (placed[n] >= 0) broken("node '" + g.node(n).name + "' is in a region and folded into a matmul");
@@ -95,13 +95,10 @@ void verify_partition(const Graph& g, const Partition& p) {
         }
       }
     } else if (r.kind == RegionKind::matmul && !r.prologue.empty()) {
-      // a folded norm: one rmsnorm whose output is the matmul's A, read by matmuls alone (as A),
-      // stored nowhere; the region reads the norm's inputs instead
-      const Node& nm = g.node(r.prologue.front());
+      // a folded norm (its node checked above): read by matmuls alone (as A), stored nowhere; the
+      // region reads the norm's inputs instead
+      const Node& nm = g.node(r.folded_norm());
       const TensorId y = nm.outputs[0];
-      if (r.prologue.size() != 1 || nm.op != OpKind::rmsnorm || g.node(r.anchor).inputs[0] != y) {
-        broken(where + ": a matmul's prologue is one rmsnorm whose output is its A");
-      }
       for (NodeId c : consumers[y]) {
         if (g.node(c).op != OpKind::matmul || g.node(c).inputs[0] != y || g.node(c).inputs[1] == y) {
           broken(where + ": the folded norm's output '" + g.tensor(y).name + "' is read by '" + g.node(c).name +

@@ -58,7 +58,7 @@ Built build_megakernels(const Graph& g, bool compile = true,
   // (the default device has no opt-in shared memory for the mma decode tile)
   fuse::Partition p = fuse::partition_graph(g);
   for (const fuse::Region& r : p.regions) {
-    if (r.kind == fuse::RegionKind::matmul && !r.prologue.empty() && jit::region_configs(g, r, device).empty()) {
+    if (r.folded_norm() >= 0 && jit::region_configs(g, r, device).empty()) {
       FusionOptions unfolded;
       unfolded.fold_norms_into_matmuls = false;
       p = fuse::partition_graph(g, unfolded);

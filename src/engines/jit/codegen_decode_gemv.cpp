@@ -65,7 +65,7 @@ struct Decode {
 Decode describe_operands(const Graph& g, const fuse::Region& r) {
   Decode d;
   d.mm = &g.node(r.anchor);
-  if (!r.prologue.empty()) d.norm = &g.node(r.prologue.front());
+  if (r.folded_norm() >= 0) d.norm = &g.node(r.folded_norm());
   d.x = d.norm ? d.norm->inputs[0] : d.mm->inputs[0];
   d.ta = &g.tensor(d.x);  // the norm's input has A's dims (a folded norm is over A's rows)
   d.tb = &g.tensor(d.mm->inputs[1]);
@@ -174,16 +174,8 @@ TileKind tile_kind(const Decode& d, const cuda::DeviceProperties& dev, bool ffma
 
 std::string decode_unsupported(const Graph& g, const fuse::Region& r, const cuda::DeviceProperties& dev, bool ffma) {
   if (dev.cc_major < 8) return "needs mma.sync with bf16 (sm_80 or newer)";
-  if (!r.prologue.empty()) {
-    const Node& nm = g.node(r.prologue.front());
-    if (r.prologue.size() != 1 || nm.op != OpKind::rmsnorm || g.node(r.anchor).inputs[0] != nm.outputs[0]) {
-      return "the region's prologue is not one rmsnorm of A";
-    }
-    if (ffma) return "a folded norm runs on the mma tile";
-    for (TensorId t : nm.inputs) {
-      if (g.tensor(t).dtype != g.tensor(nm.outputs[0]).dtype) return "the folded norm's inputs are not A's dtype";
-    }
-  }
+  // a folded norm is the rmsnorm of A with A's dtype throughout (verify_partition checks it)
+  if (ffma && r.folded_norm() >= 0) return "a folded norm runs on the mma tile";
   const Decode d = describe_operands(g, r);
   if (d.m > kDecodeMaxM) return "M = " + std::to_string(d.m) + " is more than 16 rows";
   if (ffma && d.m > kFfmaMaxM) return "M = " + std::to_string(d.m) + " is more than 4 rows (the ffma tile)";

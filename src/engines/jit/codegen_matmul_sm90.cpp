@@ -61,7 +61,7 @@ std::vector<MatmulConfig> matmul_configs(const Graph& g, const fuse::Region& r, 
     for (const Sm90DirectConfig& c : sm90_direct_configs(g, r, dev)) tiles.push_back({MatmulTile::sm90_direct, c});
     if (ctile) tiles.push_back({MatmulTile::sm90_ctile, {}});
   }
-  if (r.prologue.empty()) tiles.push_back({MatmulTile::generic, {}});  // a folded norm runs on the decode tile alone
+  if (r.folded_norm() < 0) tiles.push_back({MatmulTile::generic, {}});  // a folded norm runs on the decode tile alone
   return tiles;
 }
 

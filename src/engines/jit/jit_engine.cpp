@@ -153,7 +153,7 @@ int64_t balanced_grid(int64_t work, int64_t resident) {
 
 Support JitEngine::supports(const Graph& g, const fuse::Region& r, const EngineContext& ctx) const {
   if (r.kind == fuse::RegionKind::collective) return Support::no(std::string(fuse::kCollectiveOnNccl));
-  if (r.kind == fuse::RegionKind::matmul && !r.prologue.empty()) {
+  if (r.folded_norm() >= 0) {
     // a folded norm (fuse/partition.cpp) runs on the mma decode tile alone
     if (std::string why = decode_gemv_unsupported(g, r, ctx.device); !why.empty()) {
       return Support::no("a matmul with a folded norm runs on the decode GEMV tile, which declines: " + why);
